@@ -1,0 +1,32 @@
+"""plume_jax: a JAX functional environment for odour-plume navigation.
+
+Quick start::
+
+    import jax, plume_jax
+    env, params = plume_jax.make("PlumeNav-Gaussian-v0")
+    obs, state = env.reset(jax.random.key(0), params)
+    obs, state, reward, terminated, truncated, info = env.step(
+        jax.random.key(1), state, env.action_ids["move_east"], params)
+"""
+
+from plume_jax.env import PlumeEnv
+from plume_jax.errors import StateError, ValidationError
+from plume_jax.registry import PRESETS, build_env, list_presets, make
+from plume_jax.types import AgentState, EnvParams, EnvState, Grid
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AgentState",
+    "EnvParams",
+    "EnvState",
+    "Grid",
+    "PRESETS",
+    "PlumeEnv",
+    "StateError",
+    "ValidationError",
+    "__version__",
+    "build_env",
+    "list_presets",
+    "make",
+]

@@ -1,0 +1,122 @@
+"""Absolute moves on the grid: noop, the four cardinal moves, optional diagonals."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from plume_jax.settings import Configurable, Setting, boolean, integer
+from plume_jax.spaces import Discrete, is_integer_scalar
+from plume_jax.types import AgentState, Grid, NoParams
+
+#: Unit displacement ``(dx, dy)`` of every named move (x east, y north).
+MOVES: dict[str, tuple[int, int]] = {
+    "noop": (0, 0),
+    "move_north": (0, 1),
+    "move_south": (0, -1),
+    "move_east": (1, 0),
+    "move_west": (-1, 0),
+    "move_northeast": (1, 1),
+    "move_northwest": (-1, 1),
+    "move_southeast": (1, -1),
+    "move_southwest": (-1, -1),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class DiscreteGridActions(Configurable):
+    """Absolute cardinal (and optionally diagonal) moves of ``step_size`` cells.
+
+    Action ids, fixed and pinned by a test:
+
+    ==========================  ===========================================
+    include_noop, diagonals     action_names (id order)
+    ==========================  ===========================================
+    True, False (default)       noop, move_north, move_south, move_east, move_west
+    True, True                  ... then move_northeast, move_northwest,
+                                move_southeast, move_southwest
+    False, ...                  the same without ``noop`` (ids shift down by 1)
+    ==========================  ===========================================
+
+    Positions stay on integer cells and are clamped to the grid. A move sets
+    ``heading`` to the direction moved (``atan2(dy, dx)``); ``noop`` and
+    invalid actions leave the agent unchanged.
+    """
+
+    step_size: int = 1
+    include_noop: bool = True
+    diagonals: bool = False
+
+    type_name = "discrete_grid"
+    SETTINGS = {
+        "step_size": Setting(1, integer(low=1), static=True, doc="cells per move"),
+        "include_noop": Setting(True, boolean(), static=True, doc="action 0 is noop"),
+        "diagonals": Setting(False, boolean(), static=True, doc="add the 4 diagonal moves"),
+    }
+    Params = NoParams
+
+    @functools.cached_property
+    def action_names(self) -> list[str]:
+        names = ["noop"] if self.include_noop else []
+        names += ["move_north", "move_south", "move_east", "move_west"]
+        if self.diagonals:
+            names += ["move_northeast", "move_northwest", "move_southeast", "move_southwest"]
+        return names
+
+    @functools.cached_property
+    def action_ids(self) -> dict[str, int]:
+        return {name: i for i, name in enumerate(self.action_names)}
+
+    @functools.cached_property
+    def action_space(self) -> Discrete:
+        return Discrete(len(self.action_names))
+
+    @property
+    def noop_id(self) -> int:
+        """The id of ``noop``, or -1 when there is none."""
+        return self.action_ids.get("noop", -1)
+
+    def validate_action(self, action: Any) -> jax.Array:
+        """bool[]: whether ``action`` is an integer scalar in ``[0, n)``."""
+        return self.action_space.contains(action)
+
+    def executed_action(self, action: Any) -> jax.Array:
+        """i32[]: ``action`` when valid, else the noop id (-1 without noop)."""
+        valid = self.validate_action(action)
+        if not is_integer_scalar(action):
+            return jnp.asarray(self.noop_id, jnp.int32)
+        return jnp.where(valid, jnp.asarray(action, jnp.int32), self.noop_id)
+
+    def process_action(
+        self, key: jax.Array, action: Any, agent: AgentState, grid: Grid, params: NoParams
+    ) -> AgentState:
+        """The agent after ``action``; pure, deterministic, in-bounds."""
+        table = jnp.asarray([MOVES[n] for n in self.action_names], jnp.float32)
+        valid = self.validate_action(action)
+        if is_integer_scalar(action):
+            index = jnp.clip(jnp.asarray(action, jnp.int32), 0, len(self.action_names) - 1)
+            delta = table[index] * valid.astype(jnp.float32)
+        else:
+            delta = jnp.zeros(2, jnp.float32)
+        moved = jnp.any(delta != 0.0)
+        position = grid.clamp(agent.position + self.step_size * delta)
+        heading = jnp.where(moved, jnp.arctan2(delta[1], delta[0]), agent.heading)
+        return agent.replace(position=position, heading=heading.astype(jnp.float32))
+
+    def get_metadata(self) -> dict[str, Any]:
+        return {
+            "type": self.type_name,
+            "modality": "absolute_cardinal",
+            "parameters": {
+                "step_size": self.step_size,
+                "include_noop": self.include_noop,
+                "diagonals": self.diagonals,
+                "num_actions": len(self.action_names),
+                "action_names": list(self.action_names),
+            },
+            "orientation_dependent": False,
+        }
+

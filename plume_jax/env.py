@@ -1,0 +1,289 @@
+"""The functional environment (layer 2): a gymnax ``Environment``.
+
+``PlumeEnv`` composes a plume, a sensor, an action model, a reward and a
+start distribution over a static grid. It is immutable and hashable by its
+static configuration (and default params), so ``jax.jit(env.step)`` and
+gymnax-style training code compile once per env and params structure.
+
+Auto-reset and its cost
+-----------------------
+``step`` auto-resets like gymnax: when an episode ends, the returned state
+and observation belong to a fresh episode, while ``terminated``,
+``truncated``, ``reward`` and ``info`` (including ``info["final_observation"]``)
+describe the step that ended the old one. Under ``vmap`` both branches of the
+reset are computed on every step, so the reset path inside ``step`` must be
+cheap. It therefore does *not* call ``plume.init`` (which may warm up a
+turbulent plume); it calls ``plume.reinit(key, plume_state, params)``, which
+each plume implements cheaply — a static plume rebuilds its trivial state, a
+dynamic plume keeps its already-developed state running into the next
+episode. Only an explicit ``reset`` pays for ``plume.init``. The new episode's
+agent, sensor memory and counters are always fresh.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from gymnax.environments import environment as gymnax_env
+from gymnax.environments import spaces as gymnax_spaces
+
+from plume_jax import spaces
+from plume_jax.types import EnvParams, EnvState, Grid, PlumeProbe
+
+#: Keys of the ``info`` dict returned by ``step`` (all arrays).
+INFO_KEYS = (
+    "step_count",
+    "episode_count",
+    "total_reward",
+    "goal_reached",
+    "agent_xy",
+    "distance_to_goal",
+    "source_location",
+    "goal_location",
+    "action_valid",
+    "executed_action",
+    "discount",
+    "terminated",
+    "truncated",
+    "final_observation",
+)
+
+
+def to_gymnax_space(space: Any) -> Any:
+    """Convert a :mod:`plume_jax.spaces` space to the gymnax equivalent."""
+    if isinstance(space, spaces.Discrete):
+        return gymnax_spaces.Discrete(space.n)
+    if isinstance(space, spaces.Box):
+        return gymnax_spaces.Box(
+            jnp.asarray(space.low_array), jnp.asarray(space.high_array), space.shape, jnp.float32
+        )
+    raise TypeError(f"unsupported space {space!r}")
+
+
+def _derive_keys(key: jax.Array, n: int) -> tuple[jax.Array, ...]:
+    """``n`` independent keys, ``fold_in(key, i)``. Unlike one ``split``,
+    each is a separate op, so keys a deterministic component never reads are
+    removed by XLA and cost nothing per step."""
+    return tuple(jax.random.fold_in(key, i) for i in range(n))
+
+
+def _freeze(tree: Any) -> tuple:
+    """A hashable fingerprint of a params pytree (structure, dtypes, values)."""
+    leaves, treedef = jax.tree.flatten(tree)
+    return (str(treedef),) + tuple(
+        (str(np.asarray(x).dtype), np.shape(x), np.asarray(x).tobytes()) for x in leaves
+    )
+
+
+class PlumeEnv(gymnax_env.Environment):
+    """Odour-plume navigation as pure ``reset`` / ``step`` functions.
+
+    Args:
+        grid: static grid size.
+        plume, sensor, actions, reward, start: components (see their
+            packages for the method each must provide).
+        default_params: the ``EnvParams`` used when ``params`` is None.
+        settings: the validated, JSON-serialisable settings the env was
+            built from (``plume_jax.make`` fills it); informational.
+    """
+
+    def __init__(self, grid: Grid, plume: Any, sensor: Any, actions: Any, reward: Any,
+                 start: Any, default_params: EnvParams, settings: dict | None = None):
+        self.grid = grid
+        self.plume = plume
+        self.sensor = sensor
+        self.actions = actions
+        self.reward = reward
+        self.start = start
+        self._default_params = default_params
+        self.settings = settings or {}
+        self._key = (type(self), grid, plume, sensor, actions, reward, start,
+                     _freeze(default_params))
+
+    # -- identity: static configuration, so jit caches are shared ----------
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PlumeEnv) and self._key == other._key
+
+    def __repr__(self) -> str:
+        return (f"PlumeEnv(grid={self.grid.width}x{self.grid.height}, plume={self.plume}, "
+                f"sensor={self.sensor}, actions={self.actions}, reward={self.reward}, "
+                f"start={self.start})")
+
+    # -- gymnax API ------------------------------------------------------
+    @property
+    def default_params(self) -> EnvParams:
+        return self._default_params
+
+    @property
+    def name(self) -> str:
+        return self.settings.get("id", "PlumeEnv")
+
+    @property
+    def num_actions(self) -> int:
+        return self.actions.action_space.n
+
+    @property
+    def action_names(self) -> list[str]:
+        """Action names in id order (fixed per action model)."""
+        return list(self.actions.action_names)
+
+    @property
+    def action_ids(self) -> dict[str, int]:
+        """``name -> id``; agents look actions up here, never by literal ints."""
+        return dict(self.actions.action_ids)
+
+    def action_space(self, params: EnvParams | None = None) -> Any:
+        """The gymnax action space."""
+        return to_gymnax_space(self.actions.action_space)
+
+    def observation_space(self, params: EnvParams | None = None) -> Any:
+        """The gymnax observation space."""
+        return to_gymnax_space(self.sensor.observation_space(self._params(params).sensor))
+
+    def _params(self, params: EnvParams | None) -> EnvParams:
+        return self._default_params if params is None else params
+
+    def probe(self, plume_state: Any, params: EnvParams) -> PlumeProbe:
+        """The sensor's read-only view of the plume for ``plume_state``."""
+        return PlumeProbe(
+            concentration=lambda points: self.plume.concentration(
+                plume_state, points, self.grid, params.plume
+            )
+        )
+
+    def goal_location(self, plume_state: Any, params: EnvParams) -> jax.Array:
+        """f32[2]; the goal is the source."""
+        return self.plume.source_location(plume_state, params.plume)
+
+    def _start_episode(self, k_start: jax.Array, k_sensor: jax.Array, plume_state: Any,
+                       episode_count: Any, params: EnvParams) -> tuple[jax.Array, EnvState]:
+        goal = self.goal_location(plume_state, params)
+        agent = self.start.sample(k_start, self.grid, goal, params.goal_radius, params.start)
+        obs, sensor_state = self.sensor.init(
+            k_sensor, agent, self.probe(plume_state, params), params.sensor
+        )
+        state = EnvState(
+            agent=agent,
+            plume=plume_state,
+            sensor=sensor_state,
+            step_count=jnp.asarray(0, jnp.int32),
+            episode_count=jnp.asarray(episode_count, jnp.int32),
+            total_reward=jnp.asarray(0.0, jnp.float32),
+            goal_reached=jnp.asarray(False),
+        )
+        return obs, state
+
+    def reset_env(self, key: jax.Array, params: EnvParams) -> tuple[jax.Array, EnvState]:
+        """A fresh plume (``plume.init``) and a fresh episode."""
+        k_plume, k_start, k_sensor = _derive_keys(key, 3)
+        plume_state = self.plume.init(k_plume, params.plume)
+        return self._start_episode(k_start, k_sensor, plume_state, 1, params)
+
+    def auto_reset(self, key: jax.Array, state: EnvState, params: EnvParams
+                   ) -> tuple[jax.Array, EnvState]:
+        """The cheap reset used inside ``step`` (see the module docstring)."""
+        k_plume, k_start, k_sensor = _derive_keys(key, 3)
+        plume_state = self.plume.reinit(k_plume, state.plume, params.plume)
+        return self._start_episode(k_start, k_sensor, plume_state, state.episode_count + 1, params)
+
+    def step_env(self, key: jax.Array, state: EnvState, action: Any, params: EnvParams):
+        """One transition without auto-reset.
+
+        Returns ``(obs, state, reward, terminated, truncated, info)``.
+        """
+        k_plume, k_action, k_sensor = _derive_keys(key, 3)
+        plume_state = self.plume.advance(k_plume, state.plume, params.plume)
+        action_valid = self.actions.validate_action(action)
+        agent = self.actions.process_action(k_action, action, state.agent, self.grid, params.actions)
+        goal = self.goal_location(plume_state, params)
+        distance = jnp.linalg.norm(agent.position - goal)
+        goal_reached = distance <= params.goal_radius
+        reward = self.reward.compute(state.agent, agent, goal, goal_reached, params.reward)
+        step_count = state.step_count + 1
+        terminated = goal_reached
+        truncated = jnp.logical_and(step_count >= params.max_steps, jnp.logical_not(terminated))
+        obs, sensor_state = self.sensor.observe(
+            k_sensor, agent, self.probe(plume_state, params), state.sensor, params.sensor
+        )
+        new_state = EnvState(
+            agent=agent,
+            plume=plume_state,
+            sensor=sensor_state,
+            step_count=step_count,
+            episode_count=state.episode_count,
+            total_reward=state.total_reward + reward,
+            goal_reached=goal_reached,
+        )
+        info = {
+            "step_count": step_count,
+            "episode_count": state.episode_count,
+            "total_reward": new_state.total_reward,
+            "goal_reached": goal_reached,
+            "agent_xy": agent.position,
+            "distance_to_goal": distance.astype(jnp.float32),
+            "source_location": self.plume.source_location(plume_state, params.plume),
+            "goal_location": goal,
+            "action_valid": action_valid,
+            "executed_action": self.actions.executed_action(action),
+            "discount": 1.0 - terminated.astype(jnp.float32),
+        }
+        return obs, new_state, reward, terminated, truncated, info
+
+    def is_truncated(self, state: EnvState, params: EnvParams) -> jax.Array:
+        return jnp.logical_and(state.step_count >= params.max_steps,
+                               jnp.logical_not(state.goal_reached))
+
+    def is_terminated(self, state: EnvState, params: EnvParams) -> jax.Array:
+        return state.goal_reached
+
+    @functools.partial(jax.jit, static_argnames=("self",))
+    def step(self, key: jax.Array, state: EnvState, action: Any,
+             params: EnvParams | None = None):
+        """One step with gymnax-style auto-reset.
+
+        Returns ``(obs, state, reward, terminated, truncated, info)``; see the
+        module docstring for what describes the old and the new episode.
+        """
+        params = self._params(params)
+        key_step, key_reset = _derive_keys(key, 2)
+        obs_st, state_st, reward, terminated, truncated, info = self.step_env(
+            key_step, state, action, params
+        )
+        done = jnp.logical_or(terminated, truncated)
+        obs_re, state_re = self.auto_reset(key_reset, state_st, params)
+        state = jax.tree.map(lambda r, s: jnp.where(done, r, s), state_re, state_st)
+        obs = jax.tree.map(lambda r, s: jnp.where(done, r, s), obs_re, obs_st)
+        info = {**info, "terminated": terminated, "truncated": truncated,
+                "final_observation": obs_st}
+        return obs, state, reward, terminated, truncated, info
+
+    @functools.partial(jax.jit, static_argnames=("self",))
+    def reset(self, key: jax.Array, params: EnvParams | None = None):
+        """``(obs, state)`` of a fresh episode with a fresh plume."""
+        return self.reset_env(key, self._params(params))
+
+    def render_field(self, state: EnvState, params: EnvParams | None = None) -> jax.Array:
+        """f32[H, W], the concentration field for ``state`` (``field[y, x]``)."""
+        params = self._params(params)
+        return self.plume.field(state.plume, self.grid, params.plume)
+
+    def get_metadata(self) -> dict[str, Any]:
+        """JSON description of the env: settings, action names, spaces."""
+        return {
+            "settings": self.settings,
+            "grid_size": [self.grid.width, self.grid.height],
+            "action_names": self.action_names,
+            "actions": self.actions.get_metadata(),
+            "plume": self.plume.get_metadata(),
+            "sensor": self.sensor.get_metadata(),
+            "reward": self.reward.get_metadata(),
+            "start": self.start.get_metadata(),
+        }
+

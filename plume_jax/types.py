@@ -1,0 +1,130 @@
+"""Core pytree types (layer 0).
+
+All are frozen ``chex.dataclass``es: ``replace`` returns a new object, nothing
+is mutated. Shapes and dtypes are fixed per environment so that ``jit``
+compiles once and ``vmap`` adds a leading batch axis to every leaf.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+
+
+@dataclasses.dataclass(frozen=True)
+class Grid:
+    """Static size of the search domain, in cells.
+
+    Positions ``(x, y)`` lie in ``[0, width-1] x [0, height-1]``; fields are
+    arrays of shape ``(height, width)`` indexed ``field[y, x]``.
+    """
+
+    width: int
+    height: int
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(height, width)``, the shape of a concentration field."""
+        return (self.height, self.width)
+
+    @property
+    def upper(self) -> jax.Array:
+        """f32[2] — the largest valid position ``(width-1, height-1)``."""
+        return jnp.asarray([self.width - 1, self.height - 1], jnp.float32)
+
+    def clamp(self, position: jax.Array) -> jax.Array:
+        """Clamp f32[..., 2] positions into the grid."""
+        return jnp.clip(position, 0.0, self.upper)
+
+    def contains(self, position: jax.Array) -> jax.Array:
+        """bool[...] — whether f32[..., 2] positions lie inside the grid."""
+        return jnp.all((position >= 0.0) & (position <= self.upper), axis=-1)
+
+
+@chex.dataclass(frozen=True)
+class AgentState:
+    """The navigating agent.
+
+    Attributes:
+        position: f32[2], ``(x, y)`` in grid cells (x east, y north).
+        heading: f32[], radians, 0 = east, counter-clockwise positive.
+    """
+
+    position: jax.Array
+    heading: jax.Array
+
+    @classmethod
+    def at(cls, position: Any, heading: Any = 0.0) -> "AgentState":
+        """Build an agent from Python or array values (cast to float32)."""
+        return cls(
+            position=jnp.asarray(position, jnp.float32),
+            heading=jnp.asarray(heading, jnp.float32),
+        )
+
+
+@chex.dataclass(frozen=True)
+class EnvState:
+    """The whole environment state of one episode.
+
+    Attributes:
+        agent: the agent's position and heading.
+        plume: the plume's own state pytree (``()`` for static plumes).
+        sensor: the sensor's memory pytree (``()`` for memoryless sensors).
+        step_count: i32[], steps taken in this episode.
+        episode_count: i32[], episodes started since the first reset
+            (1 during the first episode).
+        total_reward: f32[], return accumulated in this episode.
+        goal_reached: bool[], whether the last step reached the goal.
+    """
+
+    agent: AgentState
+    plume: Any
+    sensor: Any
+    step_count: jax.Array
+    episode_count: jax.Array
+    total_reward: jax.Array
+    goal_reached: jax.Array
+
+
+@chex.dataclass(frozen=True)
+class EnvParams:
+    """Everything a user may sweep: every leaf may carry a batch axis under vmap.
+
+    Attributes:
+        plume, sensor, actions, reward, start: each component's own params
+            pytree (see that component's ``Params`` class).
+        goal_radius: f32[], cells; the goal is reached when the distance from
+            the agent to the goal (the source) is ``<= goal_radius``.
+        max_steps: i32[], the episode is truncated after this many steps.
+    """
+
+    plume: Any
+    sensor: Any
+    actions: Any
+    reward: Any
+    start: Any
+    goal_radius: jax.Array
+    max_steps: jax.Array
+
+
+@chex.dataclass(frozen=True)
+class NoParams:
+    """Params of a component that has nothing to sweep."""
+
+
+class PlumeProbe:
+    """What a sensor may read of the plume at one instant (built by the env).
+
+    ``concentration(points f32[..., 2]) -> f32[...]`` samples the plume at
+    float points (cells), zero outside the grid. It closes over the plume
+    state and params, so sensors never depend on a particular plume model.
+    """
+
+    __slots__ = ("concentration",)
+
+    def __init__(self, concentration):
+        self.concentration = concentration
