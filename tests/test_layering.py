@@ -1,0 +1,54 @@
+"""The functional core (layers 0-2) imports only jax, chex, numpy, gymnax
+(and the standard library / yaml): never gymnasium, torch, flax,
+matplotlib or stable-baselines3. Read from the import statements."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+import plume_jax
+
+PACKAGE = pathlib.Path(plume_jax.__file__).parent
+CORE_MODULES = sorted(
+    [PACKAGE / name for name in ("types.py", "errors.py", "spaces.py", "settings.py", "env.py",
+                                 "registry.py", "render.py", "png.py", "rewards.py", "starts.py",
+                                 "config.py")
+     if (PACKAGE / name).exists()]
+    + [p for folder in ("plumes", "sensors", "actions") for p in (PACKAGE / folder).glob("*.py")]
+)
+FORBIDDEN = ("gymnasium", "torch", "flax", "matplotlib", "stable_baselines3", "optax")
+# Layers 0-2 may not import from layers 3-5 either.
+FORBIDDEN_INTERNAL = ("plume_jax.gym", "plume_jax.train", "plume_jax.evaluate", "plume_jax.cli",
+                      "agents")
+
+
+def _imports(path: pathlib.Path) -> list[str]:
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+    return names
+
+
+def test_core_module_list_is_not_empty():
+    assert len(CORE_MODULES) >= 10
+
+
+@pytest.mark.parametrize("path", CORE_MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_core_module_imports_no_forbidden_library(path):
+    for name in _imports(path):
+        top = name.split(".")[0]
+        assert top not in FORBIDDEN, f"{path.name} imports {name}"
+        assert not any(name == f or name.startswith(f + ".") for f in FORBIDDEN_INTERNAL), \
+            f"{path.name} imports {name} from a higher layer"
+
+
+def test_the_checker_catches_a_forbidden_import(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("import numpy\nfrom gymnasium import spaces\nimport torch.nn as nn\n")
+    assert [n for n in _imports(bad) if n.split(".")[0] in FORBIDDEN] == ["gymnasium", "torch.nn"]
