@@ -62,6 +62,8 @@ def to_gymnax_space(space: Any) -> Any:
         return gymnax_spaces.Box(
             jnp.asarray(space.low_array), jnp.asarray(space.high_array), space.shape, jnp.float32
         )
+    if isinstance(space, spaces.Dict):
+        return gymnax_spaces.Dict({k: to_gymnax_space(v) for k, v in space.items()})
     raise TypeError(f"unsupported space {space!r}")
 
 
@@ -156,7 +158,8 @@ class PlumeEnv(gymnax_env.Environment):
         return PlumeProbe(
             concentration=lambda points: self.plume.concentration(
                 plume_state, points, self.grid, params.plume
-            )
+            ),
+            wind=lambda points: self.plume.wind(plume_state, points, params.plume),
         )
 
     def goal_location(self, plume_state: Any, params: EnvParams) -> jax.Array:
@@ -166,7 +169,8 @@ class PlumeEnv(gymnax_env.Environment):
     def _start_episode(self, k_start: jax.Array, k_sensor: jax.Array, plume_state: Any,
                        episode_count: Any, params: EnvParams) -> tuple[jax.Array, EnvState]:
         goal = self.goal_location(plume_state, params)
-        agent = self.start.sample(k_start, self.grid, goal, params.goal_radius, params.start)
+        agent = self.start.sample(k_start, self.grid, goal, params.goal_radius, params.start,
+                                  probe=self.probe(plume_state, params))
         obs, sensor_state = self.sensor.init(
             k_sensor, agent, self.probe(plume_state, params), params.sensor
         )
@@ -202,7 +206,8 @@ class PlumeEnv(gymnax_env.Environment):
         k_plume, k_action, k_sensor = _derive_keys(key, 3)
         plume_state = self.plume.advance(k_plume, state.plume, params.plume)
         action_valid = self.actions.validate_action(action)
-        agent = self.actions.process_action(k_action, action, state.agent, self.grid, params.actions)
+        agent = self.actions.process_action(k_action, action, state.agent, self.grid, params.actions,
+                                            probe=self.probe(plume_state, params))
         goal = self.goal_location(plume_state, params)
         distance = jnp.linalg.norm(agent.position - goal)
         goal_reached = distance <= params.goal_radius

@@ -54,6 +54,10 @@ class Discrete:
         """
         if not is_integer_scalar(x):
             return jnp.asarray(False)
+        if isinstance(x, (int, np.integer, np.ndarray)):
+            # concrete value: compare exactly (a 64-bit or huge Python int
+            # must not wrap around or overflow on the way to int32)
+            return jnp.asarray(0 <= int(x) < self.n)
         x = jnp.asarray(x)
         return (x >= 0) & (x < self.n)
 
@@ -95,11 +99,99 @@ class Box:
         )
 
     def contains(self, x: Any) -> jax.Array:
-        """bool[] — True iff ``x`` has ``shape``, a numeric dtype and lies in the box."""
-        if np.shape(x) != self.shape or isinstance(x, (bool, np.bool_)):
+        """bool[] — True iff ``x`` has ``shape``, a numeric (integer or
+        floating, not bool) dtype, finite values, and lies in the box (after
+        a cast to float32). Never raises: values that are not arrays of
+        numbers (strings, ``None``, ragged lists) are simply not contained."""
+        if isinstance(x, (bool, np.bool_)):
             return jnp.asarray(False)
-        x = jnp.asarray(x)
-        if not (jnp.issubdtype(x.dtype, jnp.floating) or jnp.issubdtype(x.dtype, jnp.integer)):
+        if isinstance(x, jax.Array):  # includes tracers: jittable path
+            if x.shape != self.shape or not (
+                    jnp.issubdtype(x.dtype, jnp.floating) or jnp.issubdtype(x.dtype, jnp.integer)):
+                return jnp.asarray(False)
+            x = x.astype(jnp.float32)
+            return jnp.all((x >= self.low_array) & (x <= self.high_array) & jnp.isfinite(x))
+        try:
+            arr = np.asarray(x)
+        except (TypeError, ValueError, OverflowError):
             return jnp.asarray(False)
-        x = x.astype(jnp.float32)
-        return jnp.all((x >= self.low_array) & (x <= self.high_array) & jnp.isfinite(x))
+        if arr.shape != self.shape or arr.dtype.kind not in "iuf":
+            return jnp.asarray(False)
+        with np.errstate(over="ignore", invalid="ignore"):
+            arr = arr.astype(np.float32)
+        inside = (arr >= self.low_array) & (arr <= self.high_array) & np.isfinite(arr)
+        return jnp.asarray(bool(np.all(inside)))
+
+    @classmethod
+    def from_arrays(cls, low: Any, high: Any) -> "Box":
+        """A box with element-wise bounds given as arrays of equal shape."""
+        low = np.asarray(low, np.float32)
+        high = np.asarray(high, np.float32)
+        if low.shape != high.shape:
+            raise ValueError(f"low {low.shape} and high {high.shape} differ in shape")
+        return cls(low=tuple(float(v) for v in low.reshape(-1)),
+                   high=tuple(float(v) for v in high.reshape(-1)), shape=tuple(low.shape))
+
+    @classmethod
+    def concatenate(cls, boxes: "tuple[Box, ...] | list[Box]") -> "Box":
+        """The 1-D box of the flattened boxes placed end to end."""
+        low = np.concatenate([b.low_array.reshape(-1) for b in boxes])
+        high = np.concatenate([b.high_array.reshape(-1) for b in boxes])
+        return cls.from_arrays(low, high)
+
+    @property
+    def size(self) -> int:
+        """Number of elements, ``prod(shape)``."""
+        return int(np.prod(self.shape, dtype=np.int64))
+
+
+@dataclasses.dataclass(frozen=True)
+class Dict:
+    """A mapping of named sub-spaces; samples and observations are ``dict``s.
+
+    ``spaces`` is a tuple of ``(name, space)`` pairs (ordered, hashable);
+    build one with ``Dict.of({"a": Box(...), ...})``. Keys keep their order.
+    """
+
+    spaces: tuple[tuple[str, Any], ...]
+
+    @classmethod
+    def of(cls, mapping: Any) -> "Dict":
+        """Build from a mapping ``name -> space`` (order preserved)."""
+        return cls(spaces=tuple((str(k), v) for k, v in mapping.items()))
+
+    def keys(self) -> list[str]:
+        return [k for k, _ in self.spaces]
+
+    def items(self) -> list[tuple[str, Any]]:
+        return list(self.spaces)
+
+    def __getitem__(self, name: str) -> Any:
+        for k, v in self.spaces:
+            if k == name:
+                return v
+        raise KeyError(name)
+
+    def __len__(self) -> int:
+        return len(self.spaces)
+
+    def sample(self, key: jax.Array) -> dict[str, jax.Array]:
+        """A dict of samples, one per sub-space (independent keys)."""
+        return {k: space.sample(jax.random.fold_in(key, i))
+                for i, (k, space) in enumerate(self.spaces)}
+
+    def contains(self, x: Any) -> jax.Array:
+        """bool[] — True iff ``x`` is a mapping with exactly these keys and
+        every value lies in its sub-space. Never raises."""
+        if not hasattr(x, "keys") or not hasattr(x, "__getitem__"):
+            return jnp.asarray(False)
+        try:
+            keys = set(x.keys())
+        except TypeError:
+            return jnp.asarray(False)
+        if keys != set(self.keys()):
+            return jnp.asarray(False)
+        out = jnp.asarray(True)
+        for k, space in self.spaces:
+            out = out & space.contains(x[k])
+        return out

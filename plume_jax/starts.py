@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from plume_jax.settings import Configurable, Setting, grid_position, integer, real
-from plume_jax.types import AgentState, Grid, NoParams
+from plume_jax.types import AgentState, Grid, NoParams, PlumeProbe
 
 
 def cells_from_bits(bits: jax.Array, grid: Grid) -> jax.Array:
@@ -65,7 +65,7 @@ class UniformStart(Configurable):
     Params = NoParams
 
     def sample(self, key: jax.Array, grid: Grid, goal: jax.Array, goal_radius: jax.Array,
-               params: NoParams) -> AgentState:
+               params: NoParams, probe: PlumeProbe | None = None) -> AgentState:
         bits = jax.random.bits(key, (self.candidates + 1,), jnp.uint32)
         cells = cells_from_bits(bits[:-1], grid)
         outside = jnp.linalg.norm(cells - goal, axis=-1) > goal_radius
@@ -97,7 +97,7 @@ class FixedStart(Configurable):
     Params = FixedStartParams
 
     def sample(self, key: jax.Array, grid: Grid, goal: jax.Array, goal_radius: jax.Array,
-               params: FixedStartParams) -> AgentState:
+               params: FixedStartParams, probe: PlumeProbe | None = None) -> AgentState:
         return AgentState(position=params.position, heading=params.heading)
 
 

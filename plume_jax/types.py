@@ -116,15 +116,27 @@ class NoParams:
     """Params of a component that has nothing to sweep."""
 
 
+def no_wind(points: jax.Array) -> jax.Array:
+    """f32[..., 2] zeros: the wind of a probe built without one."""
+    points = jnp.asarray(points, jnp.float32)
+    return jnp.zeros(points.shape, jnp.float32)
+
+
 class PlumeProbe:
-    """What a sensor may read of the plume at one instant (built by the env).
+    """What a sensor (or a wind-relative action model, or a start
+    distribution) may read of the plume at one instant (built by the env).
 
     ``concentration(points f32[..., 2]) -> f32[...]`` samples the plume at
-    float points (cells), zero outside the grid. It closes over the plume
-    state and params, so sensors never depend on a particular plume model.
+    float points (cells), zero outside the grid.
+    ``wind(points f32[..., 2]) -> f32[..., 2]`` is the air velocity
+    ``(vx, vy)`` at those points in cells per step, pointing where the air
+    moves *toward* (zero when the probe is built without a wind).
+    Both close over the plume state and params, so consumers never depend on
+    a particular plume model.
     """
 
-    __slots__ = ("concentration",)
+    __slots__ = ("concentration", "wind")
 
-    def __init__(self, concentration):
+    def __init__(self, concentration, wind=None):
         self.concentration = concentration
+        self.wind = no_wind if wind is None else wind

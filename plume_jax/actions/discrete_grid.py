@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+
+from plume_jax.actions.base import NamedDiscreteActions, discrete_index
 from plume_jax.settings import Configurable, Setting, boolean, integer
-from plume_jax.spaces import Discrete, is_integer_scalar
-from plume_jax.types import AgentState, Grid, NoParams
+from plume_jax.types import AgentState, Grid, NoParams, PlumeProbe
 
 #: Unit displacement ``(dx, dy)`` of every named move (x east, y north).
 MOVES: dict[str, tuple[int, int]] = {
@@ -27,7 +27,7 @@ MOVES: dict[str, tuple[int, int]] = {
 
 
 @dataclasses.dataclass(frozen=True)
-class DiscreteGridActions(Configurable):
+class DiscreteGridActions(NamedDiscreteActions, Configurable):
     """Absolute cardinal (and optionally diagonal) moves of ``step_size`` cells.
 
     Action ids, fixed and pinned by a test:
@@ -57,50 +57,27 @@ class DiscreteGridActions(Configurable):
         "diagonals": Setting(False, boolean(), static=True, doc="add the 4 diagonal moves"),
     }
     Params = NoParams
+    #: Positions stay on integer cells.
+    on_grid = True
 
-    @functools.cached_property
-    def action_names(self) -> list[str]:
+    def _names(self) -> list[str]:
         names = ["noop"] if self.include_noop else []
         names += ["move_north", "move_south", "move_east", "move_west"]
         if self.diagonals:
             names += ["move_northeast", "move_northwest", "move_southeast", "move_southwest"]
         return names
 
-    @functools.cached_property
-    def action_ids(self) -> dict[str, int]:
-        return {name: i for i, name in enumerate(self.action_names)}
-
-    @functools.cached_property
-    def action_space(self) -> Discrete:
-        return Discrete(len(self.action_names))
-
-    @property
-    def noop_id(self) -> int:
-        """The id of ``noop``, or -1 when there is none."""
-        return self.action_ids.get("noop", -1)
-
-    def validate_action(self, action: Any) -> jax.Array:
-        """bool[]: whether ``action`` is an integer scalar in ``[0, n)``."""
-        return self.action_space.contains(action)
-
-    def executed_action(self, action: Any) -> jax.Array:
-        """i32[]: ``action`` when valid, else the noop id (-1 without noop)."""
-        valid = self.validate_action(action)
-        if not is_integer_scalar(action):
-            return jnp.asarray(self.noop_id, jnp.int32)
-        return jnp.where(valid, jnp.asarray(action, jnp.int32), self.noop_id)
-
     def process_action(
-        self, key: jax.Array, action: Any, agent: AgentState, grid: Grid, params: NoParams
+        self, key: jax.Array, action: Any, agent: AgentState, grid: Grid, params: NoParams,
+        probe: PlumeProbe | None = None,
     ) -> AgentState:
-        """The agent after ``action``; pure, deterministic, in-bounds."""
+        """The agent after ``action``; pure, deterministic, in-bounds.
+
+        ``key`` and ``probe`` are accepted for interface uniformity and unused.
+        """
         table = jnp.asarray([MOVES[n] for n in self.action_names], jnp.float32)
-        valid = self.validate_action(action)
-        if is_integer_scalar(action):
-            index = jnp.clip(jnp.asarray(action, jnp.int32), 0, len(self.action_names) - 1)
-            delta = table[index] * valid.astype(jnp.float32)
-        else:
-            delta = jnp.zeros(2, jnp.float32)
+        valid, index = discrete_index(action, len(self.action_names))
+        delta = table[index] * valid.astype(jnp.float32)
         moved = jnp.any(delta != 0.0)
         position = grid.clamp(agent.position + self.step_size * delta)
         heading = jnp.where(moved, jnp.arctan2(delta[1], delta[0]), agent.heading)
