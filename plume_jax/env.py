@@ -67,11 +67,18 @@ def to_gymnax_space(space: Any) -> Any:
     raise TypeError(f"unsupported space {space!r}")
 
 
-def _derive_keys(key: jax.Array, n: int) -> tuple[jax.Array, ...]:
-    """``n`` independent keys, ``fold_in(key, i)``. Unlike one ``split``,
-    each is a separate op, so keys a deterministic component never reads are
-    removed by XLA and cost nothing per step."""
-    return tuple(jax.random.fold_in(key, i) for i in range(n))
+def _derive_keys(key: jax.Array, first: int, n: int) -> tuple[jax.Array, ...]:
+    """``n`` independent keys ``fold_in(key, first + i)``. Unlike one
+    ``split``, each is a separate op, so keys a deterministic component never
+    reads are removed by XLA and cost nothing per step."""
+    return tuple(jax.random.fold_in(key, first + i) for i in range(n))
+
+
+# Streams of ``fold_in`` indices: ``step`` hands the same key to
+# ``step_env`` and ``auto_reset``, which draw from disjoint indices, so the
+# speculative reset computed on every step costs one hash level less.
+_STEP_STREAM = 0    # step_env: plume, action, sensor
+_RESET_STREAM = 3   # reset_env / auto_reset: plume, start, sensor
 
 
 def _freeze(tree: Any) -> tuple:
@@ -187,14 +194,14 @@ class PlumeEnv(gymnax_env.Environment):
 
     def reset_env(self, key: jax.Array, params: EnvParams) -> tuple[jax.Array, EnvState]:
         """A fresh plume (``plume.init``) and a fresh episode."""
-        k_plume, k_start, k_sensor = _derive_keys(key, 3)
+        k_plume, k_start, k_sensor = _derive_keys(key, _RESET_STREAM, 3)
         plume_state = self.plume.init(k_plume, params.plume)
         return self._start_episode(k_start, k_sensor, plume_state, 1, params)
 
     def auto_reset(self, key: jax.Array, state: EnvState, params: EnvParams
                    ) -> tuple[jax.Array, EnvState]:
         """The cheap reset used inside ``step`` (see the module docstring)."""
-        k_plume, k_start, k_sensor = _derive_keys(key, 3)
+        k_plume, k_start, k_sensor = _derive_keys(key, _RESET_STREAM, 3)
         plume_state = self.plume.reinit(k_plume, state.plume, params.plume)
         return self._start_episode(k_start, k_sensor, plume_state, state.episode_count + 1, params)
 
@@ -203,7 +210,7 @@ class PlumeEnv(gymnax_env.Environment):
 
         Returns ``(obs, state, reward, terminated, truncated, info)``.
         """
-        k_plume, k_action, k_sensor = _derive_keys(key, 3)
+        k_plume, k_action, k_sensor = _derive_keys(key, _STEP_STREAM, 3)
         plume_state = self.plume.advance(k_plume, state.plume, params.plume)
         action_valid = self.actions.validate_action(action)
         agent = self.actions.process_action(k_action, action, state.agent, self.grid, params.actions,
@@ -259,12 +266,11 @@ class PlumeEnv(gymnax_env.Environment):
         module docstring for what describes the old and the new episode.
         """
         params = self._params(params)
-        key_step, key_reset = _derive_keys(key, 2)
         obs_st, state_st, reward, terminated, truncated, info = self.step_env(
-            key_step, state, action, params
+            key, state, action, params
         )
         done = jnp.logical_or(terminated, truncated)
-        obs_re, state_re = self.auto_reset(key_reset, state_st, params)
+        obs_re, state_re = self.auto_reset(key, state_st, params)
         state = jax.tree.map(lambda r, s: jnp.where(done, r, s), state_re, state_st)
         obs = jax.tree.map(lambda r, s: jnp.where(done, r, s), obs_re, obs_st)
         info = {**info, "terminated": terminated, "truncated": truncated,

@@ -69,11 +69,11 @@ def list_presets() -> dict[str, str]:
 
 
 def _grid_size(value: Any) -> Grid:
-    allowed = "a [width, height] pair of integers, each >= 2"
+    allowed = "a [width, height] pair of integers, each in [2, 32768]"
     if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
         raise ValidationError.for_parameter("grid_size", value, allowed)
     try:
-        w, h = (integer(low=2)("grid_size", v, None) for v in value)
+        w, h = (integer(low=2, high=32768)("grid_size", v, None) for v in value)
     except ValidationError:
         raise ValidationError.for_parameter("grid_size", value, allowed) from None
     return Grid(width=w, height=h)

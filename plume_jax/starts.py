@@ -19,20 +19,24 @@ from plume_jax.types import AgentState, Grid, NoParams, PlumeProbe
 
 
 def cells_from_bits(bits: jax.Array, grid: Grid) -> jax.Array:
-    """f32[..., 2] integer cells from uint32 random words: x from the low
-    16 bits, y from the high 16 bits, each scaled to the grid by a
-    multiply-shift (bias below ``size / 2**16``, exactly uniform for sizes
-    that are powers of two). One word per cell keeps auto-reset cheap."""
-    low = bits & jnp.uint32(0xFFFF)
-    high = bits >> jnp.uint32(16)
-    x = (low * jnp.uint32(grid.width)) >> jnp.uint32(16)
-    y = (high * jnp.uint32(grid.height)) >> jnp.uint32(16)
+    """f32[..., 2] integer cells from uint32 random words.
+
+    x comes from bits 0-14 and y from bits 15-29 of each word, each scaled
+    to the grid by a multiply-shift: exactly uniform when the side is a
+    power of two, otherwise each cell's probability is within ``side / 2**15``
+    relative of uniform (grids are at most 32768 cells a side). One word per
+    cell keeps the speculative auto-reset cheap.
+    """
+    mask = jnp.uint32(0x7FFF)
+    x = ((bits & mask) * jnp.uint32(grid.width)) >> jnp.uint32(15)
+    y = (((bits >> jnp.uint32(15)) & mask) * jnp.uint32(grid.height)) >> jnp.uint32(15)
     return jnp.stack([x, y], axis=-1).astype(jnp.float32)
 
 
 def cardinal_heading_from_bits(bits: jax.Array) -> jax.Array:
-    """f32[...], one of 0, π/2, π, 3π/2 from the low 2 bits of uint32 words."""
-    return (bits & jnp.uint32(3)).astype(jnp.float32) * (jnp.pi / 2)
+    """f32[...], one of 0, π/2, π, 3π/2 from bits 30-31 of uint32 words
+    (disjoint from the bits ``cells_from_bits`` reads)."""
+    return (bits >> jnp.uint32(30)).astype(jnp.float32) * (jnp.pi / 2)
 
 
 def farthest_corner(grid: Grid, goal: jax.Array) -> jax.Array:
@@ -66,12 +70,12 @@ class UniformStart(Configurable):
 
     def sample(self, key: jax.Array, grid: Grid, goal: jax.Array, goal_radius: jax.Array,
                params: NoParams, probe: PlumeProbe | None = None) -> AgentState:
-        bits = jax.random.bits(key, (self.candidates + 1,), jnp.uint32)
-        cells = cells_from_bits(bits[:-1], grid)
+        bits = jax.random.bits(key, (self.candidates,), jnp.uint32)
+        cells = cells_from_bits(bits, grid)
         outside = jnp.linalg.norm(cells - goal, axis=-1) > goal_radius
         first = jnp.argmax(outside)
         position = jnp.where(jnp.any(outside), cells[first], farthest_corner(grid, goal))
-        return AgentState(position=position, heading=cardinal_heading_from_bits(bits[-1]))
+        return AgentState(position=position, heading=cardinal_heading_from_bits(bits[first]))
 
 
 @chex.dataclass(frozen=True)

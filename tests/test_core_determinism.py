@@ -140,8 +140,8 @@ def test_vmap_over_params_batch(small_env):
     env, params = small_env
     sigmas = jnp.asarray([2.0, 4.0, 8.0], jnp.float32)
     batch = params.replace(plume=params.plume.replace(sigma=sigmas))
-    axes = params.replace(plume=params.plume.replace(source=None, sigma=0), sensor=None, actions=None,
-                          reward=None, start=None, goal_radius=None, max_steps=None)
+    axes = jax.tree.map(lambda _: None, params)
+    axes = axes.replace(plume=axes.plume.replace(sigma=0))
     obs, state = jax.vmap(env.reset, in_axes=(None, axes))(jax.random.key(0), batch)
     assert obs.shape == (3, 1)
     # same start, wider plume => higher concentration away from the source

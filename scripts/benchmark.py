@@ -1,0 +1,140 @@
+#!/usr/bin/env python
+"""Throughput benchmark of the functional core.
+
+Measures env steps per second of one jitted ``lax.scan`` of vmapped
+``env.step`` (random actions, auto-reset on) at several batch sizes, and the
+compile time of that program, for each preset and, as a reference measured
+in the same run with the same harness, gymnax's CartPole-v1. Results are
+saved as JSON (figures, batch sizes, machine, device, versions); render them
+into BENCHMARKS.md with ``scripts/render_benchmarks.py``.
+
+Usage::
+
+    python scripts/benchmark.py                       # all presets, default sizes
+    python scripts/benchmark.py --presets PlumeNav-Gaussian-v0 --batch-sizes 1 64 --steps 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+
+def scan_program(env: Any, params: Any, num_envs: int, num_steps: int):
+    """The jitted benchmark program: reset a batch, then scan ``num_steps``
+    vmapped steps with uniformly random actions. Returns values that depend
+    on every step so nothing is optimised away."""
+    num_actions = env.action_space(params).n
+
+    def run(key):
+        k_reset, k_run = jax.random.split(key)
+        _, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(k_reset, num_envs), params)
+
+        def body(state, k):
+            k_act, k_step = jax.random.split(k)
+            actions = jax.random.randint(k_act, (num_envs,), 0, num_actions)
+            obs, state, reward, terminated, truncated, _ = jax.vmap(
+                env.step, in_axes=(0, 0, 0, None))(jax.random.split(k_step, num_envs), state,
+                                                   actions, params)
+            return state, (reward.sum(), terminated.sum() + truncated.sum())
+
+        state, (rewards, ends) = jax.lax.scan(body, state, jax.random.split(k_run, num_steps))
+        return rewards.sum(), ends.sum(), jax.tree.leaves(state)[0]
+
+    return jax.jit(run)
+
+
+def measure(env: Any, params: Any, num_envs: int, num_steps: int, repeats: int) -> dict[str, Any]:
+    program = scan_program(env, params, num_envs, num_steps)
+    key = jax.random.key(0)
+    t0 = time.perf_counter()
+    compiled = program.lower(key).compile()
+    compile_s = time.perf_counter() - t0
+    jax.block_until_ready(compiled(key))  # warm-up run
+    times = []
+    for i in range(repeats):
+        k = jax.random.key(i + 1)
+        t0 = time.perf_counter()
+        jax.block_until_ready(compiled(k))
+        times.append(time.perf_counter() - t0)
+    median = statistics.median(times)
+    return {
+        "num_envs": num_envs,
+        "num_steps": num_steps,
+        "compile_seconds": compile_s,
+        "run_seconds": times,
+        "median_run_seconds": median,
+        "steps_per_second": num_envs * num_steps / median,
+    }
+
+
+def machine() -> dict[str, Any]:
+    from importlib.metadata import version
+
+    import plume_jax
+
+    device = jax.devices()[0]
+    return {
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "device_platform": device.platform,
+        "device_kind": device.device_kind,
+        "device_count": jax.device_count(),
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+        "gymnax": version("gymnax"),
+        "plume_jax": plume_jax.__version__,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    import gymnax
+
+    import plume_jax
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--presets", nargs="*", default=sorted(plume_jax.PRESETS))
+    parser.add_argument("--batch-sizes", nargs="*", type=int, default=[1, 64, 1024, 4096])
+    parser.add_argument("--steps", type=int, default=1000, help="scan length per run")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--no-reference", action="store_true", help="skip gymnax CartPole")
+    parser.add_argument("--out", default="benchmarks/core_throughput.json")
+    args = parser.parse_args(argv)
+
+    targets = [(pid, *plume_jax.make(pid)) for pid in args.presets]
+    if not args.no_reference:
+        cartpole, cartpole_params = gymnax.make("CartPole-v1")
+        targets.append(("gymnax/CartPole-v1 (reference)", cartpole, cartpole_params))
+
+    results = []
+    for name, env, params in targets:
+        for n in args.batch_sizes:
+            row = {"env": name, **measure(env, params, n, args.steps, args.repeats)}
+            results.append(row)
+            print(f"{name:40s} batch {n:5d}: {row['steps_per_second']:14,.0f} steps/s "
+                  f"(median of {args.repeats}), compile {row['compile_seconds']:.2f} s", flush=True)
+
+    payload = {"benchmark": "core_throughput", "machine": machine(),
+               "settings": {"steps": args.steps, "repeats": args.repeats,
+                            "actions": "uniform random", "auto_reset": True},
+               "results": results}
+    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(payload, f, indent=2)
+    print(f"saved {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
