@@ -1,0 +1,79 @@
+#!/usr/bin/env python
+"""Render the saved core-throughput JSON into BENCHMARKS.md.
+
+Replaces the text between ``<!-- core-throughput:begin -->`` and
+``<!-- core-throughput:end -->`` (appending the block if absent); other
+sections of BENCHMARKS.md are left as they are.
+
+Usage: ``python scripts/render_benchmarks.py [benchmarks/core_throughput.json] [BENCHMARKS.md]``
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+
+BEGIN, END = "<!-- core-throughput:begin -->", "<!-- core-throughput:end -->"
+
+
+def render(payload: dict) -> str:
+    m = payload["machine"]
+    s = payload["settings"]
+    rows = defaultdict(dict)
+    compile_s = defaultdict(dict)
+    sizes = sorted({r["num_envs"] for r in payload["results"]})
+    for r in payload["results"]:
+        rows[r["env"]][r["num_envs"]] = r["steps_per_second"]
+        compile_s[r["env"]][r["num_envs"]] = r["compile_seconds"]
+    lines = [
+        BEGIN,
+        "## Core throughput: jitted `lax.scan` of vmapped `env.step`",
+        "",
+        f"Measured {m['date']} on {m['cpu_count']} CPU cores ({m['processor']}), device "
+        f"`{m['device_platform']}` ({m['device_kind']}); jax {m['jax']}, gymnax {m['gymnax']}, "
+        f"plume_jax {m['plume_jax']}. {s['steps']} steps per run, {s['actions']} actions, "
+        f"auto-reset on; median of {s['repeats']} runs after one warm-up. Produced by "
+        "`python scripts/benchmark.py` (data: `benchmarks/core_throughput.json`).",
+        "",
+        "Env steps per second:",
+        "",
+        "| env | " + " | ".join(f"batch {n}" for n in sizes) + " | compile (s) at batch " + str(sizes[-1]) + " |",
+        "|---|" + "---:|" * (len(sizes) + 1),
+    ]
+    for env, by_size in rows.items():
+        cells = " | ".join(f"{by_size[n]:,.0f}" if n in by_size else "" for n in sizes)
+        lines.append(f"| {env} | {cells} | {compile_s[env].get(sizes[-1], float('nan')):.2f} |")
+    ref = next((e for e in rows if "reference" in e), None)
+    if ref:
+        lines += ["", f"Ratio to {ref} in the same run (batch {sizes[-1]}):", ""]
+        for env, by_size in rows.items():
+            if env != ref and sizes[-1] in by_size:
+                lines.append(f"- {env}: {by_size[sizes[-1]] / rows[ref][sizes[-1]]:.2f}x")
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    data_path = argv[0] if argv else "benchmarks/core_throughput.json"
+    md_path = argv[1] if len(argv) > 1 else "BENCHMARKS.md"
+    with open(data_path) as f:
+        block = render(json.load(f))
+    try:
+        with open(md_path) as f:
+            text = f.read()
+    except FileNotFoundError:
+        text = "# Benchmarks\n\nAll figures below were measured, not estimated; each section says how.\n"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + block + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    with open(md_path, "w") as f:
+        f.write(text)
+    print(f"updated {md_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
