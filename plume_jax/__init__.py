@@ -11,6 +11,7 @@ Quick start::
 
 from plume_jax.env import PlumeEnv
 from plume_jax.errors import StateError, ValidationError
+from plume_jax.config import load_config, make_from_config, save_config
 from plume_jax.registry import PRESETS, build_env, list_presets, make
 from plume_jax.types import AgentState, EnvParams, EnvState, Grid
 
@@ -28,5 +29,8 @@ __all__ = [
     "__version__",
     "build_env",
     "list_presets",
+    "load_config",
     "make",
+    "make_from_config",
+    "save_config",
 ]

@@ -60,6 +60,38 @@ PRESETS: dict[str, dict[str, Any]] = {
         "reward": {"type": "sparse", "goal_reward": 1.0},
         "start": {"type": "uniform"},
     },
+    "PlumeNav-GaussianOriented-v0": {
+        "description": "The Gaussian task (sigma 20, 128x128, source at the centre, goal radius "
+                       "5, 1000 steps) for an oriented agent: noop / forward / turn_left / "
+                       "turn_right (90-degree turns) and two antennae 2 cells out at +/-45 "
+                       "degrees from the heading (observation: [left, right] concentration); "
+                       "sparse goal reward; uniform start with a cardinal heading.",
+        "grid_size": [128, 128],
+        "goal_radius": 5.0,
+        "max_steps": 1000,
+        "plume": {"type": "gaussian", "source": None, "sigma": 20.0},
+        "sensor": {"type": "antennae", "count": 2, "length": 2.0, "spacing_deg": 90.0,
+                   "offset_deg": 0.0},
+        "actions": {"type": "oriented_grid", "step_size": 1, "include_noop": True,
+                    "turn_angle_deg": 90.0},
+        "reward": {"type": "sparse", "goal_reward": 1.0},
+        "start": {"type": "uniform"},
+    },
+    "PlumeNav-GaussianBinary-v0": {
+        "description": "The Gaussian task (sigma 20, 128x128, source at the centre, goal radius "
+                       "5, 1000 steps) with an odour / no-odour detector: observation 1.0 where "
+                       "the concentration is >= 0.2 (within about 36 cells of the source), "
+                       "else 0.0; noop + 4 cardinal moves; sparse goal reward; uniform start.",
+        "grid_size": [128, 128],
+        "goal_radius": 5.0,
+        "max_steps": 1000,
+        "plume": {"type": "gaussian", "source": None, "sigma": 20.0},
+        "sensor": {"type": "binary", "threshold": 0.2},
+        "actions": {"type": "discrete_grid", "step_size": 1, "include_noop": True,
+                    "diagonals": False},
+        "reward": {"type": "sparse", "goal_reward": 1.0},
+        "start": {"type": "uniform"},
+    },
 }
 
 
@@ -180,17 +212,10 @@ def _check_compatible(grid: Grid, goal_radius: float, resolved: Mapping[str, Any
             f"(the farthest cell from the source {source} is "
             f"{max(math.dist(source, c) for c in corners):.2f} cells away)")
     start = resolved["start"]
-    if start["type"] == "fixed":
-        position = start["position"]
-        if math.dist(position, source) <= goal_radius:
-            raise ValidationError.for_parameter(
-                "start.position", list(position),
-                f"a cell farther than goal_radius={goal_radius} from the source {list(source)}")
-        if resolved["actions"]["type"] == "discrete_grid" and any(
-                float(v) != int(v) for v in position):
-            raise ValidationError.for_parameter(
-                "start.position", list(position),
-                "integer cell coordinates (discrete grid actions keep the agent on cells)")
+    on_grid = getattr(ACTIONS[resolved["actions"]["type"]], "on_grid", True)
+    check = getattr(STARTS[start["type"]], "check_compatible", None)
+    if check is not None:
+        check(grid, tuple(source), goal_radius, start, on_grid)
 
 
 def make(env_id: str, **overrides: Any) -> tuple[PlumeEnv, EnvParams]:

@@ -109,3 +109,15 @@ class NamedDiscreteActions:
         if name not in self.action_ids:
             return jnp.asarray(False)
         return one_hot[self.action_ids[name]] > 0.5
+
+
+def static_parameters(component: Any) -> dict[str, Any]:
+    """``name -> value`` of a component's static settings (its dataclass
+    fields), as plain Python values."""
+    return {name: getattr(component, name)
+            for name, setting in component.SETTINGS.items() if setting.static}
+
+
+def dynamic_parameter_names(component: Any) -> list[str]:
+    """Names of a component's dynamic settings (leaves of its params)."""
+    return [name for name, setting in component.SETTINGS.items() if not setting.static]

@@ -94,6 +94,7 @@ class DiscreteGridActions(NamedDiscreteActions, Configurable):
                 "num_actions": len(self.action_names),
                 "action_names": list(self.action_names),
             },
+            "dynamic_parameters": [],
             "orientation_dependent": False,
         }
 

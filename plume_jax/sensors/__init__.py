@@ -2,18 +2,56 @@
 
 A sensor is a frozen dataclass with pure methods:
 
-- ``observation_space(params) -> plume_jax.spaces.Box``;
+- ``observation_space(params) -> plume_jax.spaces.Box`` (or ``Dict`` for the
+  dict-form composite); its bounds come from static settings only;
 - ``init(key, agent, probe, params) -> (obs, sensor_state)`` at episode start;
 - ``observe(key, agent, probe, sensor_state, params) -> (obs, sensor_state)``
-  after every step.
+  after every step;
+- ``observation_labels() -> list[str]``: what each index of the flattened
+  observation means;
+- ``get_metadata() -> dict`` (JSON).
 
-``probe`` is a :class:`plume_jax.types.PlumeProbe`. Observations are float32
-arrays inside ``observation_space``; each sensor documents what each index
-means.
+``probe`` is a :class:`plume_jax.types.PlumeProbe` (``concentration`` and
+``wind`` at points). Observations are float32 arrays inside
+``observation_space``; randomness comes only from ``key``.
+
+================  ======================================================
+type name         observation
+================  ======================================================
+``concentration`` f32[1], concentration at the agent, in [0, 1]
+``binary``        f32[1], 1 if concentration >= threshold else 0
+``poisson``       f32[1], Poisson hit count (rate * concentration), capped
+``antennae``      f32[count], concentration at antenna tips around the heading
+``wind``          f32[2], wind velocity (body or world frame), noisy, clipped
+``patch``         f32[k*k], k x k concentration patch centred on the agent
+``noise``         a wrapped sensor's reading + Gaussian noise, clipped
+``history``       f32[n*d], the last n readings of a wrapped sensor
+``composite``     components concatenated (Box) or keyed by name (Dict)
+================  ======================================================
 """
 
-from plume_jax.sensors.concentration import ConcentrationSensor
+from plume_jax.sensors.antennae import AntennaeSensor
+from plume_jax.sensors.composite import CompositeSensor
+from plume_jax.sensors.concentration import BinarySensor, ConcentrationSensor, PoissonSensor
+from plume_jax.sensors.patch import PatchSensor
+from plume_jax.sensors.wind import WindSensor
+from plume_jax.sensors.wrappers import HistorySensor, NoiseSensor
 
-SENSORS = {ConcentrationSensor.type_name: ConcentrationSensor}
+SENSORS = {
+    cls.type_name: cls
+    for cls in (ConcentrationSensor, BinarySensor, PoissonSensor, AntennaeSensor, WindSensor,
+                PatchSensor, NoiseSensor, HistorySensor, CompositeSensor)
+}
 
-__all__ = ["ConcentrationSensor", "SENSORS"]
+__all__ = [
+    "AntennaeSensor",
+    "BinarySensor",
+    "CompositeSensor",
+    "ConcentrationSensor",
+    "HistorySensor",
+    "NoiseSensor",
+    "PatchSensor",
+    "PoissonSensor",
+    "SENSORS",
+    "WindSensor",
+]

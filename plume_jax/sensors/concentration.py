@@ -1,15 +1,25 @@
-"""Point concentration sensor."""
+"""Point sensors at the agent's position: concentration, binary detector,
+Poisson hit counts."""
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
+import chex
 import jax
 import jax.numpy as jnp
 
-from plume_jax.settings import Configurable
+from plume_jax.sensors.base import sensor_metadata
+from plume_jax.settings import Configurable, Setting, integer, real
 from plume_jax.spaces import Box
 from plume_jax.types import AgentState, NoParams, PlumeProbe
+
+
+def point_concentration(agent: AgentState, probe: PlumeProbe) -> jax.Array:
+    """f32[], the concentration at ``agent.position`` clipped to ``[0, 1]``."""
+    c = jnp.reshape(probe.concentration(agent.position), ())
+    return jnp.clip(c, 0.0, 1.0).astype(jnp.float32)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,12 +37,113 @@ class ConcentrationSensor(Configurable):
     def observation_space(self, params: NoParams) -> Box:
         return Box.uniform(0.0, 1.0, (1,))
 
+    def observation_labels(self) -> list[str]:
+        return ["concentration"]
+
     def _read(self, agent: AgentState, probe: PlumeProbe) -> jax.Array:
-        c = probe.concentration(agent.position)
-        return jnp.clip(jnp.reshape(c, (1,)), 0.0, 1.0).astype(jnp.float32)
+        return jnp.reshape(point_concentration(agent, probe), (1,))
 
     def init(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, params: NoParams):
         return self._read(agent, probe), ()
 
     def observe(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, sensor_state, params: NoParams):
         return self._read(agent, probe), sensor_state
+
+    def get_metadata(self) -> dict[str, Any]:
+        return sensor_metadata(self)
+
+
+@chex.dataclass(frozen=True)
+class BinaryParams:
+    """Attributes: threshold: f32[] in ``(0, 1]``, detection threshold."""
+
+    threshold: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class BinarySensor(Configurable):
+    """An odour / no-odour detector at the agent's position.
+
+    Observation: f32[1], index 0 = 1.0 when the concentration at
+    ``agent.position`` is ``>= threshold``, else 0.0. Memoryless.
+    """
+
+    type_name = "binary"
+    SETTINGS = {
+        "threshold": Setting(0.1, real(low=0.0, high=1.0, low_inclusive=False),
+                             doc="detection threshold on the concentration, in (0, 1]"),
+    }
+    Params = BinaryParams
+
+    def observation_space(self, params: BinaryParams) -> Box:
+        return Box.uniform(0.0, 1.0, (1,))
+
+    def observation_labels(self) -> list[str]:
+        return ["detection"]
+
+    def _read(self, agent: AgentState, probe: PlumeProbe, params: BinaryParams) -> jax.Array:
+        hit = point_concentration(agent, probe) >= params.threshold
+        return jnp.reshape(hit.astype(jnp.float32), (1,))
+
+    def init(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, params: BinaryParams):
+        return self._read(agent, probe, params), ()
+
+    def observe(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, sensor_state,
+                params: BinaryParams):
+        return self._read(agent, probe, params), sensor_state
+
+    def get_metadata(self) -> dict[str, Any]:
+        return sensor_metadata(self)
+
+
+@chex.dataclass(frozen=True)
+class PoissonParams:
+    """Attributes: rate: f32[] > 0, mean hits per step at concentration 1."""
+
+    rate: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class PoissonSensor(Configurable):
+    """Poisson-distributed odour hits at the agent's position, for
+    infotaxis-style models (cf. Vergassola et al. 2007).
+
+    Observation: f32[1], index 0 = ``min(h, max_hits)`` with
+    ``h ~ Poisson(rate * c)`` and ``c`` the concentration at
+    ``agent.position`` clipped to ``[0, 1]``. Random: draws use only the key
+    passed to ``init`` / ``observe``. ``max_hits = 1`` gives a binary
+    detector with detection probability ``1 - exp(-rate * c)``.
+    """
+
+    max_hits: int = 10
+
+    type_name = "poisson"
+    SETTINGS = {
+        "max_hits": Setting(10, integer(low=1, high=1_000_000), static=True,
+                            doc="hit counts are capped at this value"),
+        "rate": Setting(1.0, real(low=0.0, low_inclusive=False),
+                        doc="mean hits per step at concentration 1"),
+    }
+    Params = PoissonParams
+
+    def observation_space(self, params: PoissonParams) -> Box:
+        return Box.uniform(0.0, float(self.max_hits), (1,))
+
+    def observation_labels(self) -> list[str]:
+        return ["hits"]
+
+    def _read(self, key: jax.Array, agent: AgentState, probe: PlumeProbe,
+              params: PoissonParams) -> jax.Array:
+        mean = params.rate * point_concentration(agent, probe)
+        hits = jax.random.poisson(key, mean, (), dtype=jnp.int32)
+        return jnp.reshape(jnp.minimum(hits, self.max_hits).astype(jnp.float32), (1,))
+
+    def init(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, params: PoissonParams):
+        return self._read(key, agent, probe, params), ()
+
+    def observe(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, sensor_state,
+                params: PoissonParams):
+        return self._read(key, agent, probe, params), sensor_state
+
+    def get_metadata(self) -> dict[str, Any]:
+        return sensor_metadata(self, stochastic=True)

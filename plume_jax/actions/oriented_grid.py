@@ -1,0 +1,96 @@
+"""Heading-relative moves on the grid: forward, turn left, turn right."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from plume_jax.actions.base import (
+    NamedDiscreteActions,
+    cell_step,
+    dynamic_parameter_names,
+    static_parameters,
+    wrap_angle,
+)
+from plume_jax.settings import Configurable, Setting, boolean, integer, real
+from plume_jax.types import AgentState, Grid, PlumeProbe
+
+
+@chex.dataclass(frozen=True)
+class OrientedGridParams:
+    """Attributes:
+        turn_angle_deg: f32[], degrees turned by ``turn_left`` / ``turn_right``
+            (in ``(0, 180]``).
+    """
+
+    turn_angle_deg: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class OrientedGridActions(NamedDiscreteActions, Configurable):
+    """Egocentric moves: step forward along the heading, or turn in place.
+
+    Action ids (fixed):
+
+    ============  =====================================================
+    include_noop  action_names (id order)
+    ============  =====================================================
+    True          noop, forward, turn_left, turn_right
+    False         forward, turn_left, turn_right
+    ============  =====================================================
+
+    - ``forward``: move ``step_size`` cells along ``heading``; the
+      displacement ``step_size * (cos h, sin h)`` is rounded to whole cells,
+      so positions stay on integer cells (with the default 90° turns and a
+      cardinal start heading the move is exactly one cardinal step), then
+      clamped into the grid. The heading is unchanged.
+    - ``turn_left`` / ``turn_right``: heading ``+`` / ``-`` ``turn_angle_deg``
+      (counter-clockwise positive), wrapped into ``[0, 2π)``; no movement.
+    - ``noop`` and invalid actions leave the agent unchanged.
+    """
+
+    step_size: int = 1
+    include_noop: bool = True
+
+    type_name = "oriented_grid"
+    SETTINGS = {
+        "step_size": Setting(1, integer(low=1), static=True, doc="cells per forward move"),
+        "include_noop": Setting(True, boolean(), static=True, doc="action 0 is noop"),
+        "turn_angle_deg": Setting(90.0, real(low=0.0, high=180.0, low_inclusive=False),
+                                  doc="degrees turned by turn_left / turn_right"),
+    }
+    Params = OrientedGridParams
+    on_grid = True
+
+    def _names(self) -> list[str]:
+        return (["noop"] if self.include_noop else []) + ["forward", "turn_left", "turn_right"]
+
+    def process_action(self, key: jax.Array, action: Any, agent: AgentState, grid: Grid,
+                       params: OrientedGridParams, probe: PlumeProbe | None = None) -> AgentState:
+        """The agent after ``action``; pure, deterministic, in-bounds.
+        ``key`` and ``probe`` are unused."""
+        _, one_hot = self._action_mask(action)
+        turn = jnp.deg2rad(params.turn_angle_deg).astype(jnp.float32)
+        sign = self._is("turn_left", one_hot).astype(jnp.float32) - \
+            self._is("turn_right", one_hot).astype(jnp.float32)
+        turned = jnp.where(sign != 0.0, wrap_angle(agent.heading + sign * turn), agent.heading)
+        moved = cell_step(agent.position, agent.heading, self.step_size, grid)
+        position = jnp.where(self._is("forward", one_hot), moved, agent.position)
+        return agent.replace(position=position.astype(jnp.float32),
+                             heading=jnp.asarray(turned, jnp.float32))
+
+    def get_metadata(self) -> dict[str, Any]:
+        return {
+            "type": self.type_name,
+            "modality": "orientation_relative",
+            "parameters": {**static_parameters(self),
+                           "num_actions": len(self.action_names),
+                           "action_names": list(self.action_names)},
+            "dynamic_parameters": dynamic_parameter_names(self),
+            "orientation_dependent": True,
+        }
+

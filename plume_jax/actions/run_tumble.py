@@ -1,0 +1,94 @@
+"""Run-and-tumble: run straight ahead, or tumble to a random heading."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from plume_jax.actions.base import (
+    TWO_PI,
+    NamedDiscreteActions,
+    dynamic_parameter_names,
+    static_parameters,
+    unit,
+)
+from plume_jax.settings import Configurable, Setting, boolean, real
+from plume_jax.types import AgentState, Grid, PlumeProbe
+
+
+@chex.dataclass(frozen=True)
+class RunTumbleParams:
+    """Attributes:
+        run_length: f32[] > 0, cells travelled by one ``run``.
+    """
+
+    run_length: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class RunTumbleActions(NamedDiscreteActions, Configurable):
+    """Bacterial-style run and tumble (cf. Berg & Brown 1972).
+
+    Action ids (fixed):
+
+    ============  ===================================
+    include_noop  action_names (id order)
+    ============  ===================================
+    True          noop, run, tumble
+    False         run, tumble
+    ============  ===================================
+
+    - ``run``: move ``run_length`` cells along ``heading``; positions are
+      continuous (not snapped to cells) and clamped into the grid. The
+      heading is unchanged.
+    - ``tumble``: a new heading drawn uniformly from ``[0, 2π)`` with the
+      ``key`` passed to ``process_action`` (the only source of randomness,
+      so equal keys give equal results); no movement.
+    - ``noop`` and invalid actions leave the agent unchanged.
+    """
+
+    include_noop: bool = True
+
+    type_name = "run_tumble"
+    SETTINGS = {
+        "include_noop": Setting(True, boolean(), static=True, doc="action 0 is noop"),
+        "run_length": Setting(1.0, real(low=0.0, low_inclusive=False),
+                              doc="cells travelled by one run"),
+    }
+    Params = RunTumbleParams
+    #: Positions are continuous.
+    on_grid = False
+
+    def _names(self) -> list[str]:
+        return (["noop"] if self.include_noop else []) + ["run", "tumble"]
+
+    def process_action(self, key: jax.Array, action: Any, agent: AgentState, grid: Grid,
+                       params: RunTumbleParams, probe: PlumeProbe | None = None) -> AgentState:
+        """The agent after ``action``; pure, in-bounds, deterministic given
+        ``key``. ``probe`` is unused."""
+        _, one_hot = self._action_mask(action)
+        new_heading = jax.random.uniform(key, (), jnp.float32, 0.0, TWO_PI)
+        # uniform's upper bound is exclusive in exact arithmetic but float
+        # rounding can reach it; fold it back into [0, 2π)
+        new_heading = jnp.where(new_heading >= TWO_PI, 0.0, new_heading)
+        heading = jnp.where(self._is("tumble", one_hot), new_heading, agent.heading)
+        ran = grid.clamp(agent.position + params.run_length * unit(agent.heading))
+        position = jnp.where(self._is("run", one_hot), ran, agent.position)
+        return agent.replace(position=position.astype(jnp.float32),
+                             heading=jnp.asarray(heading, jnp.float32))
+
+    def get_metadata(self) -> dict[str, Any]:
+        return {
+            "type": self.type_name,
+            "modality": "orientation_relative",
+            "parameters": {**static_parameters(self),
+                           "num_actions": len(self.action_names),
+                           "action_names": list(self.action_names)},
+            "dynamic_parameters": dynamic_parameter_names(self),
+            "orientation_dependent": True,
+            "stochastic": True,
+        }
