@@ -14,6 +14,7 @@ from plume_jax.errors import StateError, ValidationError
 from plume_jax.config import load_config, make_from_config, save_config
 from plume_jax.registry import PRESETS, build_env, list_presets, make
 from plume_jax.types import AgentState, EnvParams, EnvState, Grid
+import plume_jax.gym.registration  # noqa: E402,F401  registers plume_jax/<PresetId> with Gymnasium
 
 __version__ = "0.1.0"
 
