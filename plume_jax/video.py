@@ -66,8 +66,10 @@ def _pad_even(frames: np.ndarray) -> np.ndarray:
 def write_video(path: str | os.PathLike, frames: Any, fps: float = 10.0, *,
                 loop: int = 0) -> Path:
     """Write ``frames`` (uint8[T, H, W, 3]) to ``path``; the format follows
-    the extension: ``.gif`` (no ffmpeg needed; ``loop=0`` loops forever) or
-    ``.mp4`` (H.264 through imageio-ffmpeg or PyAV).
+    the extension: ``.gif`` (no ffmpeg needed; ``loop=0`` loops forever;
+    Pillow stores identical consecutive frames once, with their durations
+    added) or ``.mp4`` (H.264 through imageio-ffmpeg or PyAV; odd sizes are
+    padded to even ones).
 
     Raises:
         ValidationError: bad frames, fps or extension.

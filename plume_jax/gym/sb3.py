@@ -18,7 +18,9 @@ SB3's conventions, as ``DummyVecEnv`` follows them:
   so SB3 logs ``ep_rew_mean``, ``ep_len_mean`` and ``success_rate``
   without a ``VecMonitor`` (wrapping one anyway is harmless).
 - ``seed(s)`` makes the next ``reset()`` seed env ``i`` with ``s + i``;
-  ``reset()`` without seeds continues each env's key stream.
+  ``reset()`` without seeds continues each env's key stream. After
+  ``reset()``, ``reset_infos[i]`` is env ``i``'s reset info with
+  ``PlumeGymEnv``'s keys and types (as ``DummyVecEnv`` keeps its envs').
 
 Example::
 
@@ -36,9 +38,24 @@ from typing import Any, Sequence
 import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
-from plume_jax.errors import ValidationError
+from plume_jax.errors import StateError, ValidationError
 from plume_jax.gym import _common as C
 from plume_jax.gym.batch import BatchCore, row
+
+
+def _reset_info(info: dict[str, np.ndarray], seeds: list, i: int, integer_xy: bool
+                ) -> dict[str, Any]:
+    """Env ``i``'s reset info with ``PlumeGymEnv``'s keys and Python types."""
+    return {
+        "step_count": int(info["step_count"][i]),
+        "episode_count": int(info["episode_count"][i]),
+        "total_reward": float(info["total_reward"][i]),
+        "goal_reached": bool(info["goal_reached"][i]),
+        "agent_xy": C.xy_tuple(info["agent_xy"][i], integer_xy),
+        "seed": seeds[i],
+        "goal_location": C.location_tuple(info["goal_location"][i]),
+        "source_location": C.location_tuple(info["source_location"][i]),
+    }
 
 
 class PlumeSB3VecEnv(VecEnv):
@@ -89,13 +106,15 @@ class PlumeSB3VecEnv(VecEnv):
     def reset(self) -> np.ndarray:
         """Reset every env with the seeds given by ``seed()`` (if any);
         reset options are not supported (use ``PlumeGymEnv`` for those)."""
+        if self._core.closed:
+            raise StateError("reset() called on a closed vector environment; create a new one")
         if any(self._options):
             raise ValidationError.for_parameter(
-                "options", self._options[0] or next(o for o in self._options if o),
+                "options", next(o for o in self._options if o),
                 "no reset options (PlumeSB3VecEnv takes none; PlumeGymEnv accepts start_position)")
         seeds = self._core.normalise_seeds(list(self._seeds))
         obs, info, reported = self._core.reset(seeds)
-        self.reset_infos = [{"seed": reported[i], "episode_count": int(info["episode_count"][i])}
+        self.reset_infos = [_reset_info(info, reported, i, self._core.integer_xy)
                             for i in range(self.num_envs)]
         self._reset_seeds()
         self._reset_options()

@@ -34,7 +34,7 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from plume_jax.errors import ValidationError
+from plume_jax.errors import StateError, ValidationError
 from plume_jax.gym import _common as C
 from plume_jax.gym.batch import BatchCore, row
 from plume_jax.gym.env import RENDER_FPS
@@ -109,6 +109,8 @@ class PlumeVectorEnv(gymnasium.vector.VectorEnv):
             ValidationError: a bad seed, or options (not supported by the
                 vector env: use ``PlumeGymEnv`` to choose start positions).
         """
+        if self._core.closed:
+            raise StateError("reset() called on a closed vector environment; create a new one")
         if options:
             raise ValidationError.for_parameter(
                 "options", options, "None or {} (PlumeVectorEnv takes no reset options; "
