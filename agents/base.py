@@ -53,3 +53,46 @@ class StatefulAgent:
     def act(self, obs: np.ndarray) -> int:
         action, self._carry = self._act(self._carry, np.asarray(obs, np.float32), self._next_key())
         return int(action)
+
+
+def observation_labels(env: Any) -> list[str]:
+    """What each index of ``env``'s (flat) observation means."""
+    labels = getattr(env.sensor, "observation_labels", None)
+    if labels is None:
+        raise TypeError(f"sensor {env.sensor!r} does not describe its observation layout")
+    return list(labels())
+
+
+def observation_index(env: Any, label: str, *, agent: str = "agent") -> int:
+    """Index of the observation entry called ``label`` (or ``<sensor>.label``
+    in a composite sensor); the first match wins.
+
+    Raises:
+        ValidationError: the env's sensor provides no such entry.
+    """
+    from plume_jax.errors import ValidationError
+
+    labels = observation_labels(env)
+    for i, name in enumerate(labels):
+        if name == label or name.endswith("." + label):
+            return i
+    raise ValidationError.for_parameter(
+        "sensor", env.settings.get("sensor", env.sensor.type_name),
+        f"a sensor whose observation includes {label!r} ({agent} needs it); this env's "
+        f"observation is {labels}")
+
+
+def action_id(env: Any, name: str, *, agent: str = "agent") -> int:
+    """The id of the named action.
+
+    Raises:
+        ValidationError: the env's action model has no such action.
+    """
+    from plume_jax.errors import ValidationError
+
+    if name not in env.action_ids:
+        raise ValidationError.for_parameter(
+            "actions", env.settings.get("actions", env.actions.type_name),
+            f"an action model with a {name!r} action ({agent} needs it); this env has "
+            f"{env.action_names}")
+    return env.action_ids[name]

@@ -1,18 +1,25 @@
 """Klinotaxis: run-and-tumble chemotaxis from one concentration sensor.
 
-Decision rule (temporal derivative, single sensor; cf. bacterial run and
-tumble, Berg & Brown 1972): if the concentration rose since the last step,
-repeat the last move ("run"); otherwise pick one of the four cardinal moves
-uniformly at random ("tumble"). The carry holds the last reading and move.
+Decision rule (temporal derivative, single sensor; after bacterial run and
+tumble, Berg & Brown 1972, and the klinotaxis of Fraenkel & Gunn 1940): if
+the concentration rose since the last step, repeat the last move ("run");
+otherwise pick one of the four cardinal moves uniformly at random
+("tumble"). The carry holds the last reading and move.
+
+Needs: an observation entry ``concentration`` (or ``detection``/``hits``
+via ``obs_label``) and the actions ``move_north/south/east/west``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import chex
 import jax
 import jax.numpy as jnp
+
+from agents.base import action_id, observation_index
 
 MOVES = ("move_north", "move_south", "move_east", "move_west")
 
@@ -38,11 +45,13 @@ class KlinotaxisPolicy:
     move_ids: tuple[int, int, int, int]
     obs_index: int = 0
 
+    name = "klinotaxis"
+
     @classmethod
-    def for_env(cls, env, obs_index: int = 0) -> "KlinotaxisPolicy":
-        """Look the moves up by name in ``env.action_ids``."""
-        ids = env.action_ids
-        return cls(move_ids=tuple(ids[name] for name in MOVES), obs_index=obs_index)
+    def for_env(cls, env: Any, obs_label: str = "concentration") -> "KlinotaxisPolicy":
+        """Look the moves up by name and the reading by observation label."""
+        return cls(move_ids=tuple(action_id(env, m, agent=cls.name) for m in MOVES),
+                   obs_index=observation_index(env, obs_label, agent=cls.name))
 
     def init(self, key: jax.Array) -> KlinotaxisCarry:
         first = jnp.asarray(self.move_ids, jnp.int32)[jax.random.randint(key, (), 0, 4)]

@@ -1,5 +1,11 @@
-"""Batch rollouts: ``num_envs`` seeded episodes of a functional policy in one
-jitted ``lax.scan`` over vmapped ``env.step``.
+"""Batch rollouts: ``num_envs`` seeded episodes of a policy over vmapped ``env.step``.
+
+Two drivers share one piece of bookkeeping (:func:`track`):
+
+- :func:`rollout` — a functional policy, the whole run one jitted
+  ``lax.scan``;
+- :func:`host_rollout` — a host-side agent with ``act_batch(obs[N]) ->
+  actions[N]`` (e.g. an SB3 model), one jitted batched env step per call.
 
 Success and episode lengths come from the env's own step outputs
 (``terminated``, ``truncated``, ``info["step_count"]``), never from a
@@ -17,6 +23,7 @@ from typing import Any
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from plume_jax.types import AgentState
 
@@ -32,6 +39,8 @@ class RolloutResult:
             it did not finish).
         episode_return: f32[N], return of the first episode (so far, if it
             did not finish).
+        path_length: f32[N], distance travelled in the first episode, cells.
+        start_distance: f32[N], distance from the start to the goal, cells.
         trajectory: f32[num_steps + 1, 2], env 0's positions from the start
             of its first episode (row 0) onwards.
         trajectory_valid: bool[num_steps + 1], rows that belong to env 0's
@@ -44,6 +53,8 @@ class RolloutResult:
     finished: jax.Array
     episode_length: jax.Array
     episode_return: jax.Array
+    path_length: jax.Array
+    start_distance: jax.Array
     trajectory: jax.Array
     trajectory_valid: jax.Array
     final_agent: Any
@@ -54,10 +65,72 @@ def _select(mask: jax.Array, new: Any, old: Any) -> Any:
     return jax.tree.map(lambda a, b: jnp.where(mask, a, b), new, old)
 
 
+def _env0(tree: Any) -> Any:
+    return jax.tree.map(lambda x: x[0], tree)
+
+
+def start_tracker(env: Any, params: Any, state: Any, num_steps: int) -> dict[str, Any]:
+    """Bookkeeping for a fresh batch of episodes ``state`` (batched)."""
+    num_envs = state.step_count.shape[0]
+    goal = jax.vmap(env.goal_location, in_axes=(0, None), axis_size=num_envs)(state.plume, params)
+    zeros = jnp.zeros(num_envs, bool)
+    return {
+        "done": zeros, "success": zeros,
+        "length": jnp.full(num_envs, num_steps, jnp.int32),
+        "ret": jnp.zeros(num_envs, jnp.float32),
+        "path": jnp.zeros(num_envs, jnp.float32),
+        "start_distance": jnp.linalg.norm(state.agent.position - goal, axis=-1),
+        "position": state.agent.position,
+        "final_agent": _env0(state.agent),
+        "final_plume": _env0(state.plume),
+    }
+
+
+def track(t: dict[str, Any], state: Any, reward: jax.Array, terminated: jax.Array,
+          truncated: jax.Array, info: dict[str, Any]) -> dict[str, Any]:
+    """Update the bookkeeping after one batched ``env.step`` (``state`` is the
+    post-step, possibly auto-reset, state)."""
+    ended = terminated | truncated
+    first_end = ended & ~t["done"]
+    running = ~t["done"]
+    moved = jnp.linalg.norm(info["agent_xy"] - t["position"], axis=-1)
+    env0_agent = AgentState(position=info["agent_xy"][0], heading=info["agent_heading"][0])
+    return {
+        "done": t["done"] | ended,
+        "success": t["success"] | (first_end & terminated),
+        "length": jnp.where(first_end, info["step_count"], t["length"]),
+        "ret": jnp.where(running, t["ret"] + reward, t["ret"]),
+        "path": jnp.where(running, t["path"] + moved, t["path"]),
+        "start_distance": t["start_distance"],
+        "position": state.agent.position,
+        "final_agent": _select(running[0], env0_agent, t["final_agent"]),
+        "final_plume": _select(running[0], _env0(state.plume), t["final_plume"]),
+    }
+
+
+def _result(t: dict[str, Any], start: jax.Array, path: jax.Array, valid: jax.Array) -> RolloutResult:
+    return RolloutResult(
+        success=t["success"], finished=t["done"], episode_length=t["length"],
+        episode_return=t["ret"], path_length=t["path"], start_distance=t["start_distance"],
+        trajectory=jnp.concatenate([start[None], path], axis=0),
+        trajectory_valid=jnp.concatenate([jnp.ones(1, bool), valid], axis=0),
+        final_agent=t["final_agent"], final_plume=t["final_plume"],
+    )
+
+
+def _reset_batch(env: Any, params: Any, key: jax.Array, num_envs: int):
+    return jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, num_envs), params)
+
+
+def _step_batch(env: Any, params: Any, key: jax.Array, state: Any, action: jax.Array):
+    keys = jax.random.split(key, state.step_count.shape[0])
+    return jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys, state, action, params)
+
+
 @functools.partial(jax.jit, static_argnames=("env", "policy", "num_envs", "num_steps"))
 def rollout(env: Any, params: Any, policy: Any, key: jax.Array, num_envs: int,
             num_steps: int) -> RolloutResult:
-    """Run ``num_envs`` envs for ``num_steps`` steps under ``policy``.
+    """Run ``num_envs`` envs for ``num_steps`` steps under a functional policy.
 
     Args:
         env: a ``PlumeEnv`` (static).
@@ -68,51 +141,48 @@ def rollout(env: Any, params: Any, policy: Any, key: jax.Array, num_envs: int,
         num_envs, num_steps: static sizes.
     """
     k_reset, k_policy, k_run = jax.random.split(key, 3)
-    obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(k_reset, num_envs), params)
+    obs, state = _reset_batch(env, params, k_reset, num_envs)
     carry = jax.vmap(policy.init)(jax.random.split(k_policy, num_envs))
-    zeros_b = jnp.zeros(num_envs, bool)
-    init = {
-        "obs": obs, "state": state, "carry": carry,
-        "done": zeros_b, "success": zeros_b,
-        "length": jnp.full(num_envs, num_steps, jnp.int32),
-        "ret": jnp.zeros(num_envs, jnp.float32),
-        "final_agent": jax.tree.map(lambda x: x[0], state.agent),
-        "final_plume": jax.tree.map(lambda x: x[0], state.plume),
-    }
 
     def body(c, step_key):
+        obs, state, carry, t = c
         k_act, k_step, k_init = jax.random.split(step_key, 3)
-        action, carry = jax.vmap(policy.act)(c["carry"], c["obs"], jax.random.split(k_act, num_envs))
-        obs, state, reward, terminated, truncated, info = jax.vmap(
-            env.step, in_axes=(0, 0, 0, None))(jax.random.split(k_step, num_envs), c["state"],
-                                               action, params)
-        ended = terminated | truncated
-        first_end = ended & ~c["done"]
+        action, carry = jax.vmap(policy.act)(carry, obs, jax.random.split(k_act, num_envs))
+        obs, state, reward, terminated, truncated, info = _step_batch(env, params, k_step, state,
+                                                                      action)
         fresh = jax.vmap(policy.init)(jax.random.split(k_init, num_envs))
-        in_first = ~c["done"][0]  # env 0 was still in its first episode at this step
-        env0_agent = AgentState(position=info["agent_xy"][0], heading=info["agent_heading"][0])
-        out = {
-            "obs": obs, "state": state,
-            "carry": _select(ended, fresh, carry),
-            "done": c["done"] | ended,
-            "success": c["success"] | (first_end & terminated),
-            "length": jnp.where(first_end, info["step_count"], c["length"]),
-            "ret": jnp.where(c["done"], c["ret"], c["ret"] + reward),
-            "final_agent": _select(in_first, env0_agent, c["final_agent"]),
-            "final_plume": _select(in_first, jax.tree.map(lambda x: x[0], state.plume),
-                                   c["final_plume"]),
-        }
-        return out, (info["agent_xy"][0], ~c["done"][0])
+        carry = _select(terminated | truncated, fresh, carry)
+        new_t = track(t, state, reward, terminated, truncated, info)
+        return (obs, state, carry, new_t), (info["agent_xy"][0], ~t["done"][0])
 
-    final, (path, valid) = jax.lax.scan(body, init, jax.random.split(k_run, num_steps))
+    init = (obs, state, carry, start_tracker(env, params, state, num_steps))
+    (_, _, _, t), (path, valid) = jax.lax.scan(body, init, jax.random.split(k_run, num_steps))
+    return _result(t, state.agent.position[0], path, valid)
+
+
+@functools.partial(jax.jit, static_argnames=("env",))
+def _host_step(env: Any, params: Any, key: jax.Array, state: Any, t: dict, action: jax.Array):
+    obs, state, reward, terminated, truncated, info = _step_batch(env, params, key, state, action)
+    return obs, state, terminated | truncated, track(t, state, reward, terminated, truncated, info), \
+        info["agent_xy"][0]
+
+
+def host_rollout(env: Any, params: Any, agent: Any, key: jax.Array, num_envs: int,
+                 num_steps: int) -> RolloutResult:
+    """Like :func:`rollout` for a host-side agent with
+    ``act_batch(obs[N], episode_start=bool[N]) -> actions[N]`` and ``reset()``."""
+    k_reset, k_run = jax.random.split(key)
+    obs, state = jax.jit(_reset_batch, static_argnums=(0, 3))(env, params, k_reset, num_envs)
+    t = start_tracker(env, params, state, num_steps)
     start = state.agent.position[0]
-    return RolloutResult(
-        success=final["success"],
-        finished=final["done"],
-        episode_length=final["length"],
-        episode_return=final["ret"],
-        trajectory=jnp.concatenate([start[None], path], axis=0),
-        trajectory_valid=jnp.concatenate([jnp.ones(1, bool), valid], axis=0),
-        final_agent=final["final_agent"],
-        final_plume=final["final_plume"],
-    )
+    agent.reset()
+    episode_start = np.ones(num_envs, bool)
+    path, valid = [], []
+    for step_key in jax.random.split(k_run, num_steps):
+        action = agent.act_batch(np.asarray(obs), episode_start=episode_start)
+        valid.append(not bool(t["done"][0]))
+        obs, state, ended, t, xy = _host_step(env, params, step_key, state, t,
+                                              jnp.asarray(action))
+        episode_start = np.asarray(ended)
+        path.append(xy)
+    return _result(t, start, jnp.stack(path), jnp.asarray(valid))

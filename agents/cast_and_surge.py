@@ -1,0 +1,118 @@
+"""Cast and surge: the moth's strategy for intermittent plumes.
+
+Decision rule (Kennedy & Marsh 1974; Baker 1990; Vickers & Baker 1994;
+with the growing cast amplitude of Balkovsky & Shraiman 2002):
+
+- **detect**: the odour reading exceeds ``threshold`` → *surge* upwind;
+- **persist**: for ``surge_steps`` steps after the last detection keep
+  surging (filaments are intermittent; a short gap is not a loss);
+- **cast**: otherwise sweep crosswind, alternating sides, each leg
+  ``growth`` steps longer than the one before (first leg ``cast_steps``),
+  so the search widens the longer the plume stays lost. A new detection
+  resets the leg length.
+
+Two embodiments, chosen from the env's action names:
+
+- wind-relative actions (``surge``, ``cast_left``, ``cast_right``, the
+  ``surge_cast`` action model): used as is;
+- absolute cardinal moves: upwind is read from a world-frame wind sensor
+  (observation entries ``wind_east``, ``wind_north``) and mapped to the
+  nearest cardinal move; crosswind is that move turned ±90°.
+
+Odour is read from the observation entry ``obs_label`` (``concentration``
+by default; ``detection`` for a binary sensor, ``hits`` for a Poisson one).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from agents.base import action_id, observation_index
+from agents.chemotaxis import CCW_MOVES
+
+
+@chex.dataclass(frozen=True)
+class CastSurgeCarry:
+    """Attributes:
+        since_detection: i32[], steps since the last detection (large at start).
+        side: i32[], +1 casting left, -1 casting right.
+        leg_length: i32[], steps of the current cast leg.
+        leg_left: i32[], steps left on the current leg.
+    """
+
+    since_detection: jax.Array
+    side: jax.Array
+    leg_length: jax.Array
+    leg_left: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class CastAndSurgePolicy:
+    """Functional cast-and-surge navigator (see the module docstring)."""
+
+    odour_index: int
+    wind_relative: bool
+    action_table: tuple[int, ...]
+    wind_indices: tuple[int, int] = (0, 0)
+    threshold: float = 0.05
+    surge_steps: int = 3
+    cast_steps: int = 2
+    growth: int = 2
+
+    name = "cast_and_surge"
+
+    @classmethod
+    def for_env(cls, env: Any, obs_label: str = "concentration", threshold: float = 0.05,
+                surge_steps: int = 3, cast_steps: int = 2, growth: int = 2) -> "CastAndSurgePolicy":
+        odour = observation_index(env, obs_label, agent=cls.name)
+        if "surge" in env.action_ids:
+            table = tuple(action_id(env, n, agent=cls.name) for n in ("surge", "cast_left", "cast_right"))
+            wind = (0, 0)
+            relative = True
+        else:
+            table = tuple(action_id(env, n, agent=cls.name) for n in CCW_MOVES)
+            wind = (observation_index(env, "wind_east", agent=cls.name),
+                    observation_index(env, "wind_north", agent=cls.name))
+            relative = False
+        return cls(odour, relative, table, wind, float(threshold), int(surge_steps),
+                   int(cast_steps), int(growth))
+
+    def init(self, key: jax.Array) -> CastSurgeCarry:
+        side = jnp.where(jax.random.bernoulli(key), 1, -1).astype(jnp.int32)
+        return CastSurgeCarry(since_detection=jnp.asarray(10**6, jnp.int32), side=side,
+                              leg_length=jnp.asarray(self.cast_steps, jnp.int32),
+                              leg_left=jnp.asarray(self.cast_steps, jnp.int32))
+
+    def decide(self, carry: CastSurgeCarry, obs: jax.Array):
+        """``(mode, carry)``: mode 0 surge, +1 cast left, -1 cast right."""
+        obs = jnp.asarray(obs, jnp.float32).reshape(-1)
+        detected = obs[self.odour_index] > self.threshold
+        since = jnp.where(detected, 0, carry.since_detection + 1)
+        surging = since <= self.surge_steps
+        # casting: continue the leg, or start the next (longer) one on the other side
+        leg_done = carry.leg_left <= 0
+        side = jnp.where(surging, carry.side, jnp.where(leg_done, -carry.side, carry.side))
+        leg_length = jnp.where(surging, self.cast_steps,
+                               jnp.where(leg_done, carry.leg_length + self.growth, carry.leg_length))
+        leg_left = jnp.where(surging, self.cast_steps,
+                             jnp.where(leg_done, leg_length, carry.leg_left) - 1)
+        mode = jnp.where(surging, 0, side)
+        new = CastSurgeCarry(since_detection=jnp.minimum(since, 10**6).astype(jnp.int32),
+                             side=side.astype(jnp.int32), leg_length=leg_length.astype(jnp.int32),
+                             leg_left=leg_left.astype(jnp.int32))
+        return mode.astype(jnp.int32), new
+
+    def act(self, carry: CastSurgeCarry, obs: jax.Array, key: jax.Array):
+        mode, carry = self.decide(carry, obs)
+        table = jnp.asarray(self.action_table, jnp.int32)
+        if self.wind_relative:
+            return table[jnp.asarray([0, 1, 2])[mode % 3]], carry  # 0 surge, 1 left, -1 -> 2 right
+        obs = jnp.asarray(obs, jnp.float32).reshape(-1)
+        upwind_angle = jnp.arctan2(-obs[self.wind_indices[1]], -obs[self.wind_indices[0]])
+        upwind = jnp.round(upwind_angle / (jnp.pi / 2)).astype(jnp.int32) % 4  # CCW index
+        return table[(upwind + mode) % 4], carry

@@ -1,0 +1,108 @@
+"""Resolve agents by name, with parameters.
+
+``make_policy(name, env, **params)`` returns a functional policy built for
+``env`` (action ids and observation indices looked up by name). Names:
+
+==================  =========================================================
+``random_walk``     uniform random moves (null model)
+``klinotaxis``      run and tumble on one concentration reading
+``chemotaxis``      bilateral gradient climbing with two antennae
+``cast_and_surge``  surge upwind on detection, cast crosswind when lost
+``infotaxis``       Bayesian search maximising expected information gain
+``space_aware_infotaxis``  infotaxis variant of Loisy & Eloy (2022)
+``trained``         a policy exported by ``plume-jax train`` (``path=...``)
+==================  =========================================================
+
+``make_host_agent("sb3", env, path=...)`` gives host-side agents (an SB3
+model) that the scenario runner drives one batched call per step.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from agents.cast_and_surge import CastAndSurgePolicy
+from agents.chemotaxis import BilateralChemotaxisPolicy
+from agents.klinotaxis import KlinotaxisPolicy
+from agents.random_walk import RandomWalkPolicy
+from plume_jax.errors import ValidationError
+
+
+def _trained(env: Any, path: str, greedy: bool = True) -> Any:
+    from agents.trained import TrainedPolicy
+
+    return TrainedPolicy.load(path, greedy=greedy)
+
+
+def _sb3(env: Any, path: str, algorithm: str = "PPO", deterministic: bool = True) -> Any:
+    from agents.sb3 import SB3Agent
+
+    return SB3Agent.load(path, algorithm=algorithm, deterministic=deterministic)
+
+
+def _infotaxis_factories() -> dict[str, Callable[..., Any]]:
+    try:
+        from agents.infotaxis import InfotaxisPolicy
+    except ImportError:  # pragma: no cover - module added with the Poisson plume
+        return {}
+    return {
+        "infotaxis": InfotaxisPolicy.for_env,
+        "space_aware_infotaxis": lambda env, **kw: InfotaxisPolicy.for_env(
+            env, space_aware=True, **kw),
+    }
+
+
+FUNCTIONAL_AGENTS: dict[str, Callable[..., Any]] = {
+    "random_walk": RandomWalkPolicy.for_env,
+    "klinotaxis": KlinotaxisPolicy.for_env,
+    "chemotaxis": BilateralChemotaxisPolicy.for_env,
+    "cast_and_surge": CastAndSurgePolicy.for_env,
+    "trained": _trained,
+    **_infotaxis_factories(),
+}
+HOST_AGENTS: dict[str, Callable[..., Any]] = {"sb3": _sb3}
+
+
+def agent_names() -> list[str]:
+    """Every registered agent name."""
+    return sorted(FUNCTIONAL_AGENTS) + sorted(HOST_AGENTS)
+
+
+def _build(table: dict, name: str, env: Any, params: dict[str, Any]) -> Any:
+    factory = table[name]
+    signature = inspect.signature(factory)
+    accepts_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+    allowed = [p for p in signature.parameters if p != "env"]
+    for key in params:
+        if key not in allowed and not accepts_any:
+            raise ValidationError.for_parameter(f"agent.{key}", params[key],
+                                                f"a parameter of agent {name!r}: one of {allowed}")
+    missing = [p.name for p in signature.parameters.values()
+               if p.name != "env" and p.default is p.empty
+               and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and p.name not in params]
+    if missing:
+        raise ValidationError.for_parameter(f"agent.{missing[0]}", None,
+                                            f"a value (agent {name!r} requires it)")
+    return factory(env, **params)
+
+
+def is_host_agent(name: str) -> bool:
+    """True for agents driven from Python (not jittable), e.g. ``sb3``."""
+    return name in HOST_AGENTS
+
+
+def make_agent(name: str, env: Any, **params: Any) -> Any:
+    """Build the named agent for ``env``: a functional policy, or a host agent
+    with ``act_batch`` for names in ``HOST_AGENTS``.
+
+    Raises:
+        ValidationError: unknown name, unknown/missing parameter, or an env that
+            lacks the observations/actions the agent needs.
+    """
+    if name in FUNCTIONAL_AGENTS:
+        return _build(FUNCTIONAL_AGENTS, name, env, params)
+    if name in HOST_AGENTS:
+        return _build(HOST_AGENTS, name, env, params)
+    raise ValidationError.for_parameter("agent", name, f"one of {agent_names()}")
