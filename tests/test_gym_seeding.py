@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import plume_jax
+from plume_jax.errors import ValidationError
 from plume_jax.gym import PlumeGymEnv
 from plume_jax.gym import _common as C
 from plume_jax.gym import viewer
@@ -157,6 +158,17 @@ def test_agent_xy_is_float_for_continuous_positions():
     assert info["agent_xy"] == (3.5, 4.25)
     action = genv.action_space.sample()
     assert [type(v) for v in genv.step(action)[4]["agent_xy"]] == [float, float]
+
+
+def test_agent_xy_is_int_for_other_on_grid_action_models():
+    env, params = plume_jax.make("PlumeNav-GaussianOriented-v0", grid_size=[32, 32], sigma=6.0)
+    assert env.actions.on_grid
+    genv = PlumeGymEnv(env, params)
+    _, info = genv.reset(seed=0)
+    assert [type(v) for v in info["agent_xy"]] == [int, int]
+    assert [type(v) for v in genv.step(genv.action_ids["forward"])[4]["agent_xy"]] == [int, int]
+    with pytest.raises(ValidationError, match="integer cell"):
+        genv.reset(options={"start_position": (1.5, 2.0)})
 
 
 def test_action_names_and_ids(core):

@@ -200,3 +200,32 @@ def _learn_and_compare():
                                  env, params)
     assert random_rate < 0.4
     assert learned_rate >= random_rate + 0.3, (learned_rate, random_rate)
+
+
+def test_benchmark_script_writes_json_and_its_markdown_section(tmp_path):
+    """scripts/benchmark_sb3.py on a tiny budget: data, table and section."""
+    import importlib.util
+    import json
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "benchmark_sb3.py"
+    spec = importlib.util.spec_from_file_location("benchmark_sb3", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out, md = tmp_path / "sb3.json", tmp_path / "BENCHMARKS.md"
+    md.write_text("# Benchmarks\n\n<!-- core-throughput:begin -->\nkept\n<!-- core-throughput:end -->\n")
+    args = ["--overrides", json.dumps(OVERRIDES), "--num-envs", str(N), "--n-steps", "8",
+            "--batch-size", "16", "--n-epochs", "1", "--rollouts", "1", "--repeats", "2",
+            "--collection-steps", "5", "--out", str(out), "--markdown", str(md)]
+    bench.main(args)
+    data = json.loads(out.read_text())
+    for measure in ("ppo_learn", "collection_only"):
+        for variant in ("adapter", "dummy"):
+            rates = data[measure][variant]["steps_per_s"]
+            assert len(rates) == 2 and all(r > 0 for r in rates)
+        assert data[measure]["ratio_adapter_over_dummy"] > 0
+    assert data["settings"]["num_envs"] == N and data["settings"]["ppo"]["n_steps"] == 8
+    assert data["versions"]["stable-baselines3"] and data["machine"]["cpu_count"]
+    bench.main(["--render-only", "--out", str(out), "--markdown", str(md)])
+    text = md.read_text()
+    assert text.count(bench.HEADING) == 1 and "kept" in text  # replaced, others untouched

@@ -69,12 +69,13 @@ def batch_gymnasium_space(space: gymnasium.spaces.Space, n: int) -> gymnasium.sp
 def integer_positions(env: Any) -> bool:
     """Whether the env's action model keeps the agent on integer cells.
 
-    An action model may declare it with a boolean ``integer_positions``
-    attribute; without one, ``DiscreteGridActions`` does and others do not.
-    Decides whether ``agent_xy`` is reported as ints and whether a start
-    position given in ``reset(options=...)`` must be an integer cell.
+    Read from the action model's boolean ``on_grid`` attribute (part of the
+    action-model protocol); a model without one counts as on-grid only if it
+    is a ``DiscreteGridActions``. Decides whether ``agent_xy`` is reported as
+    ints and whether a start position given in ``reset(options=...)`` must
+    be an integer cell.
     """
-    flag = getattr(env.actions, "integer_positions", None)
+    flag = getattr(env.actions, "on_grid", None)
     if flag is not None:
         return bool(flag)
     return isinstance(env.actions, DiscreteGridActions)
