@@ -1,0 +1,143 @@
+"""Scenario runner and `plume-jax evaluate`, used as a user would."""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import yaml
+
+import plume_jax
+from plume_jax import ValidationError, cli
+from plume_jax.evaluate import scenario as sc
+from plume_jax.evaluate.rollout import host_rollout, rollout
+
+SMALL_ENV = {"preset": "PlumeNav-Gaussian-v0",
+             "overrides": {"grid_size": [24, 24], "sigma": 5.0, "max_steps": 80}}
+
+
+def _write(tmp_path, name, agent, expect=None, episodes=64):
+    path = tmp_path / f"{name}.yaml"
+    spec = {"name": name, "env": SMALL_ENV, "agent": {"name": agent}, "episodes": episodes,
+            "seed": 1}
+    if expect:
+        spec["expect"] = expect
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def test_chemotaxis_beats_random_walk_and_outputs_are_written(tmp_path, capsys):
+    k = _write(tmp_path, "small_klino", "klinotaxis", {"min_success_rate": 0.9})
+    r = _write(tmp_path, "small_random", "random_walk")
+    out = tmp_path / "out"
+    assert cli.main(["evaluate", "--scenario", str(k), str(r), "--out", str(out)]) == 0
+    klino = json.loads((out / "small_klino__klinotaxis.json").read_text())
+    rand = json.loads((out / "small_random__random_walk.json").read_text())
+    assert klino["metrics"]["success_rate"] > rand["metrics"]["success_rate"] + 0.3
+    assert klino["metrics"]["success_ci95"][0] <= klino["metrics"]["success_rate"] <= \
+        klino["metrics"]["success_ci95"][1]
+    assert 0 < klino["metrics"]["path_efficiency"] <= 1.0
+    assert (out / "small_klino__klinotaxis.png").read_bytes()[:4] == b"\x89PNG"
+    assert "small_klino" in (out / "summary.md").read_text()
+    assert "| small_random | random_walk |" in capsys.readouterr().out
+
+
+def test_failed_expectation_exits_non_zero(tmp_path):
+    path = _write(tmp_path, "impossible", "random_walk", {"min_success_rate": 0.99})
+    assert cli.main(["evaluate", "--scenario", str(path), "--out", str(tmp_path / "o")]) == 1
+    report = json.loads((tmp_path / "o" / "impossible__random_walk.json").read_text())
+    assert report["failures"] and "min_success_rate" in report["failures"][0]
+
+
+def test_regression_against_a_saved_baseline_is_flagged(tmp_path):
+    path = _write(tmp_path, "base", "klinotaxis")
+    baseline = tmp_path / "baseline.json"
+    assert cli.main(["evaluate", "--scenario", str(path), "--out", str(tmp_path / "a"),
+                     "--save-baseline", str(baseline)]) == 0
+    # same scenario and seed against itself: no regression
+    assert cli.main(["evaluate", "--scenario", str(path), "--out", str(tmp_path / "b"),
+                     "--baseline", str(baseline)]) == 0
+    # a random walk under the same scenario name regresses against klinotaxis
+    saved = json.loads(baseline.read_text())
+    saved["reports"][0]["agent"]["name"] = "random_walk"
+    baseline.write_text(json.dumps(saved))
+    assert cli.main(["evaluate", "--scenario", str(path), "--agent", "random_walk",
+                     "--out", str(tmp_path / "c"), "--baseline", str(baseline)]) == 1
+
+
+def test_evaluation_is_deterministic_for_a_seed(tmp_path):
+    scenario = sc.load_scenario(_write(tmp_path, "det", "klinotaxis"))
+    a = sc.run_scenario(scenario)["metrics"]
+    b = sc.run_scenario(scenario)["metrics"]
+    for key in ("success_rate", "mean_steps", "median_steps", "path_efficiency", "mean_return"):
+        assert a[key] == b[key]
+    c = sc.run_scenario(scenario, seed=99)["metrics"]
+    assert (c["mean_steps"], c["path_efficiency"]) != (a["mean_steps"], a["path_efficiency"])
+
+
+@pytest.mark.parametrize("spec, field", [
+    ({"env": SMALL_ENV, "agent": "klinotaxis", "bogus": 1}, "bogus"),
+    ({"env": {"overrides": {}}, "agent": "klinotaxis"}, "env"),
+    ({"env": SMALL_ENV, "agent": {"params": {}}}, "agent"),
+    ({"env": SMALL_ENV, "agent": "klinotaxis", "episodes": 0}, "episodes"),
+    ({"env": SMALL_ENV, "agent": "klinotaxis", "expect": {"min_sucess_rate": 0.5}},
+     "expect.min_sucess_rate"),
+])
+def test_bad_scenarios_are_rejected_naming_the_field(spec, field):
+    with pytest.raises(ValidationError) as excinfo:
+        sc.validate_scenario(spec)
+    assert excinfo.value.parameter == field
+
+
+def test_bad_scenario_file_exits_2(tmp_path, capsys):
+    path = tmp_path / "bad.yaml"
+    path.write_text("env: {preset: PlumeNav-Gaussian-v0}\nagent: nope\n")
+    assert cli.main(["evaluate", "--scenario", str(path), "--out", str(tmp_path / "o")]) == 2
+    assert "agent='nope'" in capsys.readouterr().err
+
+
+def test_wilson_interval_known_values():
+    low, high = sc.wilson_interval(50, 100)
+    assert low == pytest.approx(0.4038, abs=1e-4) and high == pytest.approx(0.5962, abs=1e-4)
+    assert sc.wilson_interval(0, 10)[0] == 0.0
+    assert sc.wilson_interval(10, 10)[1] == pytest.approx(1.0)
+    assert sc.wilson_interval(10, 10)[0] == pytest.approx(0.7225, abs=1e-4)
+
+
+def test_host_and_functional_rollouts_agree_for_the_same_policy():
+    env, params = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[24, 24], sigma=5.0, max_steps=30)
+    east = env.action_ids["move_east"]
+
+    class EastPolicy:  # functional
+        def init(self, key):
+            return ()
+
+        def act(self, carry, obs, key):
+            return jnp.asarray(east, jnp.int32), carry
+
+    class EastAgent:  # host-side, batched
+        def reset(self):
+            pass
+
+        def act_batch(self, obs, episode_start=None):
+            return np.full(len(obs), east, np.int32)
+
+    key = jax.random.key(4)
+    f = rollout(env, params, EastPolicy(), key, 8, 30)
+    h = host_rollout(env, params, EastAgent(), key, 8, 30)
+    for name in ("success", "episode_length", "path_length", "start_distance"):
+        np.testing.assert_array_equal(np.asarray(getattr(f, name)), np.asarray(getattr(h, name)))
+
+
+def test_shipped_scenarios_are_valid():
+    import pathlib
+
+    folder = pathlib.Path(__file__).resolve().parents[1] / "configs" / "scenarios"
+    files = sorted(folder.glob("*.yaml"))
+    assert files
+    for path in files:
+        scenario = sc.load_scenario(path)
+        assert scenario["env"]["preset"] in plume_jax.PRESETS
