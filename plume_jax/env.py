@@ -32,7 +32,7 @@ from gymnax.environments import environment as gymnax_env
 from gymnax.environments import spaces as gymnax_spaces
 
 from plume_jax import spaces
-from plume_jax.types import EnvParams, EnvState, Grid, PlumeProbe
+from plume_jax.types import AgentState, EnvParams, EnvState, Grid, PlumeProbe
 
 #: Keys of the ``info`` dict returned by ``step`` (all arrays).
 INFO_KEYS = (
@@ -173,14 +173,45 @@ class PlumeEnv(gymnax_env.Environment):
         """f32[2]; the goal is the source."""
         return self.plume.source_location(plume_state, params.plume)
 
+    # -- per-agent pieces: the single-agent env calls them directly, the
+    # -- multi-agent env (plume_jax.multi_agent) vmaps them over its agents.
+    def agent_start(self, k_start: jax.Array, k_sensor: jax.Array, plume_state: Any,
+                    params: EnvParams) -> tuple[jax.Array, AgentState, Any]:
+        """``(obs, agent, sensor_state)`` of one agent at an episode start."""
+        goal = self.goal_location(plume_state, params)
+        probe = self.probe(plume_state, params)
+        agent = self.start.sample(k_start, self.grid, goal, params.goal_radius, params.start,
+                                  probe=probe)
+        obs, sensor_state = self.sensor.init(k_sensor, agent, probe, params.sensor)
+        return obs, agent, sensor_state
+
+    def agent_move(self, k_action: jax.Array, action: Any, agent: AgentState, plume_state: Any,
+                   params: EnvParams) -> tuple[AgentState, jax.Array, jax.Array]:
+        """``(agent, action_valid, executed_action)`` after one agent's action
+        (an invalid action is executed as noop)."""
+        moved = self.actions.process_action(k_action, action, agent, self.grid, params.actions,
+                                            probe=self.probe(plume_state, params))
+        return moved, self.actions.validate_action(action), self.actions.executed_action(action)
+
+    def agent_outcome(self, k_sensor: jax.Array, prev: AgentState, agent: AgentState,
+                      sensor_state: Any, plume_state: Any, params: EnvParams) -> dict[str, Any]:
+        """One agent's goal test (the only one), reward and observation after a move.
+
+        Returns a dict with ``obs``, ``sensor`` (new sensor state),
+        ``reward``, ``goal_reached``, ``distance`` and ``goal``.
+        """
+        goal = self.goal_location(plume_state, params)
+        distance = jnp.linalg.norm(agent.position - goal).astype(jnp.float32)
+        goal_reached = distance <= params.goal_radius
+        reward = self.reward.compute(prev, agent, goal, goal_reached, params.reward)
+        obs, sensor_state = self.sensor.observe(k_sensor, agent, self.probe(plume_state, params),
+                                                sensor_state, params.sensor)
+        return {"obs": obs, "sensor": sensor_state, "reward": reward,
+                "goal_reached": goal_reached, "distance": distance, "goal": goal}
+
     def _start_episode(self, k_start: jax.Array, k_sensor: jax.Array, plume_state: Any,
                        episode_count: Any, params: EnvParams) -> tuple[jax.Array, EnvState]:
-        goal = self.goal_location(plume_state, params)
-        agent = self.start.sample(k_start, self.grid, goal, params.goal_radius, params.start,
-                                  probe=self.probe(plume_state, params))
-        obs, sensor_state = self.sensor.init(
-            k_sensor, agent, self.probe(plume_state, params), params.sensor
-        )
+        obs, agent, sensor_state = self.agent_start(k_start, k_sensor, plume_state, params)
         state = EnvState(
             agent=agent,
             plume=plume_state,
@@ -212,43 +243,36 @@ class PlumeEnv(gymnax_env.Environment):
         """
         k_plume, k_action, k_sensor = _derive_keys(key, _STEP_STREAM, 3)
         plume_state = self.plume.advance(k_plume, state.plume, params.plume)
-        action_valid = self.actions.validate_action(action)
-        agent = self.actions.process_action(k_action, action, state.agent, self.grid, params.actions,
-                                            probe=self.probe(plume_state, params))
-        goal = self.goal_location(plume_state, params)
-        distance = jnp.linalg.norm(agent.position - goal)
-        goal_reached = distance <= params.goal_radius
-        reward = self.reward.compute(state.agent, agent, goal, goal_reached, params.reward)
+        agent, action_valid, executed = self.agent_move(k_action, action, state.agent,
+                                                        plume_state, params)
+        out = self.agent_outcome(k_sensor, state.agent, agent, state.sensor, plume_state, params)
         step_count = state.step_count + 1
-        terminated = goal_reached
+        terminated = out["goal_reached"]
         truncated = jnp.logical_and(step_count >= params.max_steps, jnp.logical_not(terminated))
-        obs, sensor_state = self.sensor.observe(
-            k_sensor, agent, self.probe(plume_state, params), state.sensor, params.sensor
-        )
         new_state = EnvState(
             agent=agent,
             plume=plume_state,
-            sensor=sensor_state,
+            sensor=out["sensor"],
             step_count=step_count,
             episode_count=state.episode_count,
-            total_reward=state.total_reward + reward,
-            goal_reached=goal_reached,
+            total_reward=state.total_reward + out["reward"],
+            goal_reached=terminated,
         )
         info = {
             "step_count": step_count,
             "episode_count": state.episode_count,
             "total_reward": new_state.total_reward,
-            "goal_reached": goal_reached,
+            "goal_reached": terminated,
             "agent_xy": agent.position,
             "agent_heading": agent.heading,
-            "distance_to_goal": distance.astype(jnp.float32),
+            "distance_to_goal": out["distance"],
             "source_location": self.plume.source_location(plume_state, params.plume),
-            "goal_location": goal,
+            "goal_location": out["goal"],
             "action_valid": action_valid,
-            "executed_action": self.actions.executed_action(action),
+            "executed_action": executed,
             "discount": 1.0 - terminated.astype(jnp.float32),
         }
-        return obs, new_state, reward, terminated, truncated, info
+        return out["obs"], new_state, out["reward"], terminated, truncated, info
 
     def is_truncated(self, state: EnvState, params: EnvParams) -> jax.Array:
         return jnp.logical_and(state.step_count >= params.max_steps,
