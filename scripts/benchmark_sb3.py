@@ -181,16 +181,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    """The results table (what the script prints)."""
+    """The results table (what the script prints): medians, ranges, ratio."""
     lines = [
-        "| measure | PlumeSB3VecEnv (steps/s) | DummyVecEnv of PlumeGymEnv (steps/s) | ratio |",
+        "| measure | PlumeSB3VecEnv: median (range), steps/s | "
+        "DummyVecEnv of PlumeGymEnv: median (range), steps/s | ratio of medians |",
         "|---|---:|---:|---:|",
     ]
+
+    def cell(r: dict[str, Any]) -> str:
+        lo, hi = min(r["steps_per_s"]), max(r["steps_per_s"])
+        return f"{r['median_steps_per_s']:,.0f} ({lo:,.0f}–{hi:,.0f})"
+
     for key, label in (("ppo_learn", "PPO `learn` (collection + updates)"),
                        ("collection_only", "`VecEnv.step` only, random actions")):
         r = result[key]
-        lines.append(f"| {label} | {r['adapter']['median_steps_per_s']:,.0f} | "
-                     f"{r['dummy']['median_steps_per_s']:,.0f} | "
+        lines.append(f"| {label} | {cell(r['adapter'])} | {cell(r['dummy'])} | "
                      f"{r['ratio_adapter_over_dummy']:.2f}x |")
     return "\n".join(lines)
 
@@ -208,7 +213,11 @@ def benchmarks_section(result: dict[str, Any]) -> str:
         f"Measured {result['timestamp']} on {m['cpu_count']} CPU cores ({m['cpu']}), JAX "
         f"backend `{m['jax_backend']}`; jax {v['jax']}, stable-baselines3 "
         f"{v['stable-baselines3']}, torch {v['torch']} ({s['torch_threads']} thread), "
-        f"gymnasium {v['gymnasium']}." + (f" Load average at start: {load[0]:.1f}." if load else ""),
+        f"gymnasium {v['gymnasium']}." + (
+            f" Load average at start: {load[0]:.1f} on {m['cpu_count']} cores" if load else "")
+        + (" (other jobs shared the machine, hence the wide ranges; the interleaved repeats "
+           "expose both variants to them alike)." if load and load[0] > m["cpu_count"] else
+           "." if load else ""),
         "",
         f"SB3 PPO (`MlpPolicy`, n_steps={ppo['n_steps']}, batch_size={ppo['batch_size']}, "
         f"n_epochs={ppo['n_epochs']}, seed {ppo['seed']}) on `{s['preset']}`{overrides} with "

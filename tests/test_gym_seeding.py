@@ -71,12 +71,12 @@ def test_seed_maps_to_jax_random_key(core):
     genv = PlumeGymEnv(env, params)
     obs, info = genv.reset(seed=21)
     key, sub = jax.random.split(jax.random.key(21))
-    want_obs, state = env.reset_env(sub, params)
+    want_obs, state = jax.jit(env.reset_env)(sub, params)
     np.testing.assert_array_equal(obs, np.asarray(want_obs))
     assert info["agent_xy"] == tuple(int(v) for v in np.asarray(state.agent.position))
     obs, *_ = genv.step(3)
     key, sub = jax.random.split(key)
-    want_obs, *_ = env.step_env(sub, state, 3, params)
+    want_obs, *_ = jax.jit(env.step_env)(sub, state, 3, params)
     np.testing.assert_array_equal(obs, np.asarray(want_obs))
 
 
