@@ -10,6 +10,7 @@ hard-coded integers. ``make_agent(name, env, **params)`` resolves them.
 """
 
 from agents.base import Agent, FunctionalPolicy, StatefulAgent
+from agents.batched import PerAgentPolicy
 from agents.cast_and_surge import CastAndSurgePolicy
 from agents.chemotaxis import BilateralChemotaxisPolicy
 from agents.klinotaxis import KlinotaxisPolicy
@@ -22,6 +23,7 @@ __all__ = [
     "CastAndSurgePolicy",
     "FunctionalPolicy",
     "KlinotaxisPolicy",
+    "PerAgentPolicy",
     "RandomWalkPolicy",
     "StatefulAgent",
     "agent_names",

@@ -50,49 +50,63 @@ class StatefulAgent:
     def reset(self) -> None:
         self._carry = self.policy.init(self._next_key())
 
-    def act(self, obs: np.ndarray) -> int:
+    def act(self, obs: np.ndarray) -> Any:
+        """An ``int`` for a discrete action, else a NumPy array (a ``Box``
+        action, or ``int32[num_agents]`` for a batched multi-agent policy)."""
         action, self._carry = self._act(self._carry, np.asarray(obs, np.float32), self._next_key())
-        return int(action)
+        action = np.asarray(action)
+        return int(action) if action.ndim == 0 and np.issubdtype(action.dtype, np.integer) \
+            else action
+
+
+def describe(env: Any) -> dict[str, Any]:
+    """The env's JSON description (``env.describe()``), or ``env`` itself when
+    it already is one (a dict, e.g. loaded from a file)."""
+    return dict(env) if isinstance(env, dict) else env.describe()
 
 
 def observation_labels(env: Any) -> list[str]:
-    """What each index of ``env``'s (flat) observation means."""
-    labels = getattr(env.sensor, "observation_labels", None)
-    if labels is None:
-        raise TypeError(f"sensor {env.sensor!r} does not describe its observation layout")
-    return list(labels())
+    """What each index of one agent's (flat) observation means."""
+    return list(describe(env)["observation_labels"])
 
 
 def observation_index(env: Any, label: str, *, agent: str = "agent") -> int:
     """Index of the observation entry called ``label`` (or ``<sensor>.label``
-    in a composite sensor); the first match wins.
+    in a composite sensor); the first match wins. ``env``: an env or its
+    description.
 
     Raises:
         ValidationError: the env's sensor provides no such entry.
     """
     from plume_jax.errors import ValidationError
 
-    labels = observation_labels(env)
-    for i, name in enumerate(labels):
+    info = describe(env)
+    for i, name in enumerate(info["observation_labels"]):
         if name == label or name.endswith("." + label):
             return i
     raise ValidationError.for_parameter(
-        "sensor", env.settings.get("sensor", env.sensor.type_name),
+        "sensor", info.get("sensor_type"),
         f"a sensor whose observation includes {label!r} ({agent} needs it); this env's "
-        f"observation is {labels}")
+        f"observation is {info['observation_labels']}")
 
 
 def action_id(env: Any, name: str, *, agent: str = "agent") -> int:
-    """The id of the named action.
+    """The id of the named action (``env``: an env or its description).
 
     Raises:
         ValidationError: the env's action model has no such action.
     """
     from plume_jax.errors import ValidationError
 
-    if name not in env.action_ids:
+    info = describe(env)
+    if name not in info["action_ids"]:
         raise ValidationError.for_parameter(
-            "actions", env.settings.get("actions", env.actions.type_name),
+            "actions", info.get("actions_type"),
             f"an action model with a {name!r} action ({agent} needs it); this env has "
-            f"{env.action_names}")
-    return env.action_ids[name]
+            f"{info['action_names']}")
+    return info["action_ids"][name]
+
+
+def has_action(env: Any, name: str) -> bool:
+    """Whether the env (or description) has an action called ``name``."""
+    return name in describe(env)["action_ids"]

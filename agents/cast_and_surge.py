@@ -32,7 +32,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from agents.base import action_id, observation_index
+from agents.base import action_id, has_action, observation_index
 from agents.chemotaxis import CCW_MOVES
 
 
@@ -70,7 +70,7 @@ class CastAndSurgePolicy:
     def for_env(cls, env: Any, obs_label: str = "concentration", threshold: float = 0.05,
                 surge_steps: int = 3, cast_steps: int = 2, growth: int = 2) -> "CastAndSurgePolicy":
         odour = observation_index(env, obs_label, agent=cls.name)
-        if "surge" in env.action_ids:
+        if has_action(env, "surge"):
             table = tuple(action_id(env, n, agent=cls.name) for n in ("surge", "cast_left", "cast_right"))
             wind = (0, 0)
             relative = True

@@ -34,7 +34,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from agents.base import action_id, observation_index
+from agents.base import action_id, has_action, observation_index
 
 # Cardinal moves in counter-clockwise order: index + 1 is a left turn.
 CCW_MOVES = ("move_east", "move_north", "move_west", "move_south")
@@ -82,7 +82,7 @@ class BilateralChemotaxisPolicy:
                 p_turn: float = 0.2) -> "BilateralChemotaxisPolicy":
         left = observation_index(env, "antenna_0", agent=cls.name)
         right = observation_index(env, "antenna_1", agent=cls.name)
-        oriented = "forward" in env.action_ids
+        oriented = has_action(env, "forward")
         names = ("forward", "turn_left", "turn_right") if oriented else CCW_MOVES
         table = tuple(action_id(env, n, agent=cls.name) for n in names)
         return cls(left, right, oriented, table, float(floor), float(tol), float(p_turn))

@@ -12,6 +12,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from agents.base import describe
 from plume_jax.errors import ValidationError
 
 
@@ -25,10 +26,11 @@ class RandomWalkPolicy:
 
     @classmethod
     def for_env(cls, env: Any, include_noop: bool = False) -> "RandomWalkPolicy":
-        if not hasattr(env.actions.action_space, "n"):
+        info = describe(env)
+        if info["action_space"]["type"] != "discrete":
             raise ValidationError.for_parameter(
-                "actions", env.actions.type_name, "a discrete action model (random_walk)")
-        ids = tuple(i for name, i in env.action_ids.items() if include_noop or name != "noop")
+                "actions", info.get("actions_type"), "a discrete action model (random_walk)")
+        ids = tuple(i for name, i in info["action_ids"].items() if include_noop or name != "noop")
         return cls(action_ids=ids)
 
     def init(self, key: jax.Array) -> tuple:

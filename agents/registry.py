@@ -95,14 +95,22 @@ def is_host_agent(name: str) -> bool:
 
 def make_agent(name: str, env: Any, **params: Any) -> Any:
     """Build the named agent for ``env``: a functional policy, or a host agent
-    with ``act_batch`` for names in ``HOST_AGENTS``.
+    with ``act_batch`` for names in ``HOST_AGENTS``. For a multi-agent env
+    the functional policy is wrapped in :class:`agents.batched.PerAgentPolicy`
+    (observations ``[num_agents, ...]`` to actions ``[num_agents]``).
 
     Raises:
         ValidationError: unknown name, unknown/missing parameter, or an env that
             lacks the observations/actions the agent needs.
     """
     if name in FUNCTIONAL_AGENTS:
-        return _build(FUNCTIONAL_AGENTS, name, env, params)
+        policy = _build(FUNCTIONAL_AGENTS, name, env, params)
+        num_agents = getattr(env, "num_agents", None)
+        if num_agents is not None:  # a multi-agent env: one call acts for every agent
+            from agents.batched import PerAgentPolicy
+
+            policy = PerAgentPolicy(policy, num_agents)
+        return policy
     if name in HOST_AGENTS:
         return _build(HOST_AGENTS, name, env, params)
     raise ValidationError.for_parameter("agent", name, f"one of {agent_names()}")

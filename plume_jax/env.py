@@ -274,6 +274,11 @@ class PlumeEnv(gymnax_env.Environment):
         }
         return out["obs"], new_state, out["reward"], terminated, truncated, info
 
+    def episode_done(self, terminated: jax.Array, truncated: jax.Array,
+                     info: dict[str, Any]) -> jax.Array:
+        """bool[]: whether ``step`` auto-resets after this transition."""
+        return jnp.logical_or(terminated, truncated)
+
     def is_truncated(self, state: EnvState, params: EnvParams) -> jax.Array:
         return jnp.logical_and(state.step_count >= params.max_steps,
                                jnp.logical_not(state.goal_reached))
@@ -293,7 +298,7 @@ class PlumeEnv(gymnax_env.Environment):
         obs_st, state_st, reward, terminated, truncated, info = self.step_env(
             key, state, action, params
         )
-        done = jnp.logical_or(terminated, truncated)
+        done = self.episode_done(terminated, truncated, info)
         obs_re, state_re = self.auto_reset(key, state_st, params)
         state = jax.tree.map(lambda r, s: jnp.where(done, r, s), state_re, state_st)
         obs = jax.tree.map(lambda r, s: jnp.where(done, r, s), obs_re, obs_st)
@@ -310,6 +315,28 @@ class PlumeEnv(gymnax_env.Environment):
         """f32[H, W], the concentration field for ``state`` (``field[y, x]``)."""
         params = self._params(params)
         return self.plume.field(state.plume, self.grid, params.plume)
+
+    def observation_labels(self) -> list[str]:
+        """What each index of the (flat) observation means."""
+        return list(self.sensor.observation_labels())
+
+    def describe(self) -> dict[str, Any]:
+        """The JSON description policies are built from: action names and ids,
+        the action space, the observation layout and the number of agents."""
+        space = self.actions.action_space
+        action_space = {"type": "discrete", "n": space.n} if isinstance(space, spaces.Discrete) \
+            else {"type": "box", "shape": list(space.shape), "low": list(space.low),
+                  "high": list(space.high)}
+        return {
+            "num_agents": getattr(self, "num_agents", 1),
+            "action_names": self.action_names,
+            "action_ids": self.action_ids,
+            "action_space": action_space,
+            "observation_labels": self.observation_labels(),
+            "observation_shape": list(self.observation_space().shape),
+            "actions_type": self.actions.type_name,
+            "sensor_type": self.sensor.type_name,
+        }
 
     def get_metadata(self) -> dict[str, Any]:
         """JSON description of the env: settings, action names, spaces."""

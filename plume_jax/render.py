@@ -69,7 +69,8 @@ def render_frame(
     Args:
         env: a ``PlumeEnv`` (static).
         plume_state: the plume state to draw.
-        agent: the agent to draw (position in cells, heading in radians).
+        agent: the agent to draw (position in cells, heading in radians), or
+            several agents (leaves with a leading agent axis).
         params: ``EnvParams`` (default: ``env.default_params``).
         trail: optional f32[T, 2] past positions; ``trail_valid`` bool[T]
             marks which entries are real (for fixed-size buffers).
@@ -106,20 +107,26 @@ def render_frame(
     source = jnp.linalg.norm(pixel - env.plume.source_location(plume_state, params.plume), axis=-1) \
         <= jnp.maximum(0.8, 2.5 * half_pixel)
 
-    rel = pixel - agent.position
-    d_agent = jnp.linalg.norm(rel, axis=-1)
-    direction = jnp.stack([jnp.cos(agent.heading), jnp.sin(agent.heading)])
-    along = rel @ direction
-    across = jnp.abs(rel @ jnp.stack([-direction[1], direction[0]]))
-    heading_line = (along >= 0.0) & (along <= 3.0) & (across <= jnp.maximum(0.3, 1.5 * half_pixel))
-    body = d_agent <= jnp.maximum(1.2, 3.0 * half_pixel)
+    def agent_mask(position, heading):
+        rel = pixel - position
+        direction = jnp.stack([jnp.cos(heading), jnp.sin(heading)])
+        along = rel @ direction
+        across = jnp.abs(rel @ jnp.stack([-direction[1], direction[0]]))
+        line = (along >= 0.0) & (along <= 3.0) & (across <= jnp.maximum(0.3, 1.5 * half_pixel))
+        body = jnp.linalg.norm(rel, axis=-1) <= jnp.maximum(1.2, 3.0 * half_pixel)
+        return body | line
+
+    # one agent (position f32[2]) or several (f32[A, 2], a multi-agent state)
+    positions = jnp.reshape(agent.position, (-1, 2))
+    headings = jnp.reshape(agent.heading, (-1,))
+    agents_drawn = jnp.any(jax.vmap(agent_mask)(positions, headings), axis=0)
 
     def paint(image, mask, colour):
         return jnp.where(mask[..., None], jnp.asarray(colour, jnp.float32), image)
 
     rgb = paint(rgb, ring, RING_RGB)
     rgb = paint(rgb, source, SOURCE_RGB)
-    rgb = paint(rgb, body | heading_line, AGENT_RGB)
+    rgb = paint(rgb, agents_drawn, AGENT_RGB)
     return jnp.clip(jnp.round(rgb), 0, 255).astype(jnp.uint8)
 
 

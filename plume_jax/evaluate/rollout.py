@@ -62,15 +62,34 @@ class RolloutResult:
 
 
 def _select(mask: jax.Array, new: Any, old: Any) -> Any:
-    return jax.tree.map(lambda a, b: jnp.where(mask, a, b), new, old)
+    """Select per leading index (``mask`` bool[N] or bool[]) over pytrees."""
+    return jax.tree.map(
+        lambda a, b: jnp.where(jnp.reshape(mask, mask.shape + (1,) * (a.ndim - mask.ndim)), a, b),
+        new, old)
 
 
 def _env0(tree: Any) -> Any:
     return jax.tree.map(lambda x: x[0], tree)
 
 
+def _lead(position: jax.Array) -> jax.Array:
+    """f32[N, 2]: each env's (first) agent — multi-agent envs carry f32[N, A, 2]."""
+    return position if position.ndim == 2 else position[:, 0]
+
+
+def _per_env(x: jax.Array, reduce: Any) -> jax.Array:
+    """Reduce a per-agent f32/bool[N, A] to per-env [N] (no-op for [N])."""
+    return x if x.ndim == 1 else reduce(x, axis=1)
+
+
 def start_tracker(env: Any, params: Any, state: Any, num_steps: int) -> dict[str, Any]:
-    """Bookkeeping for a fresh batch of episodes ``state`` (batched)."""
+    """Bookkeeping for a fresh batch of episodes ``state`` (batched).
+
+    For a multi-agent env the episode's outcome is the team's: it succeeds
+    when an agent arrives (its length is then the time to first arrival
+    for ``done_mode="any"``), its return is summed over agents, and paths
+    and the trajectory follow agent 0.
+    """
     num_envs = state.step_count.shape[0]
     goal = jax.vmap(env.goal_location, in_axes=(0, None), axis_size=num_envs)(state.plume, params)
     zeros = jnp.zeros(num_envs, bool)
@@ -79,8 +98,8 @@ def start_tracker(env: Any, params: Any, state: Any, num_steps: int) -> dict[str
         "length": jnp.full(num_envs, num_steps, jnp.int32),
         "ret": jnp.zeros(num_envs, jnp.float32),
         "path": jnp.zeros(num_envs, jnp.float32),
-        "start_distance": jnp.linalg.norm(state.agent.position - goal, axis=-1),
-        "position": state.agent.position,
+        "start_distance": jnp.linalg.norm(_lead(state.agent.position) - goal, axis=-1),
+        "position": _lead(state.agent.position),
         "final_agent": _env0(state.agent),
         "final_plume": _env0(state.plume),
     }
@@ -90,10 +109,13 @@ def track(t: dict[str, Any], state: Any, reward: jax.Array, terminated: jax.Arra
           truncated: jax.Array, info: dict[str, Any]) -> dict[str, Any]:
     """Update the bookkeeping after one batched ``env.step`` (``state`` is the
     post-step, possibly auto-reset, state)."""
-    ended = terminated | truncated
+    ended = info["done"] if "done" in info else terminated | truncated
+    terminated = ended & ~_per_env(truncated, jnp.any)  # ended at the goal, not the time limit
+    reward = _per_env(reward, jnp.sum)
     first_end = ended & ~t["done"]
     running = ~t["done"]
-    moved = jnp.linalg.norm(info["agent_xy"] - t["position"], axis=-1)
+    position = _lead(info["agent_xy"])
+    moved = jnp.linalg.norm(position - t["position"], axis=-1)
     env0_agent = AgentState(position=info["agent_xy"][0], heading=info["agent_heading"][0])
     return {
         "done": t["done"] | ended,
@@ -102,7 +124,7 @@ def track(t: dict[str, Any], state: Any, reward: jax.Array, terminated: jax.Arra
         "ret": jnp.where(running, t["ret"] + reward, t["ret"]),
         "path": jnp.where(running, t["path"] + moved, t["path"]),
         "start_distance": t["start_distance"],
-        "position": state.agent.position,
+        "position": _lead(state.agent.position),
         "final_agent": _select(running[0], env0_agent, t["final_agent"]),
         "final_plume": _select(running[0], _env0(state.plume), t["final_plume"]),
     }
@@ -151,20 +173,22 @@ def rollout(env: Any, params: Any, policy: Any, key: jax.Array, num_envs: int,
         obs, state, reward, terminated, truncated, info = _step_batch(env, params, k_step, state,
                                                                       action)
         fresh = jax.vmap(policy.init)(jax.random.split(k_init, num_envs))
-        carry = _select(terminated | truncated, fresh, carry)
+        ended = info["done"] if "done" in info else terminated | truncated
+        carry = _select(ended, fresh, carry)
         new_t = track(t, state, reward, terminated, truncated, info)
-        return (obs, state, carry, new_t), (info["agent_xy"][0], ~t["done"][0])
+        return (obs, state, carry, new_t), (_lead(info["agent_xy"])[0], ~t["done"][0])
 
     init = (obs, state, carry, start_tracker(env, params, state, num_steps))
     (_, _, _, t), (path, valid) = jax.lax.scan(body, init, jax.random.split(k_run, num_steps))
-    return _result(t, state.agent.position[0], path, valid)
+    return _result(t, _lead(state.agent.position)[0], path, valid)
 
 
 @functools.partial(jax.jit, static_argnames=("env",))
 def _host_step(env: Any, params: Any, key: jax.Array, state: Any, t: dict, action: jax.Array):
     obs, state, reward, terminated, truncated, info = _step_batch(env, params, key, state, action)
-    return obs, state, terminated | truncated, track(t, state, reward, terminated, truncated, info), \
-        info["agent_xy"][0]
+    ended = info["done"] if "done" in info else terminated | truncated
+    return obs, state, ended, track(t, state, reward, terminated, truncated, info), \
+        _lead(info["agent_xy"])[0]
 
 
 def host_rollout(env: Any, params: Any, agent: Any, key: jax.Array, num_envs: int,
@@ -174,7 +198,7 @@ def host_rollout(env: Any, params: Any, agent: Any, key: jax.Array, num_envs: in
     k_reset, k_run = jax.random.split(key)
     obs, state = jax.jit(_reset_batch, static_argnums=(0, 3))(env, params, k_reset, num_envs)
     t = start_tracker(env, params, state, num_steps)
-    start = state.agent.position[0]
+    start = _lead(state.agent.position)[0]
     agent.reset()
     episode_start = np.ones(num_envs, bool)
     path, valid = [], []

@@ -1,0 +1,261 @@
+"""Many agents in one plume (layer 2).
+
+``MultiAgentPlumeEnv`` runs ``num_agents`` (static) agents in one
+environment that share one plume state. The per-agent logic is the
+single-agent env's own (``PlumeEnv.agent_start``, ``agent_move``,
+``agent_outcome``), vmapped over the agents, so there is one code path:
+with ``num_agents=1`` this env reproduces ``PlumeEnv`` step for step (up to
+the leading agent axis).
+
+Shapes (``A = num_agents``): observations ``f32[A, ...]``, actions
+``int32[A]`` (or ``f32[A, action_dim]`` for ``Box`` action models), rewards
+``f32[A]``, ``terminated`` ``bool[A]`` (the agent has reached the goal, at
+this step or before), ``truncated`` ``bool[A]`` (the episode hit
+``max_steps`` before the agent arrived). ``info["done"]`` (``bool[]``) says
+whether the episode ended: when *all* agents have arrived
+(``done_mode="all"``) or the *first* has (``done_mode="any"``), or at the
+step limit; ``step`` auto-resets on it like the single-agent env.
+
+Rules:
+
+- An agent that has reached the goal stays put: its further actions are
+  executed as ``noop`` and it earns no further reward.
+- An invalid action is executed as ``noop`` for that agent only;
+  ``info["action_valid"]`` and ``info["executed_action"]`` are per agent.
+- ``collisions=True``: no two agents occupy the same cell. Moves are
+  resolved in agent-index order: agent ``i`` moves unless its target cell
+  holds another agent (agents ``< i`` at their new cells, agents ``> i`` at
+  their old ones), in which case it stays where it was. Start cells are
+  redrawn (up to ``START_RETRIES`` times) for agents that land on an
+  earlier agent's cell.
+- ``observe_others=True``: each observation is followed by the positions of
+  the other agents relative to the observer, in other-agent index order,
+  divided by ``(width - 1, height - 1)`` (so in ``[-1, 1]``).
+
+Random keys: agent ``i`` uses ``fold_in(k, i)`` of each per-step key ``k``
+(for a single agent, ``k`` itself, which is what ``PlumeEnv`` uses).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from plume_jax import spaces
+from plume_jax.env import _STEP_STREAM, PlumeEnv, _derive_keys, to_gymnax_space
+from plume_jax.errors import ValidationError
+from plume_jax.types import EnvParams, EnvState
+
+DONE_MODES = ("all", "any")
+START_RETRIES = 4
+
+
+def _where(mask: jax.Array, a: Any, b: Any) -> Any:
+    """Per-agent select over pytrees whose leaves have a leading agent axis."""
+    return jax.tree.map(
+        lambda x, y: jnp.where(jnp.reshape(mask, mask.shape + (1,) * (x.ndim - mask.ndim)), x, y),
+        a, b)
+
+
+class MultiAgentPlumeEnv(PlumeEnv):
+    """``num_agents`` agents sharing one plume (see the module docstring).
+
+    Args: those of :class:`PlumeEnv`, plus the static
+        num_agents: number of agents (>= 1).
+        done_mode: ``"all"`` or ``"any"``.
+        collisions: forbid two agents in one cell.
+        observe_others: append the others' relative positions to each observation.
+    """
+
+    def __init__(self, grid, plume, sensor, actions, reward, start, default_params,
+                 settings=None, *, num_agents: int, done_mode: str = "all",
+                 collisions: bool = False, observe_others: bool = False):
+        if isinstance(num_agents, bool) or not isinstance(num_agents, int) or num_agents < 1:
+            raise ValidationError.for_parameter("num_agents", num_agents, "an integer >= 1")
+        if done_mode not in DONE_MODES:
+            raise ValidationError.for_parameter("done_mode", done_mode, f"one of {list(DONE_MODES)}")
+        if observe_others and not isinstance(sensor.observation_space(default_params.sensor),
+                                             spaces.Box):
+            raise ValidationError.for_parameter(
+                "observe_others", observe_others, "False for a sensor with a Dict observation")
+        super().__init__(grid, plume, sensor, actions, reward, start, default_params, settings)
+        self.num_agents = num_agents
+        self.done_mode = done_mode
+        self.collisions = bool(collisions)
+        self.observe_others = bool(observe_others)
+        self._key = self._key + (num_agents, done_mode, self.collisions, self.observe_others)
+
+    @classmethod
+    def from_env(cls, env: PlumeEnv, *, num_agents: int, done_mode: str = "all",
+                 collisions: bool = False, observe_others: bool = False,
+                 settings: dict | None = None) -> "MultiAgentPlumeEnv":
+        """The same components, grid and default params with ``num_agents`` agents."""
+        return cls(env.grid, env.plume, env.sensor, env.actions, env.reward, env.start,
+                   env.default_params, settings if settings is not None else dict(env.settings),
+                   num_agents=num_agents, done_mode=done_mode, collisions=collisions,
+                   observe_others=observe_others)
+
+    def __repr__(self) -> str:
+        return (f"MultiAgentPlumeEnv(num_agents={self.num_agents}, done_mode={self.done_mode!r}, "
+                f"collisions={self.collisions}, observe_others={self.observe_others}, "
+                f"{super().__repr__()})")
+
+    # -- spaces and description -------------------------------------------
+    def agent_observation_space(self, params: EnvParams | None = None) -> Any:
+        """One agent's observation space (a :mod:`plume_jax.spaces` space)."""
+        base = self.sensor.observation_space(self._params(params).sensor)
+        if not self.observe_others:
+            return base
+        extra = 2 * (self.num_agents - 1)
+        return spaces.Box(low=tuple(base.low) + (-1.0,) * extra,
+                          high=tuple(base.high) + (1.0,) * extra,
+                          shape=(int(base.low_array.size) + extra,))
+
+    def observation_space(self, params: EnvParams | None = None) -> Any:
+        """The gymnax space of the joint observation ``[A, ...]``."""
+        space = self.agent_observation_space(params)
+        if isinstance(space, spaces.Dict):
+            return to_gymnax_space(spaces.Dict.of({
+                k: _stack_box(v, self.num_agents) for k, v in space.items()}))
+        return to_gymnax_space(_stack_box(space, self.num_agents))
+
+    def observation_labels(self) -> list[str]:
+        """What each index of one agent's (flat) observation means."""
+        labels = list(self.sensor.observation_labels())
+        for j in range(self.num_agents - 1):
+            if self.observe_others:
+                labels += [f"other_{j}_dx", f"other_{j}_dy"]
+        return labels
+
+    def describe(self) -> dict[str, Any]:
+        """:meth:`PlumeEnv.describe` plus the multi-agent settings."""
+        return {**super().describe(), "done_mode": self.done_mode,
+                "collisions": self.collisions, "observe_others": self.observe_others}
+
+    # -- helpers --------------------------------------------------------------
+    def agent_keys(self, key: jax.Array) -> jax.Array:
+        """Per-agent keys: ``key[None]`` for one agent, else ``fold_in(key, i)``."""
+        if self.num_agents == 1:
+            return key[None]
+        return jax.vmap(jax.random.fold_in, in_axes=(None, 0))(key, jnp.arange(self.num_agents))
+
+    def _with_others(self, obs: Any, positions: jax.Array) -> Any:
+        if not self.observe_others:
+            return obs
+        scale = jnp.maximum(self.grid.upper, 1.0)
+        rel = (positions[None, :, :] - positions[:, None, :]) / scale  # [i, j] = p_j - p_i
+        a = self.num_agents
+        others = jnp.stack([jnp.concatenate([rel[i, :i], rel[i, i + 1:]]) for i in range(a)]) \
+            if a > 1 else jnp.zeros((1, 0, 2), jnp.float32)
+        return jnp.concatenate([obs.reshape(a, -1), others.reshape(a, -1)], axis=1)
+
+    def _first_conflicts(self, positions: jax.Array) -> jax.Array:
+        """bool[A]: agent i shares its cell with some agent j < i."""
+        cells = jnp.round(positions)
+        same = jnp.all(cells[:, None, :] == cells[None, :, :], axis=-1)
+        earlier = jnp.tril(jnp.ones((self.num_agents, self.num_agents), bool), k=-1)
+        return jnp.any(same & earlier, axis=1)
+
+    # -- episode start ---------------------------------------------------------
+    def _start_episode(self, k_start, k_sensor, plume_state, episode_count, params):
+        start = jax.vmap(self.agent_start, in_axes=(0, 0, None, None))
+        ks, kss = self.agent_keys(k_start), self.agent_keys(k_sensor)
+        obs, agents, sensor_state = start(ks, kss, plume_state, params)
+        if self.collisions and self.num_agents > 1:
+            for retry in range(1, START_RETRIES + 1):
+                redo = self._first_conflicts(agents.position)
+                r_obs, r_agents, r_sensor = start(
+                    jax.vmap(jax.random.fold_in, in_axes=(0, None))(ks, retry), kss,
+                    plume_state, params)
+                obs, agents, sensor_state = _where(redo, (r_obs, r_agents, r_sensor),
+                                                   (obs, agents, sensor_state))
+        a = self.num_agents
+        state = EnvState(
+            agent=agents, plume=plume_state, sensor=sensor_state,
+            step_count=jnp.asarray(0, jnp.int32),
+            episode_count=jnp.asarray(episode_count, jnp.int32),
+            total_reward=jnp.zeros(a, jnp.float32),
+            goal_reached=jnp.zeros(a, bool),
+        )
+        return self._with_others(obs, agents.position), state
+
+    # -- step --------------------------------------------------------------------
+    def _resolve_collisions(self, old: Any, moved: Any) -> tuple[Any, jax.Array]:
+        """Sequential, index-ordered: agent i keeps ``old`` if its target cell
+        is taken. Returns ``(agents, blocked bool[A])``."""
+
+        def body(i, carry):
+            positions, blocked = carry
+            target = jnp.round(moved.position[i])
+            others = jnp.arange(self.num_agents) != i
+            taken = jnp.any(others & jnp.all(jnp.round(positions) == target, axis=-1))
+            positions = positions.at[i].set(jnp.where(taken, old.position[i], moved.position[i]))
+            return positions, blocked.at[i].set(taken)
+
+        _, blocked = jax.lax.fori_loop(0, self.num_agents, body,
+                                       (old.position, jnp.zeros(self.num_agents, bool)))
+        return _where(blocked, old, moved), blocked
+
+    def step_env(self, key: jax.Array, state: EnvState, action: Any, params: EnvParams):
+        """One joint transition without auto-reset (see the module docstring)."""
+        k_plume, k_action, k_sensor = _derive_keys(key, _STEP_STREAM, 3)
+        plume_state = self.plume.advance(k_plume, state.plume, params.plume)
+        action = jnp.asarray(action)
+        moved, valid, executed = jax.vmap(self.agent_move, in_axes=(0, 0, 0, None, None))(
+            self.agent_keys(k_action), action, state.agent, plume_state, params)
+        arrived = state.goal_reached
+        noop = getattr(self.actions, "noop_id", -1)
+        moved = _where(arrived, state.agent, moved)
+        executed = jnp.where(arrived, noop, executed)
+        blocked = jnp.zeros(self.num_agents, bool)
+        if self.collisions and self.num_agents > 1:
+            moved, blocked = self._resolve_collisions(state.agent, moved)
+        out = jax.vmap(self.agent_outcome, in_axes=(0, 0, 0, 0, None, None))(
+            self.agent_keys(k_sensor), state.agent, moved, state.sensor, plume_state, params)
+        terminated = out["goal_reached"] | arrived
+        reward = jnp.where(arrived, 0.0, out["reward"]).astype(jnp.float32)
+        step_count = state.step_count + 1
+        finished = jnp.all(terminated) if self.done_mode == "all" else jnp.any(terminated)
+        out_of_time = (step_count >= params.max_steps) & ~finished
+        truncated = out_of_time & ~terminated
+        new_state = EnvState(
+            agent=moved, plume=plume_state, sensor=out["sensor"], step_count=step_count,
+            episode_count=state.episode_count, total_reward=state.total_reward + reward,
+            goal_reached=terminated,
+        )
+        info = {
+            "step_count": step_count,
+            "episode_count": state.episode_count,
+            "total_reward": new_state.total_reward,
+            "goal_reached": terminated,
+            "agent_xy": moved.position,
+            "agent_heading": moved.heading,
+            "distance_to_goal": out["distance"],
+            "source_location": self.plume.source_location(plume_state, params.plume),
+            "goal_location": self.goal_location(plume_state, params),
+            "action_valid": valid,
+            "executed_action": executed,
+            "blocked": blocked,
+            "discount": 1.0 - terminated.astype(jnp.float32),
+            "done": finished | out_of_time,
+            "num_arrived": jnp.sum(terminated).astype(jnp.int32),
+        }
+        return self._with_others(out["obs"], moved.position), new_state, reward, terminated, \
+            truncated, info
+
+    def episode_done(self, terminated, truncated, info):
+        return info["done"]
+
+    def is_terminated(self, state: EnvState, params: EnvParams) -> jax.Array:
+        return jnp.all(state.goal_reached) if self.done_mode == "all" \
+            else jnp.any(state.goal_reached)
+
+    def is_truncated(self, state: EnvState, params: EnvParams) -> jax.Array:
+        return (state.step_count >= params.max_steps) & ~self.is_terminated(state, params)
+
+
+def _stack_box(space: spaces.Box, n: int) -> spaces.Box:
+    return spaces.Box(low=tuple(space.low) * n, high=tuple(space.high) * n,
+                      shape=(n, *space.shape))
