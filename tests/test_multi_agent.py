@@ -1,0 +1,209 @@
+"""Multi-agent env: shapes, per-agent invalid actions, determinism, the
+num_agents=1 equivalence, arrivals, done modes, collisions, observe_others,
+batched policies."""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import plume_jax
+from agents import PerAgentPolicy, StatefulAgent, make_agent
+from plume_jax import ValidationError
+from plume_jax.evaluate.rollout import rollout
+from plume_jax.multi_agent import MultiAgentPlumeEnv
+from plume_jax.render import render_state
+
+
+@pytest.fixture(scope="module")
+def base():
+    return plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[16, 16], sigma=4.0, goal_radius=1.5,
+                          max_steps=30)
+
+
+def _multi(base, n, **kw):
+    env, _ = base
+    return MultiAgentPlumeEnv.from_env(env, num_agents=n, **kw)
+
+
+@pytest.mark.parametrize("n", [1, 3, 8])
+def test_shapes_and_dtypes(base, n):
+    env = _multi(base, n)
+    params = env.default_params
+    obs, state = env.reset(jax.random.key(0), params)
+    assert obs.shape == (n, 1) and obs.dtype == jnp.float32
+    assert state.agent.position.shape == (n, 2)
+    obs, state, reward, terminated, truncated, info = env.step(
+        jax.random.key(1), state, jnp.zeros(n, jnp.int32), params)
+    assert reward.shape == (n,) and reward.dtype == jnp.float32
+    assert terminated.shape == (n,) and truncated.shape == (n,)
+    assert terminated.dtype == jnp.bool_ and info["done"].shape == ()
+    assert info["action_valid"].shape == (n,) and info["executed_action"].shape == (n,)
+    assert env.observation_space(params).shape == (n, 1)
+
+
+def test_one_agent_equals_the_single_agent_env_step_for_step(base):
+    single, params = base
+    multi = _multi(base, 1)
+    obs_s, s = single.reset(jax.random.key(3), params)
+    obs_m, m = multi.reset(jax.random.key(3), params)
+    np.testing.assert_array_equal(np.asarray(obs_s), np.asarray(obs_m[0]))
+    episodes = 0
+    for t in range(100):  # crosses several auto-resets (30-step limit)
+        k = jax.random.key(1000 + t)
+        action = (t * 7) % 5
+        out_s = single.step(k, s, action, params)
+        out_m = multi.step(k, m, jnp.asarray([action]), params)
+        np.testing.assert_array_equal(np.asarray(out_s[1].agent.position),
+                                      np.asarray(out_m[1].agent.position[0]))
+        np.testing.assert_array_equal(np.asarray(out_s[0]), np.asarray(out_m[0][0]))
+        assert float(out_s[2]) == float(out_m[2][0])
+        assert bool(out_s[3]) == bool(out_m[3][0]) and bool(out_s[4]) == bool(out_m[4][0])
+        episodes += int(out_s[3] | out_s[4])
+        s, m = out_s[1], out_m[1]
+    assert episodes >= 3
+
+
+def test_invalid_action_is_noop_for_that_agent_only(base):
+    env = _multi(base, 3)
+    params = env.default_params
+    _, state = env.reset(jax.random.key(0), params)
+    east = env.action_ids["move_east"]
+    actions = jnp.asarray([east, 99, east], jnp.int32)
+    _, new, _, _, _, info = jax.jit(env.step)(jax.random.key(1), state, actions, params)
+    np.testing.assert_array_equal(np.asarray(info["action_valid"]), [True, False, True])
+    assert int(info["executed_action"][1]) == env.action_ids["noop"]
+    np.testing.assert_array_equal(np.asarray(new.agent.position[1]), np.asarray(state.agent.position[1]))
+    for i in (0, 2):
+        expected = min(float(state.agent.position[i, 0]) + 1, 15.0)
+        assert float(new.agent.position[i, 0]) == expected
+
+
+def test_same_key_same_trajectory(base):
+    env = _multi(base, 4, collisions=True)
+    params = env.default_params
+
+    def run():
+        _, state = env.reset(jax.random.key(5), params)
+        out = []
+        for t in range(10):
+            _, state, reward, *_ = env.step(jax.random.key(t), state, jnp.full(4, t % 5), params)
+            out.append(np.asarray(state.agent.position))
+        return np.stack(out)
+
+    assert run().tobytes() == run().tobytes()
+
+
+def _placed(env, params, positions):
+    _, state = env.reset(jax.random.key(0), params)
+    agents = state.agent.replace(position=jnp.asarray(positions, jnp.float32))
+    return state.replace(agent=agents)
+
+
+def test_arrived_agents_stay_put_and_done_modes(base):
+    single, params = base  # source (7, 7), goal radius 1.5
+    for mode, done_after_first in (("all", False), ("any", True)):
+        env = _multi(base, 2, done_mode=mode)
+        state = _placed(env, params, [[9, 7], [2, 2]])
+        west = env.action_ids["move_west"]
+        _, state2, reward, terminated, _, info = env.step(
+            jax.random.key(1), state, jnp.asarray([west, west]), params)
+        np.testing.assert_array_equal(np.asarray(terminated), [True, False])
+        assert float(reward[0]) == 1.0 and float(reward[1]) == 0.0
+        assert bool(info["done"]) is done_after_first
+        if mode == "all":
+            # the arrived agent's further actions are noops and earn nothing
+            _, state3, reward, terminated, _, info = env.step(
+                jax.random.key(2), state2, jnp.asarray([west, west]), params)
+            np.testing.assert_array_equal(np.asarray(state3.agent.position[0]), [8.0, 7.0])
+            assert int(info["executed_action"][0]) == env.action_ids["noop"]
+            assert float(reward[0]) == 0.0 and bool(terminated[0])
+            assert int(info["num_arrived"]) == 1
+
+
+def test_collisions_resolved_in_agent_order(base):
+    _, params = base
+    env = _multi(base, 3, collisions=True)
+    state = _placed(env, params, [[2, 2], [3, 2], [2, 4]])
+    east, north, south = (env.action_ids[n] for n in ("move_east", "move_north", "move_south"))
+    # agent 0 -> (3,2) is taken by agent 1 (not yet moved): blocked.
+    # agent 1 -> (3,3) free: moves. agent 2 -> (2,3) free: moves.
+    _, new, _, _, _, info = env.step(jax.random.key(1), state, jnp.asarray([east, north, south]),
+                                     params)
+    np.testing.assert_array_equal(np.asarray(new.agent.position), [[2, 2], [3, 3], [2, 3]])
+    np.testing.assert_array_equal(np.asarray(info["blocked"]), [True, False, False])
+    # two agents aiming at one free cell: the lower index wins
+    state = _placed(env, params, [[5, 5], [7, 5], [12, 12]])
+    _, new, _, _, _, info = env.step(jax.random.key(2), state, jnp.asarray(
+        [east, env.action_ids["move_west"], 0]), params)
+    np.testing.assert_array_equal(np.asarray(new.agent.position[:2]), [[6, 5], [7, 5]])
+
+
+def test_collision_free_starts(base):
+    env = _multi(base, 8, collisions=True)
+    _, states = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(jax.random.key(0), 200),
+                                                       env.default_params)
+    cells = np.asarray(states.agent.position)
+    distinct = [len({tuple(c) for c in env_cells}) for env_cells in cells]
+    assert min(distinct) == 8
+
+
+def test_observe_others(base):
+    _, params = base
+    env = _multi(base, 3, observe_others=True)
+    state = _placed(env, params, [[0, 0], [15, 0], [0, 15]])
+    obs, *_ = env.step(jax.random.key(1), state, jnp.zeros(3, jnp.int32), params)
+    assert obs.shape == (3, 1 + 4)
+    np.testing.assert_allclose(np.asarray(obs[0, 1:]), [1, 0, 0, 1])
+    np.testing.assert_allclose(np.asarray(obs[1, 1:]), [-1, 0, -1, 1])
+    assert env.observation_labels()[1:] == ["other_0_dx", "other_0_dy", "other_1_dx", "other_1_dy"]
+    assert env.observation_space(params).shape == (3, 5)
+
+
+def test_description_is_json_and_policies_receive_it(base):
+    env = _multi(base, 4)
+    description = json.loads(json.dumps(env.describe()))
+    assert description["num_agents"] == 4
+    assert description["action_names"][:2] == ["noop", "move_north"]
+    policy = make_agent("klinotaxis", description)
+    assert policy.move_ids == tuple(env.action_ids[m] for m in
+                                    ("move_north", "move_south", "move_east", "move_west"))
+
+
+def test_batched_policy_acts_for_all_agents_and_vmaps_over_envs(base):
+    env = _multi(base, 4, done_mode="any")
+    params = env.default_params
+    policy = make_agent("klinotaxis", env)
+    assert isinstance(policy, PerAgentPolicy)
+    carry = policy.init(jax.random.key(0))
+    obs, _ = env.reset(jax.random.key(0), params)
+    actions, _ = policy.act(carry, obs, jax.random.key(1))
+    assert actions.shape == (4,) and actions.dtype == jnp.int32
+    result = rollout(env, params, policy, jax.random.key(0), 16, 30)
+    assert result.success.shape == (16,)
+    # four klinotaxis searchers on a small plume: most teams arrive within 30 steps
+    assert float(np.mean(np.asarray(result.success))) > 0.5
+    stateful = StatefulAgent(policy, seed=0)
+    assert np.asarray(stateful.act(np.asarray(obs))).shape == (4,)
+
+
+def test_render_draws_every_agent(base):
+    env = _multi(base, 2)
+    params = env.default_params
+    state = _placed(env, params, [[1, 1], [14, 14]])
+    image = np.asarray(render_state(env, state, params, scale=2))
+    from plume_jax.render import AGENT_RGB
+    assert tuple(image[(15 - 1) * 2, 1 * 2]) == AGENT_RGB
+    assert tuple(image[(15 - 14) * 2, 14 * 2]) == AGENT_RGB
+
+
+def test_bad_multi_agent_settings(base):
+    env, _ = base
+    with pytest.raises(ValidationError, match="num_agents"):
+        MultiAgentPlumeEnv.from_env(env, num_agents=0)
+    with pytest.raises(ValidationError, match="done_mode"):
+        MultiAgentPlumeEnv.from_env(env, num_agents=2, done_mode="most")
