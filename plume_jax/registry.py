@@ -95,6 +95,127 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+# -- realistic plumes: filament (turbulent puffs), Poisson hits, movie ------------
+
+#: The filament benchmark task (shared by its wind-regime variants).
+_FILAMENT_TASK: dict[str, Any] = {
+    "grid_size": [128, 96],
+    "goal_radius": 3.0,
+    "max_steps": 500,
+    "plume": {"type": "filament", "source": [16, 48], "capacity": 256, "warmup_steps": 160,
+              "release_rate": 1.0, "wind_kind": "meander", "wind_speed": 1.0,
+              "wind_direction": 0.0, "wind_direction_std": 0.25,
+              "wind_correlation_time": 50.0},
+    "sensor": {"type": "composite", "sensors": [
+        {"type": "concentration", "name": "odour"},
+        {"type": "wind", "name": "wind", "frame": "body", "max_speed": 2.0}]},
+    "actions": {"type": "oriented_grid", "step_size": 1, "include_noop": True,
+                "turn_angle_deg": 45.0},
+    "reward": {"type": "potential_shaping", "goal_reward": 1.0, "gamma": 0.99, "scale": 0.01},
+    "start": {"type": "downwind", "min_distance": 20.0, "max_distance": 90.0,
+              "half_width": 10.0},
+}
+_FILAMENT_SUMMARY = (
+    "128x96 grid, source at (16, 48), wind 1 cell/step toward east on average; observation "
+    "[odour concentration at the agent, wind along the heading, wind to the left]; noop / "
+    "forward / turn_left / turn_right (45-degree turns); distance-shaped reward (scale 0.01, "
+    "gamma 0.99) plus 1 at the goal; start 20-90 cells downwind of the source along the "
+    "current wind, within 10 cells of its axis; goal radius 3; 500 steps.")
+_SWITCH_30 = math.pi / 6
+
+
+def _filament(description: str, **plume: Any) -> dict[str, Any]:
+    spec = copy.deepcopy(_FILAMENT_TASK)
+    spec["plume"].update(plume)
+    return {"description": f"{description} {_FILAMENT_SUMMARY}", **spec}
+
+
+def _poisson(description: str, grid: list[int], plume: dict[str, Any], h_max: int,
+             max_steps: int, observer: list[int] | None) -> dict[str, Any]:
+    start = {"type": "uniform"} if observer is None else \
+        {"type": "fixed", "position": list(observer), "heading": 0.0}
+    source = {"source_mode": "uniform"} if observer is None else \
+        {"source_mode": "otto", "observer": list(observer)}
+    return {
+        "description": description,
+        "grid_size": grid,
+        "goal_radius": 0.0,
+        "max_steps": max_steps,
+        "plume": {"type": "poisson", **source, **plume},
+        "sensor": {"type": "hits", "h_max": h_max, "nonzero_first": observer is not None},
+        "actions": {"type": "discrete_grid", "step_size": 1, "include_noop": False,
+                    "diagonals": False},
+        "reward": {"type": "step_penalty", "goal_reward": 0.0, "step_penalty": 1.0},
+        "start": start,
+    }
+
+
+_POISSON_RULES = (
+    "Observation: hits in h_max classes; move_north/south/east/west (no noop); reward -1 per "
+    "step, 0 on entering the source cell, which ends the episode (goal radius 0).")
+
+PRESETS.update({
+    "PlumeNav-Filament-v0": _filament(
+        "Turbulent filament plume (Farrell-style puffs, 1 puff/step, 256 slots) in a "
+        "meandering wind (direction an Ornstein-Uhlenbeck process: std 0.25 rad, correlation "
+        "time 50 steps)."),
+    "PlumeNav-Filament-Constant-v0": _filament(
+        "Filament plume in a constant wind (Singh et al. 2023 'constant' regime).",
+        wind_kind="constant"),
+    "PlumeNav-Filament-SwitchOnce-v0": _filament(
+        "Filament plume whose wind turns once by 30 degrees, 100 steps into each episode "
+        "(Singh et al. 2023 'switch once' regime; consecutive episodes alternate between the "
+        "two directions).",
+        wind_kind="switch_once", wind_switch_time=100.0, wind_switch_angle=_SWITCH_30),
+    "PlumeNav-Filament-SwitchMany-v0": _filament(
+        "Filament plume whose wind switches often (0.05 switches/step) to a random direction "
+        "within 30 degrees of east (Singh et al. 2023 'frequent switches' regime).",
+        wind_kind="switch_random", wind_switch_rate=0.05, wind_switch_angle=_SWITCH_30),
+    "PlumeNav-Filament-Sparse-v0": _filament(
+        "Sparse filament plume: 0.2 puffs/step (a fifth of PlumeNav-Filament-v0's birth "
+        "rate, 64 slots), meandering wind.",
+        release_rate=0.2, capacity=64),
+    "PlumeNav-Poisson-v0": _poisson(
+        "Infotaxis-style grid search: Poisson hits from the isotropic law "
+        "mu(d) = R dt / ln(2 lambda/dx) K0(d / (lambda/dx)) with lambda/dx = 2, R dt = 2, on a "
+        "33x33 grid; source and start uniformly random cells; h_max = 3 hit classes; 1000 "
+        "steps. " + _POISSON_RULES,
+        [33, 33], {"model": "isotropic", "lambda_over_dx": 2.0, "r_dt": 2.0}, 3, 1000, None),
+    "PlumeNav-Poisson-Iso19x19-v0": _poisson(
+        "Standard infotaxis benchmark, isotropic 19x19: lambda/dx = 1, R dt = 1, binary "
+        "detection (h_max = 2); otto's start: the agent at the centre (9, 9), a non-zero first "
+        "hit, the source drawn from the posterior it implies; 500 steps. " + _POISSON_RULES,
+        [19, 19], {"model": "isotropic", "lambda_over_dx": 1.0, "r_dt": 1.0}, 2, 500, [9, 9]),
+    "PlumeNav-Poisson-Iso53x53-v0": _poisson(
+        "Standard infotaxis benchmark, isotropic 53x53: lambda/dx = 3, R dt = 2, h_max = 3 hit "
+        "classes; otto's start at the centre (26, 26) with a non-zero first hit; 2000 steps. "
+        + _POISSON_RULES,
+        [53, 53], {"model": "isotropic", "lambda_over_dx": 3.0, "r_dt": 2.0}, 3, 2000, [26, 26]),
+    "PlumeNav-Poisson-Windy81x41-v0": _poisson(
+        "Standard infotaxis benchmark, windy 81x41: mu = R/d exp(V dx/2 - d/lambda) with V = 2 "
+        "(toward east), tau = 150, R = 2.5, binary detection; otto's start at (65, 20) with a "
+        "non-zero first hit; 2000 steps. " + _POISSON_RULES,
+        [81, 41], {"model": "windy", "wind_speed": 2.0, "wind_direction": 0.0, "tau": 150.0,
+                   "r_bar": 2.5}, 2, 2000, [65, 20]),
+    "PlumeNav-Movie-v0": {
+        "description": "The bundled movie plume (a 160-frame, 10 fps FilamentPlume run on "
+                       "128x64, made by scripts/make_filament_movie.py, looping), played one "
+                       "frame per step on a 128x64 grid, source at (12, 32); the filament "
+                       "task's observation (odour, body-frame wind), 45-degree oriented moves "
+                       "and shaped reward; start 15-80 cells downwind within 8 cells of the "
+                       "axis; goal radius 3; 500 steps.",
+        "grid_size": [128, 64],
+        "goal_radius": 3.0,
+        "max_steps": 500,
+        "plume": {"type": "movie", "path": None, "loop": "wrap", "normalise": "max"},
+        "sensor": copy.deepcopy(_FILAMENT_TASK["sensor"]),
+        "actions": copy.deepcopy(_FILAMENT_TASK["actions"]),
+        "reward": copy.deepcopy(_FILAMENT_TASK["reward"]),
+        "start": {"type": "downwind", "min_distance": 15.0, "max_distance": 80.0,
+                  "half_width": 8.0},
+    },
+})
+
 def list_presets() -> dict[str, str]:
     """``preset id -> one-line description``."""
     return {pid: spec.get("description", "") for pid, spec in PRESETS.items()}

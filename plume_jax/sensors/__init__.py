@@ -21,6 +21,7 @@ type name         observation
 ``concentration`` f32[1], concentration at the agent, in [0, 1]
 ``binary``        f32[1], 1 if concentration >= threshold else 0
 ``poisson``       f32[1], Poisson hit count (rate * concentration), capped
+``hits``          f32[1], Poisson hits (gain * concentration) in h_max classes
 ``antennae``      f32[count], concentration at antenna tips around the heading
 ``wind``          f32[2], wind velocity (body or world frame), noisy, clipped
 ``patch``         f32[k*k], k x k concentration patch centred on the agent
@@ -33,6 +34,7 @@ type name         observation
 from plume_jax.sensors.antennae import AntennaeSensor
 from plume_jax.sensors.composite import CompositeSensor
 from plume_jax.sensors.concentration import BinarySensor, ConcentrationSensor, PoissonSensor
+from plume_jax.sensors.hits import HitsSensor
 from plume_jax.sensors.patch import PatchSensor
 from plume_jax.sensors.wind import WindSensor
 from plume_jax.sensors.wrappers import HistorySensor, NoiseSensor
@@ -40,7 +42,7 @@ from plume_jax.sensors.wrappers import HistorySensor, NoiseSensor
 SENSORS = {
     cls.type_name: cls
     for cls in (ConcentrationSensor, BinarySensor, PoissonSensor, AntennaeSensor, WindSensor,
-                PatchSensor, NoiseSensor, HistorySensor, CompositeSensor)
+                PatchSensor, NoiseSensor, HistorySensor, CompositeSensor, HitsSensor)
 }
 
 __all__ = [
@@ -49,6 +51,7 @@ __all__ = [
     "CompositeSensor",
     "ConcentrationSensor",
     "HistorySensor",
+    "HitsSensor",
     "NoiseSensor",
     "PatchSensor",
     "PoissonSensor",

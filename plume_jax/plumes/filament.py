@@ -1,0 +1,278 @@
+"""Turbulent puff (filament) plume in the style of Farrell et al. (2002).
+
+Odour leaves the source as discrete puffs. Each puff is carried by the
+(meandering) wind, wanders about the plume centreline (centre-relative
+dispersion) and spreads (its radius grows with age); the concentration at a
+point is the sum of the puffs' Gaussian kernels. Meander moves the whole
+puff train, so a fixed point sees odour in bursts: the intermittency that
+makes olfactory search hard.
+
+Model (units: cells and steps, one env step = one time unit)
+-----------------------------------------------------------
+- Release: ``n ~ Poisson(release_rate)`` puffs per step at the source
+  (capped at ``max_release``; the cap removes ``P(n > max_release)`` of the
+  law, below 1e-6 with the defaults). A puff released during a step starts
+  at ``source + u·U`` with age ``u``, ``u ~ U(0, 1)``, so a fast wind does
+  not bunch puffs at step boundaries.
+- Transport: ``x' = x + U + √(2 dispersion) ξ`` with ``U`` the wind of
+  :mod:`plume_jax.plumes.wind` (updated first, then applied) and ``ξ``
+  standard normal per puff and axis.
+- Growth: radius ``r(age) = √(puff_radius² + 2 growth age)`` (Fickian growth
+  of each puff by the eddies smaller than it).
+- Kernel: ``c(p) = Σ_i m / (2π r_i²) · exp(-|p - x_i|² / (2 r_i²))`` with
+  ``m = puff_mass`` — a normalised 2-D Gaussian, so each puff carries mass
+  ``m`` and the source emits ``release_rate · puff_mass`` per step.
+- Buffer: ``capacity`` (static) slots used as a ring: new puffs overwrite the
+  oldest slots; a puff whose centre leaves the domain by more than
+  ``3 r`` is deactivated (it contributes nothing) until its slot is reused.
+  Size ``capacity`` above ``release_rate`` times the transit time so that
+  puffs leave the domain before they are overwritten.
+
+Cost per step is ``O(capacity)`` (no grid-sized work); ``concentration`` at
+``M`` points is ``O(M · capacity)``; only ``field`` (rendering) is
+``O(H · W · capacity)``.
+
+``init`` warms the plume up with ``warmup_steps`` scanned steps so an
+episode starts with a developed plume; ``reinit`` (the auto-reset path)
+keeps the developed puffs running and only restarts the wind's episode
+clock, so the warm-up never runs inside ``step``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from plume_jax.plumes.gaussian import cell_centres
+from plume_jax.plumes.sampling import capped_poisson
+from plume_jax.plumes.wind import WindModel, WindState, broadcast_wind, wind_settings
+from plume_jax.settings import Configurable, Setting, grid_position, integer, real
+from plume_jax.types import Grid
+
+#: A puff stays active while its centre is within this many radii of the domain.
+EXIT_RADII = 3.0
+
+
+@chex.dataclass(frozen=True)
+class FilamentParams:
+    """Attributes (all f32[]; see :class:`FilamentPlume` for meanings):
+        source: f32[2], ``(x, y)`` of the source, cells.
+        release_rate: mean puffs released per step.
+        puff_mass: mass carried by each puff.
+        puff_radius: radius of a new puff, cells.
+        growth: puff growth, cells² per step (``r² = r0² + 2 growth age``).
+        dispersion: centre-relative diffusivity of puff centres, cells² per step.
+        wind_*: the wind (see :mod:`plume_jax.plumes.wind`).
+    """
+
+    source: jax.Array
+    release_rate: jax.Array
+    puff_mass: jax.Array
+    puff_radius: jax.Array
+    growth: jax.Array
+    dispersion: jax.Array
+    wind_speed: jax.Array
+    wind_direction: jax.Array
+    wind_direction_std: jax.Array
+    wind_correlation_time: jax.Array
+    wind_switch_time: jax.Array
+    wind_switch_angle: jax.Array
+    wind_switch_rate: jax.Array
+
+
+@chex.dataclass(frozen=True)
+class FilamentState:
+    """Attributes:
+        positions: f32[capacity, 2], puff centres ``(x, y)``, cells.
+        ages: f32[capacity], puff ages, steps.
+        active: bool[capacity], whether each slot holds a live puff.
+        head: i32[], the next slot to (over)write.
+        released: i32[], puffs released since ``init`` (warm-up included).
+        wind: the wind state.
+    """
+
+    positions: jax.Array
+    ages: jax.Array
+    active: jax.Array
+    head: jax.Array
+    released: jax.Array
+    wind: WindState
+
+
+@dataclasses.dataclass(frozen=True)
+class FilamentPlume(Configurable):
+    """A turbulent plume of Gaussian puffs released at the source, carried by
+    a (meandering) wind (see the module docstring for the model).
+
+    Static: ``capacity`` (puff slots), ``warmup_steps`` (scanned at ``init``),
+    ``max_release`` (cap on puffs per step), ``wind_kind``.
+    Dynamic: everything else. Concentration is in mass per cell²; with the
+    defaults a new puff peaks at ``puff_mass / (2π puff_radius²) ≈ 0.32`` and the
+    time-averaged concentration next to the source is about 1.
+    """
+
+    capacity: int = 256
+    warmup_steps: int = 160
+    max_release: int = 8
+    wind_kind: str = "meander"
+    #: ``(width, height)`` of the domain, set by ``build`` from the grid; puffs
+    #: leaving it are deactivated. ``()`` (a hand-built plume) never deactivates.
+    domain: tuple = ()
+
+    type_name = "filament"
+    SETTINGS = {
+        "capacity": Setting(256, integer(low=1, high=1 << 20), static=True,
+                            doc="number of puff slots (a ring buffer)"),
+        "warmup_steps": Setting(160, integer(low=0, high=1 << 20), static=True,
+                                doc="steps simulated at init so episodes start with a developed "
+                                    "plume"),
+        "max_release": Setting(8, integer(low=1, high=64), static=True,
+                               doc="cap on the puffs released in one step"),
+        "source": Setting(None, grid_position(none_means_centre=True),
+                          doc="(x, y) of the source, cells; default: grid centre"),
+        "release_rate": Setting(1.0, real(low=0.0), doc="mean puffs released per step"),
+        "puff_mass": Setting(2.0, real(low=0.0), doc="mass of each puff"),
+        "puff_radius": Setting(1.0, real(low=0.0, low_inclusive=False),
+                               doc="radius (std) of a new puff, cells"),
+        "growth": Setting(0.03, real(low=0.0),
+                          doc="puff growth rate, cells^2 per step: r^2 = r0^2 + 2 growth age"),
+        "dispersion": Setting(0.3, real(low=0.0),
+                              doc="centre-relative diffusivity of puff centres, cells^2 per step"),
+        **wind_settings(kind="meander", speed=1.0, direction_std=0.25, correlation_time=50.0),
+    }
+    Params = FilamentParams
+
+    @property
+    def wind_model(self) -> WindModel:
+        """The wind dynamics of this plume's ``wind`` kind."""
+        return WindModel(self.wind_kind)
+
+    # -- state ---------------------------------------------------------------
+    def empty(self, key: jax.Array, params: FilamentParams) -> FilamentState:
+        """A plume with no puffs yet and a fresh wind (no warm-up)."""
+        n = self.capacity
+        return FilamentState(
+            positions=jnp.broadcast_to(jnp.asarray(params.source, jnp.float32), (n, 2)),
+            ages=jnp.zeros((n,), jnp.float32),
+            active=jnp.zeros((n,), bool),
+            head=jnp.zeros((), jnp.int32),
+            released=jnp.zeros((), jnp.int32),
+            wind=self.wind_model.init(key, params),
+        )
+
+    @classmethod
+    def build(cls, values, grid, prefix):
+        """Validate ``values``; the plume records the grid's size as its domain."""
+        component, params, resolved = super().build(values, grid, prefix)
+        return dataclasses.replace(component, domain=(grid.width, grid.height)), params, resolved
+
+    def get_metadata(self) -> dict[str, Any]:
+        """JSON: type and static settings (the domain is the env's grid)."""
+        meta = super().get_metadata()
+        meta["parameters"].pop("domain", None)
+        return meta
+
+    def init(self, key: jax.Array, params: FilamentParams) -> FilamentState:
+        """A developed plume: ``warmup_steps`` steps of :meth:`advance` from
+        :meth:`empty`, in one ``lax.scan``. The wind's episode clock is then
+        restarted, so a ``switch_once`` switch happens ``wind_switch_time``
+        steps into the episode."""
+        k_wind, k_run = jax.random.split(key)
+        state = self.empty(k_wind, params)
+        if self.warmup_steps > 0:
+            def body(s, k):
+                return self.advance(k, s, params), None
+
+            state, _ = jax.lax.scan(body, state, jax.random.split(k_run, self.warmup_steps))
+        return state.replace(wind=state.wind.replace(clock=jnp.zeros((), jnp.int32)))
+
+    def reinit(self, key: jax.Array, plume_state: FilamentState, params: FilamentParams
+               ) -> FilamentState:
+        """The plume for the next episode under auto-reset: the developed
+        puffs keep running; only the wind's episode clock restarts (and a
+        ``switch_once`` wind starts from the direction it switched to). No
+        warm-up, no randomness: ``O(1)``."""
+        return plume_state.replace(wind=self.wind_model.reinit(plume_state.wind, params))
+
+    def radii(self, ages: jax.Array, params: FilamentParams) -> jax.Array:
+        """f32[...], the radius of puffs of the given ages."""
+        return jnp.sqrt(jnp.square(params.puff_radius) + 2.0 * params.growth * ages)
+
+    def advance(self, key: jax.Array, plume_state: FilamentState, params: FilamentParams
+                ) -> FilamentState:
+        """One step: the wind moves on, puffs move and age, puffs that left
+        the domain (by more than ``3 r``) are deactivated, then new puffs are
+        released into the ring, overwriting the oldest slots."""
+        k_wind, k_count, k_jitter, k_disp = jax.random.split(key, 4)
+        n = self.capacity
+        wind = self.wind_model.advance(k_wind, plume_state.wind, params)
+        velocity = self.wind_model.velocity(wind, params)
+        step = jnp.sqrt(2.0 * params.dispersion) * jax.random.normal(k_disp, (n, 2), jnp.float32)
+        positions = plume_state.positions + velocity + step
+        ages = plume_state.ages + 1.0
+        active = plume_state.active
+        if self.domain:
+            upper = jnp.asarray([self.domain[0] - 1, self.domain[1] - 1], jnp.float32)
+            margin = EXIT_RADII * self.radii(ages, params)[:, None]
+            inside = jnp.all((positions >= -margin) & (positions <= upper + margin), axis=-1)
+            active = active & inside
+        # release: the next `count` slots of the ring (the oldest puffs) are overwritten
+        count = capped_poisson(k_count, params.release_rate, self.max_release)
+        offset = jnp.mod(jnp.arange(n, dtype=jnp.int32) - plume_state.head, n)
+        new = offset < count
+        jitter = jax.random.uniform(k_jitter, (self.max_release,), jnp.float32)
+        u = jitter[jnp.minimum(offset, self.max_release - 1)]
+        source = jnp.asarray(params.source, jnp.float32)
+        positions = jnp.where(new[:, None], source + u[:, None] * velocity, positions)
+        ages = jnp.where(new, u, ages)
+        active = active | new
+        return plume_state.replace(
+            positions=positions.astype(jnp.float32), ages=ages.astype(jnp.float32),
+            active=active, head=jnp.mod(plume_state.head + count, n).astype(jnp.int32),
+            released=plume_state.released + count, wind=wind)
+
+    # -- readings ------------------------------------------------------------
+    def source_location(self, plume_state: FilamentState, params: FilamentParams) -> jax.Array:
+        """f32[2], the source position."""
+        return jnp.asarray(params.source, jnp.float32)
+
+    def _kernel_sum(self, plume_state: FilamentState, points: jax.Array,
+                    params: FilamentParams) -> jax.Array:
+        """f32[M] at points f32[M, 2] (no grid masking)."""
+        r2 = jnp.square(self.radii(plume_state.ages, params))
+        weight = jnp.where(plume_state.active, params.puff_mass / (2.0 * math.pi * r2), 0.0)
+        d2 = jnp.sum(jnp.square(points[:, None, :] - plume_state.positions[None, :, :]), axis=-1)
+        return jnp.sum(weight * jnp.exp(-0.5 * d2 / r2), axis=-1)
+
+    def concentration(self, plume_state: FilamentState, points: jax.Array, grid: Grid,
+                      params: FilamentParams) -> jax.Array:
+        """f32[...] at float points f32[..., 2]: the sum of the puff kernels,
+        ``>= 0``; 0 outside the grid. ``O(points · capacity)``."""
+        points = jnp.asarray(points, jnp.float32)
+        flat = jnp.reshape(points, (-1, 2))
+        c = self._kernel_sum(plume_state, flat, params).reshape(points.shape[:-1])
+        return jnp.where(grid.contains(points), c, 0.0).astype(jnp.float32)
+
+    def wind(self, plume_state: FilamentState, points: jax.Array, params: FilamentParams
+             ) -> jax.Array:
+        """f32[..., 2], the (uniform) wind velocity at points, cells/step."""
+        return broadcast_wind(self.wind_model.velocity(plume_state.wind, params), points)
+
+    def field(self, plume_state: FilamentState, grid: Grid, params: FilamentParams) -> jax.Array:
+        """f32[H, W], the concentration at every cell, ``field[y, x]``
+        (rendering only: ``O(H · W · capacity)``, computed a block of rows
+        at a time to bound memory)."""
+        rows = cell_centres(grid)  # [H, W, 2]
+        block = max(1, (1 << 22) // max(1, grid.width * self.capacity))
+        out = jax.lax.map(lambda row: self._kernel_sum(plume_state, row, params), rows,
+                          batch_size=min(block, grid.height))
+        return out.astype(jnp.float32)
+
+    def mass_in(self, plume_state: FilamentState, params: FilamentParams) -> jax.Array:
+        """f32[], the total mass of the active puffs."""
+        return jnp.sum(jnp.where(plume_state.active, params.puff_mass, 0.0))

@@ -1,0 +1,389 @@
+"""Recorded or precomputed plumes: a ``(T, H, W)`` movie of concentration.
+
+The movie is read once at construction (:mod:`plume_jax.plumes.movie_files`:
+``.npz``, ``.npy``, HDF5, zarr), normalised, and kept as a float32 leaf of
+the plume's params, so it lives on the device and is passed to compiled
+programs as an argument rather than baked into them.
+
+Time: the frame shown ``n`` steps into an episode is at position
+``f = start_frame + n · dt · fps`` (``dt`` seconds per env step, ``fps``
+frames per second of the movie): the step count and the movie's frame rate
+are decoupled. At the end of the movie ``loop="wrap"`` goes on from the first
+frame (``f mod T``; frame ``T-1`` blends into frame 0) and
+``loop="clamp"`` holds the last frame. With ``interpolate`` the value is
+linear in time between frames ``floor(f)`` and ``floor(f) + 1``; without
+it, the nearest frame is shown.
+
+Space: the movie's pixel centres span the grid from corner to corner, so
+grid point ``(x, y)`` reads pixel coordinates
+``(x (W_m - 1) / (W - 1), y (H_m - 1) / (H - 1))`` with bilinear
+interpolation (any grid size works; equal sizes read pixels exactly at cell
+centres). Row 0 of the stored frames is ``y = 0`` (south); ``flip_y=True``
+takes row 0 as north, the usual image convention.
+
+Both interpolations weight ``(1 - w) a + w b``, so they are exact at frame
+and pixel centres.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import pathlib
+from collections.abc import Mapping
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from plume_jax.errors import ValidationError
+from plume_jax.plumes.gaussian import cell_centres
+from plume_jax.plumes.movie_files import BUNDLED_MOVIE, LAYOUTS, load_movie
+from plume_jax.plumes.wind import broadcast_wind
+from plume_jax.settings import (
+    Configurable,
+    Setting,
+    boolean,
+    choice,
+    grid_position,
+    integer,
+    real,
+    resolve_settings,
+    to_leaf,
+)
+from plume_jax.types import Grid
+
+
+def _optional(check):
+    """A checker that also accepts None (resolved later from the file)."""
+
+    def wrapped(name: str, value: Any, grid: Grid) -> Any:
+        return None if value is None else check(name, value, grid)
+
+    return wrapped
+
+
+def _path(name: str, value: Any, grid: Grid) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, (str, pathlib.PurePath)) or not str(value):
+        raise ValidationError.for_parameter(
+            name, value, "None (the bundled movie) or the path of a movie file")
+    return str(value)
+
+
+def _optional_name(name: str, value: Any, grid: Grid) -> str | None:
+    if value is None or (isinstance(value, str) and value):
+        return value
+    raise ValidationError.for_parameter(name, value, "None or the non-empty name of an array")
+
+
+def _frame_range(name: str, value: Any, grid: Grid) -> list[int] | None:
+    allowed = "None or a [start, stop] pair of integers with 0 <= start < stop"
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
+        raise ValidationError.for_parameter(name, value, allowed)
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+               for v in value):
+        raise ValidationError.for_parameter(name, value, allowed)
+    start, stop = int(value[0]), int(value[1])
+    if not 0 <= start < stop:
+        raise ValidationError.for_parameter(name, value, allowed)
+    return [start, stop]
+
+
+@chex.dataclass(frozen=True)
+class MovieParams:
+    """Attributes:
+        frames: f32[T, H_m, W_m], the normalised movie (``[t, row, column]``).
+        source: f32[2], ``(x, y)`` of the source, grid cells.
+        fps: f32[], movie frames per second.
+        dt: f32[], seconds per env step.
+        start_frame: f32[], frame position at the start of an episode.
+        scale: f32[], factor applied after normalisation.
+        wind_speed: f32[], mean wind reported to wind sensors, cells/step.
+        wind_direction: f32[], its direction (toward), radians.
+    """
+
+    frames: jax.Array
+    source: jax.Array
+    fps: jax.Array
+    dt: jax.Array
+    start_frame: jax.Array
+    scale: jax.Array
+    wind_speed: jax.Array
+    wind_direction: jax.Array
+
+
+@chex.dataclass(frozen=True)
+class MovieState:
+    """Attributes:
+        step: i32[], steps since the episode started.
+        start_frame: f32[], this episode's frame position at step 0.
+    """
+
+    step: jax.Array
+    start_frame: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class MoviePlume(Configurable):
+    """A plume played from a ``(T, H, W)`` movie (see the module docstring
+    for the time and space mappings).
+
+    ``path=None`` plays the movie bundled with plume_jax (a
+    :class:`~plume_jax.plumes.filament.FilamentPlume` run made by
+    ``scripts/make_filament_movie.py``). ``fps``, ``source``, ``wind_speed``
+    and ``wind_direction`` default to the file's metadata (``fps``,
+    ``source`` in pixels, ``wind_velocity`` in pixels per second); ``dt``
+    defaults to ``1 / fps`` (one frame per step). Values are clipped at 0
+    and then normalised: ``"max"`` divides by the movie's maximum,
+    ``"p99"`` by its 99th percentile, ``"none"`` keeps them.
+    """
+
+    path: str | None = None
+    dataset: str | None = None
+    layout: str = "tyx"
+    frame_range: tuple | None = None
+    spatial_stride: int = 1
+    flip_y: bool = False
+    normalise: str = "max"
+    loop: str = "wrap"
+    interpolate: bool = True
+    random_start: bool = False
+
+    type_name = "movie"
+    SETTINGS = {
+        "path": Setting(None, _path, static=True,
+                        doc="movie file (.npz, .npy, .h5/.hdf5, .zarr); None: the bundled movie"),
+        "dataset": Setting(None, _optional_name, static=True,
+                           doc="name of the array in the file; None: 'frames' or the only one"),
+        "layout": Setting("tyx", choice(LAYOUTS), static=True,
+                          doc="order of the stored axes (t = frames, y = rows, x = columns)"),
+        "frame_range": Setting(None, _frame_range, static=True,
+                               doc="[start, stop): the frames to load; None: all"),
+        "spatial_stride": Setting(1, integer(low=1, high=1024), static=True,
+                                  doc="load every n-th row and column"),
+        "flip_y": Setting(False, boolean(), static=True,
+                          doc="stored row 0 is north (image convention) rather than y = 0"),
+        "normalise": Setting("max", choice(("none", "max", "p99")), static=True,
+                             doc="divide by the movie's max, its 99th percentile, or nothing"),
+        "loop": Setting("wrap", choice(("wrap", "clamp")), static=True,
+                        doc="after the last frame: wrap to the first, or hold the last"),
+        "interpolate": Setting(True, boolean(), static=True,
+                               doc="linear interpolation in time (else the nearest frame)"),
+        "random_start": Setting(False, boolean(), static=True,
+                                doc="start each episode at a uniformly random frame position"),
+        "fps": Setting(None, _optional(real(low=0.0, low_inclusive=False)),
+                       doc="movie frames per second; None: the file's 'fps'"),
+        "dt": Setting(None, _optional(real(low=0.0, low_inclusive=False)),
+                      doc="seconds per env step; None: 1 / fps"),
+        "start_frame": Setting(0.0, real(low=0.0), doc="frame position at the episode start"),
+        "scale": Setting(1.0, real(low=0.0), doc="factor applied after normalisation"),
+        "source": Setting(None, _optional(grid_position()),
+                          doc="(x, y) of the source, cells; None: the file's 'source' (pixels)"),
+        "wind_speed": Setting(None, _optional(real(low=0.0)),
+                              doc="mean wind speed, cells/step; None: from 'wind_velocity'"),
+        "wind_direction": Setting(None, _optional(real()),
+                                  doc="mean wind direction (toward), radians; None: from "
+                                      "'wind_velocity'"),
+    }
+    Params = MovieParams
+
+    @property
+    def file(self) -> pathlib.Path:
+        """The movie file this plume plays."""
+        return BUNDLED_MOVIE if self.path is None else pathlib.Path(self.path)
+
+    @classmethod
+    def build(cls, values: Mapping[str, Any], grid: Grid, prefix: str):
+        """Validate, load and normalise the movie, and resolve the settings
+        left to the file's metadata."""
+        resolved = resolve_settings(prefix, cls.SETTINGS, values, grid)
+        static = {k: v for k, v in resolved.items() if cls.SETTINGS[k].static}
+        static["frame_range"] = None if static["frame_range"] is None else \
+            tuple(static["frame_range"])
+        component = cls(**static)
+        try:
+            raw, meta = load_movie(component.file, component.dataset, layout=component.layout,
+                                   frame_range=component.frame_range,
+                                   spatial_stride=component.spatial_stride)
+        except ValidationError as exc:
+            name = exc.parameter if exc.parameter in ("dataset", "layout") else "path"
+            raise ValidationError.for_parameter(f"{prefix}.{name}", resolved[name],
+                                                exc.allowed or str(exc)) from None
+        frames = component.normalised(raw)
+        t, h_m, w_m = frames.shape
+        cells_per_pixel = (_ratio(grid.width, w_m), _ratio(grid.height, h_m))
+
+        def from_file(name: str, key: str, convert):
+            if resolved[name] is not None:
+                return resolved[name]
+            if key not in meta:
+                raise ValidationError.for_parameter(
+                    f"{prefix}.{name}", None,
+                    f"a value: the movie file has no {key!r} metadata to take it from")
+            return convert(meta[key])
+
+        fps = from_file("fps", "fps", lambda v: real(low=0.0, low_inclusive=False)(
+            f"{prefix}.fps (file metadata)", v, grid))
+        dt = resolved["dt"] if resolved["dt"] is not None else 1.0 / fps
+
+        def source_from_pixels(value):
+            x, y = component.pixel_to_grid(value, (h_m, w_m), cells_per_pixel)
+            return grid_position()(f"{prefix}.source (file metadata)", [x, y], grid)
+
+        source = from_file("source", "source", source_from_pixels)
+        velocity = _file_wind(meta, component, cells_per_pixel, dt)
+        speed = resolved["wind_speed"] if resolved["wind_speed"] is not None else \
+            math.hypot(*velocity)
+        direction = resolved["wind_direction"] if resolved["wind_direction"] is not None else \
+            math.atan2(velocity[1], velocity[0])
+        resolved.update(fps=float(fps), dt=float(dt), source=tuple(source),
+                        wind_speed=float(speed), wind_direction=float(direction))
+        params = MovieParams(
+            frames=jnp.asarray(frames), source=to_leaf(resolved["source"]),
+            fps=to_leaf(resolved["fps"]), dt=to_leaf(resolved["dt"]),
+            start_frame=to_leaf(resolved["start_frame"]), scale=to_leaf(resolved["scale"]),
+            wind_speed=to_leaf(resolved["wind_speed"]),
+            wind_direction=to_leaf(resolved["wind_direction"]))
+        return component, params, resolved
+
+    def normalised(self, raw: np.ndarray) -> np.ndarray:
+        """float32 frames ``(T, H, W)``: stored orientation fixed
+        (``flip_y``), clipped at 0 and normalised."""
+        frames = np.clip(np.asarray(raw, np.float32), 0.0, None)
+        if self.flip_y:
+            frames = frames[:, ::-1, :]
+        if self.normalise != "none":
+            top = float(frames.max()) if self.normalise == "max" else \
+                float(np.percentile(frames, 99.0))
+            if top > 0.0:
+                frames = frames / np.float32(top)
+        return np.ascontiguousarray(frames, np.float32)
+
+    def pixel_to_grid(self, pixel: Any, shape: tuple[int, int],
+                      cells_per_pixel: tuple[float, float]) -> tuple[float, float]:
+        """``(x, y)`` grid cells of a stored-array pixel ``[x, y]`` (column,
+        row) of the file, after ``spatial_stride`` and ``flip_y``."""
+        x, y = (float(v) / self.spatial_stride for v in pixel)
+        if self.flip_y:
+            y = (shape[0] - 1) - y
+        return x * cells_per_pixel[0], y * cells_per_pixel[1]
+
+    # -- state -----------------------------------------------------------------
+    def init(self, key: jax.Array, params: MovieParams) -> MovieState:
+        """Step 0 at ``start_frame`` (or at a uniformly random frame position
+        with ``random_start``)."""
+        if self.random_start:
+            num_frames = params.frames.shape[0]
+            start = jax.random.uniform(key, (), jnp.float32, 0.0, float(num_frames))
+        else:
+            start = jnp.asarray(params.start_frame, jnp.float32)
+        return MovieState(step=jnp.zeros((), jnp.int32), start_frame=start)
+
+    def reinit(self, key: jax.Array, plume_state: MovieState, params: MovieParams) -> MovieState:
+        """The next episode replays from its start frame (cheap: same as init)."""
+        return self.init(key, params)
+
+    def advance(self, key: jax.Array, plume_state: MovieState, params: MovieParams) -> MovieState:
+        """One step: ``dt`` seconds later."""
+        return plume_state.replace(step=plume_state.step + 1)
+
+    def frame_position(self, plume_state: MovieState, params: MovieParams) -> jax.Array:
+        """f32[], the (fractional) frame shown now, after wrap or clamp."""
+        num_frames = params.frames.shape[0]
+        f = plume_state.start_frame + plume_state.step.astype(jnp.float32) * (params.dt * params.fps)
+        if self.loop == "wrap":
+            f = jnp.mod(f, float(num_frames))
+        else:
+            f = jnp.clip(f, 0.0, float(num_frames - 1))
+        return f.astype(jnp.float32)
+
+    def _time_blend(self, plume_state: MovieState, params: MovieParams):
+        """``(i0, i1, w)``: frames and the weight of ``i1``."""
+        num_frames = params.frames.shape[0]
+        f = self.frame_position(plume_state, params)
+        if not self.interpolate:
+            i = jnp.round(f).astype(jnp.int32)
+            i = jnp.mod(i, num_frames) if self.loop == "wrap" else jnp.minimum(i, num_frames - 1)
+            return i, i, jnp.zeros((), jnp.float32)
+        if self.loop == "wrap":
+            i0 = jnp.floor(f).astype(jnp.int32)
+            w = f - i0.astype(jnp.float32)
+            i0 = jnp.mod(i0, num_frames)
+            return i0, jnp.mod(i0 + 1, num_frames), w
+        i0 = jnp.clip(jnp.floor(f).astype(jnp.int32), 0, max(num_frames - 2, 0))
+        w = jnp.clip(f - i0.astype(jnp.float32), 0.0, 1.0) if num_frames > 1 else jnp.zeros(())
+        return i0, jnp.minimum(i0 + 1, num_frames - 1), w
+
+    # -- readings --------------------------------------------------------------------
+    def source_location(self, plume_state: MovieState, params: MovieParams) -> jax.Array:
+        """f32[2], the source position (cells)."""
+        return jnp.asarray(params.source, jnp.float32)
+
+    def concentration(self, plume_state: MovieState, points: jax.Array, grid: Grid,
+                      params: MovieParams) -> jax.Array:
+        """f32[...] at points f32[..., 2]: bilinear in space, linear in time
+        (with ``interpolate``), times ``scale``; 0 outside the grid."""
+        points = jnp.asarray(points, jnp.float32)
+        _, h_m, w_m = params.frames.shape
+        i0, i1, w = self._time_blend(plume_state, params)
+        px = points[..., 0] * _ratio(w_m, grid.width)
+        py = points[..., 1] * _ratio(h_m, grid.height)
+
+        def axis(p, size):
+            lo = jnp.clip(jnp.floor(p).astype(jnp.int32), 0, max(size - 2, 0))
+            frac = jnp.clip(p - lo.astype(jnp.float32), 0.0, 1.0) if size > 1 else \
+                jnp.zeros_like(p)
+            return lo, jnp.minimum(lo + 1, size - 1), frac
+
+        x0, x1, fx = axis(px, w_m)
+        y0, y1, fy = axis(py, h_m)
+
+        def bilinear(frame):
+            bottom = (1.0 - fx) * frame[y0, x0] + fx * frame[y0, x1]
+            top = (1.0 - fx) * frame[y1, x0] + fx * frame[y1, x1]
+            return (1.0 - fy) * bottom + fy * top
+
+        a = bilinear(params.frames[i0])
+        c = a if not self.interpolate else (1.0 - w) * a + w * bilinear(params.frames[i1])
+        c = params.scale * c
+        return jnp.where(grid.contains(points), c, 0.0).astype(jnp.float32)
+
+    def wind(self, plume_state: MovieState, points: jax.Array, params: MovieParams) -> jax.Array:
+        """f32[..., 2]: the movie's constant mean wind (cells/step)."""
+        velocity = params.wind_speed * jnp.stack(
+            [jnp.cos(params.wind_direction), jnp.sin(params.wind_direction)])
+        return broadcast_wind(velocity, points)
+
+    def field(self, plume_state: MovieState, grid: Grid, params: MovieParams) -> jax.Array:
+        """f32[H, W], the movie at every cell centre (``field[y, x]``)."""
+        return self.concentration(plume_state, cell_centres(grid), grid, params)
+
+    def get_metadata(self) -> dict[str, Any]:
+        """JSON: type, static settings and the file played."""
+        meta = super().get_metadata()
+        meta["parameters"]["frame_range"] = None if self.frame_range is None else \
+            list(self.frame_range)
+        meta["file"] = str(self.file)
+        return meta
+
+
+def _ratio(target: int, source: int) -> float:
+    """``(target - 1) / (source - 1)``: grid/pixel spacing ratio (0 for a single row)."""
+    return 0.0 if source <= 1 else (target - 1) / (source - 1)
+
+
+def _file_wind(meta: Mapping[str, Any], plume: MoviePlume, cells_per_pixel: tuple[float, float],
+               dt: float) -> tuple[float, float]:
+    """The metadata's ``wind_velocity`` (pixels/s) in cells per step (0 if absent)."""
+    if "wind_velocity" not in meta:
+        return (0.0, 0.0)
+    vx, vy = (float(v) / plume.spatial_stride for v in meta["wind_velocity"])
+    if plume.flip_y:
+        vy = -vy
+    return (vx * cells_per_pixel[0] * dt, vy * cells_per_pixel[1] * dt)

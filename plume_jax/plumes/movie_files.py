@@ -1,0 +1,241 @@
+"""Reading and writing plume movies: ``(T, H, W)`` arrays of concentration.
+
+Formats, chosen by the file name:
+
+==================  ==========================================================
+suffix              storage
+==================  ==========================================================
+``.npz``            NumPy archive: the frames under ``dataset`` (default
+                    ``"frames"``, or the only array), metadata as a JSON
+                    string under ``"metadata"``
+``.npy``            one NumPy array, no metadata
+``.h5``, ``.hdf5``  HDF5 dataset ``dataset`` (optional extra: ``h5py``);
+                    metadata from the file's and the dataset's attributes
+``.zarr``           a zarr array, or array ``dataset`` of a zarr group
+                    (optional extra: ``zarr``); metadata from attributes
+==================  ==========================================================
+
+Metadata keys that :class:`plume_jax.plumes.movie.MoviePlume` reads when the
+corresponding setting is not given: ``fps`` (frames per second),
+``source`` (``[x, y]`` in pixels of the stored array: x = column, y = row)
+and ``wind_velocity`` (``[vx, vy]``, pixels per second, same axes).
+
+``layout`` names the stored axes (``"tyx"`` = frames, rows, columns;
+``"yxt"`` for arrays saved frame-last, as MATLAB exports often are), and
+``frame_range`` / ``spatial_stride`` select a part of the movie; for HDF5
+and zarr only that part is read from disk.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import pathlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from plume_jax.errors import ValidationError
+
+#: The valid ``layout`` strings: each a permutation of "t", "y", "x".
+LAYOUTS = ("tyx", "txy", "ytx", "yxt", "xty", "xyt")
+SUFFIXES = (".npz", ".npy", ".h5", ".hdf5", ".zarr")
+#: The movie bundled with plume_jax (made by ``scripts/make_filament_movie.py``).
+BUNDLED_MOVIE = pathlib.Path(__file__).resolve().parent.parent / "data" / "filament_movie.npz"
+
+
+def _suffix(path: pathlib.Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise ValidationError.for_parameter(
+            "path", str(path), f"a movie file ending in one of {list(SUFFIXES)}")
+    return suffix
+
+
+def _plain(value: Any) -> Any:
+    """Attribute values as plain JSON-able Python."""
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _selection(layout: str, frame_range: Sequence[int] | None, stride: int) -> tuple:
+    t = slice(None) if frame_range is None else slice(int(frame_range[0]), int(frame_range[1]))
+    space = slice(None, None, stride)
+    return tuple(t if axis == "t" else space for axis in layout)
+
+
+def _open_zarr(path: pathlib.Path, dataset: str | None):
+    try:
+        import zarr
+    except ImportError:
+        raise ValidationError.for_parameter(
+            "path", str(path), "a movie format whose reader is installed: .zarr needs the "
+            "optional 'zarr' package (pip install 'plume-jax[movies]')") from None
+    node = zarr.open(str(path), mode="r")
+    attrs = dict(node.attrs)
+    if hasattr(node, "shape") and hasattr(node, "dtype"):
+        return node, attrs
+    names = sorted(dict(node.arrays()) if hasattr(node, "arrays") else node.array_keys())
+    key = dataset if dataset is not None else (names[0] if len(names) == 1 else None)
+    if key is None or key not in names:
+        raise ValidationError.for_parameter(
+            "dataset", dataset, f"the name of an array in {path}: one of {names}")
+    array = node[key]
+    return array, {**attrs, **dict(array.attrs)}
+
+
+def _read(path: pathlib.Path, dataset: str | None, layout: str,
+          frame_range: tuple | None, stride: int) -> tuple[np.ndarray, dict]:
+    suffix = _suffix(path)
+    if not path.exists():
+        raise ValidationError.for_parameter("path", str(path), "an existing movie file")
+    select = _selection(layout, frame_range, stride)
+    if suffix == ".npy":
+        return np.load(path, mmap_mode="r")[select], {}
+    if suffix == ".npz":
+        with np.load(path, allow_pickle=False) as archive:
+            names = [n for n in archive.files if n != "metadata"]
+            key = dataset if dataset is not None else (
+                "frames" if "frames" in names else (names[0] if len(names) == 1 else None))
+            if key is None or key not in names:
+                raise ValidationError.for_parameter(
+                    "dataset", dataset, f"the name of an array in {path}: one of {names}")
+            meta = json.loads(str(archive["metadata"])) if "metadata" in archive.files else {}
+            return archive[key][select], meta
+    if suffix in (".h5", ".hdf5"):
+        try:
+            import h5py
+        except ImportError:
+            raise ValidationError.for_parameter(
+                "path", str(path), "a movie format whose reader is installed: HDF5 needs the "
+                "optional 'h5py' package (pip install 'plume-jax[movies]')") from None
+        with h5py.File(path, "r") as f:
+            names = sorted(k for k in f.keys() if isinstance(f[k], h5py.Dataset))
+            key = dataset if dataset is not None else (
+                "frames" if "frames" in names else (names[0] if len(names) == 1 else None))
+            if key is None or key not in f or not isinstance(f[key], h5py.Dataset):
+                raise ValidationError.for_parameter(
+                    "dataset", dataset, f"the name of a dataset in {path}: one of {names}")
+            meta = {**_plain(dict(f.attrs)), **_plain(dict(f[key].attrs))}
+            return np.asarray(f[key][select]), meta
+    array, attrs = _open_zarr(path, dataset)
+    return np.asarray(array[select]), _plain(attrs)
+
+
+@functools.lru_cache(maxsize=8)
+def _load_cached(path: str, stamp: tuple, dataset: str | None, layout: str,
+                 frame_range: tuple | None, stride: int) -> tuple[np.ndarray, str]:
+    raw, meta = _read(pathlib.Path(path), dataset, layout, frame_range, stride)
+    if raw.ndim != 3:
+        raise ValidationError.for_parameter(
+            "path", path, f"a 3-D movie array (layout {layout!r}), not one of shape {raw.shape}")
+    if not np.issubdtype(raw.dtype, np.number) or np.issubdtype(raw.dtype, np.complexfloating):
+        raise ValidationError.for_parameter("path", path, f"real numbers, not dtype {raw.dtype}")
+    frames = np.transpose(raw, [layout.index(a) for a in "tyx"]).astype(np.float32)
+    if frames.shape[0] < 1 or frames.shape[1] < 1 or frames.shape[2] < 1:
+        raise ValidationError.for_parameter("path", path, f"a non-empty movie, not {frames.shape}")
+    if not np.all(np.isfinite(frames)):
+        raise ValidationError.for_parameter("path", path, "finite values (the movie has nan/inf)")
+    frames = np.ascontiguousarray(frames)
+    frames.setflags(write=False)
+    return frames, json.dumps(meta)
+
+
+def load_movie(path: str | os.PathLike, dataset: str | None = None, *, layout: str = "tyx",
+               frame_range: Sequence[int] | None = None,
+               spatial_stride: int = 1) -> tuple[np.ndarray, dict[str, Any]]:
+    """Read a movie file.
+
+    Args:
+        path: a ``.npz``, ``.npy``, ``.h5``/``.hdf5`` or ``.zarr`` file.
+        dataset: the array's name in the file (default: ``"frames"`` or the
+            only array).
+        layout: the stored axes order, one of :data:`LAYOUTS`.
+        frame_range: ``(start, stop)``: keep frames ``start .. stop-1``.
+        spatial_stride: keep every ``spatial_stride``-th row and column.
+
+    Returns:
+        ``(frames, metadata)``: read-only float32 ``(T, H, W)`` frames indexed
+        ``[t, row, column]`` and the file's metadata dict (``{}`` if none).
+        Results are cached per file version and selection.
+
+    Raises:
+        ValidationError: unknown suffix, missing file or dataset, missing
+            optional reader, wrong rank, non-finite values.
+    """
+    if layout not in LAYOUTS:
+        raise ValidationError.for_parameter("layout", layout, f"one of {list(LAYOUTS)}")
+    path = pathlib.Path(path).expanduser().resolve()
+    _suffix(path)
+    if not path.exists():
+        raise ValidationError.for_parameter("path", str(path), "an existing movie file")
+    st = path.stat()
+    frame_range = None if frame_range is None else (int(frame_range[0]), int(frame_range[1]))
+    frames, meta = _load_cached(str(path), (st.st_mtime_ns, st.st_size), dataset, layout,
+                                frame_range, int(spatial_stride))
+    return frames, json.loads(meta)
+
+
+def save_movie(path: str | os.PathLike, frames: Any, *, dataset: str = "frames",
+               dtype: Any = None, **metadata: Any) -> pathlib.Path:
+    """Write ``(T, H, W)`` frames (``[t, row, column]``) and metadata.
+
+    Args:
+        path: target file; the suffix picks the format (see the module).
+        frames: array-like of shape ``(T, H, W)``.
+        dataset: the array's name in ``.npz`` / HDF5 / zarr-group files.
+        dtype: storage dtype (default: the array's own, e.g. ``float16`` to
+            halve the size).
+        **metadata: JSON-serialisable values (``fps``, ``source``,
+            ``wind_velocity``, anything else); ``.npy`` cannot store them.
+
+    Returns:
+        The path written.
+    """
+    path = pathlib.Path(path)
+    suffix = _suffix(path)
+    array = np.asarray(frames)
+    if array.ndim != 3:
+        raise ValidationError.for_parameter("frames", array.shape, "an array of shape (T, H, W)")
+    if dtype is not None:
+        array = array.astype(dtype)
+    meta = _plain(metadata)
+    json.dumps(meta)  # fail early on values no format could store
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if suffix == ".npy":
+        if meta:
+            raise ValidationError.for_parameter(
+                "metadata", sorted(meta), "no metadata for .npy files (use .npz)")
+        np.save(path, array)
+    elif suffix == ".npz":
+        np.savez_compressed(path, **{dataset: array, "metadata": np.asarray(json.dumps(meta))})
+    elif suffix in (".h5", ".hdf5"):
+        import h5py
+
+        with h5py.File(path, "w") as f:
+            ds = f.create_dataset(dataset, data=array, compression="gzip")
+            for key, value in meta.items():
+                ds.attrs[key] = value
+    else:
+        import zarr
+
+        root = zarr.open_group(str(path), mode="w")
+        root.attrs.update(meta)
+        kwargs = {"shape": array.shape, "dtype": array.dtype}
+        if hasattr(root, "create_array"):
+            out = root.create_array(dataset, **kwargs)
+        else:
+            out = root.create_dataset(dataset, **kwargs)
+        out[...] = array
+    return path

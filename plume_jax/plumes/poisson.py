@@ -1,0 +1,278 @@
+"""The Poisson detection model of the infotaxis literature.
+
+Odour arrives at the agent as discrete *hits*: in each step the number of
+hits is Poisson with mean ``μ(p)``, the mean encounter rate that the
+steady 2-D advection-diffusion equation gives at ``p`` for a source that
+emits particles of finite lifetime (Vergassola, Villermaux & Shraiman,
+Nature 2007; the ``otto`` package of Loisy & Eloy 2022; Loisy & Heinonen
+2023). Lengths are in grid cells (``dx = 1``), times in steps.
+
+- ``model="isotropic"`` (no mean wind)::
+
+      μ(d) = R·dt / ln(2 λ/dx) · K0(d / (λ/dx))
+
+  with ``d`` the distance to the source, ``λ/dx = lambda_over_dx`` the
+  dispersion length in cells and ``R·dt = r_dt`` the emission scale.
+- ``model="windy"`` (mean wind ``V̄`` toward ``wind_direction``; the
+  searcher moves in a plane through the source of a 3-D flow)::
+
+      μ = R̄ / d · exp(V̄ Δx / 2 - d / λ̄),   λ̄ = sqrt(τ̄ / (1 + V̄² τ̄ / 4))
+
+  with ``Δx`` the downwind displacement of ``p`` from the source (positive
+  downwind), ``τ̄ = tau`` the particle lifetime and ``R̄ = r_bar`` (the
+  diffusivity is the unit, ``D̄ = 1``).
+
+``K0`` is :func:`plume_jax.plumes.special.k0`. Both laws diverge at the
+source; ``d`` is floored at ``MIN_DISTANCE`` = 0.5 cells, which only touches
+points inside the source cell (whose visit ends the episode). The plume's
+``concentration`` is ``μ`` itself (mean hits per step, unbounded above),
+zero outside the grid: a hits sensor (``sensor type "hits"``) draws the
+Poisson counts and caps them into ``h_max`` classes.
+
+The source may be drawn per episode (``source_mode``), so it lives in the
+plume state:
+
+- ``"fixed"``: always ``source``;
+- ``"uniform"``: a uniformly random cell;
+- ``"otto"``: the initialisation protocol of ``otto``: the agent starts at
+  ``observer`` (use a ``fixed`` start there), its first observation is a
+  non-zero hit (use the hits sensor's ``nonzero_first``), and the source is
+  drawn from the posterior that observation implies under a uniform prior
+  over the other cells. Drawing the source with probability proportional
+  to ``P(h >= 1 | source) = 1 - exp(-μ(observer - source))`` and the first
+  hit from ``P(h | source, h >= 1)`` (the sensor's job) gives exactly the
+  joint law of otto's protocol (first hit from its marginal given
+  ``h >= 1``, then the source from ``P(source | h)``).
+
+``init`` computes the posterior's cumulative table over the cells once
+(``O(H · W)``) and keeps it in the state; ``reinit`` (auto-reset) draws a
+new source from that table by binary search (``O(log(H · W))``) and leaves
+the table untouched, so the per-step reset branch does no grid-sized work.
+The table belongs to the params given to ``init``: after changing
+``lambda_over_dx``, ``r_dt``, ``tau``, ``r_bar``, ``wind_speed`` or
+``wind_direction``, call ``reset`` again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from plume_jax.errors import ValidationError
+from plume_jax.plumes.gaussian import cell_centres
+from plume_jax.plumes.special import k0
+from plume_jax.plumes.wind import broadcast_wind
+from plume_jax.settings import Configurable, Setting, choice, grid_position, real
+from plume_jax.types import Grid
+
+#: Distances are floored at this many cells (the laws diverge at the source).
+MIN_DISTANCE = 0.5
+
+
+@chex.dataclass(frozen=True)
+class PoissonPlumeParams:
+    """Attributes (f32):
+        source: f32[2], the source for ``source_mode="fixed"`` (the grid
+            centre, unused, in the other modes).
+        observer: f32[2], the cell of the first (non-zero) hit for
+            ``source_mode="otto"``.
+        lambda_over_dx: isotropic dispersion length ``λ/dx``, cells.
+        r_dt: isotropic emission scale ``R·dt``.
+        wind_speed: windy mean wind ``V̄``, cells per step.
+        wind_direction: windy: where the mean wind blows toward, radians.
+        tau: windy particle lifetime ``τ̄``, steps.
+        r_bar: windy emission scale ``R̄``.
+    """
+
+    source: jax.Array
+    observer: jax.Array
+    lambda_over_dx: jax.Array
+    r_dt: jax.Array
+    wind_speed: jax.Array
+    wind_direction: jax.Array
+    tau: jax.Array
+    r_bar: jax.Array
+
+
+@chex.dataclass(frozen=True)
+class PoissonPlumeState:
+    """Attributes:
+        source: f32[2], this episode's source cell.
+        table: f32[H*W] (``source_mode="otto"``; shape ``(0,)`` otherwise):
+            the cumulative, unnormalised posterior over the cells in
+            row-major ``(y, x)`` order.
+    """
+
+    source: jax.Array
+    table: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class PoissonPlume(Configurable):
+    """Poisson hit-rate plume of the infotaxis literature (isotropic or
+    windy; see the module docstring for the laws and the source modes).
+
+    ``concentration`` is the mean number of hits per step ``μ`` (zero
+    outside the grid); ``wind`` is the mean wind ``V̄`` toward
+    ``wind_direction`` for ``model="windy"`` and calm for ``"isotropic"``.
+    The plume does not change within an episode.
+    """
+
+    model: str = "isotropic"
+    source_mode: str = "uniform"
+    #: ``(width, height)`` of the grid, set by ``build`` (the source draws need it).
+    domain: tuple = ()
+
+    type_name = "poisson"
+    SETTINGS = {
+        "model": Setting("isotropic", choice(("isotropic", "windy")), static=True,
+                         doc="hit-rate law: isotropic (K0) or windy (3-D, mean wind)"),
+        "source_mode": Setting("uniform", choice(("fixed", "uniform", "otto")), static=True,
+                               doc="fixed source, uniform random cell, or otto's posterior "
+                                   "after a first hit at the observer"),
+        "source": Setting(None, grid_position(none_means_centre=True),
+                          doc="(x, y) of the source for source_mode='fixed', cells"),
+        "observer": Setting(None, grid_position(none_means_centre=True),
+                            doc="cell of the first non-zero hit for source_mode='otto' "
+                                "(the agent's start)"),
+        "lambda_over_dx": Setting(1.0, real(low=0.0, low_inclusive=False),
+                                  doc="isotropic dispersion length lambda/dx, cells"),
+        "r_dt": Setting(1.0, real(low=0.0), doc="isotropic emission scale R*dt"),
+        "wind_speed": Setting(2.0, real(low=0.0), doc="windy mean wind V, cells per step"),
+        "wind_direction": Setting(0.0, real(),
+                                  doc="windy: direction the mean wind blows toward, radians"),
+        "tau": Setting(150.0, real(low=0.0, low_inclusive=False),
+                       doc="windy particle lifetime tau, steps"),
+        "r_bar": Setting(2.5, real(low=0.0), doc="windy emission scale R"),
+    }
+    Params = PoissonPlumeParams
+
+    @classmethod
+    def build(cls, values, grid, prefix):
+        """Validate; ``source`` is only accepted with ``source_mode="fixed"``
+        (in the other modes it resolves to None: the source is drawn)."""
+        mode = values.get("source_mode", cls.SETTINGS["source_mode"].default)
+        if mode != "fixed" and values.get("source") is not None:
+            raise ValidationError.for_parameter(
+                f"{prefix}.source", values["source"],
+                f"None (no fixed source) with source_mode={mode!r}: the source is drawn per "
+                "episode; set source_mode='fixed' to fix it")
+        component, params, resolved = super().build(values, grid, prefix)
+        if resolved["source_mode"] != "fixed":
+            resolved = {**resolved, "source": None}
+        if resolved["source_mode"] != "otto":
+            resolved = {**resolved, "observer": None}
+        component = dataclasses.replace(component, domain=(grid.width, grid.height))
+        return component, params, resolved
+
+    def get_metadata(self) -> dict[str, Any]:
+        """JSON: type and static settings (the domain is the env's grid)."""
+        meta = super().get_metadata()
+        meta["parameters"].pop("domain", None)
+        return meta
+
+    # -- the law ---------------------------------------------------------------
+    def windy_length(self, params: PoissonPlumeParams) -> jax.Array:
+        """f32[], ``λ̄ = sqrt(τ̄ / (1 + V̄² τ̄ / 4))``, cells."""
+        return jnp.sqrt(params.tau / (1.0 + jnp.square(params.wind_speed) * params.tau / 4.0))
+
+    def hit_rate(self, displacement: jax.Array, params: PoissonPlumeParams) -> jax.Array:
+        """f32[...], ``μ`` at displacements ``point - source`` f32[..., 2]
+        (no grid masking)."""
+        displacement = jnp.asarray(displacement, jnp.float32)
+        d = jnp.maximum(jnp.linalg.norm(displacement, axis=-1), MIN_DISTANCE)
+        if self.model == "isotropic":
+            lam = params.lambda_over_dx
+            mu = params.r_dt / jnp.log(2.0 * lam) * k0(d / lam)
+        else:
+            theta = params.wind_direction
+            downwind = displacement[..., 0] * jnp.cos(theta) + displacement[..., 1] * jnp.sin(theta)
+            mu = params.r_bar / d * jnp.exp(params.wind_speed * downwind / 2.0
+                                            - d / self.windy_length(params))
+        return jnp.maximum(mu, 0.0).astype(jnp.float32)
+
+    # -- state -------------------------------------------------------------------
+    def _grid(self) -> Grid:
+        if not self.domain:
+            raise ValidationError.for_parameter(
+                "plume.domain", self.domain,
+                "a (width, height) pair: build the plume with PoissonPlume.build(values, grid, "
+                "prefix) so it knows its grid")
+        return Grid(width=self.domain[0], height=self.domain[1])
+
+    def posterior_table(self, params: PoissonPlumeParams) -> jax.Array:
+        """f32[H*W]: cumulative weights ``1 - exp(-μ(observer - cell))`` over
+        the cells in row-major ``(y, x)`` order, zero weight at the
+        observer's own cell."""
+        grid = self._grid()
+        cells = cell_centres(grid).reshape(-1, 2)
+        observer = jnp.round(jnp.asarray(params.observer, jnp.float32))
+        weights = -jnp.expm1(-self.hit_rate(observer - cells, params))
+        weights = jnp.where(jnp.all(cells == observer, axis=-1), 0.0, weights)
+        return jnp.cumsum(weights).astype(jnp.float32)
+
+    def _draw_source(self, key: jax.Array, table: jax.Array, params: PoissonPlumeParams
+                     ) -> jax.Array:
+        grid = self._grid()
+        if self.source_mode == "fixed":
+            return jnp.asarray(params.source, jnp.float32)
+        if self.source_mode == "uniform":
+            index = jax.random.randint(key, (), 0, grid.width * grid.height)
+        else:
+            u = jax.random.uniform(key, (), jnp.float32) * table[-1]
+            index = jnp.searchsorted(table, u, side="right")
+            index = jnp.minimum(index, table.shape[0] - 1)
+        return jnp.stack([index % grid.width, index // grid.width]).astype(jnp.float32)
+
+    def init(self, key: jax.Array, params: PoissonPlumeParams) -> PoissonPlumeState:
+        """This episode's source (and, for ``"otto"``, the posterior table)."""
+        if self.source_mode == "otto":
+            table = self.posterior_table(params)
+        else:
+            table = jnp.zeros((0,), jnp.float32)
+        return PoissonPlumeState(source=self._draw_source(key, table, params), table=table)
+
+    def reinit(self, key: jax.Array, plume_state: PoissonPlumeState,
+               params: PoissonPlumeParams) -> PoissonPlumeState:
+        """A new source for the next episode from the stored table: no
+        grid-sized work."""
+        return plume_state.replace(source=self._draw_source(key, plume_state.table, params))
+
+    def advance(self, key: jax.Array, plume_state: PoissonPlumeState,
+                params: PoissonPlumeParams) -> PoissonPlumeState:
+        """The law does not change within an episode."""
+        return plume_state
+
+    # -- readings ------------------------------------------------------------------
+    def source_location(self, plume_state: PoissonPlumeState, params: PoissonPlumeParams
+                        ) -> jax.Array:
+        """f32[2], this episode's source cell."""
+        return plume_state.source
+
+    def concentration(self, plume_state: PoissonPlumeState, points: jax.Array, grid: Grid,
+                      params: PoissonPlumeParams) -> jax.Array:
+        """f32[...], the mean hits per step ``μ`` at points f32[..., 2]; 0
+        outside the grid."""
+        points = jnp.asarray(points, jnp.float32)
+        mu = self.hit_rate(points - plume_state.source, params)
+        return jnp.where(grid.contains(points), mu, 0.0).astype(jnp.float32)
+
+    def wind(self, plume_state: PoissonPlumeState, points: jax.Array,
+             params: PoissonPlumeParams) -> jax.Array:
+        """f32[..., 2]: ``V̄`` toward ``wind_direction`` (windy), calm (isotropic)."""
+        if self.model == "isotropic":
+            velocity = jnp.zeros((2,), jnp.float32)
+        else:
+            velocity = params.wind_speed * jnp.stack(
+                [jnp.cos(params.wind_direction), jnp.sin(params.wind_direction)])
+        return broadcast_wind(velocity, points)
+
+    def field(self, plume_state: PoissonPlumeState, grid: Grid, params: PoissonPlumeParams
+              ) -> jax.Array:
+        """f32[H, W], ``μ`` at every cell (``field[y, x]``)."""
+        return self.concentration(plume_state, cell_centres(grid), grid, params)
+
