@@ -15,13 +15,14 @@ file pins the environment exactly even if a preset's defaults change later;
 ``make_from_config`` validates it like ``make`` does (unknown names, bad
 values and incompatible components raise ``ValidationError`` naming the
 field). ``configs/presets/<id>.yaml`` holds one file per preset, written by
-:func:`write_preset_configs` (``python -m plume_jax.config``).
+:func:`write_preset_configs` (run
+``python -c "import plume_jax.config as c; c.write_preset_configs()"`` after
+changing a preset).
 """
 
 from __future__ import annotations
 
 import pathlib
-import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -66,10 +67,23 @@ def config_dict(env: Any, description: str | None = None) -> dict[str, Any]:
     return _plain(ordered)
 
 
+class _Dumper(yaml.SafeDumper):
+    """Block style for mappings, flow style for lists of scalars
+    (``grid_size: [128, 128]``)."""
+
+
+def _represent_list(dumper: yaml.SafeDumper, data: list) -> yaml.Node:
+    flow = all(not isinstance(v, (list, tuple, dict)) for v in data)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
+
+
+_Dumper.add_representer(list, _represent_list)
+
+
 def config_text(env: Any, description: str | None = None) -> str:
     """The YAML text ``save_config`` writes."""
-    return _HEADER + yaml.safe_dump(config_dict(env, description), sort_keys=False,
-                                    default_flow_style=None, width=100)
+    return _HEADER + yaml.dump(config_dict(env, description), Dumper=_Dumper, sort_keys=False,
+                               default_flow_style=False, width=100)
 
 
 def save_config(env: Any, path: str | pathlib.Path, description: str | None = None) -> pathlib.Path:
@@ -144,8 +158,3 @@ def write_preset_configs(directory: str | pathlib.Path | None = None) -> list[pa
         paths.append(save_config(env, directory / f"{preset_id}.yaml",
                                  description=preset.get("description")))
     return paths
-
-
-if __name__ == "__main__":  # python -m plume_jax.config [directory]
-    for written in write_preset_configs(sys.argv[1] if len(sys.argv) > 1 else None):
-        print(written)
