@@ -38,7 +38,8 @@ _HEADER = ("# plume_jax environment config: load with plume_jax.make_from_config
            "# Every setting is spelled out; see the README section \"Components and presets\".\n")
 
 #: Order of the top-level keys in written files.
-_KEY_ORDER = ("id", "description", "grid_size", "goal_radius", "max_steps",
+_KEY_ORDER = ("id", "description", "grid_size", "goal_radius", "max_steps", "num_agents",
+              "done_mode", "collisions", "observe_others",
               "plume", "sensor", "actions", "reward", "start")
 
 

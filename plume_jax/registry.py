@@ -26,10 +26,11 @@ import jax.numpy as jnp
 from plume_jax.actions import ACTIONS
 from plume_jax.env import PlumeEnv
 from plume_jax.errors import ValidationError
+from plume_jax.multi_agent import DONE_MODES, MultiAgentPlumeEnv
 from plume_jax.plumes import PLUMES
 from plume_jax.rewards import REWARDS
 from plume_jax.sensors import SENSORS
-from plume_jax.settings import integer, real
+from plume_jax.settings import boolean, choice, integer, real
 from plume_jax.starts import STARTS
 from plume_jax.types import EnvParams, Grid
 
@@ -44,6 +45,12 @@ COMPONENTS: dict[str, dict[str, type]] = {
 
 #: Settings that belong to the env itself rather than to a component.
 ENV_SETTINGS = ("grid_size", "goal_radius", "max_steps")
+
+#: Optional env settings of many agents in one plume, with their defaults. With
+#: ``num_agents > 1`` ``build_env`` returns a ``MultiAgentPlumeEnv``; with 1 it
+#: returns the single-agent ``PlumeEnv`` (the same per-agent code path).
+MULTI_AGENT_SETTINGS = {"num_agents": 1, "done_mode": "all", "collisions": False,
+                        "observe_others": False}
 
 PRESETS: dict[str, dict[str, Any]] = {
     "PlumeNav-Gaussian-v0": {
@@ -216,6 +223,26 @@ PRESETS.update({
     },
 })
 
+PRESETS["PlumeNav-Swarm-v0"] = {
+    **copy.deepcopy(PRESETS["PlumeNav-Filament-v0"]),
+    "description": "Eight agents searching the turbulent filament plume of PlumeNav-Filament-v0 "
+                   "together (same plume, sensor, actions, reward and downwind start "
+                   "distribution); no two agents in one cell (collisions resolved in agent "
+                   "order); the episode ends when the first agent reaches the source "
+                   "(done_mode any), so its length is the team's time to first arrival.",
+    "num_agents": 8,
+    "done_mode": "any",
+    "collisions": True,
+    "observe_others": False,
+}
+
+
+def is_multi_agent(preset_id: str) -> bool:
+    """Whether a preset has several agents (a ``MultiAgentPlumeEnv``; its
+    Python-side adapter is PettingZoo's, not Gymnasium's single-agent API)."""
+    return int(PRESETS[preset_id].get("num_agents", 1)) > 1
+
+
 def list_presets() -> dict[str, str]:
     """``preset id -> one-line description``."""
     return {pid: spec.get("description", "") for pid, spec in PRESETS.items()}
@@ -260,7 +287,7 @@ def merge_overrides(spec: Mapping[str, Any], overrides: Mapping[str, Any]) -> di
     out = copy.deepcopy(dict(spec))
     flat = {}
     for name, value in overrides.items():
-        if name in ENV_SETTINGS or name == "description":
+        if name in ENV_SETTINGS or name in MULTI_AGENT_SETTINGS or name == "description":
             out[name] = value
         elif name in COMPONENTS:
             out[name] = _component_spec(name, out.get(name, {}), value)
@@ -270,7 +297,7 @@ def merge_overrides(spec: Mapping[str, Any], overrides: Mapping[str, Any]) -> di
         owners = [slot for slot in COMPONENTS
                   if name in COMPONENTS[slot][out[slot]["type"]].SETTINGS]
         if len(owners) != 1:
-            allowed = sorted(set(ENV_SETTINGS) | set(COMPONENTS) | {
+            allowed = sorted(set(ENV_SETTINGS) | set(MULTI_AGENT_SETTINGS) | set(COMPONENTS) | {
                 p for slot in COMPONENTS for p in COMPONENTS[slot][out[slot]["type"]].SETTINGS})
             reason = "a setting of this env" if not owners else \
                 f"an unambiguous name (it belongs to {owners}; pass {owners[0]}={{...}})"
@@ -281,17 +308,18 @@ def merge_overrides(spec: Mapping[str, Any], overrides: Mapping[str, Any]) -> di
 
 def build_env(spec: Mapping[str, Any]) -> tuple[PlumeEnv, EnvParams]:
     """Validate a full settings dict and build ``(env, default params)``."""
-    unknown = sorted(set(spec) - set(ENV_SETTINGS) - set(COMPONENTS) - {"description", "id"})
+    known = set(ENV_SETTINGS) | set(MULTI_AGENT_SETTINGS) | set(COMPONENTS)
+    unknown = sorted(set(spec) - known - {"description", "id"})
     if unknown:
-        raise ValidationError.for_parameter(
-            unknown[0], spec[unknown[0]],
-            f"a known setting: one of {sorted(set(ENV_SETTINGS) | set(COMPONENTS))}")
+        raise ValidationError.for_parameter(unknown[0], spec[unknown[0]],
+                                            f"a known setting: one of {sorted(known)}")
     missing = sorted((set(ENV_SETTINGS) | set(COMPONENTS)) - set(spec))
     if missing:
         raise ValidationError.for_parameter(missing[0], None, "a value (this setting is required)")
     grid = _grid_size(spec["grid_size"])
     goal_radius = real(low=0.0)("goal_radius", spec["goal_radius"], grid)
     max_steps = integer(low=1, high=2**31 - 1)("max_steps", spec["max_steps"], grid)
+    multi = _multi_agent_settings(spec, grid)
 
     built, params, resolved = {}, {}, {}
     for slot, table in COMPONENTS.items():
@@ -302,11 +330,16 @@ def build_env(spec: Mapping[str, Any]) -> tuple[PlumeEnv, EnvParams]:
         resolved[slot] = {"type": cls.type_name, **settings}
 
     _check_compatible(grid, goal_radius, resolved)
+    if multi["num_agents"] > 1 and multi["collisions"] and resolved["start"]["type"] == "fixed":
+        raise ValidationError.for_parameter(
+            "start.type", "fixed", "a random start distribution when several agents may not "
+            "share a cell (collisions=true, num_agents > 1)")
     settings = {
         **({"id": spec["id"]} if "id" in spec else {}),
         "grid_size": [grid.width, grid.height],
         "goal_radius": goal_radius,
         "max_steps": max_steps,
+        **(multi if multi["num_agents"] > 1 else {}),
         **resolved,
     }
     env_params = EnvParams(
@@ -317,7 +350,17 @@ def build_env(spec: Mapping[str, Any]) -> tuple[PlumeEnv, EnvParams]:
     )
     env = PlumeEnv(grid, built["plume"], built["sensor"], built["actions"], built["reward"],
                    built["start"], env_params, settings)
+    if multi["num_agents"] > 1:
+        env = MultiAgentPlumeEnv.from_env(env, settings=settings, **multi)
     return env, env_params
+
+
+def _multi_agent_settings(spec: Mapping[str, Any], grid: Grid) -> dict[str, Any]:
+    """Validated multi-agent settings (defaults filled)."""
+    checks = {"num_agents": integer(low=1, high=4096), "done_mode": choice(DONE_MODES),
+              "collisions": boolean(), "observe_others": boolean()}
+    return {name: checks[name](name, spec.get(name, default), grid)
+            for name, default in MULTI_AGENT_SETTINGS.items()}
 
 
 def _check_compatible(grid: Grid, goal_radius: float, resolved: Mapping[str, Any]) -> None:

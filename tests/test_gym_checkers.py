@@ -14,7 +14,7 @@ import plume_jax
 from plume_jax.errors import ValidationError
 from plume_jax.gym import PlumeGymEnv, PlumeVectorEnv, gym_id, register_presets
 
-PRESET_IDS = sorted(plume_jax.PRESETS)
+PRESET_IDS = sorted(p for p in plume_jax.PRESETS if not plume_jax.registry.is_multi_agent(p))
 
 
 def _checked(fn):

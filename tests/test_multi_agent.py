@@ -207,3 +207,43 @@ def test_bad_multi_agent_settings(base):
         MultiAgentPlumeEnv.from_env(env, num_agents=0)
     with pytest.raises(ValidationError, match="done_mode"):
         MultiAgentPlumeEnv.from_env(env, num_agents=2, done_mode="most")
+
+
+def test_make_builds_multi_agent_envs_and_one_agent_is_the_single_env():
+    env, params = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[16, 16], sigma=4.0,
+                                 num_agents=5, done_mode="any", collisions=True)
+    assert isinstance(env, MultiAgentPlumeEnv) and env.num_agents == 5
+    assert env.settings["num_agents"] == 5 and env.settings["done_mode"] == "any"
+    single, _ = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[16, 16], sigma=4.0, num_agents=1)
+    assert not isinstance(single, MultiAgentPlumeEnv) and "num_agents" not in single.settings
+
+
+@pytest.mark.parametrize("overrides, field", [
+    ({"num_agents": 0}, "num_agents"),
+    ({"num_agents": 2.5}, "num_agents"),
+    ({"num_agents": 3, "done_mode": "most"}, "done_mode"),
+    ({"num_agents": 3, "collisions": "yes"}, "collisions"),
+    ({"num_agents": 3, "collisions": True, "start": {"type": "fixed", "position": [1, 1]}},
+     "start.type"),
+])
+def test_make_validates_multi_agent_settings(overrides, field):
+    with pytest.raises(ValidationError) as excinfo:
+        plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[16, 16], sigma=4.0, **overrides)
+    assert excinfo.value.parameter == field
+
+
+def test_swarm_preset_and_its_config_round_trip():
+    from plume_jax.config import PRESET_DIR, make_from_config
+
+    env, _ = plume_jax.make("PlumeNav-Swarm-v0")
+    assert env.num_agents == 8 and env.done_mode == "any" and env.collisions
+    assert plume_jax.registry.is_multi_agent("PlumeNav-Swarm-v0")
+    again, _ = make_from_config(PRESET_DIR / "PlumeNav-Swarm-v0.yaml")
+    assert again == env
+
+
+def test_gymnasium_layer_refuses_a_multi_agent_env(base):
+    from plume_jax.gym import PlumeGymEnv
+
+    with pytest.raises(ValidationError, match="PlumeParallelEnv"):
+        PlumeGymEnv(_multi(base, 2))

@@ -95,6 +95,11 @@ class PlumeGymEnv(gymnasium.Env):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValidationError.for_parameter(
                 "render_mode", render_mode, f"None or one of {self.metadata['render_modes']}")
+        if getattr(env, "num_agents", None) is not None:
+            raise ValidationError.for_parameter(
+                "env", f"MultiAgentPlumeEnv(num_agents={env.num_agents})",
+                "a single-agent env (for several agents use "
+                "plume_jax.gym.pettingzoo_env.PlumeParallelEnv)")
         self.env = env
         self.params = env.default_params if params is None else params
         self.render_mode = render_mode

@@ -1,6 +1,6 @@
 """Gymnasium registration of every preset (imported by ``import plume_jax``).
 
-Each preset ``P`` of :data:`plume_jax.registry.PRESETS` is registered as
+Each single-agent preset ``P`` of :data:`plume_jax.registry.PRESETS` is registered as
 ``plume_jax/P``::
 
     import gymnasium, plume_jax
@@ -30,7 +30,7 @@ from typing import Any
 
 from gymnasium.envs.registration import register, registry
 
-from plume_jax.registry import PRESETS
+from plume_jax.registry import PRESETS, is_multi_agent
 
 #: Namespace of the Gymnasium ids.
 NAMESPACE = "plume_jax"
@@ -77,11 +77,13 @@ def make_vector_env(preset: str, num_envs: int = 1, *, max_episode_steps: int | 
 
 
 def register_presets() -> list[str]:
-    """Register every preset not yet registered; returns the new ids."""
+    """Register every single-agent preset not yet registered; returns the new
+    ids. Multi-agent presets (``num_agents > 1``) are not Gymnasium envs: use
+    :class:`plume_jax.gym.pettingzoo_env.PlumeParallelEnv` for them."""
     added = []
     for preset_id, spec in PRESETS.items():
         env_id = gym_id(preset_id)
-        if env_id in registry:
+        if env_id in registry or is_multi_agent(preset_id):
             continue
         register(
             id=env_id,
