@@ -23,7 +23,10 @@ success rate with a Wilson 95% interval; mean (with standard error) and
 median steps to source over successful episodes; path efficiency =
 ``max(start distance - goal_radius, 0) / path length`` averaged over
 successful episodes (1 = straight to the goal region); mean return; and
-throughput (env steps per second, excluding compile time).
+throughput (env steps per second, excluding compile time). For a
+multi-agent env the outcome is the team's: success when the episode ends at
+the goal (the first arrival with ``done_mode="any"``), and steps are the
+time to that arrival; path efficiency is not reported.
 """
 
 from __future__ import annotations
@@ -110,8 +113,13 @@ def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float,
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def summarise(result: Any, goal_radius: float) -> dict[str, Any]:
-    """Metrics from a :class:`RolloutResult` (numpy floats -> Python)."""
+def summarise(result: Any, goal_radius: float, team: bool = False) -> dict[str, Any]:
+    """Metrics from a :class:`RolloutResult` (numpy floats -> Python).
+
+    ``team``: a multi-agent env, whose success and steps are the team's (first
+    arrival for ``done_mode="any"``); path efficiency is then not reported
+    (the agent that arrives need not be the one whose path was tracked).
+    """
     success = np.asarray(result.success)
     n, k = int(success.size), int(success.sum())
     lengths = np.asarray(result.episode_length)[success].astype(float)
@@ -127,7 +135,7 @@ def summarise(result: Any, goal_radius: float) -> dict[str, Any]:
         "mean_steps": float(lengths.mean()) if k else None,
         "sem_steps": float(lengths.std(ddof=1) / math.sqrt(k)) if k > 1 else None,
         "median_steps": float(np.median(lengths)) if k else None,
-        "path_efficiency": float(efficiency.mean()) if k else None,
+        "path_efficiency": float(efficiency.mean()) if k and not team else None,
         "mean_return": float(np.asarray(result.episode_return).mean()),
     }
 
@@ -205,7 +213,9 @@ def run_scenario(scenario: Mapping[str, Any], *, agent: str | None = None,
         result = jax.block_until_ready(compiled(params, key))
     run_s = time.perf_counter() - t0
 
-    metrics = summarise(result, float(params.goal_radius))
+    metrics = summarise(result, float(params.goal_radius), team=hasattr(env, "num_agents"))
+    if hasattr(env, "num_agents"):
+        metrics["num_agents"] = env.num_agents
     metrics["env_steps_per_second"] = n * num_steps / run_s
     metrics["episodes_per_second"] = n / run_s
     return {
