@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import os
 import platform
 import statistics
@@ -33,7 +34,17 @@ def scan_program(env: Any, params: Any, num_envs: int, num_steps: int):
     """The jitted benchmark program: reset a batch, then scan ``num_steps``
     vmapped steps with uniformly random actions. Returns values that depend
     on every step so nothing is optimised away."""
-    num_actions = env.action_space(params).n
+    space = env.actions.action_space if hasattr(env, "actions") else None
+    num_agents = getattr(env, "num_agents", None)
+    shape = (num_envs,) if num_agents is None else (num_envs, num_agents)
+
+    def random_actions(key):
+        """The same draw for every discrete env, ours and gymnax's reference."""
+        if space is None or hasattr(space, "n"):
+            n = env.action_space(params).n
+            return jax.random.randint(key, shape, 0, n)
+        keys = jax.random.split(key, math.prod(shape))
+        return jax.vmap(space.sample)(keys).reshape(shape + tuple(space.shape))
 
     def run(key):
         k_reset, k_run = jax.random.split(key)
@@ -41,11 +52,11 @@ def scan_program(env: Any, params: Any, num_envs: int, num_steps: int):
 
         def body(state, k):
             k_act, k_step = jax.random.split(k)
-            actions = jax.random.randint(k_act, (num_envs,), 0, num_actions)
+            actions = random_actions(k_act)
             obs, state, reward, terminated, truncated, _ = jax.vmap(
                 env.step, in_axes=(0, 0, 0, None))(jax.random.split(k_step, num_envs), state,
                                                    actions, params)
-            return state, (reward.sum(), terminated.sum() + truncated.sum())
+            return state, (reward.sum(), (terminated | truncated).sum())
 
         state, (rewards, ends) = jax.lax.scan(body, state, jax.random.split(k_run, num_steps))
         return rewards.sum(), ends.sum(), jax.tree.leaves(state)[0]
@@ -104,12 +115,21 @@ def main(argv: list[str] | None = None) -> int:
     import plume_jax
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--presets", nargs="*", default=sorted(plume_jax.PRESETS))
+    single = sorted(p for p in plume_jax.PRESETS if not plume_jax.registry.is_multi_agent(p))
+    parser.add_argument("--presets", nargs="*", default=single)
     parser.add_argument("--batch-sizes", nargs="*", type=int, default=[1, 64, 1024, 4096])
     parser.add_argument("--steps", type=int, default=1000, help="scan length per run")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--no-reference", action="store_true", help="skip gymnax CartPole")
     parser.add_argument("--out", default="benchmarks/core_throughput.json")
+    parser.add_argument("--agents", nargs="*", type=int, default=[1, 8, 64],
+                        help="num_agents values for the multi-agent section")
+    parser.add_argument("--agent-batch-sizes", nargs="*", type=int, default=[1, 16, 256],
+                        help="env batch sizes for the multi-agent section")
+    parser.add_argument("--agent-steps", type=int, default=200,
+                        help="scan length per run in the multi-agent section")
+    parser.add_argument("--multi-agent-preset", default="PlumeNav-Swarm-v0")
+    parser.add_argument("--skip-multi-agent", action="store_true")
     args = parser.parse_args(argv)
 
     targets = [(pid, *plume_jax.make(pid)) for pid in args.presets]
@@ -125,10 +145,24 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:40s} batch {n:5d}: {row['steps_per_second']:14,.0f} steps/s "
                   f"(median of {args.repeats}), compile {row['compile_seconds']:.2f} s", flush=True)
 
+    multi_agent = []
+    if not args.skip_multi_agent:
+        for a in args.agents:
+            env, params = plume_jax.make(args.multi_agent_preset, num_agents=a)
+            for n in args.agent_batch_sizes:
+                row = {"env": args.multi_agent_preset, "num_agents": a,
+                       **measure(env, params, n, args.agent_steps, args.repeats)}
+                row["agent_steps_per_second"] = row["steps_per_second"] * a
+                multi_agent.append(row)
+                print(f"{args.multi_agent_preset} agents {a:3d} batch {n:5d}: "
+                      f"{row['agent_steps_per_second']:14,.0f} agent-steps/s, compile "
+                      f"{row['compile_seconds']:.2f} s", flush=True)
+
     payload = {"benchmark": "core_throughput", "machine": machine(),
                "settings": {"steps": args.steps, "repeats": args.repeats,
-                            "actions": "uniform random", "auto_reset": True},
-               "results": results}
+                            "actions": "uniform random", "auto_reset": True,
+                            "multi_agent_steps": args.agent_steps},
+               "results": results, "multi_agent": multi_agent}
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(payload, f, indent=2)

@@ -50,6 +50,26 @@ def render(payload: dict) -> str:
         for env, by_size in rows.items():
             if env != ref and sizes[-1] in by_size:
                 lines.append(f"- {env}: {by_size[sizes[-1]] / rows[ref][sizes[-1]]:.2f}x")
+    agents = payload.get("multi_agent") or []
+    if agents:
+        counts = sorted({r["num_agents"] for r in agents})
+        batches = sorted({r["num_envs"] for r in agents})
+        table = {(r["num_agents"], r["num_envs"]): r for r in agents}
+        lines += [
+            "",
+            f"### Many agents in one plume: `{agents[0]['env']}` with `num_agents` overridden",
+            "",
+            f"Agent-steps per second (env steps x agents), {s.get('multi_agent_steps')} steps per "
+            "run, random actions, collisions on; compile time in brackets:",
+            "",
+            "| num_agents | " + " | ".join(f"batch {b}" for b in batches) + " |",
+            "|---:|" + "---:|" * len(batches),
+        ]
+        for a in counts:
+            cells = [f"{table[a, b]['agent_steps_per_second']:,.0f} "
+                     f"({table[a, b]['compile_seconds']:.1f} s)" if (a, b) in table else ""
+                     for b in batches]
+            lines.append(f"| {a} | " + " | ".join(cells) + " |")
     lines.append(END)
     return "\n".join(lines)
 
