@@ -5,6 +5,9 @@ seeded episodes of a klinotaxis (run-and-tumble) policy on
 ``PlumeNav-Gaussian-v0`` in one jitted, vmapped rollout, then prints the
 success rate, mean steps to source and env steps per second, and writes a
 PNG of one trajectory over the plume. ``plume-jax list`` lists the presets.
+``plume-jax train --config FILE`` trains a PPO policy (``plume_jax.train``)
+and ``plume-jax sweep --config FILE`` trains a grid of configurations as one
+compiled program.
 """
 
 from __future__ import annotations
@@ -158,6 +161,46 @@ def run_evaluate(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _default_out(config: str) -> str:
+    import pathlib
+
+    return str(pathlib.Path("runs") / pathlib.Path(config).stem)
+
+
+def _run_train(args: argparse.Namespace) -> int:
+    """``plume-jax train``: see :mod:`plume_jax.train.trainer`."""
+    from plume_jax.errors import ValidationError
+    from plume_jax.train.config import load_train_config
+    from plume_jax.train.trainer import print_summary, train
+
+    config = load_train_config(args.config)
+    if args.total_steps is not None:
+        if args.total_steps < 1:
+            raise ValidationError.for_parameter("--total-steps", args.total_steps,
+                                                "an integer >= 1")
+        config = config.replace(algo={"total_steps": args.total_steps})
+    if args.seed is not None:
+        config = config.replace(run={"seed": args.seed})
+    out = args.out or _default_out(args.config)
+    result = train(config, out, progress=not args.quiet, resume=args.resume)
+    print_summary(result.summary)
+    print(f"outputs in {out}/ (metrics.jsonl, metrics.csv, learning_curve.png, checkpoint/, "
+          "policy/, summary.json)")
+    return 0
+
+
+def _run_sweep(args: argparse.Namespace) -> int:
+    """``plume-jax sweep``: see :mod:`plume_jax.train.sweep`."""
+    from plume_jax.train.sweep import load_sweep_config, print_results, run_sweep
+
+    sweep = load_sweep_config(args.config)
+    out = args.out or _default_out(args.config)
+    summary = run_sweep(sweep, out, progress=not args.quiet)
+    print_results(summary)
+    print(f"outputs in {out}/ (results.csv, results.json, metrics.jsonl, learning_curves.png)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="plume-jax", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -177,6 +220,24 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--json", action="store_true", help="print the figures as JSON")
 
     sub.add_parser("list", help="list the presets")
+
+    train = sub.add_parser("train", help="train a PPO policy from a YAML config (see configs/)")
+    train.add_argument("--config", required=True, help="training config YAML, e.g. "
+                       "configs/train_gaussian.yaml")
+    train.add_argument("--total-steps", type=int, default=None,
+                       help="env steps to train (overrides algo.total_steps)")
+    train.add_argument("--seed", type=int, default=None, help="training seed (overrides run.seed)")
+    train.add_argument("--out", default=None,
+                       help="output folder (default runs/<config name>)")
+    train.add_argument("--resume", default=None, metavar="CHECKPOINT",
+                       help="continue from a checkpoint folder (e.g. runs/x/checkpoint)")
+    train.add_argument("--quiet", action="store_true", help="no progress lines")
+
+    sweep = sub.add_parser("sweep", help="train a grid of configurations as one compiled program")
+    sweep.add_argument("--config", required=True, help="sweep YAML, e.g. "
+                       "configs/sweep_gaussian.yaml")
+    sweep.add_argument("--out", default=None, help="output folder (default runs/<config name>)")
+    sweep.add_argument("--quiet", action="store_true", help="no progress lines")
 
     ev = sub.add_parser("evaluate", help="run evaluation scenarios (agent x scenario x seeds)")
     ev.add_argument("--scenario", nargs="+", required=True,
@@ -213,6 +274,10 @@ def main(argv: list[str] | None = None) -> int:
                                args.out or None, args.scale, _parse_overrides(args.set))
             print(json.dumps(figures, indent=2)) if args.json else _print_demo(figures)
             return 0
+        if args.command == "train":
+            return _run_train(args)
+        if args.command == "sweep":
+            return _run_sweep(args)
     except ValidationError as error:
         print(f"plume-jax: error: {error}", file=sys.stderr)
         return 2

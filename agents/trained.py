@@ -1,0 +1,215 @@
+"""Agents from policies trained by ``plume-jax train`` (``plume_jax.train``).
+
+A trained policy is exported as a folder with ``policy.npz`` (network
+parameters, observation statistics) and ``policy.json`` (network settings,
+action space, observation transform, the env it was trained on). This module
+runs it without flax, in plain ``jax.numpy``, in both agent forms:
+
+- :class:`TrainedPolicy`: a functional policy (``init(key) -> carry``,
+  ``act(carry, obs, key) -> (action, carry)``) that ``jit``, ``vmap`` and
+  ``lax.scan`` accept — e.g. ``plume_jax.evaluate.rollout``;
+- :class:`TrainedAgent`: the stateful ``Agent`` (``act(obs)``, ``reset()``)
+  for a Gymnasium env such as ``plume_jax.gym.PlumeGymEnv``.
+
+Example::
+
+    from agents.trained import TrainedAgent
+    agent = TrainedAgent.load("runs/gaussian/policy")
+    obs, info = gym_env.reset(seed=0)
+    agent.reset()
+    while True:
+        obs, reward, terminated, truncated, info = gym_env.step(agent.act(obs))
+        if terminated or truncated:
+            break
+
+The carry holds the GRU state (recurrent networks), the previous action
+and observation (networks fed their previous action or the change of the
+observation) and whether the next observation is the first of an episode. Greedy by default: argmax of the logits, or the
+Gaussian mean; ``greedy=False`` samples from the policy.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from agents.base import StatefulAgent
+
+POLICY_FORMAT = "plume_jax.trained_policy/1"
+
+
+@chex.dataclass(frozen=True)
+class TrainedCarry:
+    """Attributes:
+        hidden: f32[H], recurrent state (H = 1 and unused for an MLP).
+        prev_action: i32[] or f32[A], the last action (normalised for Box).
+        prev_obs: f32[D], the last transformed observation (for ``obs_delta``).
+        start: bool[], the next observation is the first of an episode.
+    """
+
+    hidden: jax.Array
+    prev_action: jax.Array
+    prev_obs: jax.Array
+    start: jax.Array
+
+
+def _dense(p: dict, name: str, x: jax.Array) -> jax.Array:
+    return x @ p[f"{name}/kernel"] + p[f"{name}/bias"]
+
+
+def _gru(p: dict, h: jax.Array, x: jax.Array) -> jax.Array:
+    """The GRU cell of ``flax.linen.GRUCell`` (same parameter names)."""
+    c = "gru/cell"
+    r = jax.nn.sigmoid(_dense(p, f"{c}/ir", x) + h @ p[f"{c}/hr/kernel"])
+    z = jax.nn.sigmoid(_dense(p, f"{c}/iz", x) + h @ p[f"{c}/hz/kernel"])
+    n = jnp.tanh(_dense(p, f"{c}/in", x) + r * _dense(p, f"{c}/hn", h))
+    return (1.0 - z) * n + z * h
+
+
+def check_spec(spec: dict[str, Any]) -> None:
+    if not isinstance(spec, dict) or spec.get("format") != POLICY_FORMAT:
+        raise ValueError(f"not a {POLICY_FORMAT} policy spec: {spec!r:.200}")
+
+
+def preprocess(spec: dict[str, Any], params: dict, carry: TrainedCarry, obs: jax.Array
+               ) -> tuple[jax.Array, jax.Array]:
+    """``(features, transformed obs)`` of one observation: flattened,
+    transformed (``log``), with its change since the previous step
+    (``obs_delta``; zero at an episode's start), normalised."""
+    net = spec["network"]
+    tobs = jnp.reshape(jnp.asarray(obs, jnp.float32), (-1,))
+    if net["obs_transform"] == "log":
+        tobs = jnp.log(jnp.maximum(tobs, 0.0) + net["log_eps"])
+    x = tobs
+    if net.get("obs_delta", False):
+        x = jnp.concatenate([tobs, jnp.where(carry.start, 0.0, tobs - carry.prev_obs)])
+    if spec["normalize_obs"]:
+        x = jnp.clip((x - params["obs_mean"]) / jnp.sqrt(params["obs_var"] + 1e-8), -10.0, 10.0)
+    return x, tobs
+
+
+def forward(spec: dict[str, Any], params: dict, carry: TrainedCarry, obs: jax.Array):
+    """``(hidden', (logits_or_mean, log_std | None), value, transformed obs)``
+    for one observation."""
+    net = spec["network"]
+    act = {"tanh": jnp.tanh, "relu": jax.nn.relu}[net["activation"]]
+    x, tobs = preprocess(spec, params, carry, obs)
+    if net["prev_action"]:
+        if spec["discrete"]:
+            pa = jax.nn.one_hot(carry.prev_action, spec["action_dim"], dtype=jnp.float32)
+        else:
+            pa = jnp.clip(carry.prev_action, -1.0, 1.0)
+        x = jnp.concatenate([x, jnp.where(carry.start, 0.0, pa)])
+    hidden = carry.hidden
+    if net["type"] == "gru":
+        emb = act(_dense(params, "embed", x))
+        hidden = _gru(params, jnp.where(carry.start, 0.0, hidden), emb)
+        feats, heads = hidden, net["hidden_sizes"][1:]
+    else:
+        feats, heads = x, net["hidden_sizes"]
+    a, c = feats, feats
+    for i in range(len(heads)):
+        a = act(_dense(params, f"actor_{i}", a))
+        c = act(_dense(params, f"critic_{i}", c))
+    out = _dense(params, "actor_out", a)
+    value = _dense(params, "critic_out", c)[0]
+    log_std = None if spec["discrete"] else params["log_std"]
+    return hidden, (out, log_std), value, tobs
+
+
+def initial_carry(spec: dict[str, Any]) -> TrainedCarry:
+    net = spec["network"]
+    size = net["gru_size"] if net["type"] == "gru" else 1
+    prev = (jnp.zeros((), jnp.int32) if spec["discrete"]
+            else jnp.zeros(spec["action_dim"], jnp.float32))
+    return TrainedCarry(hidden=jnp.zeros(size, jnp.float32), prev_action=prev,
+                        prev_obs=jnp.zeros(spec["obs_dim"], jnp.float32),
+                        start=jnp.asarray(True))
+
+
+def policy_step(spec: dict[str, Any], params: dict, carry: TrainedCarry, obs: jax.Array,
+                key: jax.Array, greedy: bool = True) -> tuple[jax.Array, TrainedCarry]:
+    """Pure ``(env action, carry')``; ``params`` may be traced (e.g. vmapped
+    over the members of a sweep)."""
+    hidden, (out, log_std), _, tobs = forward(spec, params, carry, obs)
+    if spec["discrete"]:
+        action = (jnp.argmax(out) if greedy
+                  else jax.random.categorical(key, out)).astype(jnp.int32)
+        env_action = action
+    else:
+        action = out if greedy else out + jnp.exp(log_std) * jax.random.normal(key, out.shape)
+        low = jnp.asarray(spec["action_low"], jnp.float32)
+        high = jnp.asarray(spec["action_high"], jnp.float32)
+        env_action = low + 0.5 * (jnp.clip(action, -1.0, 1.0) + 1.0) * (high - low)
+    return env_action, TrainedCarry(hidden=hidden, prev_action=action, prev_obs=tobs,
+                                    start=jnp.asarray(False))
+
+
+def load_policy_files(path: str | pathlib.Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """``(spec, arrays)`` from an exported policy folder."""
+    path = pathlib.Path(path)
+    spec = json.loads((path / "policy.json").read_text())
+    check_spec(spec)
+    with np.load(path / "policy.npz") as data:
+        arrays = {name: np.asarray(data[name]) for name in data.files}
+    return spec, arrays
+
+
+class TrainedPolicy:
+    """Functional policy of an exported network (see the module docstring).
+
+    Hashable by identity, so it can be a static argument of ``jit`` (as in
+    ``plume_jax.evaluate.rollout``); the parameters are baked into the
+    compiled program as constants.
+    """
+
+    def __init__(self, spec: dict[str, Any], arrays: dict[str, Any], greedy: bool = True):
+        check_spec(spec)
+        self.spec = spec
+        self.params = {k: jnp.asarray(v) for k, v in arrays.items()}
+        self.greedy = bool(greedy)
+
+    @classmethod
+    def load(cls, path: str | pathlib.Path, greedy: bool = True) -> "TrainedPolicy":
+        """Load ``policy.json`` / ``policy.npz`` from the folder ``path``."""
+        spec, arrays = load_policy_files(path)
+        return cls(spec, arrays, greedy=greedy)
+
+    @property
+    def discrete(self) -> bool:
+        return bool(self.spec["discrete"])
+
+    def init(self, key: jax.Array) -> TrainedCarry:
+        return initial_carry(self.spec)
+
+    def act(self, carry: TrainedCarry, obs: jax.Array, key: jax.Array):
+        return policy_step(self.spec, self.params, carry, obs, key, self.greedy)
+
+    def value(self, carry: TrainedCarry, obs: jax.Array) -> jax.Array:
+        """The critic's value estimate of ``obs`` (for inspection)."""
+        return forward(self.spec, self.params, carry, obs)[2]
+
+
+class TrainedAgent(StatefulAgent):
+    """A :class:`TrainedPolicy` as a stateful ``Agent``: ``act(obs)`` returns
+    an ``int`` (discrete actions) or a float32 array (``Box`` actions)."""
+
+    def __init__(self, policy: TrainedPolicy, seed: int = 0):
+        super().__init__(policy, seed=seed)
+
+    @classmethod
+    def load(cls, path: str | pathlib.Path, greedy: bool = True, seed: int = 0) -> "TrainedAgent":
+        return cls(TrainedPolicy.load(path, greedy=greedy), seed=seed)
+
+    def act(self, obs: np.ndarray) -> Any:
+        action, self._carry = self._act(self._carry, np.asarray(obs, np.float32),
+                                        self._next_key())
+        if self.policy.discrete:
+            return int(action)
+        return np.asarray(action, np.float32)

@@ -1,0 +1,25 @@
+"""End-to-end jitted training (layer 5): PPO in flax + optax.
+
+Rollout, GAE and the minibatch epochs of every update run inside one
+``jax.jit`` (``lax.scan`` over updates), for feed-forward (MLP) and
+recurrent (GRU) actor-critics over discrete or ``Box`` action spaces; sweeps
+``vmap`` whole training runs over seeds, hyperparameters and env params in
+one program; the env batch (single runs) or the sweep members shard over
+all local devices.
+
+- :mod:`plume_jax.train.config`: YAML configs, validated.
+- :mod:`plume_jax.train.ppo`: the algorithm (``PPO``, ``gae``).
+- :mod:`plume_jax.train.networks`: the flax actor-critics and distributions.
+- :mod:`plume_jax.train.trainer`: ``train(config)`` (``plume-jax train``).
+- :mod:`plume_jax.train.sweep`: ``sweep(config)`` (``plume-jax sweep``).
+- :mod:`plume_jax.train.checkpoint`: save / resume, policy export
+  (loaded by ``agents.trained``).
+- :mod:`plume_jax.train.sharding`: multi-device (and multi-host) notes.
+"""
+
+from plume_jax.train.config import TrainConfig, load_train_config, train_config
+from plume_jax.train.ppo import PPO, Hparams, PPOStatic, Runner, gae
+from plume_jax.train.trainer import TrainResult, train
+
+__all__ = ["Hparams", "PPO", "PPOStatic", "Runner", "TrainConfig", "TrainResult", "gae",
+           "load_train_config", "train", "train_config"]

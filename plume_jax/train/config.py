@@ -1,0 +1,436 @@
+"""Training configuration: YAML in, validated frozen dataclasses out.
+
+A training config has five sections; every key is optional except
+``env.id`` (or ``env.config``) and ``algo.total_steps``::
+
+    env:                       # which environment
+      id: PlumeNav-Gaussian-v0 # a preset id (plume-jax list) ...
+      config: null             # ... or the path of an env config YAML
+      overrides: {}            # passed to plume_jax.make / make_from_config
+    algo:                      # PPO
+      total_steps: 1000000     # env steps; rounded down to whole updates
+      num_envs: 64             # parallel envs          (static)
+      num_steps: 128           # rollout length          (static)
+      update_epochs: 4         # epochs per update       (static)
+      num_minibatches: 4       # minibatches per epoch   (static)
+      learning_rate: 0.0003
+      anneal_lr: true          # linear decay to 0 over the run (static)
+      gamma: null              # null: the reward's shaping discount, else 0.99
+      gae_lambda: 0.95
+      clip_eps: 0.2
+      clip_value: true         # PPO value clipping       (static)
+      ent_coef: 0.01
+      vf_coef: 0.5
+      max_grad_norm: 0.5
+      adam_eps: 1.0e-5         # (static)
+      normalize_obs: false     # running mean/std of observations (static)
+      normalize_advantages: true  # (static)
+    network:                   # (all static)
+      type: mlp                # mlp | gru
+      hidden_sizes: [64, 64]   # MLP torso (mlp) / heads (gru)
+      gru_size: 64             # GRU hidden size (gru only)
+      activation: tanh         # tanh | relu
+      obs_transform: none      # none | log  (log(obs + log_eps))
+      log_eps: 1.0e-6
+      prev_action: false       # feed the previous action to the network
+      obs_delta: false         # also feed the change of the (transformed)
+                               # observation since the previous step
+      log_std_init: 0.0        # Box actions: initial log std of the Gaussian
+    run:
+      seed: 0
+      log_every: 10            # updates between progress lines
+      checkpoint_every: null   # updates between checkpoints (null: at the end)
+      devices: auto            # auto | 1 | N: shard the env batch over N local devices
+    eval:                      # greedy evaluation on fresh seeds after training
+      num_envs: 1000           # episodes (one per env)
+      num_steps: null          # null: the env's max_steps
+      seed: 1000003            # evaluation key seed (distinct from training seeds)
+      greedy: true
+
+Unknown keys and bad values raise :class:`plume_jax.errors.ValidationError`
+naming the key (``algo.learning_rate``), the value and what is allowed.
+*Static* settings fix shapes or code paths and are compiled in; the others
+are leaves of :class:`plume_jax.train.ppo.Hparams` and can be swept in one
+program (see :mod:`plume_jax.train.sweep`).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import pathlib
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from plume_jax.errors import ValidationError
+
+
+# --------------------------------------------------------------------- checkers
+def _as_number(name: str, value: Any) -> float:
+    """Accept ints, floats and numeric strings (YAML 1.1 reads ``3e-4`` as a
+    string); reject bools and everything else."""
+    if isinstance(value, bool):
+        raise ValidationError.for_parameter(name, value, "a real number")
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise ValidationError.for_parameter(name, value, "a real number") from None
+    if not isinstance(value, (int, float)):
+        raise ValidationError.for_parameter(name, value, "a real number")
+    return float(value)
+
+
+def real(low: float | None = None, high: float | None = None, *, low_open: bool = False,
+         high_open: bool = False, none_ok: bool = False):
+    lo = "(" if low_open else "["
+    hi = ")" if high_open else "]"
+    allowed = "a finite real number"
+    if low is not None or high is not None:
+        allowed += f" in {lo}{'-inf' if low is None else low}, {'inf' if high is None else high}{hi}"
+    if none_ok:
+        allowed += " or null"
+
+    def check(name: str, value: Any) -> float | None:
+        if value is None and none_ok:
+            return None
+        try:
+            v = _as_number(name, value)
+        except ValidationError:
+            raise ValidationError.for_parameter(name, value, allowed) from None
+        bad = not math.isfinite(v)
+        bad |= low is not None and (v < low or (low_open and v == low))
+        bad |= high is not None and (v > high or (high_open and v == high))
+        if bad:
+            raise ValidationError.for_parameter(name, value, allowed)
+        return v
+
+    return check
+
+
+def integer(low: int | None = None, high: int | None = None, *, none_ok: bool = False):
+    allowed = "an integer"
+    if low is not None or high is not None:
+        allowed += f" in [{'-inf' if low is None else low}, {'inf' if high is None else high}]"
+    if none_ok:
+        allowed += " or null"
+
+    def check(name: str, value: Any) -> int | None:
+        if value is None and none_ok:
+            return None
+        if isinstance(value, str):  # YAML 1.1 reads 1e6 as a string
+            try:
+                value = float(value)
+            except ValueError:
+                raise ValidationError.for_parameter(name, value, allowed) from None
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)  # 1e6 written as a float
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValidationError.for_parameter(name, value, allowed)
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise ValidationError.for_parameter(name, value, allowed)
+        return int(value)
+
+    return check
+
+
+def boolean():
+    def check(name: str, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise ValidationError.for_parameter(name, value, "true or false")
+        return value
+
+    return check
+
+
+def choice(*options: Any):
+    def check(name: str, value: Any) -> Any:
+        if value not in options:
+            raise ValidationError.for_parameter(name, value, f"one of {list(options)}")
+        return value
+
+    return check
+
+
+def int_list(low: int = 1, high: int = 65536):
+    allowed = f"a non-empty list of integers in [{low}, {high}]"
+
+    def check(name: str, value: Any) -> tuple[int, ...]:
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not value:
+            raise ValidationError.for_parameter(name, value, allowed)
+        try:
+            return tuple(integer(low, high)(name, v) for v in value)
+        except ValidationError:
+            raise ValidationError.for_parameter(name, value, allowed) from None
+
+    return check
+
+
+def devices_check(name: str, value: Any) -> str | int:
+    if value == "auto":
+        return "auto"
+    try:
+        return integer(1, 65536)(name, value)
+    except ValidationError:
+        raise ValidationError.for_parameter(name, value, "'auto' or an integer >= 1") from None
+
+
+def mapping_check(name: str, value: Any) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError.for_parameter(name, value, "a mapping of settings")
+    return copy.deepcopy(dict(value))
+
+
+def string_or_none(name: str, value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ValidationError.for_parameter(name, value, "a string or null")
+    return value
+
+
+# --------------------------------------------------------------------- sections
+# name -> (default, checker, static). "static" marks settings compiled into
+# the program (they cannot differ between the members of one sweep).
+_REQUIRED = object()
+
+ENV_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
+    "id": (None, string_or_none, True),
+    "config": (None, string_or_none, True),
+    "overrides": ({}, mapping_check, False),
+}
+
+ALGO_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
+    "total_steps": (_REQUIRED, integer(1, 10**13), True),
+    "num_envs": (64, integer(1, 1 << 20), True),
+    "num_steps": (128, integer(1, 1 << 16), True),
+    "update_epochs": (4, integer(1, 1024), True),
+    "num_minibatches": (4, integer(1, 1 << 20), True),
+    "learning_rate": (3e-4, real(0.0, 1.0, low_open=True), False),
+    "anneal_lr": (True, boolean(), True),
+    "gamma": (None, real(0.0, 1.0, low_open=True, none_ok=True), False),
+    "gae_lambda": (0.95, real(0.0, 1.0), False),
+    "clip_eps": (0.2, real(0.0, 10.0, low_open=True), False),
+    "clip_value": (True, boolean(), True),
+    "ent_coef": (0.01, real(0.0, 10.0), False),
+    "vf_coef": (0.5, real(0.0, 100.0), False),
+    "max_grad_norm": (0.5, real(0.0, 1e6, low_open=True), False),
+    "adam_eps": (1e-5, real(0.0, 1.0, low_open=True), True),
+    "normalize_obs": (False, boolean(), True),
+    "normalize_advantages": (True, boolean(), True),
+}
+
+NETWORK_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
+    "type": ("mlp", choice("mlp", "gru"), True),
+    "hidden_sizes": ((64, 64), int_list(), True),
+    "gru_size": (64, integer(1, 65536), True),
+    "activation": ("tanh", choice("tanh", "relu"), True),
+    "obs_transform": ("none", choice("none", "log"), True),
+    "log_eps": (1e-6, real(0.0, 1.0, low_open=True), True),
+    "prev_action": (False, boolean(), True),
+    "obs_delta": (False, boolean(), True),
+    "log_std_init": (0.0, real(-20.0, 5.0), True),
+}
+
+RUN_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
+    "seed": (0, integer(0, 2**31 - 1), False),
+    "log_every": (10, integer(1, 10**9), True),
+    "checkpoint_every": (None, integer(1, 10**9, none_ok=True), True),
+    "devices": ("auto", devices_check, True),
+}
+
+EVAL_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
+    "num_envs": (1000, integer(1, 1 << 20), True),
+    "num_steps": (None, integer(1, 10**7, none_ok=True), True),
+    "seed": (1000003, integer(0, 2**31 - 1), True),
+    "greedy": (True, boolean(), True),
+}
+
+SCHEMAS = {"env": ENV_SCHEMA, "algo": ALGO_SCHEMA, "network": NETWORK_SCHEMA,
+           "run": RUN_SCHEMA, "eval": EVAL_SCHEMA}
+
+#: ``section.key`` of every algorithm setting that is a leaf of ``Hparams``
+#: (sweepable within one compiled program).
+DYNAMIC_KEYS = tuple(f"algo.{k}" for k, (_, _, static) in ALGO_SCHEMA.items() if not static)
+
+
+def _resolve_section(section: str, values: Any) -> dict[str, Any]:
+    schema = SCHEMAS[section]
+    if values is None:
+        values = {}
+    if not isinstance(values, Mapping):
+        raise ValidationError.for_parameter(section, values, f"a mapping with keys {list(schema)}")
+    unknown = sorted(set(values) - set(schema))
+    if unknown:
+        raise ValidationError.for_parameter(
+            f"{section}.{unknown[0]}", values[unknown[0]],
+            f"a known {section} setting: one of {list(schema)}")
+    out = {}
+    for key, (default, check, _) in schema.items():
+        name = f"{section}.{key}"
+        if key in values:
+            out[key] = check(name, values[key])
+        elif default is _REQUIRED:
+            raise ValidationError.for_parameter(name, None, "a value (this setting is required)")
+        else:
+            out[key] = copy.deepcopy(default)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkConfig:
+    """Static network settings (hashable: part of the compiled program)."""
+
+    type: str = "mlp"
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    gru_size: int = 64
+    activation: str = "tanh"
+    obs_transform: str = "none"
+    log_eps: float = 1e-6
+    prev_action: bool = False
+    obs_delta: bool = False
+    log_std_init: float = 0.0
+
+    @property
+    def recurrent(self) -> bool:
+        return self.type == "gru"
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """A validated training config. Build with :func:`train_config` or
+    :func:`load_train_config`; ``to_dict()`` gives the resolved YAML form."""
+
+    env: dict[str, Any]
+    algo: dict[str, Any]
+    network: NetworkConfig
+    run: dict[str, Any]
+    eval: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        net = dataclasses.asdict(self.network)
+        net["hidden_sizes"] = list(net["hidden_sizes"])
+        return {"env": copy.deepcopy(self.env), "algo": dict(self.algo), "network": net,
+                "run": dict(self.run), "eval": dict(self.eval)}
+
+    # -- derived sizes ------------------------------------------------------
+    @property
+    def steps_per_update(self) -> int:
+        return self.algo["num_envs"] * self.algo["num_steps"]
+
+    @property
+    def num_updates(self) -> int:
+        return max(1, self.algo["total_steps"] // self.steps_per_update)
+
+    def replace(self, **sections: dict[str, Any]) -> "TrainConfig":
+        """A new validated config with some keys of some sections replaced,
+        e.g. ``cfg.replace(algo={"total_steps": 1000})``."""
+        data = self.to_dict()
+        for section, values in sections.items():
+            if section not in SCHEMAS:
+                raise ValidationError.for_parameter(section, values, f"one of {list(SCHEMAS)}")
+            data[section] = {**data[section], **values}
+        return train_config(data)
+
+    def make_env(self):
+        """``(env, params)`` built from the env section (validated by ``make``)."""
+        return make_env(self.env)
+
+
+def make_env(env_section: Mapping[str, Any]):
+    import plume_jax
+
+    overrides = dict(env_section.get("overrides") or {})
+    if env_section.get("config"):
+        return plume_jax.make_from_config(env_section["config"], **overrides)
+    return plume_jax.make(env_section["id"], **overrides)
+
+
+def train_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None = None
+                 ) -> TrainConfig:
+    """Validate a config mapping (the YAML structure above).
+
+    ``base_dir`` resolves a relative ``env.config`` path (the folder of the
+    YAML file it came from).
+    """
+    if not isinstance(data, Mapping):
+        raise ValidationError.for_parameter("config", data, "a mapping with sections "
+                                            f"{list(SCHEMAS)}")
+    unknown = sorted(set(data) - set(SCHEMAS))
+    if unknown:
+        raise ValidationError.for_parameter(unknown[0], data[unknown[0]],
+                                            f"a config section: one of {list(SCHEMAS)}")
+    sections = {name: _resolve_section(name, data.get(name)) for name in SCHEMAS}
+    env = sections["env"]
+    if (env["id"] is None) == (env["config"] is None):
+        raise ValidationError.for_parameter(
+            "env.id", env["id"], "exactly one of env.id (a preset id) and env.config (a path)")
+    if env["config"] is not None and base_dir is not None:
+        path = pathlib.Path(env["config"])
+        if not path.is_absolute() and not path.exists():
+            env["config"] = str(pathlib.Path(base_dir) / path)
+    algo = sections["algo"]
+    if algo["total_steps"] < algo["num_envs"] * algo["num_steps"]:
+        raise ValidationError.for_parameter(
+            "algo.total_steps", algo["total_steps"],
+            f"at least num_envs * num_steps = {algo['num_envs'] * algo['num_steps']} "
+            "(one update)")
+    net = NetworkConfig(**sections["network"])
+    if net.recurrent:
+        if algo["num_envs"] % algo["num_minibatches"]:
+            raise ValidationError.for_parameter(
+                "algo.num_minibatches", algo["num_minibatches"],
+                f"a divisor of algo.num_envs={algo['num_envs']} (a recurrent policy trains on "
+                "whole env sequences, split into minibatches of envs)")
+    elif (algo["num_envs"] * algo["num_steps"]) % algo["num_minibatches"]:
+        raise ValidationError.for_parameter(
+            "algo.num_minibatches", algo["num_minibatches"],
+            f"a divisor of num_envs * num_steps = {algo['num_envs'] * algo['num_steps']}")
+    return TrainConfig(env=env, algo=algo, network=net, run=sections["run"],
+                       eval=sections["eval"])
+
+
+def read_yaml(path: str | pathlib.Path) -> dict[str, Any]:
+    """Read a YAML mapping; ``ValidationError`` for a missing file, bad YAML
+    or a non-mapping."""
+    path = pathlib.Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ValidationError.for_parameter("--config", str(path), f"a readable file ({exc})") \
+            from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValidationError.for_parameter(
+            "--config", str(path), f"a YAML file ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, Mapping):
+        raise ValidationError.for_parameter("--config", str(path),
+                                            "a YAML file holding a mapping")
+    return dict(data)
+
+
+def load_train_config(path: str | pathlib.Path) -> TrainConfig:
+    """Read and validate a training config YAML file."""
+    return train_config(read_yaml(path), base_dir=pathlib.Path(path).parent)
+
+
+def dump_yaml(data: Any) -> str:
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
+
+
+def static_signature(config: TrainConfig) -> dict[str, Any]:
+    """The settings compiled into the program: sweep members must agree on
+    all of them."""
+    out = {}
+    for section, schema in SCHEMAS.items():
+        if section in ("env", "eval"):
+            continue
+        values = config.to_dict()[section]
+        for key, (_, _, static) in schema.items():
+            if static:
+                out[f"{section}.{key}"] = values[key]
+    return out

@@ -1,0 +1,110 @@
+"""Evaluation of trained policies: the first episode of each of ``num_envs``
+envs, run by the exported policy's own forward pass
+(``agents.trained.policy_step``), in one jitted ``lax.scan`` over vmapped
+``env.step``. The policy parameters are an argument, so a sweep evaluates
+all its members in one ``vmap``.
+
+Success is the env's own goal test: the first episode ended with
+``terminated`` (and ``info["goal_reached"]`` where the env reports it).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from agents.trained import initial_carry, policy_step
+
+
+#: The spec keys the forward pass reads (the rest, e.g. env settings, is
+#: informational and left out of the jit cache key).
+_FORWARD_KEYS = ("format", "network", "discrete", "action_dim", "action_low", "action_high",
+                 "obs_dim", "normalize_obs")
+
+
+def _spec_key(spec: dict) -> str:
+    return json.dumps({k: spec.get(k) for k in _FORWARD_KEYS}, sort_keys=True)
+
+
+def episodes(env: Any, spec: dict, params: dict, env_params: Any, key: jax.Array,
+             num_envs: int, num_steps: int, greedy: bool = True) -> dict[str, jax.Array]:
+    """Pure (jit / vmap over ``params`` and ``env_params``): ``success``,
+    ``finished``, ``length``, ``ret`` of the first episode of each env."""
+    k_reset, k_run = jax.random.split(key)
+    obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(k_reset, num_envs),
+                                                        env_params)
+    carry0 = initial_carry(spec)
+    carry = jax.tree.map(lambda x: jnp.broadcast_to(x, (num_envs,) + x.shape), carry0)
+    act = jax.vmap(lambda c, o, k: policy_step(spec, params, c, o, k, greedy))
+    zeros = jnp.zeros(num_envs, bool)
+    init = (obs, state, carry, zeros, zeros, jnp.full(num_envs, num_steps, jnp.int32),
+            jnp.zeros(num_envs, jnp.float32))
+
+    def body(c, k):
+        obs, state, carry, done, success, length, ret = c
+        k_act, k_step = jax.random.split(k)
+        action, carry = act(carry, obs, jax.random.split(k_act, num_envs))
+        obs, state, reward, term, trunc, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+            jax.random.split(k_step, num_envs), state, action, env_params)
+        ended = term | trunc
+        first = ended & ~done
+        goal = term & jnp.asarray(info.get("goal_reached", term), bool)
+        ret = jnp.where(done, ret, ret + reward)
+        return (obs, state, carry, done | ended, success | (first & goal),
+                jnp.where(first, info["step_count"] if "step_count" in info else 0, length),
+                ret), None
+
+    (_, _, _, done, success, length, ret), _ = jax.lax.scan(
+        body, init, jax.random.split(k_run, num_steps))
+    return {"success": success, "finished": done, "length": length, "ret": ret}
+
+
+@functools.partial(jax.jit, static_argnames=("env", "spec_key", "num_envs", "num_steps",
+                                             "greedy", "batched"))
+def _run(env, spec_key, params, env_params, key, num_envs, num_steps, greedy, batched):
+    spec = json.loads(spec_key)
+    fn = functools.partial(episodes, env, spec, num_envs=num_envs, num_steps=num_steps,
+                           greedy=greedy)
+    if batched:
+        return jax.vmap(lambda p, ep: fn(p, ep, key))(params, env_params)
+    return fn(params, env_params, key)
+
+
+def evaluate(env: Any, spec: dict, params: dict, env_params: Any, seed: int, num_envs: int,
+             num_steps: int, greedy: bool = True, batched: bool = False) -> dict[str, Any]:
+    """Run :func:`episodes` (jitted; over a leading member axis of ``params``
+    and ``env_params`` when ``batched``) and summarise: success rate, mean
+    steps to goal of the successful episodes, mean return."""
+    t0 = time.perf_counter()
+    out = jax.device_get(_run(env, _spec_key(spec), params, env_params, jax.random.key(seed),
+                              num_envs, num_steps, greedy, batched))
+    seconds = time.perf_counter() - t0
+    success = np.asarray(out["success"])
+    length = np.asarray(out["length"]).astype(np.float64)
+    steps = np.where(success, length, np.nan)
+    with np.errstate(invalid="ignore"):
+        mean_steps = np.nanmean(steps, axis=-1) if success.any() else None
+    summary = {
+        "episodes": int(num_envs),
+        "max_steps": int(num_steps),
+        "seed": int(seed),
+        "greedy": bool(greedy),
+        "success_rate": success.mean(axis=-1),
+        "successes": success.sum(axis=-1),
+        "mean_steps_to_goal": mean_steps,
+        "mean_return": np.asarray(out["ret"]).mean(axis=-1),
+        "seconds_incl_compile": seconds,
+    }
+    if not batched:
+        summary["success_rate"] = float(summary["success_rate"])
+        summary["successes"] = int(summary["successes"])
+        summary["mean_return"] = float(summary["mean_return"])
+        if mean_steps is not None:
+            summary["mean_steps_to_goal"] = float(mean_steps)
+    return summary

@@ -1,0 +1,174 @@
+"""Actor-critic networks (flax linen) and the action distributions PPO uses.
+
+Both networks map ``(hidden, x, starts)`` to ``(hidden', policy_out, value)``
+over a time-major sequence: ``x`` is f32[T, B, D], ``starts`` bool[T, B]
+marks the first observation of an episode, ``hidden`` f32[B, H] is the
+recurrent state before ``x[0]``. The feed-forward network ignores
+``hidden`` and ``starts`` (it passes ``hidden`` through), so rollout,
+bootstrapping and training code is the same for both.
+
+- ``mlp``: separate actor and critic MLPs (``hidden_sizes``, orthogonal
+  init, ``tanh`` or ``relu``) on the input.
+- ``gru``: a dense embedding (``hidden_sizes[0]`` units) -> a GRU
+  (``gru_size``) whose state is zeroed wherever ``starts`` is True (an episode
+  boundary) -> separate actor and critic MLP heads (``hidden_sizes[1:]``).
+
+Inputs are built by ``PPO``: the (optionally log-transformed) observation,
+optionally its change since the previous step (``obs_delta``), optionally
+normalised, optionally followed by the previous action (``prev_action``).
+
+The policy head gives categorical logits (``Discrete``) or the mean of a
+diagonal Gaussian with a state-independent learned log standard deviation
+(``Box``). Gaussian samples live in ``[-1, 1]``-normalised action
+coordinates; :func:`to_env_action` clips them and maps them into the box
+(the log-probability is that of the unclipped sample, as usual for PPO).
+
+``agents/trained.py`` re-implements the forward pass without flax (agents
+may not import flax); ``tests/test_train_checkpoint.py`` checks both agree.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from plume_jax.train.config import NetworkConfig
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+def _act(name: str):
+    return {"tanh": jnp.tanh, "relu": jax.nn.relu}[name]
+
+
+def _dense(features: int, scale: float, name: str) -> nn.Dense:
+    return nn.Dense(features, kernel_init=nn.initializers.orthogonal(scale),
+                    bias_init=nn.initializers.zeros_init(), name=name)
+
+
+class _GRUSequence(nn.Module):
+    """A GRU cell scanned over time, resetting its state where ``starts``."""
+
+    features: int
+
+    @functools.partial(nn.scan, variable_broadcast="params", split_rngs={"params": False},
+                       in_axes=0, out_axes=0)
+    @nn.compact
+    def __call__(self, h, inputs):
+        x, start = inputs
+        h = jnp.where(start[:, None], jnp.zeros_like(h), h)
+        h, y = nn.GRUCell(self.features, name="cell")(h, x)
+        return h, y
+
+
+class ActorCritic(nn.Module):
+    """See the module docstring. ``action_dim``: number of discrete actions,
+    or the size of a ``Box`` action."""
+
+    config: NetworkConfig
+    action_dim: int
+    discrete: bool
+
+    @nn.compact
+    def __call__(self, hidden: jax.Array, x: jax.Array, starts: jax.Array):
+        cfg = self.config
+        act = _act(cfg.activation)
+        sqrt2 = math.sqrt(2.0)
+        if cfg.recurrent:
+            emb = act(_dense(cfg.hidden_sizes[0], sqrt2, "embed")(x))
+            hidden, feats = _GRUSequence(cfg.gru_size, name="gru")(hidden, (emb, starts))
+            head_sizes = cfg.hidden_sizes[1:]
+        else:
+            feats = x
+            head_sizes = cfg.hidden_sizes
+        a = feats
+        for i, n in enumerate(head_sizes):
+            a = act(_dense(n, sqrt2, f"actor_{i}")(a))
+        c = feats
+        for i, n in enumerate(head_sizes):
+            c = act(_dense(n, sqrt2, f"critic_{i}")(c))
+        value = _dense(1, 1.0, "critic_out")(c)[..., 0]
+        out = _dense(self.action_dim, 0.01, "actor_out")(a)
+        if self.discrete:
+            return hidden, (out, None), value
+        log_std = self.param("log_std", nn.initializers.constant(cfg.log_std_init),
+                             (self.action_dim,))
+        return hidden, (out, jnp.broadcast_to(log_std, out.shape)), value
+
+
+# ----------------------------------------------------------------- distributions
+def sample(discrete: bool, dist: tuple, key: jax.Array) -> jax.Array:
+    """A sampled action: i32[...] (discrete) or f32[..., A] (Gaussian)."""
+    mean_or_logits, log_std = dist
+    if discrete:
+        return jax.random.categorical(key, mean_or_logits, axis=-1).astype(jnp.int32)
+    return mean_or_logits + jnp.exp(log_std) * jax.random.normal(key, mean_or_logits.shape)
+
+
+def mode(discrete: bool, dist: tuple) -> jax.Array:
+    """The greedy action: argmax of the logits, or the Gaussian mean."""
+    mean_or_logits, _ = dist
+    if discrete:
+        return jnp.argmax(mean_or_logits, axis=-1).astype(jnp.int32)
+    return mean_or_logits
+
+
+def log_prob(discrete: bool, dist: tuple, action: jax.Array) -> jax.Array:
+    mean_or_logits, log_std = dist
+    if discrete:
+        logp = jax.nn.log_softmax(mean_or_logits, axis=-1)
+        return jnp.take_along_axis(logp, action[..., None].astype(jnp.int32), axis=-1)[..., 0]
+    z = (action - mean_or_logits) * jnp.exp(-log_std)
+    return jnp.sum(-0.5 * jnp.square(z) - log_std - 0.5 * _LOG_2PI, axis=-1)
+
+
+def entropy(discrete: bool, dist: tuple) -> jax.Array:
+    mean_or_logits, log_std = dist
+    if discrete:
+        logp = jax.nn.log_softmax(mean_or_logits, axis=-1)
+        return -jnp.sum(jnp.exp(logp) * logp, axis=-1)
+    return jnp.sum(log_std + 0.5 * (1.0 + _LOG_2PI), axis=-1)
+
+
+def to_env_action(discrete: bool, action: jax.Array, low: Any = None, high: Any = None):
+    """The env's action: the id itself, or a normalised Gaussian sample
+    clipped to ``[-1, 1]`` and mapped affinely onto ``[low, high]``."""
+    if discrete:
+        return action
+    low = jnp.asarray(low, jnp.float32)
+    high = jnp.asarray(high, jnp.float32)
+    u = jnp.clip(action, -1.0, 1.0)
+    return low + 0.5 * (u + 1.0) * (high - low)
+
+
+def action_features(discrete: bool, action_dim: int, action: jax.Array) -> jax.Array:
+    """The previous action as a network input: one-hot, or the clipped
+    normalised vector."""
+    if discrete:
+        return jax.nn.one_hot(action, action_dim, dtype=jnp.float32)
+    return jnp.clip(action, -1.0, 1.0).astype(jnp.float32)
+
+
+def input_size(obs_dim: int, config: NetworkConfig, action_dim: int) -> int:
+    return obs_dim + (action_dim if config.prev_action else 0)
+
+
+def init_params(net: ActorCritic, key: jax.Array, in_dim: int) -> Any:
+    """Network parameters for inputs of size ``in_dim``."""
+    hidden = jnp.zeros((1, net.config.gru_size if net.config.recurrent else 1), jnp.float32)
+    return net.init(key, hidden, jnp.zeros((1, 1, in_dim), jnp.float32), jnp.zeros((1, 1), bool))
+
+
+def hidden_size(config: NetworkConfig) -> int:
+    """Width of the carried recurrent state (1, unused, for the MLP)."""
+    return config.gru_size if config.recurrent else 1
+
+
+def count_params(params: Any) -> int:
+    return int(sum(np.prod(np.shape(x)) for x in jax.tree.leaves(params)))

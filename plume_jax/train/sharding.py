@@ -1,0 +1,111 @@
+"""Multi-device training with ``jax.sharding`` (a ``Mesh`` and
+``NamedSharding``s; the compiler partitions the program).
+
+- A single run shards the *env batch*: every leaf of the runner with a
+  leading ``num_envs`` axis (env states, observations, recurrent states,
+  episode counters) is split along the mesh axis ``"envs"``; network
+  parameters and optimiser state are replicated. Each device steps its
+  slice of the envs; the minibatch gathers and gradient reductions become
+  cross-device collectives that XLA inserts. The program's meaning does not
+  change, so sharded and unsharded training agree to float tolerance
+  (reduction order differs).
+- A sweep shards its *members* along the axis ``"members"``: each device
+  trains its own members and nothing is communicated, so a sweep scales
+  with the number of devices.
+
+Multi-host
+----------
+The same code runs on several hosts (e.g. TPU pods, or GPU nodes) once
+every process has called ``jax.distributed.initialize()`` (with
+``coordinator_address``, ``num_processes`` and ``process_id``, or
+auto-detected on TPU / SLURM) *before* any other JAX call, and then runs the
+same program: ``jax.devices()`` lists the devices of all hosts, so
+:func:`mesh` over ``jax.devices()`` spans them and the compiled program is
+SPMD across hosts. Each process builds its inputs with the same seed (the
+runner is created inside jit from a key, so every process computes the same
+global arrays and keeps only its addressable shards). Host-side outputs
+(metrics, checkpoints, exported policies) should be written by process 0
+only (``jax.process_index() == 0``); gather a sharded array to every host
+with ``jax.experimental.multihost_utils.process_allgather`` before saving.
+``plume-jax train`` uses local devices by default (``run.devices: auto``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+from plume_jax.errors import ValidationError
+
+
+def resolve_devices(requested: Any, batch: int, what: str) -> int:
+    """How many local devices to use: ``requested`` (an int), or for
+    ``"auto"`` the largest count ``<= jax.local_device_count()`` that
+    divides ``batch``."""
+    available = jax.local_device_count()
+    if requested == "auto":
+        return max(d for d in range(1, available + 1) if batch % d == 0)
+    if requested > available:
+        raise ValidationError.for_parameter("run.devices", requested,
+                                            f"at most the {available} local device(s)")
+    if batch % requested:
+        raise ValidationError.for_parameter(
+            "run.devices", requested, f"a divisor of the {what} ({batch}) so it splits evenly")
+    return int(requested)
+
+
+def mesh(num_devices: int, axis: str, devices: Any = None) -> Mesh:
+    """A 1-D mesh over the first ``num_devices`` devices (default
+    ``jax.devices()``, which spans every host after
+    ``jax.distributed.initialize``)."""
+    devices = list(jax.devices() if devices is None else devices)[:num_devices]
+    return Mesh(np.asarray(devices), (axis,))
+
+
+def batch_sharding(m: Mesh, axis: str) -> NamedSharding:
+    """Split the leading axis along ``axis``."""
+    return NamedSharding(m, P(axis))
+
+
+def replicated(m: Mesh) -> NamedSharding:
+    return NamedSharding(m, P())
+
+
+def constrain_batch(tree: Any, m: Mesh, axis: str) -> Any:
+    """``with_sharding_constraint`` splitting the leading axis of every array
+    leaf of ``tree`` along ``axis`` (inside jit)."""
+    sharding = batch_sharding(m, axis)
+    return jax.tree.map(
+        lambda x: jax.lax.with_sharding_constraint(x, sharding) if np.ndim(x) >= 1 else x, tree)
+
+
+_BATCH_FIELDS = ("env_state", "obs", "hidden", "prev_action", "prev_obs", "start", "ep_return",
+                 "ep_length")
+
+
+def runner_shardings(runner: Any, m: Mesh, axis: str) -> Any:
+    """A tree of ``NamedSharding``s matching ``runner``: env-batch leaves
+    split along ``axis``, everything else replicated."""
+    rep, split = replicated(m), batch_sharding(m, axis)
+    fields = {}
+    for name in runner.keys():
+        value = getattr(runner, name)
+        if name in _BATCH_FIELDS:
+            fields[name] = jax.tree.map(lambda x: split if np.ndim(x) >= 1 else rep, value)
+        else:
+            fields[name] = jax.tree.map(lambda x: rep, value)
+    return runner.replace(**fields)
+
+
+def shard_runner(runner: Any, m: Mesh, axis: str) -> Any:
+    """Place a runner on the mesh (see :func:`runner_shardings`)."""
+    return jax.device_put(runner, runner_shardings(runner, m, axis))
+
+
+def shard_members(tree: Any, m: Mesh, axis: str) -> Any:
+    """Place every leaf (leading sweep-member axis) split along ``axis``."""
+    sharding = batch_sharding(m, axis)
+    return jax.tree.map(lambda x: jax.device_put(x, sharding), tree)
