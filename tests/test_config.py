@@ -31,9 +31,7 @@ RICH_OVERRIDES = {
         {"type": "antennae", "count": 3, "spacing_deg": 45.0},
         {"type": "noise", "sensor": {"type": "wind", "frame": "world"}, "std": 0.1,
          "name": "noisy_wind"},
-        {"type": "history", "sensor": {"type": "binary", "threshold": 0.3}, "length": 3},
-        {"type": "patch", "size": 3, "frame": "body"},
-        {"type": "poisson", "rate": 2.0, "max_hits": 4}]},
+        {"type": "history", "sensor": {"type": "binary", "threshold": 0.3}, "length": 3}]},
     "actions": {"type": "surge_cast", "step_size": 1},
     "reward": {"type": "weighted_sum", "components": [
         {"type": "step_penalty", "step_penalty": 0.05},
