@@ -195,8 +195,8 @@ def _run_sweep(args: argparse.Namespace) -> int:
 
     sweep = load_sweep_config(args.config)
     out = args.out or _default_out(args.config)
-    summary = run_sweep(sweep, out, progress=not args.quiet)
-    print_results(summary)
+    result = run_sweep(sweep, out, progress=not args.quiet)
+    print_results(result.summary)
     print(f"outputs in {out}/ (results.csv, results.json, metrics.jsonl, learning_curves.png)")
     return 0
 

@@ -277,3 +277,25 @@ def test_box_policy_learns_the_best_continuous_action():
     assert 2.0 * float(mean[0, 0, 0]) == pytest.approx(0.5, abs=0.1)
     assert float(metrics["return_mean"][-1]) > -0.1
     assert float(log_std[0, 0, 0]) < 0.0  # exploration noise shrank
+
+
+def test_rollout_takes_the_final_value_from_final_observation_not_the_reset_one():
+    """In the truncation probe the observation is 1 when the episode is cut
+    and 0 after the auto-reset: the stored final value must be V(1)."""
+    env = ProbeEnv()
+    algo = PPO(env, env.default_params, _static("mlp"))
+    hp = Hparams.create(learning_rate=1e-3, ent_coef=0.0, vf_coef=0.5, gamma=0.8,
+                        gae_lambda=0.95, clip_eps=0.2, max_grad_norm=0.5)
+    params = env.default_params.replace(mode=jnp.asarray(TRUNCATION, jnp.int32))
+
+    runner = jax.jit(algo.init)(jax.random.key(0), hp, params)
+    traj = jax.device_get(jax.jit(lambda r: algo.rollout(r, params, jax.random.key(1))[1])(runner))
+    truncated = np.asarray(traj.truncated)
+    assert truncated.sum() >= algo.static.num_envs  # every env was cut at least once
+    v_final = _net(algo, runner.params, [1.0])[0][0]
+    v_reset = _net(algo, runner.params, [0.0])[0][0]
+    assert abs(v_final - v_reset) > 1e-4  # the test can tell them apart
+    np.testing.assert_allclose(np.asarray(traj.final_value)[truncated], v_final, rtol=1e-5)
+    # and the value stored for the auto-reset observation is V(0)
+    starts = np.asarray(traj.start)
+    np.testing.assert_allclose(np.asarray(traj.value)[starts], v_reset, rtol=1e-5)

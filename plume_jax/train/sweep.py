@@ -252,12 +252,24 @@ def init_members(s: SweepSetup) -> Any:
     return runner
 
 
+@dataclasses.dataclass
+class SweepResult:
+    """What :func:`run_sweep` returns: ``summary`` (also ``results.json``),
+    the final stacked ``runner`` (leading member axis), the per-update
+    ``metrics`` (arrays [updates, members]) and the :class:`SweepSetup`."""
+
+    summary: dict[str, Any]
+    runner: Any
+    metrics: dict[str, np.ndarray]
+    setup: SweepSetup
+
+
 def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
               progress: bool = True, stream: TextIO | None = None,
-              evaluate_members: bool = True) -> dict[str, Any]:
+              evaluate_members: bool = True) -> SweepResult:
     """Train every member of ``sweep`` in one compiled program; write
     ``results.csv``, ``results.json``, ``metrics.jsonl`` and
-    ``learning_curves.png`` to ``out_dir``. Returns the results dict."""
+    ``learning_curves.png`` to ``out_dir``."""
     t_wall = time.perf_counter()
     s = setup(sweep)
     base = sweep.base
@@ -351,7 +363,7 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
                   for j, a in enumerate(sweep.members)}
         plot_learning_curves(out / "learning_curves.png", curves,
                              title=f"sweep of {m} members ({base.env.get('id') or 'env'})")
-    return summary
+    return SweepResult(summary=summary, runner=runner, metrics=metrics, setup=s)
 
 
 def print_results(summary: dict[str, Any], stream: TextIO | None = None) -> None:

@@ -1,0 +1,262 @@
+"""``plume-jax train`` end to end on a trivial preset (16x16 grid, the source
+3 cells from a fixed start), then checkpoints, resume, export, and the
+exported agent in the functional and the Gymnasium env."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import yaml
+
+import plume_jax
+from agents.trained import TrainedAgent, TrainedPolicy, forward, initial_carry, policy_step
+from plume_jax.cli import main
+from plume_jax.errors import ValidationError
+from plume_jax.train import networks as N
+from plume_jax.train.checkpoint import load_checkpoint, policy_arrays, policy_spec
+from plume_jax.train.config import NetworkConfig, load_train_config, train_config
+from plume_jax.train.normalize import ObsStats
+from plume_jax.train.ppo import PPO, Hparams, PPOStatic
+from plume_jax.train.trainer import train
+
+TRIVIAL_ENV = {"grid_size": [16, 16], "sigma": 4.0, "goal_radius": 1.5, "max_steps": 40,
+               "start": {"type": "fixed", "position": [4, 7]}}
+NUM_UPDATES = 24
+CONFIG = {
+    "env": {"id": "PlumeNav-Gaussian-v0", "overrides": TRIVIAL_ENV},
+    "algo": {"total_steps": 16 * 32 * NUM_UPDATES, "num_envs": 16, "num_steps": 32,
+             "update_epochs": 2, "num_minibatches": 2, "learning_rate": 3e-3,
+             "normalize_obs": True, "ent_coef": 0.0},
+    "network": {"hidden_sizes": [16, 16]},
+    "run": {"seed": 0, "log_every": 8, "checkpoint_every": 12},
+    "eval": {"num_envs": 64},
+}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """``plume-jax train`` on the trivial preset, through the CLI."""
+    folder = tmp_path_factory.mktemp("train")
+    path = folder / "config.yaml"
+    path.write_text(yaml.safe_dump(CONFIG))
+    out = folder / "out"
+    import contextlib
+    import io
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        code = main(["train", "--config", str(path), "--out", str(out)])
+    assert code == 0, buffer.getvalue()
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return {"out": out, "stdout": buffer.getvalue(), "rows": rows, "config": path,
+            "summary": json.loads((out / "summary.json").read_text())}
+
+
+def test_train_writes_every_output(run):
+    out = run["out"]
+    for name in ("config.yaml", "metrics.jsonl", "metrics.csv", "learning_curve.png",
+                 "summary.json", "checkpoint/runner.msgpack", "checkpoint/meta.json",
+                 "checkpoints/update_00000012/runner.msgpack", "policy/policy.npz",
+                 "policy/policy.json"):
+        assert (out / name).is_file(), name
+    assert (out / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [r["update"] for r in run["rows"]] == list(range(1, NUM_UPDATES + 1))
+    assert len((out / "metrics.csv").read_text().splitlines()) == NUM_UPDATES + 1
+    s = run["summary"]
+    assert s["env_steps_total"] == 16 * 32 * NUM_UPDATES
+    assert s["compile_seconds"] > 0 and s["steps_per_second_excl_compile"] > 0
+    # the resolved config reloads to the same config
+    assert load_train_config(out / "config.yaml") == train_config(yaml.safe_load(
+        (out / "config.yaml").read_text()))
+
+
+def test_short_training_improves_return_on_a_trivial_preset(run):
+    rows = run["rows"]
+    first = np.mean([r["return_mean"] or 0.0 for r in rows[:3]])
+    last = np.mean([r["return_mean"] for r in rows[-3:]])
+    assert last > first + 0.2
+    assert np.mean([r["success_rate"] for r in rows[-3:]]) > 0.95
+    assert np.mean([r["length_mean"] for r in rows[-3:]]) < 6  # the goal is 2 moves away
+    ev = run["summary"]["evaluation"]
+    assert ev["greedy"] and ev["success_rate"] == 1.0 and ev["mean_steps_to_goal"] <= 4
+
+
+def test_progress_lines_come_from_inside_the_compiled_program(run):
+    lines = [line for line in run["stdout"].splitlines() if line.startswith("[train] update")]
+    # log_every=8 over two compiled chunks of 12 updates, plus the last update
+    assert [line.split()[2] for line in lines] == ["8/24", "16/24", "24/24"]
+    assert all("SPS" in line and "success" in line for line in lines)
+    assert "greedy evaluation on 64 fresh episodes" in run["stdout"]
+
+
+def test_resume_from_a_checkpoint_continues_exactly(run, tmp_path):
+    cfg = load_train_config(run["config"])
+    resumed = train(cfg, tmp_path, progress=False, evaluate=False,
+                    resume=run["out"] / "checkpoints" / "update_00000012")
+    assert [r["update"] for r in resumed.rows] == list(range(13, NUM_UPDATES + 1))
+    env, _ = cfg.make_env()
+    algo = PPO(env, env.default_params, resumed.algo.static)
+    template = jax.eval_shape(algo.init, jax.random.key(0), _hp(), env.default_params)
+    final, meta = load_checkpoint(run["out"] / "checkpoint", template)
+    assert meta["update"] == NUM_UPDATES
+    same = jax.tree.map(lambda a, b: np.array_equal(np.asarray(a), np.asarray(b)),
+                        final.params, resumed.runner.params)
+    assert all(jax.tree.leaves(same))
+    for a, b in zip(run["rows"][12:], resumed.rows):
+        assert a == b
+
+
+def test_checkpoint_of_another_config_is_refused(run):
+    cfg = load_train_config(run["config"]).replace(network={"hidden_sizes": [8]})
+    env, _ = cfg.make_env()
+    from plume_jax.train.trainer import ppo_static
+
+    algo = PPO(env, env.default_params, ppo_static(cfg))
+    template = jax.eval_shape(algo.init, jax.random.key(0), _hp(), env.default_params)
+    with pytest.raises(ValidationError):
+        load_checkpoint(run["out"] / "checkpoint", template)
+
+
+def test_trained_agent_reaches_the_goal_through_the_gymnasium_env(run):
+    from plume_jax.gym import PlumeGymEnv
+
+    env, params = plume_jax.make("PlumeNav-Gaussian-v0", **TRIVIAL_ENV)
+    agent = TrainedAgent.load(run["out"] / "policy")
+    genv = PlumeGymEnv(env, params)
+    for seed in range(3):
+        obs, info = genv.reset(seed=seed)
+        agent.reset()
+        for _ in range(40):
+            action = agent.act(obs)
+            assert isinstance(action, int) and action in env.action_ids.values()
+            obs, reward, terminated, truncated, info = genv.step(action)
+            if terminated or truncated:
+                break
+        assert terminated and info["goal_reached"] and info["step_count"] <= 4
+    genv.close()
+
+
+# ----------------------------------------------------- export == training network
+def _hp():
+    return Hparams.create(learning_rate=1e-3, ent_coef=0.0, vf_coef=0.5, gamma=0.99,
+                          gae_lambda=0.95, clip_eps=0.2, max_grad_norm=0.5)
+
+
+def _ppo_side(algo, params, stats, obs_seq, starts, actions):
+    """The training code's per-step computation (features, normalisation,
+    previous action, network step) over one env's sequence (jitted)."""
+
+    @jax.jit
+    def run(params, stats, obs_seq, starts, actions):
+        hidden = jnp.zeros((1, algo.hidden_dim), jnp.float32)
+        prev_action = jnp.zeros((1,) + actions.shape[1:], actions.dtype)
+        prev_tobs = jnp.zeros((1, algo.obs_dim), jnp.float32)
+        outs, values = [], []
+        for t in range(obs_seq.shape[0]):
+            start = starts[t][None]
+            tobs = algo.preprocess(obs_seq[t][None])
+            x = algo.net_input(algo.features(tobs, prev_tobs, start), stats, prev_action, start)
+            hidden, dist, value = algo.step_net(params, hidden, x, start)
+            outs.append(dist[0][0])
+            values.append(value[0])
+            prev_action, prev_tobs = actions[t][None], tobs
+        return jnp.stack(outs), jnp.stack(values)
+
+    return jax.device_get(run(params, stats, jnp.asarray(obs_seq), jnp.asarray(starts),
+                              jnp.asarray(actions)))
+
+
+def _agent_side(spec, arrays, obs_seq, starts, actions):
+    """agents.trained's forward pass over the same sequence (jitted)."""
+
+    @jax.jit
+    def run(arrays, obs_seq, starts, actions):
+        carry = initial_carry(spec)
+        outs, values = [], []
+        for t in range(obs_seq.shape[0]):
+            carry = jax.tree.map(lambda a, b: jnp.where(starts[t], a, b), initial_carry(spec),
+                                 carry)
+            hidden, (out, _log_std), value, tobs = forward(spec, arrays, carry, obs_seq[t])
+            outs.append(out)
+            values.append(value)
+            carry = carry.replace(hidden=hidden, prev_action=actions[t], prev_obs=tobs,
+                                  start=jnp.asarray(False))
+        return jnp.stack(outs), jnp.stack(values)
+
+    return jax.device_get(run(arrays, jnp.asarray(obs_seq), jnp.asarray(starts),
+                              jnp.asarray(actions)))
+
+
+@pytest.mark.parametrize("kind, actions_type", [("mlp", "discrete_grid"), ("gru", "discrete_grid"),
+                                                ("gru", "continuous")])
+def test_exported_forward_pass_equals_the_training_network(kind, actions_type):
+    env, params = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[16, 16], sigma=4.0,
+                                 goal_radius=1.5, actions=actions_type)
+    net = NetworkConfig(type=kind, hidden_sizes=(8, 8), gru_size=6, obs_transform="log",
+                        obs_delta=True, prev_action=True)
+    algo = PPO(env, params, PPOStatic(num_envs=2, num_steps=4, update_epochs=1,
+                                      num_minibatches=1, num_updates=1, normalize_obs=True,
+                                      network=net))
+    # random parameters of the right shapes (no init program to compile), so
+    # biases and log_std are non-zero too
+    shapes = jax.eval_shape(lambda k: N.init_params(algo.net, k, algo.in_dim), jax.random.key(3))
+    rng = np.random.default_rng(1)
+    net_params = jax.tree.map(
+        lambda x: jnp.asarray(rng.normal(0.0, 0.5, x.shape).astype(np.float32)), shapes)
+    stats = ObsStats(mean=jnp.asarray([-3.0, 0.1]), var=jnp.asarray([4.0, 0.5]),
+                     count=jnp.asarray(10.0))
+    obs_seq = rng.uniform(0.0, 1.0, (7, 1)).astype(np.float32)
+    starts = np.asarray([True, False, False, True, False, False, False])
+    if algo.discrete:
+        actions = rng.integers(0, algo.action_dim, 7).astype(np.int32)
+    else:
+        actions = rng.uniform(-1.0, 1.0, (7, algo.action_dim)).astype(np.float32)
+    expected = _ppo_side(algo, net_params, stats, obs_seq, starts, actions)
+    spec = policy_spec(algo)
+    arrays = policy_arrays(net_params, stats)
+    got = _agent_side(spec, arrays, obs_seq, starts, actions)
+    np.testing.assert_allclose(got[0], expected[0], rtol=2e-5, atol=2e-6)
+    np.testing.assert_allclose(got[1], expected[1], rtol=2e-5, atol=2e-6)
+    assert np.ptp(expected[1]) > 1e-3  # the sequence exercises the network
+    # greedy actions of the functional policy = argmax / mapped mean of the training net
+    policy = TrainedPolicy(spec, arrays)
+    action, _ = policy.act(initial_carry(spec), obs_seq[0], jax.random.key(0))
+    if algo.discrete:
+        assert int(action) == int(np.argmax(expected[0][0]))
+    else:
+        u = np.clip(expected[0][0], -1, 1)
+        np.testing.assert_allclose(np.asarray(action),
+                                   algo.action_low + (u + 1) / 2 * (algo.action_high
+                                                                    - algo.action_low),
+                                   rtol=1e-5, atol=1e-6)
+        assert isinstance(TrainedAgent(policy).act(obs_seq[0]), np.ndarray)
+
+
+def test_save_load_gives_identical_actions(run):
+    """Actions of the policy reloaded from disk equal those of the trained
+    runner's network (not only the same argmax: the same logits)."""
+    cfg = load_train_config(run["config"])
+    env, params = cfg.make_env()
+    from plume_jax.train.trainer import ppo_static
+
+    algo = PPO(env, params, ppo_static(cfg))
+    template = jax.eval_shape(algo.init, jax.random.key(0), _hp(), params)
+    runner, _ = load_checkpoint(run["out"] / "checkpoint", template)
+    loaded = TrainedPolicy.load(run["out"] / "policy")
+    fresh = TrainedPolicy(policy_spec(algo), policy_arrays(runner.params, runner.obs_stats))
+    obs = np.linspace(0.0, 1.0, 9, dtype=np.float32)[:, None]
+    for o in obs:
+        a1, c1 = loaded.act(initial_carry(loaded.spec), o, jax.random.key(0))
+        a2, c2 = fresh.act(initial_carry(fresh.spec), o, jax.random.key(0))
+        assert int(a1) == int(a2)
+        assert loaded.value(initial_carry(loaded.spec), o) == fresh.value(
+            initial_carry(fresh.spec), o)
+    sampled = TrainedPolicy.load(run["out"] / "policy", greedy=False)
+    a, _ = policy_step(sampled.spec, sampled.params, initial_carry(sampled.spec), obs[0],
+                       jax.random.key(1), greedy=False)
+    assert 0 <= int(a) < env.num_actions
