@@ -137,7 +137,10 @@ class PlumeEnv(gymnax_env.Environment):
 
     @property
     def num_actions(self) -> int:
-        return self.actions.action_space.n
+        """The number of discrete actions, or (as gymnax's continuous envs do)
+        the action dimension of a ``Box`` action model."""
+        space = self.actions.action_space
+        return space.n if isinstance(space, spaces.Discrete) else int(np.prod(space.shape))
 
     @property
     def action_names(self) -> list[str]:

@@ -209,3 +209,11 @@ def test_uniform_start_covers_grid_outside_goal(small_env):
 def test_agent_state_helper():
     agent = AgentState.at([1, 2], 0.5)
     assert agent.position.dtype == jnp.float32 and agent.heading.dtype == jnp.float32
+
+
+def test_num_actions_of_a_continuous_action_model_is_its_dimension():
+    # regression: num_actions read `.n` and raised AttributeError for Box actions
+    env, _ = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[16, 16], sigma=4.0,
+                            actions="continuous")
+    assert env.num_actions == 2
+    assert env.describe()["action_space"]["type"] == "box"
