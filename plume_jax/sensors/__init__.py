@@ -25,6 +25,7 @@ type name         observation
 ``antennae``      f32[count], concentration at antenna tips around the heading
 ``wind``          f32[2], wind velocity (body or world frame), noisy, clipped
 ``patch``         f32[k*k], k x k concentration patch centred on the agent
+``position``      f32[2], the agent's own (x, y) cell (for Bayesian searchers)
 ``noise``         a wrapped sensor's reading + Gaussian noise, clipped
 ``history``       f32[n*d], the last n readings of a wrapped sensor
 ``composite``     components concatenated (Box) or keyed by name (Dict)
@@ -36,13 +37,15 @@ from plume_jax.sensors.composite import CompositeSensor
 from plume_jax.sensors.concentration import BinarySensor, ConcentrationSensor, PoissonSensor
 from plume_jax.sensors.hits import HitsSensor
 from plume_jax.sensors.patch import PatchSensor
+from plume_jax.sensors.position import PositionSensor
 from plume_jax.sensors.wind import WindSensor
 from plume_jax.sensors.wrappers import HistorySensor, NoiseSensor
 
 SENSORS = {
     cls.type_name: cls
     for cls in (ConcentrationSensor, BinarySensor, PoissonSensor, AntennaeSensor, WindSensor,
-                PatchSensor, NoiseSensor, HistorySensor, CompositeSensor, HitsSensor)
+                PatchSensor, NoiseSensor, HistorySensor, CompositeSensor, HitsSensor,
+                PositionSensor)
 }
 
 __all__ = [
@@ -55,6 +58,7 @@ __all__ = [
     "NoiseSensor",
     "PatchSensor",
     "PoissonSensor",
+    "PositionSensor",
     "SENSORS",
     "WindSensor",
 ]

@@ -1,0 +1,73 @@
+"""The agent's own position on the grid (self-localisation, odometry)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from plume_jax.errors import ValidationError
+from plume_jax.sensors.base import sensor_metadata
+from plume_jax.settings import Configurable
+from plume_jax.spaces import Box
+from plume_jax.types import AgentState, NoParams, PlumeProbe
+
+
+@dataclasses.dataclass(frozen=True)
+class PositionSensor(Configurable):
+    """Where the agent is: its ``(x, y)`` position in grid cells.
+
+    Bayesian searchers (``agents/infotaxis.py``) need to know where each
+    odour reading was taken; combine this sensor with an odour sensor in a
+    composite, e.g. ``{"type": "composite", "sensors": [{"type": "hits"},
+    {"type": "position"}]}`` (observation labels ``hits.hits``,
+    ``position.position_x``, ``position.position_y``).
+
+    Observation: f32[2], index 0 = ``x`` (east), index 1 = ``y`` (north),
+    in ``[0, width - 1] x [0, height - 1]`` (the position is clamped into
+    the grid, which the env already guarantees). Exact, deterministic and
+    memoryless; it reads no plume.
+    """
+
+    #: ``(width, height)`` of the grid, set by ``build`` (the bounds of the space).
+    domain: tuple = ()
+
+    type_name = "position"
+    SETTINGS = {}
+    Params = NoParams
+
+    @classmethod
+    def build(cls, values, grid, prefix):
+        """No settings; the grid fixes the observation bounds."""
+        component, params, resolved = super().build(values, grid, prefix)
+        return dataclasses.replace(component, domain=(grid.width, grid.height)), params, resolved
+
+    def _upper(self) -> tuple[float, float]:
+        if not self.domain:
+            raise ValidationError.for_parameter(
+                "sensor.domain", self.domain,
+                "a (width, height) pair: build the sensor with PositionSensor.build(values, grid, "
+                "prefix) so it knows its grid")
+        return float(self.domain[0] - 1), float(self.domain[1] - 1)
+
+    def observation_space(self, params: NoParams) -> Box:
+        return Box.from_arrays([0.0, 0.0], list(self._upper()))
+
+    def observation_labels(self) -> list[str]:
+        return ["position_x", "position_y"]
+
+    def _read(self, agent: AgentState) -> jax.Array:
+        upper = jnp.asarray(self._upper(), jnp.float32)
+        return jnp.clip(jnp.asarray(agent.position, jnp.float32).reshape(2), 0.0, upper)
+
+    def init(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, params: NoParams):
+        return self._read(agent), ()
+
+    def observe(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, sensor_state,
+                params: NoParams):
+        return self._read(agent), sensor_state
+
+    def get_metadata(self) -> dict[str, Any]:
+        return sensor_metadata(self)
