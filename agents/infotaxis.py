@@ -344,14 +344,20 @@ class InfotaxisPolicy:
     def _margin(self) -> int:
         return max(max(abs(dx), abs(dy)) for dx, dy in self.move_deltas)
 
+    @property
+    def _point_goal(self) -> bool:
+        """The goal region is the agent's cell alone (goal radius < 1)."""
+        return self.goal_radius < 1.0
+
     def _stacked(self) -> np.ndarray:
         """f32[C, 2H-1+2m, 2W-1+2m]: the channels the rules read (``lik``,
-        ``lik_log_lik``, ``lik_dist`` for the space-aware rule, ``inside``),
-        zero-padded by the largest move ``m`` so that every candidate's
-        window is a static slice of one window around the agent."""
+        ``lik_log_lik``, ``lik_dist`` for the space-aware rule, ``inside``
+        for a goal radius >= 1), zero-padded by the largest move ``m`` so
+        that every candidate's window is a static slice of one window
+        around the agent."""
         t = self.tables()
         parts = [t["lik"], t["lik_log_lik"]] + ([t["lik_dist"]] if self.space_aware else []) \
-            + [t["inside"][None]]
+            + ([] if self._point_goal else [t["inside"][None]])
         m = self._margin
         return np.pad(np.concatenate(parts), ((0, 0), (m, m), (m, m)))
 
@@ -369,10 +375,19 @@ class InfotaxisPolicy:
         ``[..., y, x]`` belongs to a source at cell ``(x, y)``."""
         m, (dx, dy), h = self._margin, delta, self.h_max
         w = around[:, m - dy:m - dy + self.height, m - dx:m - dx + self.width]
-        out = {"lik": w[:h], "lik_log_lik": w[h:2 * h], "inside": w[-1]}
+        out = {"lik": w[:h], "lik_log_lik": w[h:2 * h]}
         if self.space_aware:
             out["lik_dist"] = w[2 * h:3 * h]
+        if not self._point_goal:
+            out["inside"] = w[-1]
         return out
+
+    def _p_end(self, posterior: jax.Array, view: dict[str, jax.Array], cell: jax.Array
+               ) -> jax.Array:
+        """P(the source is within the goal radius of ``cell``)."""
+        if self._point_goal:
+            return posterior[cell[1], cell[0]]
+        return jnp.sum(posterior * view["inside"])
 
     # -- the functional protocol ------------------------------------------------------
     def init(self, key: jax.Array) -> InfotaxisCarry:
@@ -400,16 +415,19 @@ class InfotaxisPolicy:
         is impossible under the model (its likelihood mass underflows), only
         "the source is not within the goal radius here" is applied."""
         around = self._around(position) if around is None else around
-        view = self._view(around, (0, 0))
-        new = posterior * view["lik"][hit_class]
+        lik = self._view(around, (0, 0))["lik"]
+        new = posterior * lik[hit_class]
         total = jnp.sum(new)
-        outside = 1.0 - view["inside"]
-        fallback = posterior * outside
-        fallback_total = jnp.sum(fallback)
-        uniform = outside / jnp.maximum(jnp.sum(outside), 1.0)
-        safe = jnp.where(fallback_total > 0, fallback / jnp.maximum(fallback_total, 1e-38),
-                         uniform)
-        return jnp.where(total > 0, new / jnp.maximum(total, 1e-38), safe).astype(jnp.float32)
+
+        def impossible(_):
+            outside = (jnp.sum(lik, axis=0) > 0).astype(jnp.float32)
+            fallback = posterior * outside
+            fallback_total = jnp.sum(fallback)
+            uniform = outside / jnp.maximum(jnp.sum(outside), 1.0)
+            return jnp.where(fallback_total > 0, fallback / jnp.maximum(fallback_total, 1e-38),
+                             uniform)
+
+        return jax.lax.cond(total > 0, lambda _: new / total, impossible, None).astype(jnp.float32)
 
     def candidates(self, position: jax.Array) -> tuple[jax.Array, jax.Array]:
         """``(cells i32[M, 2], valid bool[M])``: where each candidate move
@@ -432,16 +450,16 @@ class InfotaxisPolicy:
         (L_h d)``: dot products of the posterior with table windows.
         """
         around = self._around(position) if around is None else around
-        _, valid = self.candidates(position)
+        cells, valid = self.candidates(position)
         p = posterior
         p_log_p = jnp.where(p > 0, p * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0)
         scores = []
-        for delta in self.move_deltas:
+        for i, delta in enumerate(self.move_deltas):
             view = self._view(around, delta)
             mass = jnp.sum(p[None] * view["lik"], axis=(1, 2))                       # U_h
             u_log_u = jnp.sum(p_log_p[None] * view["lik"] + p[None] * view["lik_log_lik"],
                               axis=(1, 2))                                          # Σ u ln u
-            p_end = jnp.sum(p * view["inside"])
+            p_end = self._p_end(p, view, cells[i])
             safe = jnp.maximum(mass, 1e-38)
             m_log_m = jnp.where(mass > 0, mass * jnp.log(safe), 0.0)
             if not self.space_aware:

@@ -1,0 +1,523 @@
+#!/usr/bin/env python
+"""Search times and throughput of (space-aware) infotaxis on the Poisson benchmarks.
+
+For each benchmark case (isotropic 19x19, isotropic 53x53, windy 81x41) and
+each rule (``infotaxis``, ``space_aware_infotaxis``) this script
+
+1. runs thousands of complete searches of ``agents.infotaxis.InfotaxisPolicy``
+   against the env (``plume_jax.make(preset, **overrides)``): a batch of
+   ``slots`` envs steps in one jitted ``lax.scan`` per chunk; each slot
+   records its first ``per_slot`` episodes (full episodes, auto-reset in
+   between), so every recorded search is an independent draw of the
+   protocol. Search time = the env's ``step_count`` when it reports the
+   source found (``terminated``); episodes cut at ``max_steps`` count as
+   failures. Reports mean +- standard error, median, success rate, and
+   searches per second (wall time of the jitted run, compile excluded);
+2. runs a **reference**: a plain NumPy implementation, one search at a time,
+   of otto's algorithm and evaluation protocol (Loisy & Eloy 2022; the
+   ``otto-benchmark`` code of Loisy & Heinonen 2023): the hit law written
+   out independently with ``scipy.special.k0``, float64, first-index
+   tie-breaking, the source not drawn but integrated out (each episode
+   accumulates ``sum_t P(not found before t)`` and runs until that
+   probability is < 1e-6), otto's "stuck" detector. Its mean search time
+   must agree with ours within the combined standard errors, and its
+   steps/second is the pure-Python cost we compare against;
+3. saves everything to ``benchmarks/infotaxis.json``.
+
+Conventions (see ``docs/infotaxis.md``): ``--conventions published`` (the
+default) applies the overrides that make each preset the case of the
+literature (hit classes ``N_hits`` 3 and 4 for the isotropic cases as
+otto's automatic setting gives; otto-benchmark's windy length scale via
+``tau = 37.5``; otto's ``STOP_t`` for the isotropic cases);
+``--conventions preset`` runs the presets unchanged.
+
+Usage::
+
+    python scripts/benchmark_infotaxis.py                 # everything (tens of minutes on 2 cores)
+    python scripts/benchmark_infotaxis.py --quick         # a small smoke run
+    python scripts/benchmark_infotaxis.py --cases iso19 --rules infotaxis --conventions preset
+
+Timings on a shared machine are noisy; the JSON records the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import functools
+import json
+import math
+import os
+import platform
+import sys
+import time
+from typing import Any
+
+def _early_devices() -> None:
+    """``--devices N`` must reach XLA before jax is imported."""
+    if "--devices" in sys.argv:
+        n = sys.argv[sys.argv.index("--devices") + 1]
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                                   f" --xla_force_host_platform_device_count={int(n)}").strip()
+
+
+_early_devices()
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import plume_jax  # noqa: E402
+from agents.infotaxis import InfotaxisPolicy  # noqa: E402
+
+#: The benchmark cases. ``published`` overrides make the preset the case of the
+#: literature; ``reference`` describes that case for the NumPy reference.
+CASES: dict[str, dict[str, Any]] = {
+    "iso19": {
+        "preset": "PlumeNav-Poisson-Iso19x19-v0",
+        "literature_name": "isotropic-19x19",
+        "published": {"sensor": {"h_max": 3}, "max_steps": 642},
+        "reference": {"model": "isotropic", "lambda_over_dx": 1.0, "r_dt": 1.0, "size": (19, 19),
+                      "start": (9, 9), "h_max": 3, "stop_t": 642},
+        "slots": 256, "per_slot": 40, "reference_episodes": 2000,
+    },
+    "iso53": {
+        "preset": "PlumeNav-Poisson-Iso53x53-v0",
+        "literature_name": "isotropic-53x53",
+        "published": {"sensor": {"h_max": 4}, "max_steps": 2188},
+        "reference": {"model": "isotropic", "lambda_over_dx": 3.0, "r_dt": 2.0, "size": (53, 53),
+                      "start": (26, 26), "h_max": 4, "stop_t": 2188},
+        "slots": 256, "per_slot": 32, "reference_episodes": 300,
+    },
+    "windy": {
+        "preset": "PlumeNav-Poisson-Windy81x41-v0",
+        "literature_name": "windy-medium-detections",
+        "published": {"plume": {"tau": 37.5}},
+        "reference": {"model": "windy", "r_bar": 2.5, "v_bar": 2.0, "tau_bar": 150.0,
+                      "size": (81, 41), "start": (65, 20), "h_max": 2, "stop_t": 10000},
+        "slots": 256, "per_slot": 16, "reference_episodes": 300,
+    },
+}
+RULES = ("infotaxis", "space_aware_infotaxis")
+
+
+# ---------------------------------------------------------------------------
+# Our vectorised searches
+# ---------------------------------------------------------------------------
+
+def _select(flag: jax.Array, new: Any, old: Any) -> Any:
+    return jax.tree.map(lambda a, b: jnp.where(flag, a, b), new, old)
+
+
+def _slot_searches(env, params, policy, key, per_slot):
+    """``per_slot`` consecutive complete searches in one env (auto-reset in
+    between), run to completion by a ``lax.while_loop``: ``(lengths
+    i32[per_slot], found bool[per_slot])``."""
+    k_reset, k_policy, k_run = jax.random.split(key, 3)
+    obs, state = env.reset(k_reset, params)
+    carry = policy.init(k_policy)
+
+    def cond(c):
+        return c[3] < per_slot
+
+    def body(c):
+        obs, state, carry, count, lengths, found, step = c
+        k_act, k_step, k_init = jax.random.split(jax.random.fold_in(k_run, step), 3)
+        action, carry = policy.act(carry, obs, k_act)
+        obs, state, _, terminated, truncated, info = env.step(k_step, state, action, params)
+        ended = terminated | truncated
+        carry = _select(ended, policy.init(k_init), carry)
+        col = jnp.minimum(count, per_slot - 1)
+        lengths = lengths.at[col].set(jnp.where(ended, info["step_count"], lengths[col]))
+        found = found.at[col].set(jnp.where(ended, terminated, found[col]))
+        return obs, state, carry, count + ended.astype(jnp.int32), lengths, found, step + 1
+
+    init = (obs, state, carry, jnp.asarray(0, jnp.int32), jnp.zeros(per_slot, jnp.int32),
+            jnp.zeros(per_slot, bool), jnp.asarray(0, jnp.int32))
+    out = jax.lax.while_loop(cond, body, init)
+    return out[4], out[5]
+
+
+def _searches(env, params, policy, keys, per_slot):
+    """Every slot's searches, one slot after the other (``lax.map``)."""
+    return jax.lax.map(lambda k: _slot_searches(env, params, policy, k, per_slot), keys)
+
+
+def run_searches(env: Any, params: Any, policy: Any, seed: int, slots: int, per_slot: int,
+                 devices: int = 1) -> dict[str, Any]:
+    """``slots * per_slot`` complete searches in one compiled program;
+    lengths, success flags, timing (compile excluded).
+
+    Each search runs to its end in a ``lax.while_loop`` and the slots run one
+    after the other (``lax.map``): on CPU the posterior work is a
+    per-search loop anyway (``InfotaxisPolicy.step``), and no time goes to
+    searches that finished early, as it would in a lockstep batch. With
+    ``devices > 1`` (CPU devices made with ``--devices``), the slots are
+    split evenly over the devices, one thread each (``jax.pmap``).
+    """
+    keys = jax.random.split(jax.random.key(seed), slots)
+    t0 = time.perf_counter()
+    if devices == 1:
+        program = jax.jit(lambda k: _searches(env, params, policy, k, per_slot))
+        compiled = program.lower(keys).compile()
+    else:
+        if slots % devices:
+            raise ValueError(f"slots={slots} is not a multiple of devices={devices}")
+        keys = keys.reshape(devices, slots // devices)
+        compiled = jax.pmap(lambda k: _searches(env, params, policy, k, per_slot)).lower(
+            keys).compile()
+    compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    lengths, found = jax.block_until_ready(compiled(keys))
+    run_s = time.perf_counter() - t0
+    return {"lengths": np.asarray(lengths).reshape(-1), "found": np.asarray(found).reshape(-1),
+            "compile_seconds": compile_s, "run_seconds": run_s, "slots": slots,
+            "per_slot": per_slot, "devices": devices}
+
+
+def summarise(lengths: np.ndarray, found: np.ndarray) -> dict[str, Any]:
+    """Mean +- SE and median of the search time over successful searches."""
+    t = lengths[found].astype(float)
+    n = int(found.size)
+    k = int(found.sum())
+    return {
+        "episodes": n,
+        "found": k,
+        "success_rate": k / n if n else None,
+        "mean": float(t.mean()) if k else None,
+        "sem": float(t.std(ddof=1) / math.sqrt(k)) if k > 1 else None,
+        "std": float(t.std(ddof=1)) if k > 1 else None,
+        "median": float(np.median(t)) if k else None,
+        "p90": float(np.percentile(t, 90)) if k else None,
+        "p99": float(np.percentile(t, 99)) if k else None,
+        "max": int(t.max()) if k else None,
+    }
+
+
+# ---------------------------------------------------------------------------
+# The one-search-at-a-time NumPy reference (otto's algorithm and protocol)
+# ---------------------------------------------------------------------------
+
+class Reference:
+    """otto's source-tracking POMDP and its heuristic policies, in NumPy
+    (float64), written independently for this comparison. Array axis 0 is
+    ``x`` (as in otto), axis 1 is ``y``."""
+
+    def __init__(self, spec: dict[str, Any]):
+        from scipy import special
+
+        self.spec = spec
+        nx, ny = spec["size"]
+        self.shape = (nx, ny)
+        self.h_max = spec["h_max"]
+        dx = np.arange(-(nx - 1), nx)[:, None] * np.ones(2 * ny - 1)[None, :]
+        dy = np.ones(2 * nx - 1)[:, None] * np.arange(-(ny - 1), ny)[None, :]
+        # agent - source = -(offset); the table is indexed by offset = source - agent
+        d = np.hypot(dx, dy)
+        d_safe = np.where(d == 0, 1.0, d)
+        if spec["model"] == "isotropic":
+            lam = spec["lambda_over_dx"]
+            mu0 = spec["r_dt"] / math.log(2.0 * lam) * special.k0(1.0)
+            self.mu0 = mu0
+            mu = mu0 * special.k0(d_safe / lam) / special.k0(1.0)
+        else:
+            lam = math.sqrt((spec["tau_bar"] / spec["v_bar"] ** 2) / (1.0 + spec["tau_bar"] / 4.0))
+            self.lambda_bar = lam
+            downwind = -dx  # x_agent - x_source
+            mu = spec["r_bar"] / d_safe * np.exp(0.5 * spec["v_bar"] * downwind - d_safe / lam)
+        mu[d == 0] = 0.0
+        self.mu = mu
+        lik = np.empty((self.h_max,) + mu.shape)
+        for h in range(self.h_max - 1):
+            lik[h] = np.exp(-mu) * mu ** h / math.factorial(h)
+        lik[-1] = np.clip(1.0 - lik[:-1].sum(axis=0), 0.0, 1.0)
+        lik[:, d == 0] = 0.0
+        self.lik = lik
+        self.manhattan = np.abs(dx) + np.abs(dy)
+
+    def window(self, table: np.ndarray, agent: tuple[int, int]) -> np.ndarray:
+        nx, ny = self.shape
+        x, y = agent
+        return table[..., nx - 1 - x:2 * nx - 1 - x, ny - 1 - y:2 * ny - 1 - y]
+
+    @staticmethod
+    def entropy(p: np.ndarray, axes=None) -> np.ndarray:
+        logs = np.zeros_like(p)
+        pos = p > 1e-10
+        logs[pos] = -np.log2(p[pos])
+        return np.sum(p * logs, axis=axes)
+
+    def initial_hit(self, rng: np.random.Generator) -> int:
+        """otto's draw of the first (non-zero) hit, over an unbounded domain."""
+        if self.spec["model"] != "isotropic":
+            return 1
+        from scipy import special
+
+        lam = self.spec["lambda_over_dx"]
+        r = np.arange(1, int(1000 * lam)).astype(float)
+        shell = math.pi * ((r + 0.5) ** 2 - (r - 0.5) ** 2)
+        mu = self.mu0 * special.k0(r / lam) / special.k0(1.0)
+        head = [np.exp(-mu) * mu ** h / math.factorial(h) for h in range(self.h_max - 1)]
+        probs = head + [np.clip(1.0 - np.sum(head, axis=0), 0.0, 1.0)]
+        w = np.array([0.0] + [np.sum(probs[h] * shell) for h in range(1, self.h_max)])
+        return int(rng.choice(self.h_max, p=w / w.sum()))
+
+    def moves(self, agent):
+        nx, ny = self.shape
+        out = []
+        for axis in (0, 1):
+            for step in (-1, 1):
+                a = list(agent)
+                a[axis] += step
+                ok = 0 <= a[0] < nx and 0 <= a[1] < ny
+                out.append((tuple(a), ok))
+        return out
+
+    def choose(self, p: np.ndarray, agent: tuple[int, int], rule: str) -> tuple[int, int]:
+        values = np.full(4, np.inf)
+        cells = []
+        for i, (cell, ok) in enumerate(self.moves(agent)):
+            cells.append(cell)
+            if not ok:
+                continue
+            p_end = p[cell]
+            if p_end > 1 - 1e-10:
+                values[i] = -1e-10
+                continue
+            q = p.copy()
+            q[cell] = 0.0
+            q /= q.sum()
+            post = q[None] * self.window(self.lik, cell)
+            p_hit = post.sum(axis=(1, 2))
+            for h in range(self.h_max):
+                if p_hit[h] > 1e-10:
+                    post[h] /= p_hit[h]
+            ent = self.entropy(post, axes=(1, 2))
+            if rule == "infotaxis":
+                values[i] = (1 - p_end) * np.sum(p_hit * ent)
+            else:
+                dist = self.window(self.manhattan, cell)
+                total = 0.0
+                for h in range(self.h_max):
+                    v = np.sum(post[h] * dist) + 2 ** (ent[h] - 1) - 0.5
+                    total += (1 - p_end) * p_hit[h] * (math.log2(v) if v > 0 else v)
+                values[i] = total
+        best = np.flatnonzero(np.abs(values - values.min()) < 1e-10)[0]
+        return cells[best]
+
+    def episode(self, rng: np.random.Generator, rule: str, stop_p: float = 1e-6):
+        """One search under otto's protocol: ``(T_mean, steps, failed)``."""
+        start = tuple(self.spec["start"])
+        p = np.ones(self.shape)
+        p[start] = 0.0
+        p /= p.sum()
+        hit = self.initial_hit(rng)
+        p *= self.window(self.lik, start)[hit]
+        p /= p.sum()
+        agent, back1, back2 = start, None, None
+        repeats, t, t_mean, not_found = 0, 0, 0.0, 1.0
+        while True:
+            back2, back1 = back1, agent
+            agent = self.choose(p, agent, rule)
+            repeats = repeats + 1 if agent == back2 else 0
+            t += 1
+            t_mean += not_found
+            p_end = p[agent]
+            not_found *= 1.0 - p_end
+            if not_found < stop_p or p_end > 1 - 1e-10:
+                return t_mean, t, False
+            if t >= self.spec["stop_t"] or repeats > 8:
+                return t_mean, t, True
+            p[agent] = 0.0
+            p /= p.sum()
+            lik = self.window(self.lik, agent)
+            p_hit = np.clip((p[None] * lik).sum(axis=(1, 2)), 0.0, None)
+            hit = int(rng.choice(self.h_max, p=p_hit / p_hit.sum()))
+            p *= lik[hit]
+            p /= p.sum()
+
+
+def run_reference(spec: dict[str, Any], rule: str, episodes: int, seed: int,
+                  max_seconds: float) -> dict[str, Any]:
+    ref = Reference(spec)
+    rng = np.random.default_rng(seed)
+    means, steps, failed = [], 0, 0
+    t0 = time.perf_counter()
+    for _ in range(episodes):
+        t_mean, t, fail = ref.episode(rng, rule)
+        means.append(t_mean)
+        steps += t
+        failed += int(fail)
+        if time.perf_counter() - t0 > max_seconds:
+            break
+    elapsed = time.perf_counter() - t0
+    m = np.asarray(means)
+    return {"episodes": len(m), "mean": float(m.mean()),
+            "sem": float(m.std(ddof=1) / math.sqrt(len(m))) if len(m) > 1 else None,
+            "failed_episodes": failed, "steps": steps, "seconds": elapsed,
+            "steps_per_second": steps / elapsed, "searches_per_second": len(m) / elapsed,
+            "protocol": "otto: source integrated out, T = sum_t P(not found before t), "
+                        "episodes run until P(not found) < 1e-6; float64; first-index ties"}
+
+
+# ---------------------------------------------------------------------------
+
+def machine_info() -> dict[str, Any]:
+    return {
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "device": str(jax.devices()[0].platform),
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+        "numpy": np.__version__,
+    }
+
+
+VARIANTS = ("published:random", "published:first", "preset:random")
+
+
+def render(report: dict[str, Any]) -> str:
+    """Markdown tables of a saved report: search times, and throughput."""
+    def fmt(x, spec=".2f"):
+        return "—" if x is None else format(x, spec)
+
+    refs = {(r["case"], r["rule"]): r for r in report.get("reference", [])}
+    lines = ["| case | rule | variant | searches | found | mean ± SE | median | NumPy reference "
+             "(otto protocol) mean ± SE (searches) | z |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for e in report["results"]:
+        o = e["ours"]
+        ref = refs.get((e["case"], e["rule"])) if e["conventions"] == "published" else None
+        ref_text = f"{ref['mean']:.2f} ± {ref['sem']:.2f} ({ref['episodes']})" if ref else "—"
+        z = e.get("versus_reference", {}).get("z")
+        lines.append(f"| {e['literature_name']} | {e['rule']} | {e['conventions']}, "
+                     f"ties {e['tie_break']} | {o['episodes']} | {o['success_rate']:.4f} | "
+                     f"{fmt(o['mean'])} ± {fmt(o['sem'])} | {fmt(o['median'], '.0f')} | "
+                     f"{ref_text} | {fmt(z, '+.1f')} |")
+    lines += ["", "| case | rule | ours: searches/s | ours: steps/s | reference: steps/s | "
+              "reference: steps/s ÷ mean search time | speed-up |",
+              "|---|---|---:|---:|---:|---:|---:|"]
+    for e in report["results"]:
+        if e["conventions"] != "published" or e["tie_break"] != "random":
+            continue
+        t = e["throughput"]
+        ref = refs.get((e["case"], e["rule"]))
+        ref_steps = ref["steps_per_second"] if ref else None
+        equivalent = ref_steps / e["ours"]["mean"] if ref_steps else None
+        lines.append(f"| {e['literature_name']} | {e['rule']} | {t['searches_per_second']:.0f} | "
+                     f"{t['search_steps_per_second']:.0f} | {fmt(ref_steps, '.0f')} | "
+                     f"{fmt(equivalent, '.1f')} | "
+                     f"{fmt(t['search_steps_per_second'] / ref_steps if ref_steps else None, '.1f')}x |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
+    parser.add_argument("--rules", nargs="+", default=list(RULES), choices=list(RULES))
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS),
+                        help="conventions:tie_break of our runs ('published' applies the "
+                             "literature's overrides; 'preset' runs the preset unchanged)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="multiply every case's searches per slot (>= 1 search per slot)")
+    parser.add_argument("--reference-scale", type=float, default=1.0,
+                        help="multiply the reference's episodes (0: skip the reference)")
+    parser.add_argument("--reference-seconds", type=float, default=400.0,
+                        help="wall-time cap of each reference run")
+    parser.add_argument("--devices", type=int, default=1,
+                        help="split the searches over this many CPU devices (one thread each)")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
+    parser.add_argument("--output", default=os.path.join("benchmarks", "infotaxis.json"))
+    parser.add_argument("--render", metavar="JSON",
+                        help="print the markdown tables of a saved report and exit")
+    args = parser.parse_args(argv)
+    if args.render:
+        with open(args.render) as f:
+            print(render(json.load(f)))
+        return 0
+    if args.quick:
+        args.scale, args.reference_scale = 0.05, 0.05
+
+    report: dict[str, Any] = {"benchmark": "infotaxis", "machine": machine_info(),
+                              "settings": vars(args), "results": [], "reference": []}
+
+    def save():
+        os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
+        with open(args.output, "w") as f:
+            json.dump(report, f, indent=1, default=_plain)
+
+    for case_name in args.cases:
+        case = CASES[case_name]
+        for rule in args.rules:
+            ref = None
+            if args.reference_scale > 0:
+                n_ref = max(2, int(round(case["reference_episodes"] * args.reference_scale)))
+                print(f"[{case_name} {rule}] NumPy reference, {n_ref} searches ...", flush=True)
+                ref = run_reference(case["reference"], rule, n_ref, args.seed,
+                                    args.reference_seconds)
+                report["reference"].append({"case": case_name, "rule": rule,
+                                            "spec": case["reference"], **ref})
+                print("   reference:", {k: ref[k] for k in ("episodes", "mean", "sem",
+                                                           "failed_episodes",
+                                                           "steps_per_second")}, flush=True)
+            for variant in args.variants:
+                convention, tie_break = variant.split(":")
+                overrides = case["published"] if convention == "published" else {}
+                env, params = plume_jax.make(case["preset"], **overrides)
+                policy = InfotaxisPolicy.for_env(env, space_aware=(rule != "infotaxis"),
+                                                 tie_break=tie_break)
+                per_slot = max(1, int(round(case["per_slot"] * args.scale)))
+                slots = case["slots"] if not args.quick else 32
+                print(f"[{case_name} {rule} {variant}] {slots} x {per_slot} searches ...",
+                      flush=True)
+                run = run_searches(env, params, policy, args.seed, slots, per_slot,
+                                   devices=args.devices)
+                stats = summarise(run["lengths"], run["found"])
+                entry = {
+                    "case": case_name, "literature_name": case["literature_name"],
+                    "preset": case["preset"], "conventions": convention, "tie_break": tie_break,
+                    "overrides": overrides, "rule": rule, "settings": env.settings,
+                    "ours": stats,
+                    "throughput": {
+                        "searches_per_second": stats["episodes"] / run["run_seconds"],
+                        "search_steps_per_second": float(run["lengths"].sum()) / run["run_seconds"],
+                        "run_seconds": run["run_seconds"],
+                        "compile_seconds": run["compile_seconds"],
+                        "slots": slots, "per_slot": per_slot, "devices": args.devices,
+                    },
+                }
+                print("   ours:", {k: stats[k] for k in ("episodes", "success_rate", "mean", "sem",
+                                                        "median")},
+                      f"{entry['throughput']['searches_per_second']:.1f} searches/s, "
+                      f"{entry['throughput']['search_steps_per_second']:.0f} steps/s", flush=True)
+                if ref is not None and convention == "published":
+                    se = math.hypot(stats["sem"] or 0.0, ref["sem"] or 0.0)
+                    entry["versus_reference"] = {
+                        "ours_minus_reference": stats["mean"] - ref["mean"], "combined_se": se,
+                        "z": (stats["mean"] - ref["mean"]) / se if se else None}
+                report["results"].append(entry)
+                save()
+    report["machine"]["load_average_end"] = list(os.getloadavg()) \
+        if hasattr(os, "getloadavg") else None
+    save()
+    print("wrote", args.output)
+    return 0
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    if isinstance(value, (tuple, set)):
+        return list(value)
+    return str(value)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
