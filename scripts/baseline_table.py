@@ -104,6 +104,9 @@ def render(rows: list[dict], episodes: int, seed: int) -> str:
                      f"({lo:.3f}–{hi:.3f}) | {steps} | {median} | {eff} |")
     if skipped:
         lines += ["", "Pairs not run (the env lacks what the agent needs):", ""] + skipped
+    lines += ["", "Infotaxis and space-aware infotaxis on the Poisson benchmark presets, with "
+              "thousands of episodes each and the published figures beside them: "
+              "[infotaxis.md](infotaxis.md)."]
     return "\n".join(lines) + "\n"
 
 
