@@ -261,21 +261,26 @@ class PlumeEnv(gymnax_env.Environment):
             total_reward=state.total_reward + out["reward"],
             goal_reached=terminated,
         )
-        info = {
-            "step_count": step_count,
-            "episode_count": state.episode_count,
+        info = self.step_info(new_state, out, action_valid, executed, plume_state, params)
+        return out["obs"], new_state, out["reward"], terminated, truncated, info
+
+    def step_info(self, new_state: EnvState, out: dict[str, Any], action_valid: jax.Array,
+                  executed: jax.Array, plume_state: Any, params: EnvParams) -> dict[str, Any]:
+        """The info dict of a step (arrays; per agent where the state is)."""
+        return {
+            "step_count": new_state.step_count,
+            "episode_count": new_state.episode_count,
             "total_reward": new_state.total_reward,
-            "goal_reached": terminated,
-            "agent_xy": agent.position,
-            "agent_heading": agent.heading,
+            "goal_reached": new_state.goal_reached,
+            "agent_xy": new_state.agent.position,
+            "agent_heading": new_state.agent.heading,
             "distance_to_goal": out["distance"],
             "source_location": self.plume.source_location(plume_state, params.plume),
-            "goal_location": out["goal"],
+            "goal_location": self.goal_location(plume_state, params),
             "action_valid": action_valid,
             "executed_action": executed,
-            "discount": 1.0 - terminated.astype(jnp.float32),
+            "discount": 1.0 - new_state.goal_reached.astype(jnp.float32),
         }
-        return out["obs"], new_state, out["reward"], terminated, truncated, info
 
     def episode_done(self, terminated: jax.Array, truncated: jax.Array,
                      info: dict[str, Any]) -> jax.Array:

@@ -226,19 +226,8 @@ class MultiAgentPlumeEnv(PlumeEnv):
             goal_reached=terminated,
         )
         info = {
-            "step_count": step_count,
-            "episode_count": state.episode_count,
-            "total_reward": new_state.total_reward,
-            "goal_reached": terminated,
-            "agent_xy": moved.position,
-            "agent_heading": moved.heading,
-            "distance_to_goal": out["distance"],
-            "source_location": self.plume.source_location(plume_state, params.plume),
-            "goal_location": self.goal_location(plume_state, params),
-            "action_valid": valid,
-            "executed_action": executed,
+            **self.step_info(new_state, out, valid, executed, plume_state, params),
             "blocked": blocked,
-            "discount": 1.0 - terminated.astype(jnp.float32),
             "done": finished | out_of_time,
             "num_arrived": jnp.sum(terminated).astype(jnp.int32),
         }
