@@ -233,3 +233,20 @@ def test_settings_validation_and_metadata():
     meta = plume.get_metadata()
     assert meta["type"] == "filament" and "domain" not in meta["parameters"]
     assert meta["parameters"]["capacity"] == 128
+
+
+def test_hashed_dispersion_noise_statistics():
+    """The cheap keyed-hash increments: right mean and variance, uniform,
+    uncorrelated across puffs, axes and keys, and a function of the key."""
+    from plume_jax.plumes.sampling import uniform_pairs
+
+    draw = jax.jit(uniform_pairs, static_argnums=1)
+    a = np.asarray(draw(jax.random.key(0), 50000))
+    b = np.asarray(draw(jax.random.key(1), 50000))
+    assert a.shape == (50000, 2) and np.all(np.abs(a) < 1)
+    assert np.abs(a.mean(0)).max() < 0.01 and np.abs(a.var(0) - 1 / 3).max() < 0.005
+    counts = np.histogram(a[:, 0], bins=20, range=(-1, 1))[0]
+    assert counts.min() > 0.9 * counts.mean() and counts.max() < 1.1 * counts.mean()
+    for x, y in [(a[:, 0], a[:, 1]), (a[1:, 0], a[:-1, 0]), (a[:, 0], b[:, 0])]:
+        assert abs(np.corrcoef(x, y)[0, 1]) < 0.02
+    np.testing.assert_array_equal(a, np.asarray(draw(jax.random.key(0), 50000)))

@@ -14,9 +14,14 @@ Model (units: cells and steps, one env step = one time unit)
   law, below 1e-6 with the defaults). A puff released during a step starts
   at ``source + u·U`` with age ``u``, ``u ~ U(0, 1)``, so a fast wind does
   not bunch puffs at step boundaries.
-- Transport: ``x' = x + U + √(2 dispersion) ξ`` with ``U`` the wind of
-  :mod:`plume_jax.plumes.wind` (updated first, then applied) and ``ξ``
-  standard normal per puff and axis.
+- Transport: ``x' = x + U + ξ`` with ``U`` the wind of
+  :mod:`plume_jax.plumes.wind` (updated first, then applied) and ``ξ`` an
+  independent zero-mean increment per puff and axis of variance
+  ``2 dispersion`` (uniform on ``±√(6 dispersion)``: a puff's displacement
+  after a few steps is Gaussian by the central limit theorem, and the
+  uniform increments come from a cheap keyed hash, see
+  :func:`plume_jax.plumes.sampling.uniform_pairs`, instead of a Threefry
+  normal per puff, which cost two thirds of a step).
 - Growth: radius ``r(age) = √(puff_radius² + 2 growth age)`` (Fickian growth
   of each puff by the eddies smaller than it).
 - Kernel: ``c(p) = Σ_i m / (2π r_i²) · exp(-|p - x_i|² / (2 r_i²))`` with
@@ -49,7 +54,7 @@ import jax
 import jax.numpy as jnp
 
 from plume_jax.plumes.gaussian import cell_centres
-from plume_jax.plumes.sampling import capped_poisson
+from plume_jax.plumes.sampling import capped_poisson, uniform_pairs
 from plume_jax.plumes.wind import WindModel, WindState, broadcast_wind, wind_settings
 from plume_jax.settings import Configurable, Setting, grid_position, integer, real
 from plume_jax.types import Grid
@@ -212,7 +217,9 @@ class FilamentPlume(Configurable):
         n = self.capacity
         wind = self.wind_model.advance(k_wind, plume_state.wind, params)
         velocity = self.wind_model.velocity(wind, params)
-        step = jnp.sqrt(2.0 * params.dispersion) * jax.random.normal(k_disp, (n, 2), jnp.float32)
+        # uniform increments of variance 2 dispersion per axis (sqrt(6 D) U(-1, 1));
+        # summed over steps they are Gaussian by the central limit theorem
+        step = jnp.sqrt(6.0 * params.dispersion) * uniform_pairs(k_disp, n)
         positions = plume_state.positions + velocity + step
         ages = plume_state.ages + 1.0
         active = plume_state.active

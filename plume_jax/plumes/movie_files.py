@@ -75,6 +75,15 @@ def _selection(layout: str, frame_range: Sequence[int] | None, stride: int) -> t
     return tuple(t if axis == "t" else space for axis in layout)
 
 
+def _checked(array: Any, path: pathlib.Path, layout: str) -> Any:
+    """``array`` if it is 3-D, else a ValidationError (before any slicing)."""
+    if len(array.shape) != 3:
+        raise ValidationError.for_parameter(
+            "path", str(path),
+            f"a 3-D movie array (layout {layout!r}), not one of shape {tuple(array.shape)}")
+    return array
+
+
 def _open_zarr(path: pathlib.Path, dataset: str | None):
     try:
         import zarr
@@ -102,7 +111,7 @@ def _read(path: pathlib.Path, dataset: str | None, layout: str,
         raise ValidationError.for_parameter("path", str(path), "an existing movie file")
     select = _selection(layout, frame_range, stride)
     if suffix == ".npy":
-        return np.load(path, mmap_mode="r")[select], {}
+        return np.asarray(_checked(np.load(path, mmap_mode="r"), path, layout)[select]), {}
     if suffix == ".npz":
         with np.load(path, allow_pickle=False) as archive:
             names = [n for n in archive.files if n != "metadata"]
@@ -112,7 +121,7 @@ def _read(path: pathlib.Path, dataset: str | None, layout: str,
                 raise ValidationError.for_parameter(
                     "dataset", dataset, f"the name of an array in {path}: one of {names}")
             meta = json.loads(str(archive["metadata"])) if "metadata" in archive.files else {}
-            return archive[key][select], meta
+            return _checked(archive[key], path, layout)[select], meta
     if suffix in (".h5", ".hdf5"):
         try:
             import h5py
@@ -128,18 +137,15 @@ def _read(path: pathlib.Path, dataset: str | None, layout: str,
                 raise ValidationError.for_parameter(
                     "dataset", dataset, f"the name of a dataset in {path}: one of {names}")
             meta = {**_plain(dict(f.attrs)), **_plain(dict(f[key].attrs))}
-            return np.asarray(f[key][select]), meta
+            return np.asarray(_checked(f[key], path, layout)[select]), meta
     array, attrs = _open_zarr(path, dataset)
-    return np.asarray(array[select]), _plain(attrs)
+    return np.asarray(_checked(array, path, layout)[select]), _plain(attrs)
 
 
 @functools.lru_cache(maxsize=8)
 def _load_cached(path: str, stamp: tuple, dataset: str | None, layout: str,
                  frame_range: tuple | None, stride: int) -> tuple[np.ndarray, str]:
     raw, meta = _read(pathlib.Path(path), dataset, layout, frame_range, stride)
-    if raw.ndim != 3:
-        raise ValidationError.for_parameter(
-            "path", path, f"a 3-D movie array (layout {layout!r}), not one of shape {raw.shape}")
     if not np.issubdtype(raw.dtype, np.number) or np.issubdtype(raw.dtype, np.complexfloating):
         raise ValidationError.for_parameter("path", path, f"real numbers, not dtype {raw.dtype}")
     frames = np.transpose(raw, [layout.index(a) for a in "tyx"]).astype(np.float32)

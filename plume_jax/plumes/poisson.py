@@ -180,6 +180,27 @@ class PoissonPlume(Configurable):
         """f32[], ``λ̄ = sqrt(τ̄ / (1 + V̄² τ̄ / 4))``, cells."""
         return jnp.sqrt(params.tau / (1.0 + jnp.square(params.wind_speed) * params.tau / 4.0))
 
+    def windy_exponent(self, displacement: jax.Array, params: PoissonPlumeParams) -> jax.Array:
+        """f32[...], ``V̄ Δx / 2 - d / λ̄`` (``d`` floored), computed without
+        cancellation as ``-κ d - (V̄/2)(d - Δx)`` with
+        ``κ = 1/λ̄ - V̄/2 = (1/τ̄) / (sqrt(1/τ̄ + V̄²/4) + V̄/2) >= 0`` and
+        ``d - Δx = c² / (d + Δx)`` downwind (``c`` the crosswind offset): far
+        downwind both ``V̄ Δx / 2`` and ``d / λ̄`` are large and nearly equal,
+        and their float32 difference would lose most of its digits."""
+        displacement = jnp.asarray(displacement, jnp.float32)
+        theta = params.wind_direction
+        cos, sin = jnp.cos(theta), jnp.sin(theta)
+        along = displacement[..., 0] * cos + displacement[..., 1] * sin
+        across = -displacement[..., 0] * sin + displacement[..., 1] * cos
+        raw = jnp.sqrt(jnp.square(along) + jnp.square(across))
+        d = jnp.maximum(raw, MIN_DISTANCE)
+        half_v = params.wind_speed / 2.0
+        inv_tau = 1.0 / params.tau
+        kappa = inv_tau / (jnp.sqrt(inv_tau + jnp.square(half_v)) + half_v)
+        behind = jnp.where(along >= 0.0,
+                           jnp.square(across) / jnp.maximum(raw + along, 1e-30), raw - along)
+        return -kappa * d - half_v * ((d - raw) + behind)
+
     def hit_rate(self, displacement: jax.Array, params: PoissonPlumeParams) -> jax.Array:
         """f32[...], ``μ`` at displacements ``point - source`` f32[..., 2]
         (no grid masking)."""
@@ -189,10 +210,7 @@ class PoissonPlume(Configurable):
             lam = params.lambda_over_dx
             mu = params.r_dt / jnp.log(2.0 * lam) * k0(d / lam)
         else:
-            theta = params.wind_direction
-            downwind = displacement[..., 0] * jnp.cos(theta) + displacement[..., 1] * jnp.sin(theta)
-            mu = params.r_bar / d * jnp.exp(params.wind_speed * downwind / 2.0
-                                            - d / self.windy_length(params))
+            mu = params.r_bar / d * jnp.exp(self.windy_exponent(displacement, params))
         return jnp.maximum(mu, 0.0).astype(jnp.float32)
 
     # -- state -------------------------------------------------------------------
