@@ -35,8 +35,8 @@ COMMON = textwrap.dedent("""
 
 SINGLE_SCRIPT = COMMON + textwrap.dedent("""
     out = {}
-    r4 = train(train_config({**base, "run": {"devices": 4}}), None, progress=False,
-               evaluate=False)
+    r4 = train(train_config({**base, "run": {"devices": 4, "log_every": 1}}), None,
+               progress=True, evaluate=False)  # progress callbacks see sharded values
     r1 = train(train_config({**base, "run": {"devices": 1}}), None, progress=False,
                evaluate=False)
     out["single_devices"] = [r4.summary["devices"], r1.summary["devices"]]
@@ -74,7 +74,9 @@ def _run(script: str) -> dict:
                           env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT")][-1]
-    return json.loads(line[len("RESULT"):])
+    out = json.loads(line[len("RESULT"):])
+    out["progress_lines"] = [x for x in proc.stdout.splitlines() if x.startswith("[train]")]
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +88,10 @@ def test_single_run_shards_the_env_batch_over_four_devices(result):
     assert result["single_devices"] == [4, 1]
     assert result["obs_sharding_devices"] == 4
     assert result["obs_shard_shape"][0] == 16 // 4
+
+
+def test_progress_callbacks_work_on_the_sharded_program(result):
+    assert [line.split()[2] for line in result["progress_lines"]] == ["1/3", "2/3", "3/3"]
 
 
 def test_sharded_and_unsharded_single_runs_agree(result):
