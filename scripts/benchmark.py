@@ -106,6 +106,7 @@ def machine() -> dict[str, Any]:
         "jax": jax.__version__,
         "gymnax": version("gymnax"),
         "plume_jax": plume_jax.__version__,
+        "load_average_1_5_15min": list(os.getloadavg()),
     }
 
 

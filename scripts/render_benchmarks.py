@@ -36,6 +36,11 @@ def render(payload: dict) -> str:
         f"auto-reset on; median of {s['repeats']} runs after one warm-up. Produced by "
         "`python scripts/benchmark.py` (data: `benchmarks/core_throughput.json`).",
         "",
+        *([f"Load average (1/5/15 min) when the run ended: "
+           f"{', '.join(f'{x:.1f}' for x in m['load_average_1_5_15min'])} on {m['cpu_count']} "
+           "cores. Above the core count the machine was shared with other jobs and every "
+           "figure is depressed; compare rows of one run (the ratios) rather than absolute "
+           "numbers.", ""] if m.get("load_average_1_5_15min") else []),
         "Env steps per second:",
         "",
         "| env | " + " | ".join(f"batch {n}" for n in sizes) + " | compile (s) at batch " + str(sizes[-1]) + " |",
