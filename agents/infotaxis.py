@@ -4,9 +4,11 @@ The searcher keeps the exact posterior ``p(s)`` over the source cell ``s``
 of the grid, given everything it has observed, and moves greedily with
 respect to a functional of that posterior. Both rules are one-step
 look-ahead heuristics for the source-tracking POMDP (Vergassola,
-Villermaux & Shraiman, *Nature* 445, 406, 2007; Loisy & Eloy, *Proc. R.
-Soc. A* 478, 20220118, 2022; the ``otto`` package of Loisy & Eloy; Loisy &
-Heinonen, *Eur. Phys. J. E* 46, 17, 2023).
+Villermaux & Shraiman, *Nature* 445, 406, 2007, doi:10.1038/nature05464;
+Loisy & Eloy, *Proc. R. Soc. A* 478, 20220118, 2022,
+doi:10.1098/rspa.2022.0118, and their ``otto`` package; Loisy & Heinonen,
+*Eur. Phys. J. E* 2023, doi:10.1140/epje/s10189-023-00277-8, and their
+``otto-benchmark`` code).
 
 Observation model (read from the env, never re-derived)
 -------------------------------------------------------
@@ -49,11 +51,12 @@ probability to observe class ``h`` there and not finish, and
   expected entropy after the move, ``E[S] = Σ_h U_h S(u_h / U_h)`` (finding
   the source leaves entropy 0), i.e. maximise the expected entropy drop
   ``S(p) - E[S]``. Computed as ``Σ_h [U_h ln U_h - Σ_s u_h ln u_h]`` with
-  ``ln u_h = ln p + ln L_h`` (no logarithm per move), reported in bits.
-- **space-aware infotaxis** (Loisy & Eloy 2022, eq. for their "SAI"; otto
-  policy 1): minimise ``Σ_h U_h log2(D_h + 2^(H_h - 1) - 1/2)`` with
-  ``H_h`` the entropy (bits) of ``u_h / U_h`` and ``D_h`` its mean
-  Manhattan distance to ``a'`` (in cells).
+  ``Σ_s u_h ln u_h = Σ_s (p ln p) L_h + Σ_s p (L_h ln L_h)`` (``L ln L``
+  is tabulated: no logarithm per move and cell), reported in bits.
+- **space-aware infotaxis** (Loisy & Eloy 2022; otto policy 1): minimise
+  ``Σ_h U_h log2(D_h + 2^(H_h - 1) - 1/2)`` with ``H_h`` the entropy
+  (bits) of ``u_h / U_h`` and ``D_h`` its mean Manhattan distance to
+  ``a'`` (cells; ``Σ_s u_h |s - a'|_1`` from a tabulated ``L_h |·|_1``).
 
 A move whose cell holds the source with probability ``>= 1 - 1e-6`` is
 taken at once (otto does the same). Near-ties (scores within
@@ -70,8 +73,8 @@ observes only hits. Two ways, chosen by ``position`` in ``for_env``:
 - ``"sensor"``: the observation carries ``position_x`` / ``position_y``
   (the ``position`` sensor, ``plume_jax/sensors/position.py``, in a
   composite with the hits sensor); works with any start distribution.
-- ``"dead_reckoning"``: the env has a ``fixed`` start (otto's protocol,
-  every ``PlumeNav-Poisson-*`` benchmark preset) and ``discrete_grid``
+- ``"dead_reckoning"``: the env has a ``fixed`` start (otto's protocol:
+  the three ``PlumeNav-Poisson-*`` benchmark presets) and ``discrete_grid``
   moves, which are deterministic: the policy starts at the known start
   cell and adds each chosen move's displacement (it never chooses a move
   that the grid would clamp). Works on the presets unchanged.
@@ -80,9 +83,15 @@ observes only hits. Two ways, chosen by ``position`` in ``for_env``:
 
 Carry: ``posterior`` f32[H, W] (``[y, x]``, normalised probabilities) and
 ``position`` i32[2] ``(x, y)``, the cell where the next observation is read.
-Cost per step and search: ``O(n_moves · h_max · H · W)`` multiply-adds;
-thousands of searches run at once under ``jax.vmap`` (see
-``scripts/benchmark_infotaxis.py`` and ``docs/infotaxis.md``).
+Parameters: ``tie_tolerance`` = 1e-5 bits; forced move at ``p_end >=``
+``FORCE_P_END`` = 1 - 1e-6; tables computed in float64, used in float32.
+
+Cost per step and search: ``O(n_moves · h_max · H · W)`` multiply-adds
+(dot products of the posterior with one window of the tables around the
+agent). Thousands of searches run in one jitted program under
+``jax.vmap`` / ``lax.scan``; on CPU the per-search posterior work then runs
+as a loop over the batch (:meth:`InfotaxisPolicy.step`), which is faster
+than XLA's batched gather. Measured throughput: ``docs/infotaxis.md``.
 
 The likelihood is tabulated from the env's *default* params (or ``params``
 given to ``for_env``); a policy built for one set of plume parameters and
