@@ -27,7 +27,8 @@ A training config has five sections; every key is optional except
       normalize_advantages: true  # (static)
     network:                   # (all static)
       type: mlp                # mlp | gru
-      hidden_sizes: [64, 64]   # MLP torso (mlp) / heads (gru)
+      hidden_sizes: [64, 64]   # mlp: actor and critic layers; gru: the input
+                               # embedding, then the actor / critic head layers
       gru_size: 64             # GRU hidden size (gru only)
       activation: tanh         # tanh | relu
       obs_transform: none      # none | log  (log(obs + log_eps))
@@ -40,7 +41,9 @@ A training config has five sections; every key is optional except
       seed: 0
       log_every: 10            # updates between progress lines
       checkpoint_every: null   # updates between checkpoints (null: at the end)
-      devices: auto            # auto | 1 | N: shard the env batch over N local devices
+      devices: auto            # auto | N: shard the env batch (a sweep: its
+                               # members) over N local devices; auto: as many
+                               # as divide the batch
     eval:                      # greedy evaluation on fresh seeds after training
       num_envs: 1000           # episodes (one per env)
       num_steps: null          # null: the env's max_steps
