@@ -250,3 +250,20 @@ def test_hashed_dispersion_noise_statistics():
     for x, y in [(a[:, 0], a[:, 1]), (a[1:, 0], a[:-1, 0]), (a[:, 0], b[:, 0])]:
         assert abs(np.corrcoef(x, y)[0, 1]) < 0.02
     np.testing.assert_array_equal(a, np.asarray(draw(jax.random.key(0), 50000)))
+
+
+def test_switch_once_does_not_switch_during_the_warm_up():
+    plume, params = build(wind_kind="switch_once", wind_switch_time=10.0,
+                          wind_switch_angle=0.5, warmup_steps=40, capacity=48)
+    state = jax.jit(plume.init)(jax.random.key(0), params)
+    model = plume.wind_model
+    assert int(state.wind.clock) == 0
+    assert float(model.direction(state.wind, params)) == 0.0
+    # the developed plume lies along the first direction: puffs on the source's row
+    active = np.asarray(state.active)
+    # (a switch 10 steps into the warm-up would give a mean offset near 10)
+    assert np.abs(np.asarray(state.positions)[active, 1] - SOURCE[1]).mean() < 5.0
+    advance = jax.jit(plume.advance)
+    for i in range(10):
+        state = advance(jax.random.key(i), state, params)
+    assert float(model.direction(state.wind, params)) == pytest.approx(0.5)

@@ -184,11 +184,16 @@ class FilamentPlume(Configurable):
 
     def init(self, key: jax.Array, params: FilamentParams) -> FilamentState:
         """A developed plume: ``warmup_steps`` steps of :meth:`advance` from
-        :meth:`empty`, in one ``lax.scan``. The wind's episode clock is then
-        restarted, so a ``switch_once`` switch happens ``wind_switch_time``
-        steps into the episode."""
+        :meth:`empty`, in one ``lax.scan``. The wind's episode clock runs
+        from ``-warmup_steps`` to 0 meanwhile, so a ``switch_once`` wind
+        blows from its first direction during the whole warm-up and switches
+        ``wind_switch_time`` steps into the episode."""
         k_wind, k_run = jax.random.split(key)
         state = self.empty(k_wind, params)
+        # the wind's episode clock reaches 0 as the warm-up ends, so a
+        # switch_once switch never happens during the warm-up
+        state = state.replace(wind=state.wind.replace(
+            clock=jnp.asarray(-self.warmup_steps, jnp.int32)))
         if self.warmup_steps > 0:
             def body(s, k):
                 return self.advance(k, s, params), None
