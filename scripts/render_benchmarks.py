@@ -33,7 +33,9 @@ def render(payload: dict) -> str:
         f"Measured {m['date']} on {m['cpu_count']} CPU cores ({m['processor']}), device "
         f"`{m['device_platform']}` ({m['device_kind']}); jax {m['jax']}, gymnax {m['gymnax']}, "
         f"plume_jax {m['plume_jax']}. {s['steps']} steps per run, {s['actions']} actions, "
-        f"auto-reset on; median of {s['repeats']} runs after one warm-up. Produced by "
+        f"auto-reset on; median of {s['repeats']} runs after one warm-up; every observation and "
+        "the final state are program outputs (nothing optimised away); compile time is the "
+        "stepping program's. Produced by "
         "`python scripts/benchmark.py` (data: `benchmarks/core_throughput.json`).",
         "",
         *([f"Load average (1/5/15 min) when the run ended: "
