@@ -22,7 +22,12 @@ each rule (``infotaxis``, ``space_aware_infotaxis``) this script
    probability is < 1e-6), otto's "stuck" detector. Its mean search time
    must agree with ours within the combined standard errors, and its
    steps/second is the pure-Python cost we compare against;
-3. saves everything to ``benchmarks/infotaxis.json``.
+3. checks decisions one by one (``--decisions-only``): along the
+   reference's searches, our policy (float32) scores the moves on the
+   reference's belief; the reference's move must be among our best;
+4. measures the throughput of the plain batched use (``--lockstep-only``):
+   a ``vmap``-ped batch of searches stepped in lockstep with auto-reset;
+5. saves everything to ``benchmarks/infotaxis.json``.
 
 Conventions (see ``docs/infotaxis.md``): ``--conventions published`` (the
 default) applies the overrides that make each preset the case of the
@@ -33,7 +38,10 @@ otto's automatic setting gives; otto-benchmark's windy length scale via
 
 Usage::
 
-    python scripts/benchmark_infotaxis.py                 # everything (tens of minutes on 2 cores)
+    python scripts/benchmark_infotaxis.py                 # searches + reference (~25 min, 2 cores)
+    python scripts/benchmark_infotaxis.py --lockstep-only  # then: add the lockstep throughput
+    python scripts/benchmark_infotaxis.py --decisions-only # then: add the decision check
+    python scripts/benchmark_infotaxis.py --render benchmarks/infotaxis.json   # markdown tables
     python scripts/benchmark_infotaxis.py --quick         # a small smoke run
     python scripts/benchmark_infotaxis.py --cases iso19 --rules infotaxis --conventions preset
 
@@ -81,7 +89,7 @@ CASES: dict[str, dict[str, Any]] = {
         "published": {"sensor": {"h_max": 3}, "max_steps": 642},
         "reference": {"model": "isotropic", "lambda_over_dx": 1.0, "r_dt": 1.0, "size": (19, 19),
                       "start": (9, 9), "h_max": 3, "stop_t": 642},
-        "slots": 256, "per_slot": 40, "reference_episodes": 6000,
+        "slots": 256, "per_slot": 40, "reference_episodes": 6000, "check_episodes": 200,
     },
     "iso53": {
         "preset": "PlumeNav-Poisson-Iso53x53-v0",
@@ -89,7 +97,7 @@ CASES: dict[str, dict[str, Any]] = {
         "published": {"sensor": {"h_max": 4}, "max_steps": 2188},
         "reference": {"model": "isotropic", "lambda_over_dx": 3.0, "r_dt": 2.0, "size": (53, 53),
                       "start": (26, 26), "h_max": 4, "stop_t": 2188},
-        "slots": 256, "per_slot": 32, "reference_episodes": 1000,
+        "slots": 256, "per_slot": 32, "reference_episodes": 1000, "check_episodes": 40,
     },
     "windy": {
         "preset": "PlumeNav-Poisson-Windy81x41-v0",
@@ -97,7 +105,7 @@ CASES: dict[str, dict[str, Any]] = {
         "published": {"plume": {"tau": 37.5}},
         "reference": {"model": "windy", "r_bar": 2.5, "v_bar": 2.0, "tau_bar": 150.0,
                       "size": (81, 41), "start": (65, 20), "h_max": 2, "stop_t": 10000},
-        "slots": 256, "per_slot": 16, "reference_episodes": 1000,
+        "slots": 256, "per_slot": 16, "reference_episodes": 1000, "check_episodes": 40,
     },
 }
 RULES = ("infotaxis", "space_aware_infotaxis")
@@ -447,6 +455,36 @@ def run_reference(spec: dict[str, Any], rule: str, episodes: int, seed: int,
                         "first hit from otto's unbounded-domain law"}
 
 
+def decision_check(case: dict[str, Any], rule: str, episodes: int, seed: int) -> dict[str, Any]:
+    """Run the reference's searches and, at every step, also ask our policy
+    (float32, built from the env with the published overrides) for its
+    scores on the reference's belief: counts the steps where the
+    reference's (otto's) move is among our best moves (scores within
+    ``tie_tolerance`` of the minimum)."""
+    env, _ = plume_jax.make(case["preset"], **case["published"])
+    policy = InfotaxisPolicy.for_env(env, space_aware=(rule != "infotaxis"))
+    scores = jax.jit(policy.scores)
+    deltas = list(policy.move_deltas)
+    counts = {"steps": 0, "agree": 0}
+
+    class Checked(Reference):
+        def choose(self, p, agent, rule):
+            cell = super().choose(p, agent, rule)
+            s, _ = scores(jnp.asarray(p.T, jnp.float32), jnp.asarray(agent, jnp.int32))
+            s = np.asarray(s)
+            best = set(np.flatnonzero(s <= s.min() + policy.tie_tolerance))
+            counts["steps"] += 1
+            counts["agree"] += int(deltas.index((cell[0] - agent[0], cell[1] - agent[1])) in best)
+            return cell
+
+    ref = Checked(case["reference"])
+    rng = np.random.default_rng(seed + 1)
+    for _ in range(episodes):
+        ref.episode(rng, rule)
+    return {"episodes": episodes, "decisions": counts["steps"], "agree": counts["agree"],
+            "fraction": counts["agree"] / max(counts["steps"], 1)}
+
+
 # ---------------------------------------------------------------------------
 
 def machine_info() -> dict[str, Any]:
@@ -507,6 +545,14 @@ def render(report: dict[str, Any]) -> str:
             f"{t['searches_per_second']:.0f} | {fmt(ref_steps, '.0f')} | "
             f"{fmt(ref_steps / mean if ref_steps else None, '.0f')} | "
             f"{fmt(best / ref_steps if ref_steps else None, '.0f')}x |")
+    checks = report.get("decision_check", [])
+    if checks:
+        lines += ["", "| case | rule | reference searches | decisions | ours among the best |",
+                  "|---|---|---:|---:|---:|"]
+        names = {k: v["literature_name"] for k, v in CASES.items()}
+        for c in checks:
+            lines.append(f"| {names[c['case']]} | {c['rule']} | {c['episodes']} | "
+                         f"{c['decisions']} | {c['agree']} ({100 * c['fraction']:.2f} %) |")
     return "\n".join(lines)
 
 
@@ -528,6 +574,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="split the searches over this many CPU devices (one thread each)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
     parser.add_argument("--output", default=os.path.join("benchmarks", "infotaxis.json"))
+    parser.add_argument("--decisions-only", action="store_true",
+                        help="run only the decision check (our moves vs the reference's on the "
+                             "reference's beliefs), added to --output's existing report")
     parser.add_argument("--lockstep-only", action="store_true",
                         help="measure only the lockstep (vmap) throughput, added to --output's "
                              "existing report")
@@ -543,11 +592,14 @@ def main(argv: list[str] | None = None) -> int:
 
     report: dict[str, Any] = {"benchmark": "infotaxis", "machine": machine_info(),
                               "settings": vars(args), "results": [], "reference": []}
-    if args.lockstep_only:
+    if args.lockstep_only or args.decisions_only:
         with open(args.output) as f:
             report = json.load(f)
-        report["lockstep"] = []
-        report["lockstep_machine"] = machine_info()
+        if args.lockstep_only:
+            report["lockstep"] = []
+            report["lockstep_machine"] = machine_info()
+        else:
+            report["decision_check"] = []
 
     def save():
         os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
@@ -558,6 +610,14 @@ def main(argv: list[str] | None = None) -> int:
         case = CASES[case_name]
         for rule in args.rules:
             ref = None
+            if args.decisions_only:
+                n_check = max(1, int(round(case["check_episodes"] * args.reference_scale)))
+                print(f"[{case_name} {rule}] decision check, {n_check} searches ...", flush=True)
+                check = decision_check(case, rule, n_check, args.seed)
+                report["decision_check"].append({"case": case_name, "rule": rule, **check})
+                print("   decisions:", check, flush=True)
+                save()
+                continue
             if args.lockstep_only:
                 env, params = plume_jax.make(case["preset"], **case["published"])
                 policy = InfotaxisPolicy.for_env(env, space_aware=(rule != "infotaxis"))
