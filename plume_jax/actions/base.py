@@ -66,6 +66,22 @@ class NamedDiscreteActions:
     def _names(self) -> list[str]:
         raise NotImplementedError
 
+    def named_metadata(self, modality: str, orientation_dependent: bool,
+                       **extra: Any) -> dict[str, Any]:
+        """The contract's JSON metadata: type, modality, static parameters
+        with the number and names of the actions, dynamic parameter names,
+        ``orientation_dependent``, then any ``extra`` keys."""
+        return {
+            "type": self.type_name,
+            "modality": modality,
+            "parameters": {**static_parameters(self),
+                           "num_actions": len(self.action_names),
+                           "action_names": list(self.action_names)},
+            "dynamic_parameters": dynamic_parameter_names(self),
+            "orientation_dependent": orientation_dependent,
+            **extra,
+        }
+
     @functools.cached_property
     def action_names(self) -> list[str]:
         """Action names in id order (fixed per configuration)."""

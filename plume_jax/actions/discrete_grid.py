@@ -84,17 +84,5 @@ class DiscreteGridActions(NamedDiscreteActions, Configurable):
         return agent.replace(position=position, heading=heading.astype(jnp.float32))
 
     def get_metadata(self) -> dict[str, Any]:
-        return {
-            "type": self.type_name,
-            "modality": "absolute_cardinal",
-            "parameters": {
-                "step_size": self.step_size,
-                "include_noop": self.include_noop,
-                "diagonals": self.diagonals,
-                "num_actions": len(self.action_names),
-                "action_names": list(self.action_names),
-            },
-            "dynamic_parameters": [],
-            "orientation_dependent": False,
-        }
+        return self.named_metadata("absolute_cardinal", False)
 

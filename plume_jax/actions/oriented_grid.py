@@ -12,8 +12,6 @@ import jax.numpy as jnp
 from plume_jax.actions.base import (
     NamedDiscreteActions,
     cell_step,
-    dynamic_parameter_names,
-    static_parameters,
     wrap_angle,
 )
 from plume_jax.settings import Configurable, Setting, boolean, integer, real
@@ -84,13 +82,5 @@ class OrientedGridActions(NamedDiscreteActions, Configurable):
                              heading=jnp.asarray(turned, jnp.float32))
 
     def get_metadata(self) -> dict[str, Any]:
-        return {
-            "type": self.type_name,
-            "modality": "orientation_relative",
-            "parameters": {**static_parameters(self),
-                           "num_actions": len(self.action_names),
-                           "action_names": list(self.action_names)},
-            "dynamic_parameters": dynamic_parameter_names(self),
-            "orientation_dependent": True,
-        }
+        return self.named_metadata("orientation_relative", True)
 

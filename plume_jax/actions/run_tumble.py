@@ -12,8 +12,6 @@ import jax.numpy as jnp
 from plume_jax.actions.base import (
     TWO_PI,
     NamedDiscreteActions,
-    dynamic_parameter_names,
-    static_parameters,
     unit,
 )
 from plume_jax.settings import Configurable, Setting, boolean, real
@@ -82,13 +80,4 @@ class RunTumbleActions(NamedDiscreteActions, Configurable):
                              heading=jnp.asarray(heading, jnp.float32))
 
     def get_metadata(self) -> dict[str, Any]:
-        return {
-            "type": self.type_name,
-            "modality": "orientation_relative",
-            "parameters": {**static_parameters(self),
-                           "num_actions": len(self.action_names),
-                           "action_names": list(self.action_names)},
-            "dynamic_parameters": dynamic_parameter_names(self),
-            "orientation_dependent": True,
-            "stochastic": True,
-        }
+        return self.named_metadata("orientation_relative", True, stochastic=True)

@@ -11,7 +11,6 @@ import jax.numpy as jnp
 from plume_jax.actions.base import (
     NamedDiscreteActions,
     cell_step,
-    static_parameters,
     wrap_angle,
 )
 from plume_jax.errors import ValidationError
@@ -97,14 +96,5 @@ class SurgeCastActions(NamedDiscreteActions, Configurable):
                              heading=jnp.asarray(heading, jnp.float32))
 
     def get_metadata(self) -> dict[str, Any]:
-        return {
-            "type": self.type_name,
-            "modality": "wind_relative",
-            "parameters": {**static_parameters(self),
-                           "num_actions": len(self.action_names),
-                           "action_names": list(self.action_names)},
-            "dynamic_parameters": [],
-            "orientation_dependent": False,
-            "wind_dependent": True,
-            "calm_reference": "heading",
-        }
+        return self.named_metadata("wind_relative", False, wind_dependent=True,
+                                   calm_reference="heading")
