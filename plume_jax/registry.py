@@ -189,21 +189,24 @@ PRESETS.update({
         "steps. " + _POISSON_RULES,
         [33, 33], {"model": "isotropic", "lambda_over_dx": 2.0, "r_dt": 2.0}, 3, 1000, None),
     "PlumeNav-Poisson-Iso19x19-v0": _poisson(
-        "Standard infotaxis benchmark, isotropic 19x19: lambda/dx = 1, R dt = 1, binary "
-        "detection (h_max = 2); otto's start: the agent at the centre (9, 9), a non-zero first "
-        "hit, the source drawn from the posterior it implies; 500 steps. " + _POISSON_RULES,
-        [19, 19], {"model": "isotropic", "lambda_over_dx": 1.0, "r_dt": 1.0}, 2, 500, [9, 9]),
+        "Infotaxis benchmark 'isotropic-19x19' (Loisy & Heinonen 2023; otto's automatic "
+        "settings): lambda/dx = 1, R dt = 1, h_max = 3 hit classes (0, 1, >= 2); otto's start: "
+        "the agent at the centre (9, 9), a non-zero first hit, the source drawn from the "
+        "posterior it implies; 642 steps (otto's STOP_t). " + _POISSON_RULES,
+        [19, 19], {"model": "isotropic", "lambda_over_dx": 1.0, "r_dt": 1.0}, 3, 642, [9, 9]),
     "PlumeNav-Poisson-Iso53x53-v0": _poisson(
-        "Standard infotaxis benchmark, isotropic 53x53: lambda/dx = 3, R dt = 2, h_max = 3 hit "
-        "classes; otto's start at the centre (26, 26) with a non-zero first hit; 2000 steps. "
-        + _POISSON_RULES,
-        [53, 53], {"model": "isotropic", "lambda_over_dx": 3.0, "r_dt": 2.0}, 3, 2000, [26, 26]),
+        "Infotaxis benchmark 'isotropic-53x53' (Loisy & Heinonen 2023): lambda/dx = 3, "
+        "R dt = 2, h_max = 4 hit classes (0, 1, 2, >= 3); otto's start at the centre (26, 26) "
+        "with a non-zero first hit; 2188 steps (otto's STOP_t). " + _POISSON_RULES,
+        [53, 53], {"model": "isotropic", "lambda_over_dx": 3.0, "r_dt": 2.0}, 4, 2188, [26, 26]),
     "PlumeNav-Poisson-Windy81x41-v0": _poisson(
-        "Standard infotaxis benchmark, windy 81x41: mu = R/d exp(V dx/2 - d/lambda) with V = 2 "
-        "(toward east), tau = 150, R = 2.5, binary detection; otto's start at (65, 20) with a "
-        "non-zero first hit; 2000 steps. " + _POISSON_RULES,
-        [81, 41], {"model": "windy", "wind_speed": 2.0, "wind_direction": 0.0, "tau": 150.0,
-                   "r_bar": 2.5}, 2, 2000, [65, 20]),
+        "Infotaxis benchmark 'windy-medium-detections' (Loisy & Heinonen 2023; Heinonen et al. "
+        "2023): mu = R/d exp(V dx/2 - d/lambda) with R = 2.5, V = 2 (toward east) and the "
+        "paper's tau_bar = V^2 tau = 150, i.e. tau = 37.5 steps here (lambda = 0.98693 "
+        "cells); binary detection; otto's start at (65, 20) with a non-zero first hit; "
+        "10000 steps (otto-benchmark's STOP_t). " + _POISSON_RULES,
+        [81, 41], {"model": "windy", "wind_speed": 2.0, "wind_direction": 0.0, "tau": 37.5,
+                   "r_bar": 2.5}, 2, 10000, [65, 20]),
     "PlumeNav-Movie-v0": {
         "description": "The bundled movie plume (a 160-frame, 10 fps FilamentPlume run on "
                        "128x64, made by scripts/make_filament_movie.py, looping), played one "

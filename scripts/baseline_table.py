@@ -8,7 +8,9 @@ are listed with the reason. Each runnable pair is one scenario run
 ``--episodes`` seeded episodes). Writes ``benchmarks/baselines.json`` and
 ``docs/baselines.md``.
 
-Usage: ``python scripts/baseline_table.py [--episodes 500] [--presets ...] [--agents ...]``
+Usage: ``python scripts/baseline_table.py [--episodes 500] [--presets ...] [--agents ...]``;
+``--update`` reruns only the given presets and agents and replaces their rows in
+the existing JSON (same episodes and seed), leaving the other rows as they were.
 """
 
 from __future__ import annotations
@@ -38,7 +40,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--agents", nargs="*", default=DEFAULT_AGENTS)
     parser.add_argument("--json", default="benchmarks/baselines.json")
     parser.add_argument("--markdown", default="docs/baselines.md")
+    parser.add_argument("--update", action="store_true",
+                        help="replace only the rows of the given presets x agents in --json")
     args = parser.parse_args(argv)
+    kept: list[dict] = []
+    if args.update:
+        with open(args.json) as f:
+            old = json.load(f)
+        if (old["episodes"], old["seed"]) != (args.episodes, args.seed):
+            parser.error(f"--update needs the saved table's --episodes {old['episodes']} and "
+                         f"--seed {old['seed']} (got {args.episodes} and {args.seed})")
+        kept = [r for r in old["rows"]
+                if not (r["preset"] in args.presets and r["agent"] in args.agents)]
 
     rows = []
     for preset in args.presets:
@@ -64,6 +77,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{preset:34s} {agent:22s} success {m['success_rate']:.3f} "
                   f"steps {m['mean_steps']} ({wall:.0f} s)", flush=True)
 
+    if args.update:
+        order = {p: i for i, p in enumerate(plume_jax.PRESETS)}
+        agent_order = {a: i for i, a in enumerate(DEFAULT_AGENTS)}
+        rows = sorted(kept + rows, key=lambda r: (order.get(r["preset"], len(order)),
+                                                  agent_order.get(r["agent"], len(agent_order))))
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as f:
         json.dump({"machine": machine(), "episodes": args.episodes, "seed": args.seed,

@@ -29,12 +29,13 @@ each rule (``infotaxis``, ``space_aware_infotaxis``) this script
    a ``vmap``-ped batch of searches stepped in lockstep with auto-reset;
 5. saves everything to ``benchmarks/infotaxis.json``.
 
-Conventions (see ``docs/infotaxis.md``): ``--conventions published`` (the
-default) applies the overrides that make each preset the case of the
-literature (hit classes ``N_hits`` 3 and 4 for the isotropic cases as
-otto's automatic setting gives; otto-benchmark's windy length scale via
-``tau = 37.5``; otto's ``STOP_t`` for the isotropic cases);
-``--conventions preset`` runs the presets unchanged.
+The presets are the cases of the literature (hit classes ``N_hits`` 3 and 4
+for the isotropic cases as otto's automatic setting gives, otto-benchmark's
+windy length scale, otto's ``STOP_t`` as ``max_steps``; see
+``docs/infotaxis.md``); the script checks each preset against its
+reference description before running and stops if they differ.
+``--tie-breaks`` chooses how our policy breaks exact ties (``random``, the
+default, and ``first``, otto's move-order convention).
 
 Usage::
 
@@ -43,7 +44,7 @@ Usage::
     python scripts/benchmark_infotaxis.py --decisions-only # then: add the decision check
     python scripts/benchmark_infotaxis.py --render benchmarks/infotaxis.json   # markdown tables
     python scripts/benchmark_infotaxis.py --quick         # a small smoke run
-    python scripts/benchmark_infotaxis.py --cases iso19 --rules infotaxis --conventions preset
+    python scripts/benchmark_infotaxis.py --cases iso19 --rules infotaxis --tie-breaks first
 
 Timings on a shared machine are noisy; the JSON records the load average.
 """
@@ -80,13 +81,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import plume_jax  # noqa: E402
 from agents.infotaxis import InfotaxisPolicy  # noqa: E402
 
-#: The benchmark cases. ``published`` overrides make the preset the case of the
-#: literature; ``reference`` describes that case for the NumPy reference.
+#: The benchmark cases: the preset, and ``reference``, the literature's
+#: description of the case for the NumPy reference (checked against the preset
+#: by :func:`check_preset`).
 CASES: dict[str, dict[str, Any]] = {
     "iso19": {
         "preset": "PlumeNav-Poisson-Iso19x19-v0",
         "literature_name": "isotropic-19x19",
-        "published": {"sensor": {"h_max": 3}, "max_steps": 642},
         "reference": {"model": "isotropic", "lambda_over_dx": 1.0, "r_dt": 1.0, "size": (19, 19),
                       "start": (9, 9), "h_max": 3, "stop_t": 642},
         "slots": 256, "per_slot": 40, "reference_episodes": 6000, "check_episodes": 200,
@@ -94,7 +95,6 @@ CASES: dict[str, dict[str, Any]] = {
     "iso53": {
         "preset": "PlumeNav-Poisson-Iso53x53-v0",
         "literature_name": "isotropic-53x53",
-        "published": {"sensor": {"h_max": 4}, "max_steps": 2188},
         "reference": {"model": "isotropic", "lambda_over_dx": 3.0, "r_dt": 2.0, "size": (53, 53),
                       "start": (26, 26), "h_max": 4, "stop_t": 2188},
         "slots": 256, "per_slot": 32, "reference_episodes": 1000, "check_episodes": 40,
@@ -102,7 +102,6 @@ CASES: dict[str, dict[str, Any]] = {
     "windy": {
         "preset": "PlumeNav-Poisson-Windy81x41-v0",
         "literature_name": "windy-medium-detections",
-        "published": {"plume": {"tau": 37.5}},
         "reference": {"model": "windy", "r_bar": 2.5, "v_bar": 2.0, "tau_bar": 150.0,
                       "size": (81, 41), "start": (65, 20), "h_max": 2, "stop_t": 10000},
         "slots": 256, "per_slot": 16, "reference_episodes": 1000, "check_episodes": 40,
@@ -457,11 +456,11 @@ def run_reference(spec: dict[str, Any], rule: str, episodes: int, seed: int,
 
 def decision_check(case: dict[str, Any], rule: str, episodes: int, seed: int) -> dict[str, Any]:
     """Run the reference's searches and, at every step, also ask our policy
-    (float32, built from the env with the published overrides) for its
+    (float32, built from the preset's env) for its
     scores on the reference's belief: counts the steps where the
     reference's (otto's) move is among our best moves (scores within
     ``tie_tolerance`` of the minimum)."""
-    env, _ = plume_jax.make(case["preset"], **case["published"])
+    env, _ = plume_jax.make(case["preset"])
     policy = InfotaxisPolicy.for_env(env, space_aware=(rule != "infotaxis"))
     scores = jax.jit(policy.scores)
     deltas = list(policy.move_deltas)
@@ -500,7 +499,32 @@ def machine_info() -> dict[str, Any]:
     }
 
 
-VARIANTS = ("published:random", "published:first", "preset:random")
+TIE_BREAKS = ("random", "first")
+
+
+def check_preset(case: dict[str, Any]) -> None:
+    """Stop with a message naming the difference if ``case["preset"]`` is not
+    the literature's case ``case["reference"]`` (grid, start, hit classes,
+    horizon ``STOP_t``, and the law's parameters: ``lambda/dx`` and
+    ``R dt``, or the windy ``R̄``, ``V̄`` and length ``λ̄`` from ``τ̄``)."""
+    env, params = plume_jax.make(case["preset"])
+    ref, s = case["reference"], env.settings
+    found = {"size": tuple(s["grid_size"]), "start": tuple(s["start"]["position"]),
+             "h_max": s["sensor"]["h_max"], "stop_t": s["max_steps"]}
+    wanted = {k: tuple(ref[k]) if isinstance(ref[k], (list, tuple)) else ref[k] for k in found}
+    if ref["model"] == "isotropic":
+        found.update(lambda_over_dx=s["plume"]["lambda_over_dx"], r_dt=s["plume"]["r_dt"])
+        wanted.update(lambda_over_dx=ref["lambda_over_dx"], r_dt=ref["r_dt"])
+    else:
+        found.update(r_bar=s["plume"]["r_bar"], v_bar=s["plume"]["wind_speed"],
+                     lambda_bar=round(float(env.plume.windy_length(params.plume)), 5))
+        lam = math.sqrt((ref["tau_bar"] / ref["v_bar"] ** 2) / (1.0 + ref["tau_bar"] / 4.0))
+        wanted.update(r_bar=ref["r_bar"], v_bar=ref["v_bar"], lambda_bar=round(lam, 5))
+    differ = {k: (found[k], wanted[k]) for k in wanted if found[k] != wanted[k]}
+    if differ:
+        raise SystemExit(f"{case['preset']} is not {case['literature_name']}: "
+                         + ", ".join(f"{k} is {a!r}, the literature's is {b!r}"
+                                     for k, (a, b) in differ.items()))
 
 
 def render(report: dict[str, Any]) -> str:
@@ -509,18 +533,18 @@ def render(report: dict[str, Any]) -> str:
         return "—" if x is None else format(x, spec)
 
     refs = {(r["case"], r["rule"]): r for r in report.get("reference", [])}
-    lines = ["| case | rule | variant | searches | found | mean ± SE | median | NumPy reference "
+    lines = ["| case | rule | ties | searches | found | mean ± SE | median | NumPy reference "
              "(otto protocol) mean ± SE (searches) | z | ours at otto's first-hit law | z |",
              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for e in report["results"]:
         o = e["ours"]
-        ref = refs.get((e["case"], e["rule"])) if e["conventions"] == "published" else None
+        ref = refs.get((e["case"], e["rule"]))
         ref_text = f"{ref['mean']:.2f} ± {ref['sem']:.2f} ({ref['episodes']})" if ref else "—"
         versus = e.get("versus_reference", {})
         adj = versus.get("at_reference_first_hit_fractions")
         adj_text = f"{adj['mean']:.2f} ± {adj['sem']:.2f}" if adj else "—"
-        lines.append(f"| {e['literature_name']} | {e['rule']} | {e['conventions']}, "
-                     f"ties {e['tie_break']} | {o['episodes']} | {o['success_rate']:.4f} | "
+        lines.append(f"| {e['literature_name']} | {e['rule']} | "
+                     f"{e['tie_break']} | {o['episodes']} | {o['success_rate']:.4f} | "
                      f"{fmt(o['mean'])} ± {fmt(o['sem'])} | {fmt(o['median'], '.0f')} | "
                      f"{ref_text} | {fmt(versus.get('z'), '+.1f')} | {adj_text} | "
                      f"{fmt(adj['z'] if adj else None, '+.1f')} |")
@@ -530,7 +554,7 @@ def render(report: dict[str, Any]) -> str:
               "reference: searches/s at this mean | speed-up (steps/s) |",
               "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for e in report["results"]:
-        if e["conventions"] != "published" or e["tie_break"] != "random":
+        if e["tie_break"] != "random":
             continue
         t = e["throughput"]
         mean = e["ours"]["mean"]
@@ -560,9 +584,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     parser.add_argument("--rules", nargs="+", default=list(RULES), choices=list(RULES))
-    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS),
-                        help="conventions:tie_break of our runs ('published' applies the "
-                             "literature's overrides; 'preset' runs the preset unchanged)")
+    parser.add_argument("--tie-breaks", nargs="+", default=list(TIE_BREAKS),
+                        choices=list(TIE_BREAKS),
+                        help="how our policy breaks exact ties: at random, or by move order "
+                             "as otto does")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--scale", type=float, default=1.0,
                         help="multiply every case's searches per slot (>= 1 search per slot)")
@@ -607,6 +632,8 @@ def main(argv: list[str] | None = None) -> int:
             json.dump(report, f, indent=1, default=_plain)
 
     for case_name in args.cases:
+        check_preset(CASES[case_name])
+    for case_name in args.cases:
         case = CASES[case_name]
         for rule in args.rules:
             ref = None
@@ -619,7 +646,7 @@ def main(argv: list[str] | None = None) -> int:
                 save()
                 continue
             if args.lockstep_only:
-                env, params = plume_jax.make(case["preset"], **case["published"])
+                env, params = plume_jax.make(case["preset"])
                 policy = InfotaxisPolicy.for_env(env, space_aware=(rule != "infotaxis"))
                 print(f"[{case_name} {rule}] lockstep throughput ...", flush=True)
                 lock = run_lockstep(env, params, policy, args.seed)
@@ -637,23 +664,21 @@ def main(argv: list[str] | None = None) -> int:
                 print("   reference:", {k: ref[k] for k in ("episodes", "mean", "sem",
                                                            "failed_episodes",
                                                            "steps_per_second")}, flush=True)
-            for variant in args.variants:
-                convention, tie_break = variant.split(":")
-                overrides = case["published"] if convention == "published" else {}
-                env, params = plume_jax.make(case["preset"], **overrides)
+            for tie_break in args.tie_breaks:
+                env, params = plume_jax.make(case["preset"])
                 policy = InfotaxisPolicy.for_env(env, space_aware=(rule != "infotaxis"),
                                                  tie_break=tie_break)
                 per_slot = max(1, int(round(case["per_slot"] * args.scale)))
                 slots = case["slots"] if not args.quick else 32
-                print(f"[{case_name} {rule} {variant}] {slots} x {per_slot} searches ...",
+                print(f"[{case_name} {rule} ties {tie_break}] {slots} x {per_slot} searches ...",
                       flush=True)
                 run = run_searches(env, params, policy, args.seed, slots, per_slot,
                                    devices=args.devices)
                 stats = summarise(run["lengths"], run["found"], run["first_hit"])
                 entry = {
                     "case": case_name, "literature_name": case["literature_name"],
-                    "preset": case["preset"], "conventions": convention, "tie_break": tie_break,
-                    "overrides": overrides, "rule": rule, "settings": env.settings,
+                    "preset": case["preset"], "tie_break": tie_break,
+                    "rule": rule, "settings": env.settings,
                     "ours": stats,
                     "throughput": {
                         "searches_per_second": stats["episodes"] / run["run_seconds"],
@@ -667,7 +692,7 @@ def main(argv: list[str] | None = None) -> int:
                                                         "median")},
                       f"{entry['throughput']['searches_per_second']:.1f} searches/s, "
                       f"{entry['throughput']['search_steps_per_second']:.0f} steps/s", flush=True)
-                if ref is not None and convention == "published":
+                if ref is not None:
                     se = math.hypot(stats["sem"] or 0.0, ref["sem"] or 0.0)
                     entry["versus_reference"] = {
                         "ours_minus_reference": stats["mean"] - ref["mean"], "combined_se": se,

@@ -440,3 +440,16 @@ def test_benchmark_scenario_files_build_their_agent(name):
 
 def test_there_is_a_scenario_per_benchmark_and_rule():
     assert len(POISSON_SCENARIOS) == 6
+
+
+def test_benchmark_script_cases_are_the_presets():
+    """The infotaxis benchmark's literature cases and the presets agree (the
+    script stops on any difference; the presets once differed in hit classes
+    and the windy length scale)."""
+    from scripts.benchmark_infotaxis import CASES, check_preset
+
+    for case in CASES.values():
+        check_preset(case)
+    wrong = {**CASES["windy"], "reference": {**CASES["windy"]["reference"], "tau_bar": 37.5}}
+    with pytest.raises(SystemExit, match="lambda_bar"):
+        check_preset(wrong)

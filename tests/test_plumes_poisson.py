@@ -41,7 +41,7 @@ def plume_for(grid, **values):
 BENCHMARKS = [
     ((19, 19), {"model": "isotropic", "lambda_over_dx": 1.0, "r_dt": 1.0}, (9, 9)),
     ((53, 53), {"model": "isotropic", "lambda_over_dx": 3.0, "r_dt": 2.0}, (26, 26)),
-    ((81, 41), {"model": "windy", "wind_speed": 2.0, "tau": 150.0, "r_bar": 2.5}, (15, 20)),
+    ((81, 41), {"model": "windy", "wind_speed": 2.0, "tau": 37.5, "r_bar": 2.5}, (15, 20)),
 ]
 
 
@@ -237,16 +237,18 @@ def test_episode_ends_on_entering_the_source_cell():
     assert bool(terminated) and bool(info["goal_reached"]) and float(reward) == 0.0
 
 
-@pytest.mark.parametrize("preset,grid,law,h_max,observer", [
-    ("PlumeNav-Poisson-Iso19x19-v0", [19, 19], {"lambda_over_dx": 1.0, "r_dt": 1.0}, 2, [9, 9]),
-    ("PlumeNav-Poisson-Iso53x53-v0", [53, 53], {"lambda_over_dx": 3.0, "r_dt": 2.0}, 3, [26, 26]),
+@pytest.mark.parametrize("preset,grid,law,h_max,max_steps,observer", [
+    ("PlumeNav-Poisson-Iso19x19-v0", [19, 19], {"lambda_over_dx": 1.0, "r_dt": 1.0}, 3, 642,
+     [9, 9]),
+    ("PlumeNav-Poisson-Iso53x53-v0", [53, 53], {"lambda_over_dx": 3.0, "r_dt": 2.0}, 4, 2188,
+     [26, 26]),
     ("PlumeNav-Poisson-Windy81x41-v0", [81, 41],
-     {"wind_speed": 2.0, "tau": 150.0, "r_bar": 2.5}, 2, [65, 20]),
+     {"wind_speed": 2.0, "tau": 37.5, "r_bar": 2.5}, 2, 10000, [65, 20]),
 ])
-def test_benchmark_presets(preset, grid, law, h_max, observer):
+def test_benchmark_presets(preset, grid, law, h_max, max_steps, observer):
     env, _ = plume_jax.make(preset)
     s = env.settings
-    assert s["grid_size"] == grid and s["goal_radius"] == 0.0
+    assert s["grid_size"] == grid and s["goal_radius"] == 0.0 and s["max_steps"] == max_steps
     assert all(s["plume"][k] == v for k, v in law.items())
     assert s["plume"]["source_mode"] == "otto" and list(s["plume"]["observer"]) == observer
     assert s["sensor"] == {"type": "hits", "h_max": h_max, "nonzero_first": True, "gain": 1.0}
@@ -254,9 +256,34 @@ def test_benchmark_presets(preset, grid, law, h_max, observer):
     assert env.action_names == ["move_north", "move_south", "move_east", "move_west"]
 
 
+@pytest.mark.parametrize("preset", ["PlumeNav-Poisson-Iso19x19-v0",
+                                    "PlumeNav-Poisson-Iso53x53-v0"])
+def test_isotropic_presets_hit_classes_follow_otto_rule(preset):
+    """Regression: the presets had one hit class fewer than the literature
+    (19x19: 2, 53x53: 3). otto's automatic rule, used by the benchmark:
+    N_hits = ceil(mu1 + sqrt(mu1)) + 1, mu1 the mean hits one cell from the
+    source."""
+    env, params = plume_jax.make(preset)
+    mu1 = float(env.plume.hit_rate(jnp.asarray([1.0, 0.0]), params.plume))
+    assert env.settings["sensor"]["h_max"] == math.ceil(mu1 + math.sqrt(mu1)) + 1
+
+
+def test_windy_preset_length_matches_otto_benchmark():
+    """Regression: the windy preset set tau = 150, the paper's dimensionless
+    tau_bar = V^2 tau, giving lambda = 0.99669 cells instead of
+    otto-benchmark's sqrt((tau_bar / V^2) / (1 + tau_bar / 4)) = 0.98693."""
+    env, params = plume_jax.make("PlumeNav-Poisson-Windy81x41-v0")
+    tau_bar, v_bar = 150.0, 2.0
+    expected = math.sqrt((tau_bar / v_bar ** 2) / (1.0 + tau_bar / 4.0))
+    assert float(env.plume.windy_length(params.plume)) == pytest.approx(expected, rel=1e-6)
+    assert expected == pytest.approx(0.98693, abs=1e-5)
+
+
 def test_otto_first_observation_is_a_hit_in_the_env():
     env, params = plume_jax.make("PlumeNav-Poisson-Iso19x19-v0")
     keys = jax.random.split(jax.random.key(0), 256)
     obs, state = jax.vmap(env.reset, in_axes=(0, None))(keys, params)
-    assert np.all(np.asarray(obs) == 1.0)
+    obs = np.asarray(obs)
+    # never the zero class; both non-zero classes (1 and >= 2) occur
+    assert np.all(obs >= 1.0) and set(np.unique(obs)) == {1.0, 2.0}
     assert not np.any(np.all(np.asarray(state.plume.source) == 9.0, axis=-1))

@@ -16,11 +16,14 @@ Nature 2007; the ``otto`` package of Loisy & Eloy 2022; Loisy & Heinonen
 - ``model="windy"`` (mean wind ``V̄`` toward ``wind_direction``; the
   searcher moves in a plane through the source of a 3-D flow)::
 
-      μ = R̄ / d · exp(V̄ Δx / 2 - d / λ̄),   λ̄ = sqrt(τ̄ / (1 + V̄² τ̄ / 4))
+      μ = R̄ / d · exp(V̄ Δx / 2 - d / λ̄),   λ̄ = sqrt(τ / (1 + V̄² τ / 4))
 
   with ``Δx`` the downwind displacement of ``p`` from the source (positive
-  downwind), ``τ̄ = tau`` the particle lifetime and ``R̄ = r_bar`` (the
-  diffusivity is the unit, ``D̄ = 1``).
+  downwind), ``τ = tau`` the particle lifetime and ``R̄ = r_bar`` (the
+  effective diffusivity is the unit, ``D = 1``: ``τ`` is in ``dx² / D``).
+  The papers' dimensionless lifetime is ``τ̄ = V̄² τ / D``: their
+  "windy-medium-detections" case has ``τ̄ = 150``, i.e. ``tau = 37.5``
+  here with ``V̄ = 2`` (``λ̄ = 0.98693`` cells).
 
 ``K0`` is :func:`plume_jax.plumes.special.k0`. Both laws diverge at the
 source; ``d`` is floored at ``MIN_DISTANCE`` = 0.5 cells, which only touches
@@ -84,7 +87,8 @@ class PoissonPlumeParams:
         r_dt: isotropic emission scale ``R·dt``.
         wind_speed: windy mean wind ``V̄``, cells per step.
         wind_direction: windy: where the mean wind blows toward, radians.
-        tau: windy particle lifetime ``τ̄``, steps.
+        tau: windy particle lifetime ``τ``, in ``dx² / D`` (the papers'
+            ``τ̄ = V̄² τ``).
         r_bar: windy emission scale ``R̄``.
     """
 
@@ -145,8 +149,9 @@ class PoissonPlume(Configurable):
         "wind_speed": Setting(2.0, real(low=0.0), doc="windy mean wind V, cells per step"),
         "wind_direction": Setting(0.0, real(),
                                   doc="windy: direction the mean wind blows toward, radians"),
-        "tau": Setting(150.0, real(low=0.0, low_inclusive=False),
-                       doc="windy particle lifetime tau, steps"),
+        "tau": Setting(37.5, real(low=0.0, low_inclusive=False),
+                       doc="windy particle lifetime tau in dx^2/D (the papers' "
+                           "dimensionless tau_bar is V^2 tau: 150 for V = 2, tau = 37.5)"),
         "r_bar": Setting(2.5, real(low=0.0), doc="windy emission scale R"),
     }
     Params = PoissonPlumeParams
@@ -177,13 +182,13 @@ class PoissonPlume(Configurable):
 
     # -- the law ---------------------------------------------------------------
     def windy_length(self, params: PoissonPlumeParams) -> jax.Array:
-        """f32[], ``λ̄ = sqrt(τ̄ / (1 + V̄² τ̄ / 4))``, cells."""
+        """f32[], ``λ̄ = sqrt(τ / (1 + V̄² τ / 4))``, cells."""
         return jnp.sqrt(params.tau / (1.0 + jnp.square(params.wind_speed) * params.tau / 4.0))
 
     def windy_exponent(self, displacement: jax.Array, params: PoissonPlumeParams) -> jax.Array:
         """f32[...], ``V̄ Δx / 2 - d / λ̄`` (``d`` floored), computed without
         cancellation as ``-κ d - (V̄/2)(d - Δx)`` with
-        ``κ = 1/λ̄ - V̄/2 = (1/τ̄) / (sqrt(1/τ̄ + V̄²/4) + V̄/2) >= 0`` and
+        ``κ = 1/λ̄ - V̄/2 = (1/τ) / (sqrt(1/τ + V̄²/4) + V̄/2) >= 0`` and
         ``d - Δx = c² / (d + Δx)`` downwind (``c`` the crosswind offset): far
         downwind both ``V̄ Δx / 2`` and ``d / λ̄`` are large and nearly equal,
         and their float32 difference would lose most of its digits."""
