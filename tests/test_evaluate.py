@@ -132,6 +132,46 @@ def test_host_and_functional_rollouts_agree_for_the_same_policy():
         np.testing.assert_array_equal(np.asarray(getattr(f, name)), np.asarray(getattr(h, name)))
 
 
+def test_until_done_rollouts_stop_early_and_report_the_same_episodes():
+    """``until_done`` (used by the scenario runner, so that a long horizon such
+    as the windy Poisson preset's 10 000 steps costs only the longest
+    episode) stops the loop once every first episode has ended and reports
+    bit-identical first episodes; the host driver does the same."""
+    env, params = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[24, 24], sigma=5.0,
+                                 max_steps=200)
+    from agents import make_agent
+
+    policy = make_agent("klinotaxis", env)
+    key = jax.random.key(3)
+    full = rollout(env, params, policy, key, 16, 200)
+    early = rollout(env, params, policy, key, 16, 200, until_done=True)
+    assert bool(jnp.all(full.finished)) and int(full.steps_run) == 200
+    assert int(early.steps_run) == int(jnp.max(full.episode_length)) < 200
+    for name in ("success", "finished", "episode_length", "episode_return", "path_length",
+                 "start_distance", "trajectory_valid"):
+        np.testing.assert_array_equal(np.asarray(getattr(early, name)),
+                                      np.asarray(getattr(full, name)), err_msg=name)
+    valid = np.asarray(full.trajectory_valid)
+    np.testing.assert_array_equal(np.asarray(early.trajectory)[valid],
+                                  np.asarray(full.trajectory)[valid])
+
+    east = env.action_ids["move_east"]
+
+    class EastAgent:
+        def reset(self):
+            pass
+
+        def act_batch(self, obs, episode_start=None):
+            return np.full(len(obs), east, np.int32)
+
+    h_full = host_rollout(env, params, EastAgent(), key, 4, 60)
+    h_early = host_rollout(env, params, EastAgent(), key, 4, 60, until_done=True)
+    assert int(h_early.steps_run) == int(np.max(np.asarray(h_full.episode_length)))
+    assert h_early.trajectory.shape == (int(h_early.steps_run) + 1, 2)
+    np.testing.assert_array_equal(np.asarray(h_early.episode_length),
+                                  np.asarray(h_full.episode_length))
+
+
 def test_shipped_scenarios_are_valid():
     import pathlib
 

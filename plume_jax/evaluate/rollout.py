@@ -11,8 +11,11 @@ Success and episode lengths come from the env's own step outputs
 (``terminated``, ``truncated``, ``info["step_count"]``), never from a
 re-implementation of the goal test. Each env runs ``num_steps`` steps; the
 *first* episode of each env is the one reported (later auto-reset episodes
-still count towards throughput). Policy memory is re-initialised whenever an
-episode ends.
+still count towards throughput). With ``until_done=True`` the run stops as
+soon as every env's first episode has ended (``steps_run`` says when): the
+reported episodes are the same, and a long horizon (e.g. otto-benchmark's
+10 000 steps) costs only as many steps as the longest episode. Policy memory
+is re-initialised whenever an episode ends.
 """
 
 from __future__ import annotations
@@ -42,9 +45,12 @@ class RolloutResult:
         path_length: f32[N], distance travelled in the first episode, cells.
         start_distance: f32[N], distance from the start to the goal, cells.
         trajectory: f32[num_steps + 1, 2], env 0's positions from the start
-            of its first episode (row 0) onwards.
+            of its first episode (row 0) onwards (rows after ``steps_run``
+            are zeros).
         trajectory_valid: bool[num_steps + 1], rows that belong to env 0's
             first episode.
+        steps_run: i32[], batched env steps taken (``num_steps`` unless the
+            run stopped early with ``until_done``).
         final_agent: env 0's agent at the end of its first episode.
         final_plume: env 0's plume state at the end of its first episode.
     """
@@ -57,6 +63,7 @@ class RolloutResult:
     start_distance: jax.Array
     trajectory: jax.Array
     trajectory_valid: jax.Array
+    steps_run: jax.Array
     final_agent: Any
     final_plume: Any
 
@@ -130,8 +137,10 @@ def track(t: dict[str, Any], state: Any, reward: jax.Array, terminated: jax.Arra
     }
 
 
-def _result(t: dict[str, Any], start: jax.Array, path: jax.Array, valid: jax.Array) -> RolloutResult:
+def _result(t: dict[str, Any], start: jax.Array, path: jax.Array, valid: jax.Array,
+            steps_run: Any) -> RolloutResult:
     return RolloutResult(
+        steps_run=jnp.asarray(steps_run, jnp.int32),
         success=t["success"], finished=t["done"], episode_length=t["length"],
         episode_return=t["ret"], path_length=t["path"], start_distance=t["start_distance"],
         trajectory=jnp.concatenate([start[None], path], axis=0),
@@ -149,9 +158,10 @@ def _step_batch(env: Any, params: Any, key: jax.Array, state: Any, action: jax.A
     return jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys, state, action, params)
 
 
-@functools.partial(jax.jit, static_argnames=("env", "policy", "num_envs", "num_steps"))
+@functools.partial(jax.jit, static_argnames=("env", "policy", "num_envs", "num_steps",
+                                             "until_done"))
 def rollout(env: Any, params: Any, policy: Any, key: jax.Array, num_envs: int,
-            num_steps: int) -> RolloutResult:
+            num_steps: int, until_done: bool = False) -> RolloutResult:
     """Run ``num_envs`` envs for ``num_steps`` steps under a functional policy.
 
     Args:
@@ -161,6 +171,9 @@ def rollout(env: Any, params: Any, policy: Any, key: jax.Array, num_envs: int,
             ``act(carry, obs, key) -> (action, carry)``).
         key: PRNG key; the same key gives bit-identical results.
         num_envs, num_steps: static sizes.
+        until_done: static; stop once every env's first episode has ended
+            (a ``lax.while_loop``; the same steps, keys and first episodes
+            as the full ``lax.scan``).
     """
     k_reset, k_policy, k_run = jax.random.split(key, 3)
     obs, state = _reset_batch(env, params, k_reset, num_envs)
@@ -179,8 +192,25 @@ def rollout(env: Any, params: Any, policy: Any, key: jax.Array, num_envs: int,
         return (obs, state, carry, new_t), (_lead(info["agent_xy"])[0], ~t["done"][0])
 
     init = (obs, state, carry, start_tracker(env, params, state, num_steps))
-    (_, _, _, t), (path, valid) = jax.lax.scan(body, init, jax.random.split(k_run, num_steps))
-    return _result(t, _lead(state.agent.position)[0], path, valid)
+    step_keys = jax.random.split(k_run, num_steps)
+    start = _lead(state.agent.position)[0]
+    if not until_done:
+        (_, _, _, t), (path, valid) = jax.lax.scan(body, init, step_keys)
+        return _result(t, start, path, valid, num_steps)
+
+    def running(loop):
+        i, c, _, _ = loop
+        return (i < num_steps) & ~jnp.all(c[3]["done"])
+
+    def advance(loop):
+        i, c, path, valid = loop
+        c, (xy, v) = body(c, step_keys[i])
+        return i + 1, c, path.at[i].set(xy), valid.at[i].set(v)
+
+    empty = (jnp.zeros((num_steps, 2), jnp.float32), jnp.zeros(num_steps, bool))
+    steps, (_, _, _, t), path, valid = jax.lax.while_loop(running, advance,
+                                                          (jnp.int32(0), init, *empty))
+    return _result(t, start, path, valid, steps)
 
 
 @functools.partial(jax.jit, static_argnames=("env",))
@@ -192,9 +222,11 @@ def _host_step(env: Any, params: Any, key: jax.Array, state: Any, t: dict, actio
 
 
 def host_rollout(env: Any, params: Any, agent: Any, key: jax.Array, num_envs: int,
-                 num_steps: int) -> RolloutResult:
+                 num_steps: int, until_done: bool = False) -> RolloutResult:
     """Like :func:`rollout` for a host-side agent with
-    ``act_batch(obs[N], episode_start=bool[N]) -> actions[N]`` and ``reset()``."""
+    ``act_batch(obs[N], episode_start=bool[N]) -> actions[N]`` and ``reset()``.
+    With ``until_done`` the loop ends once every env's first episode has
+    ended; the trajectory then has ``steps_run + 1`` rows."""
     k_reset, k_run = jax.random.split(key)
     obs, state = jax.jit(_reset_batch, static_argnums=(0, 3))(env, params, k_reset, num_envs)
     t = start_tracker(env, params, state, num_steps)
@@ -203,10 +235,13 @@ def host_rollout(env: Any, params: Any, agent: Any, key: jax.Array, num_envs: in
     episode_start = np.ones(num_envs, bool)
     path, valid = [], []
     for step_key in jax.random.split(k_run, num_steps):
+        if until_done and bool(jnp.all(t["done"])):
+            break
         action = agent.act_batch(np.asarray(obs), episode_start=episode_start)
         valid.append(not bool(t["done"][0]))
         obs, state, ended, t, xy = _host_step(env, params, step_key, state, t,
                                               jnp.asarray(action))
         episode_start = np.asarray(ended)
         path.append(xy)
-    return _result(t, start, jnp.stack(path), jnp.asarray(valid))
+    return _result(t, start, jnp.stack(path).reshape(-1, 2), jnp.asarray(valid, bool),
+                   len(path))

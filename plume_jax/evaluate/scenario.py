@@ -205,9 +205,11 @@ def run_scenario(scenario: Mapping[str, Any], *, agent: str | None = None,
     t0 = time.perf_counter()
     if is_host_agent(agent_name):
         compile_s = 0.0
-        result = jax.block_until_ready(host_rollout(env, params, policy, key, n, num_steps))
+        result = jax.block_until_ready(host_rollout(env, params, policy, key, n, num_steps,
+                                                    until_done=True))
     else:
-        compiled = rollout.lower(env, params, policy, key, n, num_steps).compile()
+        compiled = rollout.lower(env, params, policy, key, n, num_steps,
+                                 until_done=True).compile()
         compile_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         result = jax.block_until_ready(compiled(params, key))
@@ -216,7 +218,7 @@ def run_scenario(scenario: Mapping[str, Any], *, agent: str | None = None,
     metrics = summarise(result, float(params.goal_radius), team=hasattr(env, "num_agents"))
     if hasattr(env, "num_agents"):
         metrics["num_agents"] = env.num_agents
-    metrics["env_steps_per_second"] = n * num_steps / run_s
+    metrics["env_steps_per_second"] = n * int(result.steps_run) / run_s
     metrics["episodes_per_second"] = n / run_s
     return {
         "scenario": scenario["name"],
