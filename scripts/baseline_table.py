@@ -123,7 +123,8 @@ def render(rows: list[dict], episodes: int, seed: int) -> str:
     if skipped:
         lines += ["", "Pairs not run (the env lacks what the agent needs):", ""] + skipped
     lines += ["", "Infotaxis and space-aware infotaxis on the Poisson benchmark presets, with "
-              "thousands of episodes each and the published figures beside them: "
+              "thousands of searches each, next to an independent re-implementation of the "
+              "published code (otto): "
               "[infotaxis.md](infotaxis.md)."]
     return "\n".join(lines) + "\n"
 

@@ -580,6 +580,18 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def stamp_end_load(report: dict[str, Any], args: argparse.Namespace,
+                   load: list[float] | None) -> None:
+    """Record the load average at the end of this run in the machine record
+    of the measurements it made: ``lockstep_machine`` for ``--lockstep-only``,
+    none for ``--decisions-only`` (no timings), else ``machine``. An add-on
+    run never overwrites the main run's record."""
+    if args.lockstep_only:
+        report["lockstep_machine"]["load_average_end"] = load
+    elif not args.decisions_only:
+        report["machine"]["load_average_end"] = load
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
@@ -707,8 +719,7 @@ def main(argv: list[str] | None = None) -> int:
                             **adj, "z": (adj["mean"] - ref["mean"]) / se if se else None}
                 report["results"].append(entry)
                 save()
-    report["machine"]["load_average_end"] = list(os.getloadavg()) \
-        if hasattr(os, "getloadavg") else None
+    stamp_end_load(report, args, list(os.getloadavg()) if hasattr(os, "getloadavg") else None)
     save()
     print("wrote", args.output)
     return 0

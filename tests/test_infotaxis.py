@@ -453,3 +453,28 @@ def test_benchmark_script_cases_are_the_presets():
     wrong = {**CASES["windy"], "reference": {**CASES["windy"]["reference"], "tau_bar": 37.5}}
     with pytest.raises(SystemExit, match="lambda_bar"):
         check_preset(wrong)
+
+
+def test_benchmark_addon_run_keeps_main_run_end_load():
+    """``--lockstep-only`` / ``--decisions-only`` once overwrote the main run's
+    ``machine.load_average_end`` with the load at the end of the add-on run."""
+    import argparse
+
+    from scripts.benchmark_infotaxis import stamp_end_load
+
+    def report():
+        return {"machine": {"load_average_end": [3.7]}, "lockstep_machine": {}}
+
+    def args(lockstep=False, decisions=False):
+        return argparse.Namespace(lockstep_only=lockstep, decisions_only=decisions)
+
+    lock = report()
+    stamp_end_load(lock, args(lockstep=True), [0.2])
+    assert lock == {"machine": {"load_average_end": [3.7]},
+                    "lockstep_machine": {"load_average_end": [0.2]}}
+    check = report()
+    stamp_end_load(check, args(decisions=True), [0.2])
+    assert check == report()
+    main = report()
+    stamp_end_load(main, args(), [0.9])
+    assert main["machine"]["load_average_end"] == [0.9]
