@@ -12,6 +12,8 @@ Usage::
 
     python scripts/benchmark.py                       # all presets, default sizes
     python scripts/benchmark.py --presets PlumeNav-Gaussian-v0 --batch-sizes 1 64 --steps 200
+    # what the speculative auto-reset costs: env.step vs env.step_env, back to back
+    python scripts/benchmark.py --reset-cost        # -> benchmarks/reset_cost.json
 """
 
 from __future__ import annotations
@@ -30,10 +32,14 @@ import jax
 import jax.numpy as jnp
 
 
-def scan_program(env: Any, params: Any, num_envs: int, num_steps: int):
+def scan_program(env: Any, params: Any, num_envs: int, num_steps: int,
+                 auto_reset: bool = True):
     """``(reset, run)``, jitted: ``reset(key)`` gives a batch of states;
-    ``run(state, key)`` scans ``num_steps`` vmapped steps (auto-reset on) with
-    uniformly random actions. Only ``run`` is timed, so an explicit reset's
+    ``run(state, key)`` scans ``num_steps`` vmapped steps with uniformly
+    random actions: ``env.step`` (auto-reset on), or with ``auto_reset=False``
+    gymnax's ``env.step_env``, the same transition without the reset that
+    ``step`` computes speculatively on every step (episodes then run on past
+    their end; only for measuring what the reset costs). Only ``run`` is timed, so an explicit reset's
     cost (a filament plume's warm-up) is not counted as stepping.
 
     Every step's observation (summed), reward and episode ends, and the whole
@@ -56,15 +62,21 @@ def scan_program(env: Any, params: Any, num_envs: int, num_steps: int):
     def reset(key):
         return jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, num_envs), params)[1]
 
+    step = env.step if auto_reset else env.step_env
+
     def run(state, key):
         def body(state, k):
             k_act, k_step = jax.random.split(k)
             actions = random_actions(k_act)
-            obs, state, reward, terminated, truncated, _ = jax.vmap(
-                env.step, in_axes=(0, 0, 0, None))(jax.random.split(k_step, num_envs), state,
-                                                   actions, params)
+            out = jax.vmap(step, in_axes=(0, 0, 0, None))(jax.random.split(k_step, num_envs),
+                                                          state, actions, params)
+            # (obs, state, reward, terminated, truncated, info), or gymnax's own
+            # step_env: (obs, state, reward, done, info)
+            obs, state, reward, ends = out[0], out[1], out[2], out[3]
+            if len(out) == 6:
+                ends = ends | out[4]
             obs_sum = sum(jnp.sum(leaf) for leaf in jax.tree.leaves(obs))
-            return state, (reward.sum(), (terminated | truncated).sum(), obs_sum)
+            return state, (reward.sum(), ends.sum(), obs_sum)
 
         state, (rewards, ends, obs_sums) = jax.lax.scan(body, state,
                                                        jax.random.split(key, num_steps))
@@ -73,8 +85,9 @@ def scan_program(env: Any, params: Any, num_envs: int, num_steps: int):
     return jax.jit(reset), jax.jit(run)
 
 
-def measure(env: Any, params: Any, num_envs: int, num_steps: int, repeats: int) -> dict[str, Any]:
-    reset, run = scan_program(env, params, num_envs, num_steps)
+def measure(env: Any, params: Any, num_envs: int, num_steps: int, repeats: int,
+            auto_reset: bool = True) -> dict[str, Any]:
+    reset, run = scan_program(env, params, num_envs, num_steps, auto_reset)
     key = jax.random.key(0)
     state = jax.block_until_ready(reset(key))
     t0 = time.perf_counter()
@@ -132,7 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=1000, help="scan length per run")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--no-reference", action="store_true", help="skip gymnax CartPole")
-    parser.add_argument("--out", default="benchmarks/core_throughput.json")
+    parser.add_argument("--out", default=None,
+                        help="JSON output (default benchmarks/core_throughput.json, or "
+                             "benchmarks/reset_cost.json with --reset-cost)")
     parser.add_argument("--agents", nargs="*", type=int, default=[1, 8, 64],
                         help="num_agents values for the multi-agent section")
     parser.add_argument("--agent-batch-sizes", nargs="*", type=int, default=[1, 16, 256],
@@ -141,7 +156,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="scan length per run in the multi-agent section")
     parser.add_argument("--multi-agent-preset", default="PlumeNav-Swarm-v0")
     parser.add_argument("--skip-multi-agent", action="store_true")
+    parser.add_argument("--reset-cost", action="store_true",
+                        help="measure each preset and batch twice, back to back: env.step and "
+                             "env.step_env (the same transition without the speculative reset; "
+                             "episodes then run on past their end), single-agent presets only")
     args = parser.parse_args(argv)
+    if args.out is None:
+        args.out = os.path.join("benchmarks",
+                                "reset_cost.json" if args.reset_cost else "core_throughput.json")
+    modes = (True, False) if args.reset_cost else (True,)
 
     targets = [(pid, *plume_jax.make(pid)) for pid in args.presets]
     if not args.no_reference:
@@ -151,13 +174,16 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for name, env, params in targets:
         for n in args.batch_sizes:
-            row = {"env": name, **measure(env, params, n, args.steps, args.repeats)}
-            results.append(row)
-            print(f"{name:40s} batch {n:5d}: {row['steps_per_second']:14,.0f} steps/s "
-                  f"(median of {args.repeats}), compile {row['compile_seconds']:.2f} s", flush=True)
+            for auto_reset in modes:
+                row = {"env": name, "auto_reset": auto_reset,
+                       **measure(env, params, n, args.steps, args.repeats, auto_reset)}
+                results.append(row)
+                print(f"{name:40s} batch {n:5d}{'' if auto_reset else ' (no reset)'}: "
+                      f"{row['steps_per_second']:14,.0f} steps/s (median of {args.repeats}), "
+                      f"compile {row['compile_seconds']:.2f} s", flush=True)
 
     multi_agent = []
-    if not args.skip_multi_agent:
+    if not (args.skip_multi_agent or args.reset_cost):
         for a in args.agents:
             env, params = plume_jax.make(args.multi_agent_preset, num_agents=a)
             for n in args.agent_batch_sizes:
@@ -169,9 +195,10 @@ def main(argv: list[str] | None = None) -> int:
                       f"{row['agent_steps_per_second']:14,.0f} agent-steps/s, compile "
                       f"{row['compile_seconds']:.2f} s", flush=True)
 
-    payload = {"benchmark": "core_throughput", "machine": machine(),
+    payload = {"benchmark": "reset_cost" if args.reset_cost else "core_throughput",
+               "machine": machine(),
                "settings": {"steps": args.steps, "repeats": args.repeats,
-                            "actions": "uniform random", "auto_reset": True,
+                            "actions": "uniform random", "auto_reset": list(modes),
                             "multi_agent_steps": args.agent_steps},
                "results": results, "multi_agent": multi_agent}
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)

@@ -3,7 +3,9 @@
 
 Replaces the text between ``<!-- core-throughput:begin -->`` and
 ``<!-- core-throughput:end -->`` (appending the block if absent); other
-sections of BENCHMARKS.md are left as they are.
+sections of BENCHMARKS.md are left as they are. A ``--reset-cost`` JSON
+(``benchmarks/reset_cost.json``) renders into its own block,
+``<!-- reset-cost:begin -->`` ... ``<!-- reset-cost:end -->``.
 
 Usage: ``python scripts/render_benchmarks.py [benchmarks/core_throughput.json] [BENCHMARKS.md]``
 """
@@ -15,6 +17,54 @@ import sys
 from collections import defaultdict
 
 BEGIN, END = "<!-- core-throughput:begin -->", "<!-- core-throughput:end -->"
+RESET_BEGIN, RESET_END = "<!-- reset-cost:begin -->", "<!-- reset-cost:end -->"
+
+
+def _machine_line(m: dict, s: dict) -> str:
+    return (f"Measured {m['date']} on {m['cpu_count']} CPU cores ({m['processor']}), device "
+            f"`{m['device_platform']}` ({m['device_kind']}); jax {m['jax']}, gymnax "
+            f"{m['gymnax']}, plume_jax {m['plume_jax']}. {s['steps']} steps per run, "
+            f"{s['actions']} actions")
+
+
+def render_reset_cost(payload: dict) -> str:
+    """The block of a ``--reset-cost`` run: each preset's steps/s with
+    ``env.step`` (speculative auto-reset) and ``env.step_env`` (none),
+    measured back to back, and the share of the step spent on the reset."""
+    m, s = payload["machine"], payload["settings"]
+    sizes = sorted({r["num_envs"] for r in payload["results"]})
+    by = {(r["env"], r["num_envs"], r.get("auto_reset", True)): r["steps_per_second"]
+          for r in payload["results"]}
+    envs = list(dict.fromkeys(r["env"] for r in payload["results"]))
+    lines = [
+        RESET_BEGIN,
+        "### What the speculative auto-reset costs",
+        "",
+        _machine_line(m, s) + f"; median of {s['repeats']} runs after one warm-up, the two "
+        "programs of a row measured back to back. `env.step` computes a fresh episode's start "
+        "and first observation on every step (under `vmap` both branches of the auto-reset "
+        "run); `env.step_env` is the same transition without it (episodes run on past their "
+        "end, so it is a bound, not a way to run episodes). Produced by "
+        "`python scripts/benchmark.py --reset-cost` (data: `benchmarks/reset_cost.json`).",
+        "",
+        *([f"Load average (1/5/15 min) when the run ended: "
+           f"{', '.join(f'{x:.1f}' for x in m['load_average_1_5_15min'])} on "
+           f"{m['cpu_count']} cores.", ""] if m.get("load_average_1_5_15min") else []),
+        "Env steps per second, `step` / `step_env`, and the share of `step`'s time spent on "
+        "the reset (1 − ratio):",
+        "",
+        "| env | " + " | ".join(f"batch {n}" for n in sizes) + " |",
+        "|---|" + "---:|" * len(sizes),
+    ]
+    for env in envs:
+        cells = []
+        for n in sizes:
+            with_reset, without = by.get((env, n, True)), by.get((env, n, False))
+            cells.append("" if not (with_reset and without) else
+                         f"{with_reset:,.0f} / {without:,.0f} ({1 - with_reset / without:.0%})")
+        lines.append(f"| {env} | " + " | ".join(cells) + " |")
+    lines.append(RESET_END)
+    return "\n".join(lines)
 
 
 def render(payload: dict) -> str:
@@ -24,17 +74,16 @@ def render(payload: dict) -> str:
     compile_s = defaultdict(dict)
     sizes = sorted({r["num_envs"] for r in payload["results"]})
     for r in payload["results"]:
+        if not r.get("auto_reset", True):
+            continue
         rows[r["env"]][r["num_envs"]] = r["steps_per_second"]
         compile_s[r["env"]][r["num_envs"]] = r["compile_seconds"]
     lines = [
         BEGIN,
         "## Core throughput: jitted `lax.scan` of vmapped `env.step`",
         "",
-        f"Measured {m['date']} on {m['cpu_count']} CPU cores ({m['processor']}), device "
-        f"`{m['device_platform']}` ({m['device_kind']}); jax {m['jax']}, gymnax {m['gymnax']}, "
-        f"plume_jax {m['plume_jax']}. {s['steps']} steps per run, {s['actions']} actions, "
-        f"auto-reset on; median of {s['repeats']} runs after one warm-up; every observation and "
-        "the final state are program outputs (nothing optimised away); compile time is the "
+        _machine_line(m, s) + f", auto-reset on; median of {s['repeats']} runs after one "
+        "warm-up; every observation and the final state are program outputs (nothing optimised away); compile time is the "
         "stepping program's. Produced by "
         "`python scripts/benchmark.py` (data: `benchmarks/core_throughput.json`).",
         "",
@@ -85,15 +134,19 @@ def main(argv: list[str]) -> int:
     data_path = argv[0] if argv else "benchmarks/core_throughput.json"
     md_path = argv[1] if len(argv) > 1 else "BENCHMARKS.md"
     with open(data_path) as f:
-        block = render(json.load(f))
+        payload = json.load(f)
+    if payload.get("benchmark") == "reset_cost":
+        block, begin, end = render_reset_cost(payload), RESET_BEGIN, RESET_END
+    else:
+        block, begin, end = render(payload), BEGIN, END
     try:
         with open(md_path) as f:
             text = f.read()
     except FileNotFoundError:
         text = "# Benchmarks\n\nAll figures below were measured, not estimated; each section says how.\n"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + block + rest.split(end, 1)[1]
     else:
         text = text.rstrip("\n") + "\n\n" + block + "\n"
     with open(md_path, "w") as f:

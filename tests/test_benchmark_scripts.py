@@ -1,0 +1,56 @@
+"""The benchmark scripts' own logic: programs that run both step forms, and
+the renderers' arithmetic (no timing is asserted anywhere)."""
+
+from __future__ import annotations
+
+import jax
+import pytest
+
+from scripts.benchmark import scan_program
+from scripts.render_benchmarks import render, render_reset_cost
+
+MACHINE = {"date": "2026-11-22T00:00:00+00:00", "cpu_count": 2, "processor": "x86_64",
+           "device_platform": "cpu", "device_kind": "cpu", "jax": "0", "gymnax": "0",
+           "plume_jax": "0", "load_average_1_5_15min": [0.5, 0.5, 0.5]}
+SETTINGS = {"steps": 100, "repeats": 3, "actions": "uniform random", "multi_agent_steps": 50}
+
+
+def _row(env, n, sps, auto_reset=True):
+    return {"env": env, "num_envs": n, "steps_per_second": sps, "compile_seconds": 1.0,
+            "auto_reset": auto_reset}
+
+
+@pytest.mark.parametrize("auto_reset", [True, False])
+def test_scan_program_runs_ours_and_gymnax_step_env(small_env, auto_reset):
+    """--reset-cost once crashed on gymnax's step_env, which returns 5 values
+    (obs, state, reward, done, info) where ours return 6."""
+    import gymnax
+
+    env, params = small_env
+    cartpole, cp_params = gymnax.make("CartPole-v1")
+    key = jax.random.key(0)
+    for e, p in ((env, params), (cartpole, cp_params)):
+        reset, run = scan_program(e, p, num_envs=2, num_steps=3, auto_reset=auto_reset)
+        rewards, ends, obs_sum, _ = run(reset(key), key)
+        assert rewards.shape == ends.shape == obs_sum.shape == ()
+
+
+def test_reset_cost_table_gives_each_pair_and_the_reset_share():
+    payload = {"benchmark": "reset_cost", "machine": MACHINE,
+               "settings": {**SETTINGS, "auto_reset": [True, False]},
+               "results": [_row("A", 64, 1_000.0), _row("A", 64, 4_000.0, False),
+                           _row("B", 64, 3_000.0)]}
+    text = render_reset_cost(payload)
+    assert "| A | 1,000 / 4,000 (75%) |" in text
+    assert "| B |  |" in text   # no step_env figure: no share invented
+    assert text.startswith("<!-- reset-cost:begin -->")
+    assert text.endswith("<!-- reset-cost:end -->")
+
+
+def test_core_table_ignores_step_env_rows():
+    payload = {"benchmark": "core_throughput", "machine": MACHINE,
+               "settings": {**SETTINGS, "auto_reset": [True]},
+               "results": [_row("A", 64, 1_000.0), _row("A", 64, 4_000.0, False)]}
+    text = render(payload)
+    assert "| A | 1,000 | 1.00 |" in text
+    assert "4,000" not in text
