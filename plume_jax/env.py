@@ -32,6 +32,7 @@ from gymnax.environments import environment as gymnax_env
 from gymnax.environments import spaces as gymnax_spaces
 
 from plume_jax import spaces
+from plume_jax.errors import ValidationError
 from plume_jax.types import AgentState, EnvParams, EnvState, Grid, PlumeProbe
 
 #: Keys of the ``info`` dict returned by ``step`` (all arrays).
@@ -313,6 +314,86 @@ class PlumeEnv(gymnax_env.Environment):
         info = {**info, "terminated": terminated, "truncated": truncated,
                 "final_observation": obs_st}
         return obs, state, reward, terminated, truncated, info
+
+    @functools.partial(jax.jit, static_argnames=("self", "max_resets"))
+    def step_batch(self, keys: jax.Array, state: EnvState, action: Any,
+                   params: EnvParams | None = None, max_resets: int | None = None):
+        """``vmap(step)`` over a batch, resetting only the envs that ended.
+
+        Returns what ``jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys,
+        state, action, params)`` returns, but cheaper: under ``vmap`` the
+        speculative reset inside ``step`` runs for every env on every step,
+        which is half or more of a cheap plume's step (``python
+        scripts/benchmark.py --reset-cost``). Here the transition
+        (``step_env``) runs for the whole batch, then the reset runs on at most
+        ``max_resets`` envs, gathered from those whose episode ended, and is
+        scattered back; each gets the reset ``step`` would give it (same key,
+        same state). If more than ``max_resets`` envs end on the same step, a
+        ``lax.cond`` falls back to resetting the whole batch. Keys, states,
+        counts and flags are the same; floats are the same up to rounding,
+        since XLA may compile the reset of a smaller batch with another
+        reduction order (on the development CPU the single-agent presets gave
+        bit-identical results; ``tests/test_core_step_batch.py``).
+
+        Args:
+            keys: key[N], one per env, as for ``vmap(step)``.
+            state: the batch of states (leading axis N).
+            action: the batch of actions (leading axis N).
+            params: shared by the batch (not batched).
+            max_resets: static; how many resets the cheap branch computes,
+                1..N; default ``max(1, N // 16)``.
+
+        Under an outer ``vmap`` (e.g. a vmapped sweep) the ``cond`` turns
+        into a select that computes both branches; use ``vmap(step)`` there.
+        """
+        params = self._params(params)
+        num_envs = keys.shape[0]
+        if max_resets is None:
+            max_resets = max(1, num_envs // 16)
+        if isinstance(max_resets, bool) or not isinstance(max_resets, (int, np.integer)) \
+                or not 1 <= max_resets <= num_envs:
+            raise ValidationError.for_parameter(
+                "max_resets", max_resets, f"an integer in 1..{num_envs} (the batch size)")
+        obs_st, state_st, reward, terminated, truncated, info = jax.vmap(
+            self.step_env, in_axes=(0, 0, 0, None))(keys, state, action, params)
+        done = jax.vmap(self.episode_done)(terminated, truncated, info)
+
+        def where_done(fresh, old):
+            return jnp.where(done.reshape(done.shape + (1,) * (old.ndim - 1)), fresh, old)
+
+        def reset_all(_):
+            obs_re, state_re = jax.vmap(self.auto_reset, in_axes=(0, 0, None))(
+                keys, state_st, params)
+            return (jax.tree.map(where_done, obs_re, obs_st),
+                    jax.tree.map(where_done, state_re, state_st))
+
+        # a pool of one lets XLA compile the reset unbatched, whose float
+        # rounding can differ from the batched program's: keep it batched
+        pool = min(max(2, max_resets), num_envs)
+
+        def reset_ended(_):
+            # the ended envs' indices, padded with num_envs (dropped on scatter)
+            idx = jnp.nonzero(done, size=pool, fill_value=num_envs)[0]
+            take = jnp.minimum(idx, num_envs - 1)
+            gathered = jax.tree.map(lambda x: x[take], state_st)
+            obs_re, state_re = jax.vmap(self.auto_reset, in_axes=(0, 0, None))(
+                keys[take], gathered, params)
+
+            def put(full, part):
+                return full.at[idx].set(part, mode="drop")
+
+            def put_state(full, before, after):
+                # a leaf the reset passes through unchanged (e.g. a Poisson
+                # plume's posterior table) is neither gathered nor scattered
+                return full if after is before else put(full, after)
+
+            return (jax.tree.map(put, obs_st, obs_re),
+                    jax.tree.map(put_state, state_st, gathered, state_re))
+
+        obs, new_state = jax.lax.cond(jnp.sum(done) > max_resets, reset_all, reset_ended, None)
+        info = {**info, "terminated": terminated, "truncated": truncated,
+                "final_observation": obs_st}
+        return obs, new_state, reward, terminated, truncated, info
 
     @functools.partial(jax.jit, static_argnames=("self",))
     def reset(self, key: jax.Array, params: EnvParams | None = None):

@@ -12,7 +12,8 @@ Usage::
 
     python scripts/benchmark.py                       # all presets, default sizes
     python scripts/benchmark.py --presets PlumeNav-Gaussian-v0 --batch-sizes 1 64 --steps 200
-    # what the speculative auto-reset costs: env.step vs env.step_env, back to back
+    # what the speculative auto-reset costs: vmap(env.step), env.step_batch and
+    # vmap(env.step_env) (no reset), back to back
     python scripts/benchmark.py --reset-cost        # -> benchmarks/reset_cost.json
 """
 
@@ -32,14 +33,18 @@ import jax
 import jax.numpy as jnp
 
 
-def scan_program(env: Any, params: Any, num_envs: int, num_steps: int,
-                 auto_reset: bool = True):
+STEP_FORMS = ("step", "step_batch", "step_env")
+
+
+def scan_program(env: Any, params: Any, num_envs: int, num_steps: int, form: str = "step"):
     """``(reset, run)``, jitted: ``reset(key)`` gives a batch of states;
-    ``run(state, key)`` scans ``num_steps`` vmapped steps with uniformly
-    random actions: ``env.step`` (auto-reset on), or with ``auto_reset=False``
-    gymnax's ``env.step_env``, the same transition without the reset that
-    ``step`` computes speculatively on every step (episodes then run on past
-    their end; only for measuring what the reset costs). Only ``run`` is timed, so an explicit reset's
+    ``run(state, key)`` scans ``num_steps`` batch steps with uniformly random
+    actions. ``form``: ``"step"``, ``vmap(env.step)`` (auto-reset on);
+    ``"step_batch"``, ``env.step_batch`` (the same results, the reset computed
+    only for the envs that ended; plume envs only); ``"step_env"``,
+    ``vmap(env.step_env)``, the transition without the reset that ``step``
+    computes speculatively on every step (episodes then run on past their
+    end; only for measuring what the reset costs). Only ``run`` is timed, so an explicit reset's
     cost (a filament plume's warm-up) is not counted as stepping.
 
     Every step's observation (summed), reward and episode ends, and the whole
@@ -62,14 +67,20 @@ def scan_program(env: Any, params: Any, num_envs: int, num_steps: int,
     def reset(key):
         return jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, num_envs), params)[1]
 
-    step = env.step if auto_reset else env.step_env
+    if form not in STEP_FORMS:
+        raise ValueError(f"form must be one of {STEP_FORMS}, got {form!r}")
+
+    def step(keys, state, actions):
+        if form == "step_batch":
+            return env.step_batch(keys, state, actions, params)
+        fn = env.step if form == "step" else env.step_env
+        return jax.vmap(fn, in_axes=(0, 0, 0, None))(keys, state, actions, params)
 
     def run(state, key):
         def body(state, k):
             k_act, k_step = jax.random.split(k)
             actions = random_actions(k_act)
-            out = jax.vmap(step, in_axes=(0, 0, 0, None))(jax.random.split(k_step, num_envs),
-                                                          state, actions, params)
+            out = step(jax.random.split(k_step, num_envs), state, actions)
             # (obs, state, reward, terminated, truncated, info), or gymnax's own
             # step_env: (obs, state, reward, done, info)
             obs, state, reward, ends = out[0], out[1], out[2], out[3]
@@ -86,8 +97,8 @@ def scan_program(env: Any, params: Any, num_envs: int, num_steps: int,
 
 
 def measure(env: Any, params: Any, num_envs: int, num_steps: int, repeats: int,
-            auto_reset: bool = True) -> dict[str, Any]:
-    reset, run = scan_program(env, params, num_envs, num_steps, auto_reset)
+            form: str = "step") -> dict[str, Any]:
+    reset, run = scan_program(env, params, num_envs, num_steps, form)
     key = jax.random.key(0)
     state = jax.block_until_ready(reset(key))
     t0 = time.perf_counter()
@@ -157,14 +168,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--multi-agent-preset", default="PlumeNav-Swarm-v0")
     parser.add_argument("--skip-multi-agent", action="store_true")
     parser.add_argument("--reset-cost", action="store_true",
-                        help="measure each preset and batch twice, back to back: env.step and "
-                             "env.step_env (the same transition without the speculative reset; "
-                             "episodes then run on past their end), single-agent presets only")
+                        help="measure each preset and batch three times, back to back: "
+                             "vmap(env.step), env.step_batch and vmap(env.step_env) (the "
+                             "transition without the speculative reset; episodes then run on "
+                             "past their end), single-agent presets only")
     args = parser.parse_args(argv)
     if args.out is None:
         args.out = os.path.join("benchmarks",
                                 "reset_cost.json" if args.reset_cost else "core_throughput.json")
-    modes = (True, False) if args.reset_cost else (True,)
+    forms = STEP_FORMS if args.reset_cost else ("step",)
 
     targets = [(pid, *plume_jax.make(pid)) for pid in args.presets]
     if not args.no_reference:
@@ -174,11 +186,13 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for name, env, params in targets:
         for n in args.batch_sizes:
-            for auto_reset in modes:
-                row = {"env": name, "auto_reset": auto_reset,
-                       **measure(env, params, n, args.steps, args.repeats, auto_reset)}
+            for form in forms:
+                if form == "step_batch" and not hasattr(env, "step_batch"):
+                    continue
+                row = {"env": name, "step": form,
+                       **measure(env, params, n, args.steps, args.repeats, form)}
                 results.append(row)
-                print(f"{name:40s} batch {n:5d}{'' if auto_reset else ' (no reset)'}: "
+                print(f"{name:40s} batch {n:5d} {form:10s}: "
                       f"{row['steps_per_second']:14,.0f} steps/s (median of {args.repeats}), "
                       f"compile {row['compile_seconds']:.2f} s", flush=True)
 
@@ -198,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     payload = {"benchmark": "reset_cost" if args.reset_cost else "core_throughput",
                "machine": machine(),
                "settings": {"steps": args.steps, "repeats": args.repeats,
-                            "actions": "uniform random", "auto_reset": list(modes),
+                            "actions": "uniform random", "step_forms": list(forms),
                             "multi_agent_steps": args.agent_steps},
                "results": results, "multi_agent": multi_agent}
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)

@@ -29,39 +29,54 @@ def _machine_line(m: dict, s: dict) -> str:
 
 def render_reset_cost(payload: dict) -> str:
     """The block of a ``--reset-cost`` run: each preset's steps/s with
-    ``env.step`` (speculative auto-reset) and ``env.step_env`` (none),
+    ``vmap(env.step)`` (speculative auto-reset), ``env.step_batch`` (reset
+    only where an episode ended) and ``vmap(env.step_env)`` (no reset),
     measured back to back, and the share of the step spent on the reset."""
     m, s = payload["machine"], payload["settings"]
     sizes = sorted({r["num_envs"] for r in payload["results"]})
-    by = {(r["env"], r["num_envs"], r.get("auto_reset", True)): r["steps_per_second"]
+    by = {(r["env"], r["num_envs"], r.get("step", "step")): r["steps_per_second"]
           for r in payload["results"]}
+    compile_s = {(r["env"], r["num_envs"], r.get("step", "step")): r["compile_seconds"]
+                 for r in payload["results"]}
     envs = list(dict.fromkeys(r["env"] for r in payload["results"]))
     lines = [
         RESET_BEGIN,
         "### What the speculative auto-reset costs",
         "",
-        _machine_line(m, s) + f"; median of {s['repeats']} runs after one warm-up, the two "
-        "programs of a row measured back to back. `env.step` computes a fresh episode's start "
-        "and first observation on every step (under `vmap` both branches of the auto-reset "
-        "run); `env.step_env` is the same transition without it (episodes run on past their "
-        "end, so it is a bound, not a way to run episodes). Produced by "
+        _machine_line(m, s) + f"; median of {s['repeats']} runs after one warm-up, the "
+        "programs of a cell measured back to back. `vmap(env.step)` computes a fresh "
+        "episode's start and first observation for every env on every step (under `vmap` "
+        "both branches of the auto-reset run); `env.step_batch` returns the same results "
+        "with the reset computed only for the envs that ended; `vmap(env.step_env)` is the "
+        "transition without any reset (episodes run on past their end, so it is a bound, "
+        "not a way to run episodes). Produced by "
         "`python scripts/benchmark.py --reset-cost` (data: `benchmarks/reset_cost.json`).",
         "",
         *([f"Load average (1/5/15 min) when the run ended: "
            f"{', '.join(f'{x:.1f}' for x in m['load_average_1_5_15min'])} on "
            f"{m['cpu_count']} cores.", ""] if m.get("load_average_1_5_15min") else []),
-        "Env steps per second, `step` / `step_env`, and the share of `step`'s time spent on "
-        "the reset (1 − ratio):",
+        "Env steps per second, `vmap(step)` / `step_batch` / `vmap(step_env)`, then the "
+        "share of `vmap(step)`'s time spent on the reset (1 − step/step_env) and "
+        "`step_batch`'s speed-up over `vmap(step)`; last, the compile time (s) of the "
+        f"`vmap(step)` / `step_batch` programs at batch {sizes[-1]}:",
         "",
-        "| env | " + " | ".join(f"batch {n}" for n in sizes) + " |",
-        "|---|" + "---:|" * len(sizes),
+        "| env | " + " | ".join(f"batch {n}" for n in sizes) + " | compile (s) |",
+        "|---|" + "---:|" * (len(sizes) + 1),
     ]
     for env in envs:
         cells = []
         for n in sizes:
-            with_reset, without = by.get((env, n, True)), by.get((env, n, False))
-            cells.append("" if not (with_reset and without) else
-                         f"{with_reset:,.0f} / {without:,.0f} ({1 - with_reset / without:.0%})")
+            step, batch, bare = (by.get((env, n, f)) for f in ("step", "step_batch", "step_env"))
+            if not (step and bare):
+                cells.append("")
+                continue
+            cells.append(f"{step / 1e6:.2f} / {f'{batch / 1e6:.2f}' if batch else '—'} / "
+                         f"{bare / 1e6:.2f} M ({1 - step / bare:.0%}"
+                         + (f", {batch / step:.2f}×)" if batch else ")"))
+        c_step = compile_s.get((env, sizes[-1], "step"))
+        c_batch = compile_s.get((env, sizes[-1], "step_batch"))
+        cells.append("" if c_step is None else
+                     f"{c_step:.1f} / {'—' if c_batch is None else f'{c_batch:.1f}'}")
         lines.append(f"| {env} | " + " | ".join(cells) + " |")
     lines.append(RESET_END)
     return "\n".join(lines)
@@ -74,7 +89,7 @@ def render(payload: dict) -> str:
     compile_s = defaultdict(dict)
     sizes = sorted({r["num_envs"] for r in payload["results"]})
     for r in payload["results"]:
-        if not r.get("auto_reset", True):
+        if r.get("step", "step") != "step":
             continue
         rows[r["env"]][r["num_envs"]] = r["steps_per_second"]
         compile_s[r["env"]][r["num_envs"]] = r["compile_seconds"]

@@ -15,13 +15,13 @@ MACHINE = {"date": "2026-11-22T00:00:00+00:00", "cpu_count": 2, "processor": "x8
 SETTINGS = {"steps": 100, "repeats": 3, "actions": "uniform random", "multi_agent_steps": 50}
 
 
-def _row(env, n, sps, auto_reset=True):
+def _row(env, n, sps, form="step"):
     return {"env": env, "num_envs": n, "steps_per_second": sps, "compile_seconds": 1.0,
-            "auto_reset": auto_reset}
+            "step": form}
 
 
-@pytest.mark.parametrize("auto_reset", [True, False])
-def test_scan_program_runs_ours_and_gymnax_step_env(small_env, auto_reset):
+@pytest.mark.parametrize("form", ["step", "step_env"])
+def test_scan_program_runs_ours_and_gymnax_step_env(small_env, form):
     """--reset-cost once crashed on gymnax's step_env, which returns 5 values
     (obs, state, reward, done, info) where ours return 6."""
     import gymnax
@@ -30,27 +30,29 @@ def test_scan_program_runs_ours_and_gymnax_step_env(small_env, auto_reset):
     cartpole, cp_params = gymnax.make("CartPole-v1")
     key = jax.random.key(0)
     for e, p in ((env, params), (cartpole, cp_params)):
-        reset, run = scan_program(e, p, num_envs=2, num_steps=3, auto_reset=auto_reset)
+        reset, run = scan_program(e, p, num_envs=2, num_steps=3, form=form)
         rewards, ends, obs_sum, _ = run(reset(key), key)
         assert rewards.shape == ends.shape == obs_sum.shape == ()
 
 
 def test_reset_cost_table_gives_each_pair_and_the_reset_share():
     payload = {"benchmark": "reset_cost", "machine": MACHINE,
-               "settings": {**SETTINGS, "auto_reset": [True, False]},
-               "results": [_row("A", 64, 1_000.0), _row("A", 64, 4_000.0, False),
-                           _row("B", 64, 3_000.0)]}
+               "settings": {**SETTINGS, "step_forms": ["step", "step_batch", "step_env"]},
+               "results": [_row("A", 64, 1e6), _row("A", 64, 3e6, "step_batch"),
+                           _row("A", 64, 4e6, "step_env"), _row("C", 64, 1e6),
+                           _row("C", 64, 2e6, "step_env"), _row("B", 64, 3e6)]}
     text = render_reset_cost(payload)
-    assert "| A | 1,000 / 4,000 (75%) |" in text
-    assert "| B |  |" in text   # no step_env figure: no share invented
+    assert "| A | 1.00 / 3.00 / 4.00 M (75%, 3.00×) | 1.0 / 1.0 |" in text
+    assert "| C | 1.00 / — / 2.00 M (50%) | 1.0 / — |" in text
+    assert "| B |  | 1.0 / — |" in text   # no step_env figure: no share invented
     assert text.startswith("<!-- reset-cost:begin -->")
     assert text.endswith("<!-- reset-cost:end -->")
 
 
 def test_core_table_ignores_step_env_rows():
     payload = {"benchmark": "core_throughput", "machine": MACHINE,
-               "settings": {**SETTINGS, "auto_reset": [True]},
-               "results": [_row("A", 64, 1_000.0), _row("A", 64, 4_000.0, False)]}
+               "settings": {**SETTINGS, "step_forms": ["step"]},
+               "results": [_row("A", 64, 1_000.0), _row("A", 64, 4_000.0, "step_env")]}
     text = render(payload)
     assert "| A | 1,000 | 1.00 |" in text
     assert "4,000" not in text

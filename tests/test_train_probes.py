@@ -299,3 +299,28 @@ def test_rollout_takes_the_final_value_from_final_observation_not_the_reset_one(
     # and the value stored for the auto-reset observation is V(0)
     starts = np.asarray(traj.start)
     np.testing.assert_allclose(np.asarray(traj.value)[starts], v_reset, rtol=1e-5)
+
+
+def test_rollout_with_step_batch_matches_the_vmapped_step():
+    """Outside a sweep the PPO rollout steps the plume env with
+    ``env.step_batch`` (resets only where episodes ended); inside one
+    (``vmapped``) with ``vmap(env.step)``: the same transitions."""
+    import plume_jax
+
+    env, params = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[24, 24], sigma=5.0,
+                                 goal_radius=3.0, max_steps=4)
+    algo = PPO(env, params, _static("mlp"))
+    hp = Hparams.create(learning_rate=1e-3, ent_coef=0.0, vf_coef=0.5, gamma=0.9,
+                        gae_lambda=0.95, clip_eps=0.2, max_grad_norm=0.5)
+    runner = jax.jit(algo.init)(jax.random.key(0), hp, params)
+    plain, swept = (jax.device_get(jax.jit(
+        lambda r, v=v: algo.rollout(r, params, jax.random.key(1), vmapped=v)[1])(runner))
+        for v in (False, True))
+    ends = np.asarray(plain.terminated) | np.asarray(plain.truncated)
+    assert ends.any()   # auto-resets happened
+    for a, b in zip(jax.tree.leaves(plain), jax.tree.leaves(swept), strict=True):
+        a, b = np.asarray(a), np.asarray(b)
+        if np.issubdtype(a.dtype, np.floating):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        else:
+            np.testing.assert_array_equal(a, b)

@@ -1,4 +1,5 @@
-"""Batch rollouts: ``num_envs`` seeded episodes of a policy over vmapped ``env.step``.
+"""Batch rollouts: ``num_envs`` seeded episodes of a policy over vmapped ``env.step``
+(as ``env.step_batch``, which returns the same and resets only the envs that ended).
 
 Two drivers share one piece of bookkeeping (:func:`track`):
 
@@ -155,6 +156,9 @@ def _reset_batch(env: Any, params: Any, key: jax.Array, num_envs: int):
 
 def _step_batch(env: Any, params: Any, key: jax.Array, state: Any, action: jax.Array):
     keys = jax.random.split(key, state.step_count.shape[0])
+    step_batch = getattr(env, "step_batch", None)   # plume envs; not under a further vmap
+    if step_batch is not None:
+        return step_batch(keys, state, action, params)
     return jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys, state, action, params)
 
 

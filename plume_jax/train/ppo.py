@@ -29,6 +29,7 @@ from the state the rollout started with.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Callable
 
 import chex
@@ -308,8 +309,22 @@ class PPO:
         return self.constrain(runner)
 
     # ------------------------------------------------------------ rollout
-    def rollout(self, runner: Runner, env_params: Any, key: jax.Array):
-        """``num_steps`` steps of the env batch under the current policy.
+    def env_step(self, keys: jax.Array, env_state: Any, env_action: Any, env_params: Any,
+                 vmapped: bool = False):
+        """One step of the env batch: ``env.step_batch`` (the same results as
+        ``vmap(env.step)``, with the auto-reset computed only for the envs
+        that ended) where the env has it, the batch is not sharded and the
+        update is not itself ``vmap``ped (a sweep, ``vmapped``); else
+        ``vmap(env.step)``."""
+        step_batch = getattr(self.env, "step_batch", None)
+        if step_batch is not None and self.mesh is None and not vmapped:
+            return step_batch(keys, env_state, env_action, env_params)
+        return jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(keys, env_state, env_action,
+                                                                 env_params)
+
+    def rollout(self, runner: Runner, env_params: Any, key: jax.Array, vmapped: bool = False):
+        """``num_steps`` steps of the env batch under the current policy
+        (``vmapped``: see :meth:`env_step`).
 
         Returns ``(runner with the new env batch, transitions [T, N, ...],
         last_value [N])``.
@@ -329,9 +344,8 @@ class PPO:
             logp = N.log_prob(self.discrete, dist, action)
             env_action = N.to_env_action(self.discrete, action, self.action_low,
                                          self.action_high)
-            obs2, env_state, reward, term, trunc, info = jax.vmap(
-                self.env.step, in_axes=(0, 0, 0, None))(
-                    jax.random.split(k_env, s.num_envs), env_state, env_action, env_params)
+            obs2, env_state, reward, term, trunc, info = self.env_step(
+                jax.random.split(k_env, s.num_envs), env_state, env_action, env_params, vmapped)
             # V(final observation): one more network step from the state after
             # ``obs``, not reset; only read where the episode was truncated.
             no_start = jnp.zeros_like(start)
@@ -395,15 +409,17 @@ class PPO:
         return total, (pg, vf, ent, approx_kl, clip_frac)
 
     # ------------------------------------------------------------ update
-    def update(self, runner: Runner, hp: Hparams, env_params: Any) -> tuple[Runner, dict]:
+    def update(self, runner: Runner, hp: Hparams, env_params: Any,
+               vmapped: bool = False) -> tuple[Runner, dict]:
         """One PPO update: rollout, GAE, ``update_epochs`` x ``num_minibatches``
-        gradient steps. Returns the new runner and scalar metrics
+        gradient steps (``vmapped``: the update runs under ``vmap``, see
+        :meth:`env_step`). Returns the new runner and scalar metrics
         (:data:`METRIC_NAMES`)."""
         s = self.static
         key = _typed_key(runner.key)
         key, k_roll, k_train = jax.random.split(key, 3)
         h0 = runner.hidden
-        new_runner, traj, last_value = self.rollout(runner, env_params, k_roll)
+        new_runner, traj, last_value = self.rollout(runner, env_params, k_roll, vmapped)
         adv, target = gae(traj.reward, traj.value, traj.terminated, traj.truncated,
                           traj.final_value, last_value, hp.gamma, hp.gae_lambda)
 
@@ -481,7 +497,8 @@ class PPO:
         run; it does not break jit and costs nothing on other updates.
         Returns ``(runner, metrics)`` with metrics stacked over updates.
         """
-        update = jax.vmap(self.update) if batched else self.update
+        update = jax.vmap(functools.partial(self.update, vmapped=True)) if batched \
+            else self.update
         last = self.static.num_updates
 
         def body(r, _):

@@ -1,0 +1,94 @@
+"""``env.step_batch``: the batch step that resets only the envs that ended
+returns what ``vmap(env.step)`` returns, through both of its branches (at
+most ``max_resets`` ended: reset those; more: reset the batch): the same keys,
+states, counts, flags and discrete outcomes exactly, floats up to rounding (XLA
+may compile the reset for a smaller batch with another reduction order; on the
+development CPU the single-agent cases here were bit for bit identical)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import plume_jax
+from plume_jax import ValidationError
+
+NUM_ENVS, NUM_STEPS = 16, 40
+SMALL_FILAMENT = {"grid_size": [40, 24], "source": [4, 12], "capacity": 32, "warmup_steps": 4,
+                  "start": {"min_distance": 3.0, "max_distance": 20.0}}
+
+CASES = {
+    # name: (preset, overrides, agents per env or None)
+    "gaussian": ("PlumeNav-Gaussian-v0",
+                 {"grid_size": [24, 24], "sigma": 5.0, "goal_radius": 3.0, "max_steps": 12}, None),
+    "poisson_composite_obs": (
+        "PlumeNav-Poisson-v0",
+        {"grid_size": [15, 15], "max_steps": 9,
+         "sensor": {"type": "composite", "sensors": [{"type": "hits", "h_max": 3},
+                                                     {"type": "position"}]}}, None),
+    "filament": ("PlumeNav-Filament-v0", {**SMALL_FILAMENT, "max_steps": 10}, None),
+    "swarm": ("PlumeNav-Swarm-v0", {**SMALL_FILAMENT, "max_steps": 10}, 3),
+}
+
+
+def _run(env, params, agents, step):
+    """Scan ``NUM_STEPS`` batch steps with random actions; outputs of every
+    step and the final state."""
+    key = jax.random.key(0)
+    _, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, NUM_ENVS), params)
+    shape = (NUM_ENVS,) if agents is None else (NUM_ENVS, agents)
+
+    def body(state, k):
+        k_act, k_step = jax.random.split(k)
+        action = jax.random.randint(k_act, shape, 0, env.num_actions)
+        obs, state, reward, terminated, truncated, info = step(
+            jax.random.split(k_step, NUM_ENVS), state, action)
+        return state, (obs, reward, terminated, truncated, info)
+
+    return jax.jit(lambda s: jax.lax.scan(body, s, jax.random.split(key, NUM_STEPS)))(state)
+
+
+def _bits(tree):
+    def data(x):
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            x = jax.random.key_data(x)
+        return np.asarray(x)
+    return [data(x) for x in jax.tree.leaves(tree)]
+
+
+@pytest.mark.parametrize("case,max_resets", [
+    ("gaussian", 1), ("gaussian", None), ("poisson_composite_obs", 1),
+    ("poisson_composite_obs", None), ("filament", None), ("swarm", None)])
+def test_step_batch_equals_vmapped_step(case, max_resets):
+    preset, overrides, agents = CASES[case]
+    make = {"num_agents": agents} if agents else {}
+    env, params = plume_jax.make(preset, **overrides, **make)
+    want = _run(env, params, agents, lambda k, s, a: jax.vmap(
+        env.step, in_axes=(0, 0, 0, None))(k, s, a, params))
+    got = _run(env, params, agents,
+               lambda k, s, a: env.step_batch(k, s, a, params, max_resets=max_resets))
+    for w, g in zip(_bits(want), _bits(got), strict=True):
+        if np.issubdtype(w.dtype, np.floating):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+        else:
+            np.testing.assert_array_equal(g, w)
+    # both branches ran: steps where a few envs ended, and steps where more
+    # than max_resets did (all truncate together on the first horizon)
+    info = want[1][4]
+    done = np.asarray(info["done"] if agents else want[1][2] | want[1][3]).sum(axis=1)
+    limit = max_resets or max(1, NUM_ENVS // 16)
+    assert (done > limit).any()
+    if case in ("gaussian", "poisson_composite_obs"):
+        assert ((done > 0) & (done <= limit)).any()
+
+
+def test_step_batch_rejects_bad_max_resets(small_env):
+    env, params = small_env
+    _, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(jax.random.key(0), 4),
+                                                      params)
+    keys = jax.random.split(jax.random.key(1), 4)
+    for bad in (0, 5, 2.0, True):
+        with pytest.raises(ValidationError, match=r"max_resets.*1\.\.4"):
+            env.step_batch(keys, state, jnp.zeros(4, jnp.int32), params, max_resets=bad)
