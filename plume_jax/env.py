@@ -82,6 +82,24 @@ _STEP_STREAM = 0    # step_env: plume, action, sensor
 _RESET_STREAM = 3   # reset_env / auto_reset: plume, start, sensor
 
 
+def _ended_step_info(info: dict[str, Any], terminated: jax.Array, truncated: jax.Array,
+                     final_observation: Any) -> dict[str, Any]:
+    """``info`` of an auto-resetting step: what describes the step that
+    ended the old episode (``step`` and ``step_batch`` alike)."""
+    return {**info, "terminated": terminated, "truncated": truncated,
+            "final_observation": final_observation}
+
+
+def batched_step(env: Any, keys: jax.Array, state: Any, action: Any, params: Any):
+    """One step of a batch of envs: ``env.step_batch`` where the env has it
+    (the results of ``vmap(env.step)``, resetting only the envs that ended),
+    else ``vmap(env.step)``. Not for use under a further ``vmap``."""
+    step_batch = getattr(env, "step_batch", None)
+    if step_batch is not None:
+        return step_batch(keys, state, action, params)
+    return jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys, state, action, params)
+
+
 def _freeze(tree: Any) -> tuple:
     """A hashable fingerprint of a params pytree (structure, dtypes, values)."""
     leaves, treedef = jax.tree.flatten(tree)
@@ -311,9 +329,8 @@ class PlumeEnv(gymnax_env.Environment):
         obs_re, state_re = self.auto_reset(key, state_st, params)
         state = jax.tree.map(lambda r, s: jnp.where(done, r, s), state_re, state_st)
         obs = jax.tree.map(lambda r, s: jnp.where(done, r, s), obs_re, obs_st)
-        info = {**info, "terminated": terminated, "truncated": truncated,
-                "final_observation": obs_st}
-        return obs, state, reward, terminated, truncated, info
+        return obs, state, reward, terminated, truncated, _ended_step_info(
+            info, terminated, truncated, obs_st)
 
     @functools.partial(jax.jit, static_argnames=("self", "max_resets"))
     def step_batch(self, keys: jax.Array, state: EnvState, action: Any,
@@ -391,9 +408,8 @@ class PlumeEnv(gymnax_env.Environment):
                     jax.tree.map(put_state, state_st, gathered, state_re))
 
         obs, new_state = jax.lax.cond(jnp.sum(done) > max_resets, reset_all, reset_ended, None)
-        info = {**info, "terminated": terminated, "truncated": truncated,
-                "final_observation": obs_st}
-        return obs, new_state, reward, terminated, truncated, info
+        return obs, new_state, reward, terminated, truncated, _ended_step_info(
+            info, terminated, truncated, obs_st)
 
     @functools.partial(jax.jit, static_argnames=("self",))
     def reset(self, key: jax.Array, params: EnvParams | None = None):

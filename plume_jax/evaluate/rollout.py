@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from plume_jax.env import batched_step
 from plume_jax.types import AgentState
 
 
@@ -155,11 +156,8 @@ def _reset_batch(env: Any, params: Any, key: jax.Array, num_envs: int):
 
 
 def _step_batch(env: Any, params: Any, key: jax.Array, state: Any, action: jax.Array):
-    keys = jax.random.split(key, state.step_count.shape[0])
-    step_batch = getattr(env, "step_batch", None)   # plume envs; not under a further vmap
-    if step_batch is not None:
-        return step_batch(keys, state, action, params)
-    return jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys, state, action, params)
+    return batched_step(env, jax.random.split(key, state.step_count.shape[0]), state, action,
+                        params)
 
 
 @functools.partial(jax.jit, static_argnames=("env", "policy", "num_envs", "num_steps",

@@ -39,6 +39,7 @@ import numpy as np
 import optax
 from gymnax.environments import spaces as gymnax_spaces
 
+from plume_jax.env import batched_step
 from plume_jax.errors import ValidationError
 from plume_jax.train import networks as N
 from plume_jax.train.config import NetworkConfig
@@ -316,9 +317,8 @@ class PPO:
         that ended) where the env has it, the batch is not sharded and the
         update is not itself ``vmap``ped (a sweep, ``vmapped``); else
         ``vmap(env.step)``."""
-        step_batch = getattr(self.env, "step_batch", None)
-        if step_batch is not None and self.mesh is None and not vmapped:
-            return step_batch(keys, env_state, env_action, env_params)
+        if self.mesh is None and not vmapped:
+            return batched_step(self.env, keys, env_state, env_action, env_params)
         return jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(keys, env_state, env_action,
                                                                  env_params)
 
