@@ -44,8 +44,9 @@ def scan_program(env: Any, params: Any, num_envs: int, num_steps: int, form: str
     only for the envs that ended; plume envs only); ``"step_env"``,
     ``vmap(env.step_env)``, the transition without the reset that ``step``
     computes speculatively on every step (episodes then run on past their
-    end; only for measuring what the reset costs). Only ``run`` is timed, so an explicit reset's
-    cost (a filament plume's warm-up) is not counted as stepping.
+    end; only for measuring what the reset costs). Only ``run`` is timed, so
+    an explicit reset's cost (a filament plume's warm-up) is not counted as
+    stepping.
 
     Every step's observation (summed), reward and episode ends, and the whole
     final state, are outputs, so XLA can drop none of the work a user's
