@@ -98,8 +98,8 @@ def render(payload: dict) -> str:
         "## Core throughput: jitted `lax.scan` of vmapped `env.step`",
         "",
         _machine_line(m, s) + f", auto-reset on; median of {s['repeats']} runs after one "
-        "warm-up; every observation and the final state are program outputs (nothing optimised away); compile time is the "
-        "stepping program's. Produced by "
+        "warm-up; every observation and the final state are program outputs (nothing "
+        "optimised away); compile time is the stepping program's. Produced by "
         "`python scripts/benchmark.py` (data: `benchmarks/core_throughput.json`).",
         "",
         *([f"Load average (1/5/15 min) when the run ended: "
