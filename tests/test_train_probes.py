@@ -306,6 +306,7 @@ def test_rollout_with_step_batch_matches_the_vmapped_step():
     ``env.step_batch`` (resets only where episodes ended); inside one
     (``vmapped``) with ``vmap(env.step)``: the same transitions."""
     import plume_jax
+    from same_results import assert_same_up_to_rounding
 
     env, params = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[24, 24], sigma=5.0,
                                  goal_radius=3.0, max_steps=4)
@@ -318,9 +319,4 @@ def test_rollout_with_step_batch_matches_the_vmapped_step():
         for v in (False, True))
     ends = np.asarray(plain.terminated) | np.asarray(plain.truncated)
     assert ends.any()   # auto-resets happened
-    for a, b in zip(jax.tree.leaves(plain), jax.tree.leaves(swept), strict=True):
-        a, b = np.asarray(a), np.asarray(b)
-        if np.issubdtype(a.dtype, np.floating):
-            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-        else:
-            np.testing.assert_array_equal(a, b)
+    assert_same_up_to_rounding(plain, swept)
