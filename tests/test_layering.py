@@ -14,7 +14,7 @@ import plume_jax
 PACKAGE = pathlib.Path(plume_jax.__file__).parent
 # Every top-level module is layer 0-2 except these (layers 3-5, or the package
 # entry point, which registers the Gymnasium envs).
-NOT_CORE = {"__init__.py", "cli.py", "video.py"}
+NOT_CORE = {"__init__.py", "video.py", "progress.py"}
 CORE_MODULES = sorted(
     [p for p in PACKAGE.glob("*.py") if p.name not in NOT_CORE]
     + [p for folder in ("plumes", "sensors", "actions") for p in (PACKAGE / folder).glob("*.py")]

@@ -1,0 +1,59 @@
+"""The ``plume-jax`` command line (layer 5).
+
+One module per subcommand, each with ``add_parser(s)`` and ``run``:
+
+- ``plume-jax demo`` (:mod:`.demo`): the main job on its embedded default;
+- ``plume-jax list`` (:mod:`.presets`): the presets;
+- ``plume-jax train`` / ``plume-jax sweep`` (:mod:`.train`): PPO training
+  and sweeps from YAML configs;
+- ``plume-jax evaluate`` (:mod:`.evaluate`): evaluation scenarios.
+
+Bad input exits 2 with ``plume-jax: error: <what was wrong and what is
+allowed>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from plume_jax.cli import demo, evaluate, presets, train
+from plume_jax.cli.demo import DEMO_DEFAULTS, run_demo
+
+__all__ = ["DEMO_DEFAULTS", "main", "run_demo"]
+
+_COMMANDS = {
+    "demo": demo.run,
+    "list": presets.run,
+    "train": train.run_train,
+    "sweep": train.run_sweep,
+    "evaluate": evaluate.run,
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="plume-jax", description="plume_jax: odour-plume navigation in JAX — demo, "
+        "presets, PPO training and sweeps, evaluation scenarios.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo.add_parser(sub)
+    presets.add_parser(sub)
+    train.add_parsers(sub)
+    evaluate.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    from plume_jax.errors import ValidationError
+
+    try:
+        return _COMMANDS[args.command](args)
+    except ValidationError as error:
+        print(f"plume-jax: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""The progress bar of long commands: a rich bar on a terminal, plain lines
+otherwise, nothing when quiet."""
+
+from __future__ import annotations
+
+import io
+
+from plume_jax.progress import ProgressBar
+
+
+def test_plain_lines_when_not_a_terminal_and_always_the_last_update():
+    stream = io.StringIO()
+    with ProgressBar(1000, "train", unit="steps", stream=stream, min_interval_s=3600) as bar:
+        assert bar.mode == "lines"
+        bar.update(10, message="first")
+        bar.update(500)          # within min_interval_s of the first line: not printed
+        bar.update(1000, message="done")
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith("[train] 10/1,000 steps (1.0%)") and lines[0].endswith("| first")
+    assert lines[1].startswith("[train] 1,000/1,000 steps (100.0%)") and "ETA 0:00:00" in lines[1]
+
+
+def test_quiet_prints_nothing():
+    stream = io.StringIO()
+    with ProgressBar(10, "sweep", quiet=True, stream=stream) as bar:
+        for i in range(10):
+            bar.advance()
+    assert bar.mode == "quiet" and stream.getvalue() == ""
+
+
+def test_terminal_mode_draws_a_rich_bar_with_eta():
+    stream = io.StringIO()
+    with ProgressBar(4, "evaluate", unit="runs", stream=stream, force_terminal=True) as bar:
+        assert bar.mode == "terminal"
+        bar.advance(message="scenario 1/4")
+        bar.update(4)
+    text = stream.getvalue()
+    assert "evaluate" in text and "4/4" in text and "ETA" in text
+
+
+def test_eta_is_unknown_before_progress_and_counted_from_restart():
+    bar = ProgressBar(100, "x", stream=io.StringIO(), min_interval_s=3600)
+    assert bar.eta_seconds() is None
+    bar.update(50)
+    bar.restart_clock()
+    assert bar.eta_seconds() is None      # nothing done since the restart
+    bar.close()
+    bar.update(60)                         # after close: ignored
+    assert bar.completed == 50
