@@ -313,16 +313,16 @@ def test_instances_over_equal_envs_share_compiled_functions(core):
     first.reset(seed=0)
     first.step(1)
     first.render()
-    sizes = (common.compiled_reset._cache_size(), common.compiled_step._cache_size(),
-             common.compiled_render._cache_size())
+    compiled = (common.compiled_reset.compiled, common.compiled_step.compiled,
+                common.compiled_render)
+    sizes = tuple(fn._cache_size() for fn in compiled)
     rebuilt, _ = plume_jax.make("PlumeNav-Gaussian-v0", **OVERRIDES)  # equal, not identical
     other = PlumeGymEnv(rebuilt, params.replace(goal_radius=params.goal_radius + 0.5),
                         render_mode="rgb_array")
     other.reset(seed=1)
     other.step(2)
     other.render()
-    assert (common.compiled_reset._cache_size(), common.compiled_step._cache_size(),
-            common.compiled_render._cache_size()) == sizes
+    assert tuple(fn._cache_size() for fn in compiled) == sizes
 
 
 def test_import_plume_jax_does_not_import_torch_or_sb3():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import math
 from typing import Any, NamedTuple, Sequence
 
@@ -55,11 +56,6 @@ def to_gymnasium_space(space: Any) -> gymnasium.spaces.Space:
         return gymnasium.spaces.Dict({k: to_gymnasium_space(v) for k, v in space.items()})
     raise TypeError(f"the Gymnasium layer cannot convert space {space!r}: "
                     "supported are plume_jax.spaces.Discrete, Box and Dict")
-
-
-def to_numpy(tree: Any) -> Any:
-    """Writable NumPy copies of every leaf of a (host) pytree."""
-    return jax.tree.map(np.array, tree)
 
 
 def batch_gymnasium_space(space: gymnasium.spaces.Space, n: int) -> gymnasium.spaces.Space:
@@ -183,8 +179,9 @@ def fixed_start_env(env: Any) -> Any:
 
 @functools.lru_cache(maxsize=64)
 def _fixed_start_env(env: Any) -> Any:
+    # NumPy placeholders: this may run while a compiled reset is traced
     params = env.default_params.replace(start=FixedStartParams(
-        position=jnp.zeros(2, jnp.float32), heading=jnp.zeros((), jnp.float32)))
+        position=np.zeros(2, np.float32), heading=np.zeros((), np.float32)))
     return dataclasses.replace(env, start=FixedStart(), default_params=params,
                                settings={**env.settings, "start": {"type": FixedStart.type_name}})
 
@@ -318,15 +315,107 @@ def state_view(env: Any, state: Any, params: Any) -> EpisodeView:
         distance_to_goal=jnp.linalg.norm(state.agent.position - goal).astype(jnp.float32))
 
 
-def on_host(output: NamedTuple, *device_only: str) -> NamedTuple:
-    """``output`` fetched to the host (NumPy leaves), except the fields named
-    in ``device_only`` (keys, states), which become None."""
-    return jax.device_get(output._replace(**{name: None for name in device_only}))
+def pack_for_host(tree: Any) -> tuple[jax.Array, jax.Array]:
+    """Inside ``jit``: every leaf of ``tree`` raveled, in leaf order, into one
+    f32 buffer (floating leaves) and one i32 buffer (integer and bool leaves),
+    so that the host fetches two buffers whatever the tree."""
+    leaves = jax.tree.leaves(tree)
+    floats = [jnp.ravel(x).astype(jnp.float32) for x in leaves
+              if jnp.issubdtype(x.dtype, jnp.floating)]
+    ints = [jnp.ravel(x).astype(jnp.int32) for x in leaves
+            if not jnp.issubdtype(x.dtype, jnp.floating)]
+    return (jnp.concatenate(floats) if floats else jnp.zeros(0, jnp.float32),
+            jnp.concatenate(ints) if ints else jnp.zeros(0, jnp.int32))
 
 
-@functools.partial(jax.jit, static_argnames=("env",))
-def compiled_reset(env: Any, key: jax.Array, params: Any, episode_count: jax.Array
-                   ) -> ResetOutput:
+class HostLayout(NamedTuple):
+    """Where each leaf of a tree packed by :func:`pack_for_host` lies:
+    ``slots[i] = (is_float, start, stop, shape, dtype)`` for leaf ``i``, and
+    the two buffers' sizes."""
+
+    treedef: Any
+    slots: tuple
+    num_floats: int
+    num_ints: int
+
+    @classmethod
+    def of(cls, like: Any) -> "HostLayout":
+        """The layout of a tree of ``jax.ShapeDtypeStruct`` (``jax.eval_shape``)."""
+        leaves, treedef = jax.tree.flatten(like)
+        slots, sizes = [], {True: 0, False: 0}
+        for leaf in leaves:
+            is_float = bool(jnp.issubdtype(leaf.dtype, jnp.floating))
+            size = math.prod(leaf.shape)
+            slots.append((is_float, sizes[is_float], sizes[is_float] + size, leaf.shape,
+                          np.dtype(leaf.dtype)))
+            sizes[is_float] += size
+        return cls(treedef, tuple(slots), sizes[True], sizes[False])
+
+    def unpack(self, floats: np.ndarray, ints: np.ndarray) -> Any:
+        """The packed tree as writable NumPy arrays, each its own copy."""
+        return jax.tree.unflatten(self.treedef, [
+            (floats if is_float else ints)[start:stop].reshape(shape).astype(dtype)
+            for is_float, start, stop, shape, dtype in self.slots])
+
+
+class HostCall:
+    """A jitted function of a ``PlumeEnv`` whose results the host reads.
+
+    ``parts(env, *arrays, **statics)`` returns a ``NamedTuple``; the fields
+    named in ``device_fields`` (keys, states) stay on the device, the others
+    (observations, rewards, flags, counters) come back as NumPy arrays,
+    fetched as two buffers (:func:`pack_for_host`): XLA's CPU client spends
+    tens of microseconds per fetched buffer, which would otherwise dominate
+    a one-env step. ``env`` and the keyword ``statics`` are static (an equal
+    env shares the compilation); calling returns the same ``NamedTuple``
+    type with device arrays and NumPy arrays in their fields.
+
+    The layout of the host fields is traced once (``jax.eval_shape``) per
+    env, statics and shape of the first array (a key, or a batch of keys),
+    and traced again if the packed sizes ever disagree with it.
+    """
+
+    def __init__(self, parts: Any, device_fields: tuple[str, ...]) -> None:
+        self.parts = parts
+        self.device_fields = device_fields
+        statics = tuple(name for name, p in inspect.signature(parts).parameters.items()
+                        if p.kind is inspect.Parameter.KEYWORD_ONLY)
+
+        @functools.wraps(parts)
+        def split(env, *arrays, **kwargs):
+            out = parts(env, *arrays, **kwargs)
+            return ({name: getattr(out, name) for name in device_fields},
+                    pack_for_host(self._host_part(out)))
+
+        self.compiled = jax.jit(split, static_argnums=0, static_argnames=statics)
+        self._layouts: dict[tuple, HostLayout] = {}
+
+    def _host_part(self, out: Any) -> Any:
+        return out._replace(**{name: None for name in self.device_fields})
+
+    def layout(self, env: Any, *arrays: Any, **statics: Any) -> HostLayout:
+        """The :class:`HostLayout` of the host fields for these arguments."""
+        key = (env, np.shape(arrays[0]), tuple(sorted(statics.items())))
+        if key not in self._layouts:
+            self._layouts[key] = self._traced_layout(env, *arrays, **statics)
+        return self._layouts[key]
+
+    def _traced_layout(self, env: Any, *arrays: Any, **statics: Any) -> HostLayout:
+        if len(self._layouts) >= 64:
+            self._layouts.clear()
+        return HostLayout.of(self._host_part(jax.eval_shape(
+            functools.partial(self.parts, env, **statics), *arrays)))
+
+    def __call__(self, env: Any, *arrays: Any, **statics: Any) -> Any:
+        device, packed = self.compiled(env, *arrays, **statics)
+        floats, ints = jax.device_get(packed)
+        layout = self.layout(env, *arrays, **statics)
+        if (floats.size, ints.size) != (layout.num_floats, layout.num_ints):
+            layout = self._traced_layout(env, *arrays, **statics)
+        return layout.unpack(floats, ints)._replace(**device)
+
+
+def reset_parts(env: Any, key: jax.Array, params: Any, episode_count: jax.Array) -> ResetOutput:
     """Advance the key stream once and start an episode with ``reset_env``."""
     key, sub = jax.random.split(key)
     obs, state = env.reset_env(sub, params)
@@ -334,35 +423,44 @@ def compiled_reset(env: Any, key: jax.Array, params: Any, episode_count: jax.Arr
     return ResetOutput(key, obs, state, start_view(env, state, params))
 
 
-@functools.partial(jax.jit, static_argnames=("env", "fixed_env"))
-def compiled_reset_at(env: Any, fixed_env: Any, key: jax.Array, params: Any,
-                      episode_count: jax.Array, position: jax.Array, heading: jax.Array,
-                      use_drawn_heading: jax.Array) -> ResetOutput:
-    """Like :func:`compiled_reset` with the start position given.
-
-    The same subkey as an ordinary reset is used, so the plume, the sensor
-    and the rest of the key stream are those of ``reset`` with the same
-    seed; the heading is the one the env's own start distribution would have
-    drawn when ``use_drawn_heading`` is True.
-    """
+def reset_at_parts(env: Any, key: jax.Array, params: Any, episode_count: jax.Array,
+              position: jax.Array, heading: jax.Array, use_drawn_heading: jax.Array
+              ) -> ResetOutput:
+    """:func:`reset_parts` with the start position given (see ``compiled_reset_at``)."""
     key, sub = jax.random.split(key)
     _, drawn = env.reset_env(sub, params)
     heading = jnp.where(use_drawn_heading, drawn.agent.heading, heading).astype(jnp.float32)
     fixed = params.replace(start=FixedStartParams(position=position.astype(jnp.float32),
                                                   heading=heading))
-    obs, state = fixed_env.reset_env(sub, fixed)
+    obs, state = fixed_start_env(env).reset_env(sub, fixed)
     state = state.replace(episode_count=jnp.asarray(episode_count, jnp.int32))
     return ResetOutput(key, obs, state, start_view(env, state, params))
 
 
-@functools.partial(jax.jit, static_argnames=("env",))
-def compiled_step(env: Any, key: jax.Array, state: Any, action: Any, params: Any) -> StepOutput:
+def step_parts(env: Any, key: jax.Array, state: Any, action: Any, params: Any) -> StepOutput:
     """Advance the key stream once and take one ``step_env`` (no auto-reset)."""
     key, sub = jax.random.split(key)
     obs, new_state, reward, terminated, truncated, info = env.step_env(sub, state, action, params)
     return StepOutput(key=key, obs=obs, state=new_state, reward=reward, terminated=terminated,
                       truncated=truncated, done=env.episode_done(terminated, truncated, info),
                       action_valid=info["action_valid"], view=episode_view(info))
+
+
+#: ``compiled_reset(env, key, params, episode_count) -> ResetOutput``: advance
+#: the key stream once and start an episode with ``reset_env``.
+compiled_reset = HostCall(reset_parts, ("key", "state"))
+
+#: ``compiled_reset_at(env, key, params, episode_count, position, heading,
+#: use_drawn_heading) -> ResetOutput``: like ``compiled_reset`` with the start
+#: position given (``fixed_start_env``). The same subkey as an ordinary reset
+#: is used, so the plume, the sensor and the rest of the key stream are those
+#: of ``reset`` with the same seed; the heading is the one the env's own start
+#: distribution would have drawn when ``use_drawn_heading`` is True.
+compiled_reset_at = HostCall(reset_at_parts, ("key", "state"))
+
+#: ``compiled_step(env, key, state, action, params) -> StepOutput``: advance
+#: the key stream once and take one ``step_env`` (no auto-reset).
+compiled_step = HostCall(step_parts, ("key", "state"))
 
 
 @functools.partial(jax.jit, static_argnames=("env", "scale"))

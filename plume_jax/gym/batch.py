@@ -83,16 +83,14 @@ class BatchStepOutput(NamedTuple):
     was_reset: jax.Array
 
 
-@functools.partial(jax.jit, static_argnames=("env",))
-def compiled_batch_reset(env: Any, keys: jax.Array, params: Any, episode_count: jax.Array
-                         ) -> common.ResetOutput:
-    """Vmapped :func:`~plume_jax.gym._common.compiled_reset`."""
-    return jax.vmap(lambda k, e: common.compiled_reset(env, k, params, e))(keys, episode_count)
+def batch_reset_parts(env: Any, keys: jax.Array, params: Any, episode_count: jax.Array
+                      ) -> common.ResetOutput:
+    """Vmapped :func:`~plume_jax.gym._common.reset_parts`."""
+    return jax.vmap(lambda k, e: common.reset_parts(env, k, params, e))(keys, episode_count)
 
 
-@functools.partial(jax.jit, static_argnames=("env", "max_resets", "speculative"))
-def batch_step_same_step(env: Any, keys: jax.Array, state: Any, actions: Any, params: Any,
-                         max_resets: int, speculative: bool = False) -> BatchStepOutput:
+def same_step_parts(env: Any, keys: jax.Array, state: Any, actions: Any, params: Any, *,
+                    max_resets: int, speculative: bool = False) -> BatchStepOutput:
     """One step of every env; those that end are reset in the same call,
     with the subkey that follows the step's in their stream.
 
@@ -116,15 +114,14 @@ def batch_step_same_step(env: Any, keys: jax.Array, state: Any, actions: Any, pa
         was_reset=done)
 
 
-@functools.partial(jax.jit, static_argnames=("env", "max_resets", "speculative"))
-def batch_step_next_step(env: Any, keys: jax.Array, state: Any, actions: Any, pending: jax.Array,
-                         params: Any, max_resets: int, speculative: bool = False
-                         ) -> BatchStepOutput:
+def next_step_parts(env: Any, keys: jax.Array, state: Any, actions: Any, pending: jax.Array,
+                    params: Any, *, max_resets: int, speculative: bool = False
+                    ) -> BatchStepOutput:
     """Next-step autoreset: the envs whose episode ended in the previous call
     (``pending``, bool[N]) start a new one, ignoring their action (reward 0,
     flags False); the others step. Each takes one subkey of its stream.
 
-    ``speculative``: as for :func:`batch_step_same_step`.
+    ``speculative``: as for :func:`same_step_parts`.
     """
     keys, sub = _split_each(keys)
     obs, stepped, reward, terminated, truncated, info = jax.vmap(
@@ -145,6 +142,13 @@ def batch_step_next_step(env: Any, keys: jax.Array, state: Any, actions: Any, pe
         action_valid=info["action_valid"] | pending, final=common.episode_view(info),
         now=jax.vmap(common.state_view, in_axes=(None, 0, None))(env, state_next, params),
         was_reset=pending)
+
+
+#: The compiled batch calls (:class:`~plume_jax.gym._common.HostCall`: keys and
+#: states stay on the device, the rest comes back as NumPy in two buffers).
+compiled_batch_reset = common.HostCall(batch_reset_parts, ("key", "state"))
+compiled_same_step = common.HostCall(same_step_parts, ("keys", "state"))
+compiled_next_step = common.HostCall(next_step_parts, ("keys", "state"))
 
 
 def row(tree: Any, i: int) -> Any:
@@ -274,36 +278,35 @@ class BatchCore:
                 keys = keys.at[idx].set(common.keys_from_seeds([seeds[i] for i in idx]))
                 episode[idx] = 1
         out = compiled_batch_reset(self.env, keys, self.params, jnp.asarray(episode))
-        host = common.on_host(out, "key", "state")
         self.keys, self.state = out.key, out.state
         self._pending[:] = False
         if self.track_trail:
             self.trail_valid[:] = False
             self._trail_next[:] = 0
-            self._push_trail(host.start.agent_xy)
+            self._push_trail(out.start.agent_xy)
         n = self.num_envs
         info = {
             "step_count": np.zeros(n, np.int64),
             "episode_count": episode.astype(np.int64),
             "total_reward": np.zeros(n, np.float64),
             "goal_reached": np.zeros(n, bool),
-            "agent_xy": _xy(host.start.agent_xy, self.integer_xy),
+            "agent_xy": _xy(out.start.agent_xy, self.integer_xy),
             "seed": np.asarray([s if g else None for s, g in zip(seeds, given)], dtype=object),
-            "goal_location": np.asarray(host.start.goal_location, np.float64),
-            "source_location": np.asarray(host.start.source_location, np.float64),
+            "goal_location": np.asarray(out.start.goal_location, np.float64),
+            "source_location": np.asarray(out.start.source_location, np.float64),
         }
-        return common.to_numpy(host.obs), info, [s if g else None for s, g in zip(seeds, given)]
+        return out.obs, info, [s if g else None for s, g in zip(seeds, given)]
 
     # ------------------------------------------------------------------- step
-    def compiled_step(self, actions: jax.Array, *, speculative: bool = False) -> BatchStepOutput:
+    def compiled_step(self, actions: Any, *, speculative: bool = False) -> BatchStepOutput:
         """The compiled call of one step from the current keys and state (no
         checks, nothing committed); ``speculative`` selects the reference path."""
+        statics = {"max_resets": self.max_resets, "speculative": speculative}
         if self.autoreset_mode is AutoresetMode.NEXT_STEP:
-            return batch_step_next_step(self.env, self.keys, self.state, actions,
-                                        jnp.asarray(self._pending), self.params, self.max_resets,
-                                        speculative)
-        return batch_step_same_step(self.env, self.keys, self.state, actions, self.params,
-                                    self.max_resets, speculative)
+            return compiled_next_step(self.env, self.keys, self.state, actions, self._pending,
+                                      self.params, **statics)
+        return compiled_same_step(self.env, self.keys, self.state, actions, self.params,
+                                  **statics)
 
     def step(self, actions: Any) -> StepResult:
         """Step every env; raises ``ValidationError`` (changing nothing) if
@@ -314,25 +317,24 @@ class BatchCore:
             raise StateError("step() called before reset(); call reset() first")
         arr = common.as_action_array(actions, self._action_shape, self._action_allowed, "actions")
         out = self.compiled_step(arr)
-        host = common.on_host(out, "keys", "state")
-        if not host.action_valid.all():
-            bad = np.flatnonzero(~host.action_valid)
+        if not out.action_valid.all():
+            bad = np.flatnonzero(~out.action_valid)
             raise ValidationError.for_parameter(
                 f"actions[{int(bad[0])}]", np.asarray(actions)[bad[0]],
                 f"{common.action_template(self.single_action_space)[1]} "
                 f"(invalid at indices {bad.tolist()[:10]})")
         self.keys, self.state = out.keys, out.state
-        self._pending = np.array(host.done, bool)
-        info = view_arrays(host.now, self.integer_xy)
+        self._pending = out.done
+        info = view_arrays(out.now, self.integer_xy)
         if self.track_trail:
-            if host.was_reset.any():
-                self.trail_valid[host.was_reset] = False
-                self._trail_next[host.was_reset] = 0
-            self._push_trail(host.now.agent_xy)
-        return StepResult(obs=common.to_numpy(host.obs), final_obs=common.to_numpy(host.final_obs),
-                          reward=np.array(host.reward), terminated=np.array(host.terminated),
-                          truncated=np.array(host.truncated), info=info,
-                          final_info=view_arrays(host.final, self.integer_xy))
+            if out.was_reset.any():
+                self.trail_valid[out.was_reset] = False
+                self._trail_next[out.was_reset] = 0
+            self._push_trail(out.now.agent_xy)
+        return StepResult(obs=out.obs, final_obs=out.final_obs,
+                          reward=out.reward, terminated=out.terminated,
+                          truncated=out.truncated, info=info,
+                          final_info=view_arrays(out.final, self.integer_xy))
 
     # -------------------------------------------------------------- rendering
     def _push_trail(self, xy: np.ndarray) -> None:

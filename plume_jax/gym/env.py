@@ -193,16 +193,13 @@ class PlumeGymEnv(gymnasium.Env):
             position = start["start_position"]
             heading = start["start_heading"]
             out = common.compiled_reset_at(
-                self.env, common.fixed_start_env(self.env), key, self.params, episode,
-                jnp.asarray(position, jnp.float32),
+                self.env, key, self.params, episode, jnp.asarray(position, jnp.float32),
                 jnp.asarray(0.0 if heading is None else heading, jnp.float32),
                 jnp.asarray(heading is None))
-            host = common.on_host(out, "key", "state")
-            common.check_start_outside_goal(position, host.start.goal_location,
+            common.check_start_outside_goal(position, out.start.goal_location,
                                             self._goal_radius)
         else:
             out = common.compiled_reset(self.env, key, self.params, episode)
-            host = common.on_host(out, "key", "state")
 
         # Everything below commits the new episode; nothing above changed self.
         super().reset(seed=reported_seed)
@@ -210,21 +207,20 @@ class PlumeGymEnv(gymnasium.Env):
         self._lifecycle = EnvironmentState.READY
         self._trail_valid[:] = False
         self._trail_next = 0
-        self._push_trail(host.start.agent_xy)
+        self._push_trail(out.start.agent_xy)
         info = {
             "step_count": 0,
             "episode_count": episode,
             "total_reward": 0.0,
             "goal_reached": False,
-            "agent_xy": common.xy_tuple(host.start.agent_xy, self._integer_xy),
+            "agent_xy": common.xy_tuple(out.start.agent_xy, self._integer_xy),
             "seed": reported_seed,
-            "goal_location": common.location_tuple(host.start.goal_location),
-            "source_location": common.location_tuple(host.start.source_location),
+            "goal_location": common.location_tuple(out.start.goal_location),
+            "source_location": common.location_tuple(out.start.source_location),
         }
-        obs = host.obs
         if self.render_mode == "human":
             self._render_human()
-        return common.to_numpy(obs), info
+        return out.obs, info
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
         """One step of the current episode (no auto-reset).
@@ -238,16 +234,15 @@ class PlumeGymEnv(gymnasium.Env):
             raise StateError(self._step_refusal())
         arr = common.as_action_array(action, self._action_shape, self._action_allowed)
         out = common.compiled_step(self.env, self._key, self._env_state, arr, self.params)
-        host = common.on_host(out, "key", "state")
-        if not host.action_valid:
+        if not out.action_valid:
             raise ValidationError.for_parameter("action", action, self._action_allowed)
-        terminated, truncated = bool(host.terminated), bool(host.truncated)
+        terminated, truncated = bool(out.terminated), bool(out.truncated)
         self._key, self._env_state = out.key, out.state
         if terminated:
             self._lifecycle = EnvironmentState.TERMINATED
         elif truncated:
             self._lifecycle = EnvironmentState.TRUNCATED
-        view = host.view
+        view = out.view
         self._push_trail(view.agent_xy)
         info = {
             "step_count": int(view.step_count),
@@ -259,10 +254,9 @@ class PlumeGymEnv(gymnasium.Env):
         }
         if terminated or truncated:
             info["is_success"] = bool(view.goal_reached)
-        obs, reward = host.obs, host.reward
         if self.render_mode == "human":
             self._render_human()
-        return common.to_numpy(obs), float(reward), terminated, truncated, info
+        return out.obs, float(out.reward), terminated, truncated, info
 
     def close(self) -> None:
         """Release the window and the episode; idempotent."""

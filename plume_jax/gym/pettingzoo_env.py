@@ -100,11 +100,10 @@ class PlumeParallelEnv(ParallelEnv):
         else:
             key, episode = self._key, self._episode_count + 1
         out = common.compiled_reset(self.env, key, self.params, episode)
-        host = common.on_host(out, "key", "state")
         self._key, self._state, self._episode_count = out.key, out.state, episode
         self.agents = list(self.possible_agents)
-        observations = {a: np.array(host.obs[i]) for i, a in enumerate(self.agents)}
-        infos = {a: {"agent_xy": tuple(host.start.agent_xy[i].tolist())}
+        observations = {a: np.array(out.obs[i]) for i, a in enumerate(self.agents)}
+        infos = {a: {"agent_xy": tuple(out.start.agent_xy[i].tolist())}
                  for i, a in enumerate(self.agents)}
         return observations, infos
 
@@ -139,22 +138,21 @@ class PlumeParallelEnv(ParallelEnv):
                 raise ValidationError.for_parameter(f"actions[{name!r}]", action, allowed)
             joint[self._index[name]] = arr
         out = common.compiled_step(self.env, self._key, self._state, joint, self.params)
-        host = common.on_host(out, "key", "state")
-        invalid = [a for a in actions if not host.action_valid[self._index[a]]]
+        invalid = [a for a in actions if not out.action_valid[self._index[a]]]
         if invalid:
             raise ValidationError.for_parameter(
                 f"actions[{invalid[0]!r}]", actions[invalid[0]],
                 f"{self._action_allowed} (an action of {invalid[0]}'s action space)")
         self._key, self._state = out.key, out.state
-        done = bool(host.done)
+        done = bool(out.done)
         live = list(self.agents)
         index = {a: self._index[a] for a in live}
-        observations = {a: np.array(host.obs[i]) for a, i in index.items()}
-        rewards = {a: float(host.reward[i]) for a, i in index.items()}
-        terminations = {a: bool(host.terminated[i]) for a, i in index.items()}
-        truncations = {a: bool(host.truncated[i]) or (done and not terminations[a])
+        observations = {a: np.array(out.obs[i]) for a, i in index.items()}
+        rewards = {a: float(out.reward[i]) for a, i in index.items()}
+        terminations = {a: bool(out.terminated[i]) for a, i in index.items()}
+        truncations = {a: bool(out.truncated[i]) or (done and not terminations[a])
                        for a, i in index.items()}
-        infos = {a: {"agent_xy": tuple(host.view.agent_xy[i].tolist())} for a, i in index.items()}
+        infos = {a: {"agent_xy": tuple(out.view.agent_xy[i].tolist())} for a, i in index.items()}
         self.agents = [a for a in live if not (terminations[a] or truncations[a])]
         return observations, rewards, terminations, truncations, infos
 
