@@ -232,3 +232,23 @@ def test_sb3_adapter_takes_the_reset_only_ended_path(core):
         np.testing.assert_array_equal(dones, np.asarray(out.done))
         np.testing.assert_array_equal(jax.random.key_data(adapter._core.keys),
                                       jax.random.key_data(out.keys))
+
+
+def test_host_results_round_trip_through_two_buffers():
+    """What the compiled calls pack for the host comes back with its own
+    shapes, dtypes and values (floats, ints, bools; scalars and arrays)."""
+    from plume_jax.gym._common import HostLayout, pack_for_host
+
+    tree = {"obs": jnp.arange(6.0).reshape(2, 3), "flag": jnp.asarray([True, False]),
+            "count": jnp.asarray(7, jnp.int32), "reward": jnp.asarray(-0.5, jnp.float32),
+            "none": None}
+    floats, ints = jax.jit(pack_for_host)(tree)
+    assert floats.shape == (7,) and ints.shape == (3,)
+    back = HostLayout.of(jax.eval_shape(lambda: tree)).unpack(np.asarray(floats),
+                                                              np.asarray(ints))
+    assert back["none"] is None
+    for key in ("obs", "flag", "count", "reward"):
+        assert back[key].dtype == np.asarray(tree[key]).dtype
+        np.testing.assert_array_equal(back[key], np.asarray(tree[key]))
+    back["obs"][0, 0] = 99.0  # writable, its own copy
+    assert floats[0] == 0.0
