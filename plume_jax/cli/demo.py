@@ -48,6 +48,9 @@ def run_demo(preset: str, num_envs: int, num_steps: int | None, seed: int, out: 
     import numpy as np
 
     import plume_jax
+    from plume_jax.agents_package import check_agents_package
+
+    check_agents_package()
     from agents import KlinotaxisPolicy
     from plume_jax.evaluate import rollout
     from plume_jax.png import write_png

@@ -187,6 +187,9 @@ def run_scenario(scenario: Mapping[str, Any], *, agent: str | None = None,
     ``"_params"`` (not serialised) for plotting.
     """
     import plume_jax
+    from plume_jax.agents_package import check_agents_package
+
+    check_agents_package()
     from agents.registry import is_host_agent, make_agent
     from plume_jax.evaluate.rollout import host_rollout, rollout
 
