@@ -25,7 +25,9 @@ more with ``--extras``). ``lowest`` pins every requirement of
 chosen extras) to exactly that bound and lets pip resolve the rest.
 ``keep-jax`` first installs ``jax==--jax-version`` (default: newer than the
 lower bound and different from constraints.txt's pin), then
-``pip install -e .`` from the checkout, and fails if pip touched jax or jaxlib.
+``pip install -e .`` from a copy of the checkout (an editable install writes
+``plume_jax.egg-info`` beside the sources), and fails if pip touched jax or
+jaxlib.
 
 Every mode prints the wall time of each phase and exits non-zero on the first
 failure. Downloads come from the package index pip is configured with.
@@ -42,7 +44,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: pytest's own dependency tomli reads TOML too
+    import tomli as tomllib
 
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
@@ -107,6 +113,10 @@ def override_pins(pins: list[str], overrides: list[str]) -> list[str]:
     return [by_name[name] for name in sorted(by_name)]
 
 
+class NotInstalled(LookupError):
+    """A package of the closure ``freeze`` walks is not installed here."""
+
+
 def freeze_lines(extras: tuple[str, ...] = FREEZE_EXTRAS) -> list[str]:
     """``name==version`` for the dependency closure of plume-jax[extras] as the
     current environment has it (local version labels such as ``+cpu`` dropped,
@@ -128,7 +138,7 @@ def freeze_lines(extras: tuple[str, ...] = FREEZE_EXTRAS) -> list[str]:
         try:
             dist = importlib.metadata.distribution(name)
         except importlib.metadata.PackageNotFoundError as error:
-            raise SystemExit(f"freeze: {req} is required but not installed here") from error
+            raise NotInstalled(f"freeze: {req} is required but not installed here") from error
         pins[name] = Version(dist.version).public
         walked_extras[name] = walked_extras.get(name, frozenset()) | requested
         pending += [(Requirement(text), requested) for text in dist.requires or ()]
@@ -138,14 +148,15 @@ def freeze_lines(extras: tuple[str, ...] = FREEZE_EXTRAS) -> list[str]:
 class Venv:
     """A fresh virtual environment and the commands run in it."""
 
-    def __init__(self, path: pathlib.Path):
+    def __init__(self, path: pathlib.Path, base_python: str = sys.executable):
         self.path = path
+        self.base_python = base_python
         self.python = path / "bin" / "python"
 
     def create(self) -> None:
         if self.path.exists():
             shutil.rmtree(self.path)
-        run([sys.executable, "-m", "venv", str(self.path)])
+        run([self.base_python, "-m", "venv", str(self.path)])
 
     def env(self) -> dict[str, str]:
         env = {key: value for key, value in os.environ.items()
@@ -184,9 +195,10 @@ class Phases:
     def __call__(self, name: str, action, *args):
         start = time.perf_counter()
         print(f"\n== {name}", flush=True)
-        result = action(*args)
-        self.times.append((name, time.perf_counter() - start))
-        return result
+        try:
+            return action(*args)
+        finally:
+            self.times.append((name, time.perf_counter() - start))
 
     def report(self) -> None:
         print("\n== wall time")
@@ -209,18 +221,19 @@ def tracked_copy(destination: pathlib.Path) -> pathlib.Path:
     return destination
 
 
-def installed_copy_check(venv: Venv, outside: pathlib.Path, editable: bool) -> None:
+def installed_copy_check(venv: Venv, outside: pathlib.Path,
+                         editable_source: pathlib.Path | None) -> None:
     """plume_jax and agents import from the install (site-packages, or the
-    checkout for an editable install), and ``python -m plume_jax`` runs."""
+    source folder of an editable install), and ``python -m plume_jax`` runs."""
     code = ("import pathlib, plume_jax, agents; "
             "print(pathlib.Path(plume_jax.__file__).resolve().parent.parent); "
             "print(pathlib.Path(agents.__file__).resolve().parent.parent); "
             "print(plume_jax.__version__)")
     lines = run([str(venv.python), "-c", code], env=venv.env(), cwd=outside,
                 capture=True).split()
-    expected = str(ROOT) if editable else "site-packages"
+    expected = str(editable_source.resolve()) if editable_source else "site-packages"
     for line in lines[:2]:
-        if not line.endswith(expected) and not (editable and line == str(ROOT)):
+        if not line.endswith(expected):
             raise SystemExit(f"imported from {line}, expected {expected}")
     print("plume_jax and agents import from", lines[0], "version", lines[2])
     run([str(venv.python), "-m", "plume_jax", "list"], env=venv.env(), cwd=outside)
@@ -248,10 +261,22 @@ KEY_PACKAGES = ("jax", "jaxlib", "flax", "optax", "chex", "gymnax", "gymnasium",
 
 def check(mode: str, args: argparse.Namespace) -> None:
     work = pathlib.Path(tempfile.mkdtemp(prefix=f"plume_jax_{mode}_"))
-    venv = Venv(pathlib.Path(args.venv) if args.venv else work / "venv")
+    venv = Venv(pathlib.Path(args.venv) if args.venv else work / "venv", args.python)
     outside = work / "cwd"
     outside.mkdir()
     phases = Phases()
+    try:
+        run_phases(mode, args, work, venv, outside, phases)
+    finally:
+        phases.report()
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        print("kept", work)
+
+
+def run_phases(mode: str, args: argparse.Namespace, work: pathlib.Path, venv: Venv,
+               outside: pathlib.Path, phases: Phases) -> None:
     phases("create venv", venv.create)
     extras = tuple(args.extras)
     if mode == "pinned":
@@ -266,7 +291,9 @@ def check(mode: str, args: argparse.Namespace) -> None:
         phases(f"install jax=={args.jax_version}", venv.pip, "install",
                f"jax=={args.jax_version}")
         before = {name: venv.version(name) for name in ("jax", "jaxlib")}
-        spec = f"{ROOT}[{','.join(extras)}]" if extras else str(ROOT)
+        # an editable install writes plume_jax.egg-info beside the sources: use a copy
+        source = tracked_copy(work / "source")
+        spec = f"{source}[{','.join(extras)}]" if extras else str(source)
         phases("pip install -e .", venv.pip, "install", "-e", spec)
         after = {name: venv.version(name) for name in ("jax", "jaxlib")}
         if after != before:
@@ -274,14 +301,9 @@ def check(mode: str, args: argparse.Namespace) -> None:
         print(f"kept {before} after pip install -e .")
     versions_line(venv, KEY_PACKAGES)
     phases("imports and python -m plume_jax", installed_copy_check, venv, outside,
-           mode == "keep-jax")
+           work / "source" if mode == "keep-jax" else None)
     if not args.no_tests:
         phases("smoke tests", smoke, venv, outside, tuple(args.tests))
-    phases.report()
-    if not args.keep:
-        shutil.rmtree(work, ignore_errors=True)
-    else:
-        print("kept", work)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -297,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pin", nargs="*", default=[], metavar="NAME==VERSION",
                         help="lowest: install this version instead of the lower bound "
                         "(e.g. torch==2.13.0 where only that wheel is at hand)")
+    parser.add_argument("--python", default=sys.executable,
+                        help="the interpreter the venv is made from (default: this one)")
     parser.add_argument("--venv", help="where to make the venv (default: a new temp folder)")
     parser.add_argument("--keep", action="store_true", help="keep the venv and copies")
     args = parser.parse_args(argv)
@@ -305,7 +329,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"# plume-jax[{','.join(FREEZE_EXTRAS)}] as tested. pyproject.toml states the\n"
                   "# compatible ranges; this file pins one point inside them.\n"
                   "# Regenerate: python scripts/check_install.py freeze > constraints.txt\n")
-        print(header + "\n".join(freeze_lines()))
+        try:
+            print(header + "\n".join(freeze_lines()))
+        except NotInstalled as error:
+            raise SystemExit(str(error)) from error
         return 0
     check(args.mode, args)
     return 0

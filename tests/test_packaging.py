@@ -20,7 +20,6 @@ import os
 import pathlib
 import subprocess
 import sys
-import tomllib
 import zipfile
 
 import pytest
@@ -32,8 +31,6 @@ import plume_jax
 from plume_jax.agents_package import check_agents_package, expected_agents_init
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
-PROJECT = PYPROJECT["project"]
 # The folder holding the plume_jax (and agents) that this test run imports.
 IMPORT_ROOT = pathlib.Path(plume_jax.__file__).resolve().parent.parent
 
@@ -49,6 +46,9 @@ def _check_install():
 
 
 CHECK_INSTALL = _check_install()
+tomllib = CHECK_INSTALL.tomllib  # tomllib, or tomli on Python 3.10
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+PROJECT = PYPROJECT["project"]
 
 
 def _declared(extras=None) -> list[Requirement]:
@@ -118,7 +118,11 @@ def test_constraints_cover_the_installed_closure_of_the_ci_extras():
     """Every package that `pip install -e ".[test,sb3,video]"` brings in is
     pinned, so CI installs the same set each time (names only: the versions
     here are whatever this environment has)."""
-    missing = {line.split("==")[0] for line in CHECK_INSTALL.freeze_lines()} - set(_constraints())
+    try:
+        closure = CHECK_INSTALL.freeze_lines()
+    except CHECK_INSTALL.NotInstalled as error:
+        pytest.skip(f"the CI extras are not all installed here ({error})")
+    missing = {line.split("==")[0] for line in closure} - set(_constraints())
     assert not missing, f"not in constraints.txt: {sorted(missing)} (regenerate it: " \
         "python scripts/check_install.py freeze > constraints.txt)"
 
