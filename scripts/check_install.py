@@ -11,6 +11,7 @@ Modes::
 
     python scripts/check_install.py pinned     # constraints.txt's exact versions (CI's set)
     python scripts/check_install.py lowest     # every direct dependency at its lower bound
+    python scripts/check_install.py latest     # whatever pip picks now (the newest allowed)
     python scripts/check_install.py keep-jax   # a venv that already has a newer jax:
                                                # `pip install -e .` must leave it alone
     python scripts/check_install.py freeze > constraints.txt
@@ -18,7 +19,7 @@ Modes::
                                                # of plume-jax[test,sb3,video], read from the
                                                # current environment (no venv, no install)
 
-``pinned`` and ``lowest`` install a wheel built from a copy of the files git
+``pinned``, ``lowest`` and ``latest`` install a wheel built from a copy of the files git
 tracks (what a clean clone has), non-editable, with the ``test`` extra (add
 more with ``--extras``). ``lowest`` pins every requirement of
 ``pyproject.toml`` that has a ``>=`` bound (runtime dependencies and the
@@ -246,10 +247,10 @@ def smoke(venv: Venv, outside: pathlib.Path, tests: tuple[str, ...]) -> None:
 
 
 def install_wheel(venv: Venv, work: pathlib.Path, extras: tuple[str, ...],
-                  constraints: pathlib.Path) -> None:
+                  constraints: pathlib.Path | None) -> None:
     source = tracked_copy(work / "source")
     spec = f"{source}[{','.join(extras)}]" if extras else str(source)
-    venv.pip("install", spec, "-c", str(constraints))
+    venv.pip("install", spec, *(["-c", str(constraints)] if constraints else []))
 
 
 def versions_line(venv: Venv, names: tuple[str, ...]) -> None:
@@ -281,6 +282,8 @@ def run_phases(mode: str, args: argparse.Namespace, work: pathlib.Path, venv: Ve
     extras = tuple(args.extras)
     if mode == "pinned":
         phases("install (constraints.txt)", install_wheel, venv, work, extras, CONSTRAINTS)
+    elif mode == "latest":
+        phases("install (newest allowed)", install_wheel, venv, work, extras, None)
     elif mode == "lowest":
         pins = override_pins(lowest_pins(extras), args.pin)
         constraints = work / "lowest.txt"
@@ -308,7 +311,7 @@ def run_phases(mode: str, args: argparse.Namespace, work: pathlib.Path, venv: Ve
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("mode", choices=("pinned", "lowest", "keep-jax", "freeze"))
+    parser.add_argument("mode", choices=("pinned", "lowest", "latest", "keep-jax", "freeze"))
     parser.add_argument("--extras", nargs="*", default=["test"],
                         help="extras to install (default: test)")
     parser.add_argument("--tests", nargs="*", default=list(SMOKE_TESTS),
