@@ -33,39 +33,44 @@ def test_chemotaxis_beats_random_walk_and_outputs_are_written(tmp_path, capsys):
     k = _write(tmp_path, "small_klino", "klinotaxis", {"min_success_rate": 0.9})
     r = _write(tmp_path, "small_random", "random_walk")
     out = tmp_path / "out"
-    assert cli.main(["evaluate", "--scenario", str(k), str(r), "--out", str(out)]) == 0
+    assert cli.main(["evaluate", "--scenario", str(k), str(r), "--out", str(out),
+                     "--quiet"]) == 0
     klino = json.loads((out / "small_klino__klinotaxis.json").read_text())
     rand = json.loads((out / "small_random__random_walk.json").read_text())
     assert klino["metrics"]["success_rate"] > rand["metrics"]["success_rate"] + 0.3
     assert klino["metrics"]["success_ci95"][0] <= klino["metrics"]["success_rate"] <= \
         klino["metrics"]["success_ci95"][1]
     assert 0 < klino["metrics"]["path_efficiency"] <= 1.0
-    assert (out / "small_klino__klinotaxis.png").read_bytes()[:4] == b"\x89PNG"
-    assert "small_klino" in (out / "summary.md").read_text()
-    assert "| small_random | random_walk |" in capsys.readouterr().out
+    assert (out / "small_klino.png").read_bytes()[:4] == b"\x89PNG"
+    assert "### small_klino" in (out / "summary.md").read_text()
+    printed = capsys.readouterr().out
+    assert "### small_random" in printed and "| random_walk | 64 |" in printed
 
 
 def test_failed_expectation_exits_non_zero(tmp_path):
     path = _write(tmp_path, "impossible", "random_walk", {"min_success_rate": 0.99})
-    assert cli.main(["evaluate", "--scenario", str(path), "--out", str(tmp_path / "o")]) == 1
+    assert cli.main(["evaluate", "--scenario", str(path), "--out", str(tmp_path / "o"),
+                     "--quiet"]) == 1
     report = json.loads((tmp_path / "o" / "impossible__random_walk.json").read_text())
     assert report["failures"] and "min_success_rate" in report["failures"][0]
+    assert report["expectations"]["status"] == "failed"
 
 
 def test_regression_against_a_saved_baseline_is_flagged(tmp_path):
     path = _write(tmp_path, "base", "klinotaxis")
     baseline = tmp_path / "baseline.json"
-    assert cli.main(["evaluate", "--scenario", str(path), "--out", str(tmp_path / "a"),
-                     "--save-baseline", str(baseline)]) == 0
+    run = ["evaluate", "--scenario", str(path), "--quiet"]
+    assert cli.main([*run, "--out", str(tmp_path / "a"), "--save-baseline", str(baseline)]) == 0
     # same scenario and seed against itself: no regression
-    assert cli.main(["evaluate", "--scenario", str(path), "--out", str(tmp_path / "b"),
-                     "--baseline", str(baseline)]) == 0
+    assert cli.main([*run, "--out", str(tmp_path / "b"), "--baseline", str(baseline)]) == 0
+    assert json.loads((tmp_path / "b" / "base__klinotaxis.json").read_text())["baseline"] == \
+        {"status": "matched"}
     # a random walk under the same scenario name regresses against klinotaxis
     saved = json.loads(baseline.read_text())
-    saved["reports"][0]["agent"]["name"] = "random_walk"
+    saved["reports"][0]["agent"].update(name="random_walk", label="random_walk")
     baseline.write_text(json.dumps(saved))
-    assert cli.main(["evaluate", "--scenario", str(path), "--agent", "random_walk",
-                     "--out", str(tmp_path / "c"), "--baseline", str(baseline)]) == 1
+    assert cli.main([*run, "--agent", "random_walk", "--out", str(tmp_path / "c"),
+                     "--baseline", str(baseline)]) == 1
 
 
 def test_evaluation_is_deterministic_for_a_seed(tmp_path):
@@ -97,6 +102,7 @@ def test_bad_scenario_file_exits_2(tmp_path, capsys):
     path.write_text("env: {preset: PlumeNav-Gaussian-v0}\nagent: nope\n")
     assert cli.main(["evaluate", "--scenario", str(path), "--out", str(tmp_path / "o")]) == 2
     assert "agent='nope'" in capsys.readouterr().err
+    assert not list((tmp_path / "o").iterdir())  # nothing ran, nothing written
 
 
 def test_wilson_interval_known_values():
@@ -148,12 +154,12 @@ def test_until_done_rollouts_stop_early_and_report_the_same_episodes():
     assert bool(jnp.all(full.finished)) and int(full.steps_run) == 200
     assert int(early.steps_run) == int(jnp.max(full.episode_length)) < 200
     for name in ("success", "finished", "episode_length", "episode_return", "path_length",
-                 "start_distance", "trajectory_valid"):
+                 "start_distance", "trajectories_valid"):
         np.testing.assert_array_equal(np.asarray(getattr(early, name)),
                                       np.asarray(getattr(full, name)), err_msg=name)
-    valid = np.asarray(full.trajectory_valid)
-    np.testing.assert_array_equal(np.asarray(early.trajectory)[valid],
-                                  np.asarray(full.trajectory)[valid])
+    valid = np.asarray(full.trajectories_valid)
+    np.testing.assert_array_equal(np.asarray(early.trajectories)[valid],
+                                  np.asarray(full.trajectories)[valid])
 
     east = env.action_ids["move_east"]
 
@@ -167,7 +173,7 @@ def test_until_done_rollouts_stop_early_and_report_the_same_episodes():
     h_full = host_rollout(env, params, EastAgent(), key, 4, 60)
     h_early = host_rollout(env, params, EastAgent(), key, 4, 60, until_done=True)
     assert int(h_early.steps_run) == int(np.max(np.asarray(h_full.episode_length)))
-    assert h_early.trajectory.shape == (int(h_early.steps_run) + 1, 2)
+    assert h_early.trajectories.shape == (4, int(h_early.steps_run) + 1, 2)
     np.testing.assert_array_equal(np.asarray(h_early.episode_length),
                                   np.asarray(h_full.episode_length))
 
