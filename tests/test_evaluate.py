@@ -138,11 +138,10 @@ def test_host_and_functional_rollouts_agree_for_the_same_policy():
         np.testing.assert_array_equal(np.asarray(getattr(f, name)), np.asarray(getattr(h, name)))
 
 
-def test_until_done_rollouts_stop_early_and_report_the_same_episodes():
-    """``until_done`` (used by the scenario runner, so that a long horizon such
-    as the windy Poisson preset's 10 000 steps costs only the longest
-    episode) stops the loop once every first episode has ended and reports
-    bit-identical first episodes; the host driver does the same."""
+@pytest.fixture(scope="module")
+def klino_runs():
+    """Klinotaxis on a small Gaussian: the full 200-step rollout and the one
+    that stops when every first episode has ended (same key)."""
     env, params = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[24, 24], sigma=5.0,
                                  max_steps=200)
     from agents import make_agent
@@ -151,6 +150,15 @@ def test_until_done_rollouts_stop_early_and_report_the_same_episodes():
     key = jax.random.key(3)
     full = rollout(env, params, policy, key, 16, 200)
     early = rollout(env, params, policy, key, 16, 200, until_done=True)
+    return env, params, policy, key, full, early
+
+
+def test_until_done_rollouts_stop_early_and_report_the_same_episodes(klino_runs):
+    """``until_done`` (used by the scenario runner, so that a long horizon such
+    as the windy Poisson preset's 10 000 steps costs only the longest
+    episode) stops the loop once every first episode has ended and reports
+    bit-identical first episodes; the host driver does the same."""
+    env, params, policy, key, full, early = klino_runs
     assert bool(jnp.all(full.finished)) and int(full.steps_run) == 200
     assert int(early.steps_run) == int(jnp.max(full.episode_length)) < 200
     for name in ("success", "finished", "episode_length", "episode_return", "path_length",
@@ -176,6 +184,46 @@ def test_until_done_rollouts_stop_early_and_report_the_same_episodes():
     assert h_early.trajectories.shape == (4, int(h_early.steps_run) + 1, 2)
     np.testing.assert_array_equal(np.asarray(h_early.episode_length),
                                   np.asarray(h_full.episode_length))
+
+
+def test_rollouts_record_the_first_episode_of_several_envs(klino_runs):
+    """The recorded paths (several envs, not only env 0) agree with the
+    per-env outcomes: one entry per step of the first episode plus the start,
+    unit grid moves summing to the path length, ending in the goal region
+    when the episode succeeded."""
+    env, params, _, _, full, _ = klino_runs
+    paths = np.asarray(full.trajectories)
+    valid = np.asarray(full.trajectories_valid)
+    assert paths.shape == (4, 201, 2) and valid.shape == (4, 201)
+    goal = np.asarray(env.goal_location(full.final_plume, params))
+    for k in range(4):
+        xy = paths[k][valid[k]]
+        assert len(xy) == int(full.episode_length[k]) + 1
+        moves = np.linalg.norm(np.diff(xy, axis=0), axis=1)
+        assert np.all(moves <= 1.0 + 1e-6)
+        assert np.sum(moves) == pytest.approx(float(full.path_length[k]), rel=1e-5)
+        if bool(full.success[k]):
+            assert np.linalg.norm(xy[-1] - goal) <= float(params.goal_radius) + 1e-6
+    assert len({tuple(paths[k][0]) for k in range(4)}) > 1  # distinct envs, distinct starts
+
+
+def test_progress_callback_reports_and_changes_no_result(klino_runs):
+    """The progress callback sees the steps advance and every first episode
+    end, and the results are bit-identical to the run without it."""
+    env, params, policy, key, _, early = klino_runs
+    calls = []
+
+    def progress(steps, finished):
+        calls.append((int(steps), int(finished)))
+
+    watched = jax.block_until_ready(rollout(env, params, policy, key, 16, 200, until_done=True,
+                                            progress=progress, progress_every=10))
+    for x, y in zip(jax.tree.leaves(watched), jax.tree.leaves(early)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    steps = [c[0] for c in calls]
+    assert steps == sorted(steps) and steps[-1] == int(early.steps_run)
+    assert all(s % 10 == 0 for s in steps[:-1])
+    assert calls[-1][1] == 16 and [c[1] for c in calls] == sorted(c[1] for c in calls)
 
 
 def test_shipped_scenarios_are_valid():

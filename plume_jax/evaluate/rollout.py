@@ -203,12 +203,13 @@ def rollout(env: Any, params: Any, policy: Any, key: jax.Array, num_envs: int,
             ``min(num_tracked, num_envs)`` envs (``trajectories``).
         progress: static, optional hashable host function
             ``progress(steps_done: int, episodes_finished: int)``, called
-            every ``progress_every`` steps (default ``num_steps // 100``) and
-            after the last step.
+            every ``progress_every`` steps (default ``num_steps // 20``) and
+            after the last step. Each call is a host round trip (a few ms on
+            a busy CPU), so the default keeps them to about 20 per run.
     """
     k_reset, k_policy, k_run = jax.random.split(key, 3)
     tracked = max(1, min(num_tracked, num_envs))
-    every = progress_every or max(1, num_steps // 100)
+    every = progress_every or max(1, num_steps // 20)
     obs, state = _reset_batch(env, params, k_reset, num_envs)
     carry = jax.vmap(policy.init)(jax.random.split(k_policy, num_envs))
 
@@ -283,7 +284,7 @@ def host_rollout(env: Any, params: Any, agent: Any, key: jax.Array, num_envs: in
     obs, state = jax.jit(_reset_batch, static_argnums=(0, 3))(env, params, k_reset, num_envs)
     t = start_tracker(env, params, state, num_steps)
     tracked = max(1, min(num_tracked, num_envs))
-    every = progress_every or max(1, num_steps // 100)
+    every = progress_every or max(1, num_steps // 20)
     start = _lead(state.agent.position)[:tracked]
     agent.reset()
     episode_start = np.ones(num_envs, bool)
