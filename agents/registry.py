@@ -85,7 +85,15 @@ def _build(table: dict, name: str, env: Any, params: dict[str, Any]) -> Any:
     if missing:
         raise ValidationError.for_parameter(f"agent.{missing[0]}", None,
                                             f"a value (agent {name!r} requires it)")
-    return factory(env, **params)
+    try:
+        return factory(env, **params)
+    except ValidationError:
+        raise
+    except (TypeError, ValueError, OverflowError) as error:  # e.g. float("x") of a parameter
+        raise ValidationError.for_parameter(
+            "agent.params", dict(params),
+            f"parameter values agent {name!r} accepts ({type(error).__name__}: {error})"
+        ) from None
 
 
 def default_params(name: str) -> dict[str, Any]:

@@ -226,6 +226,39 @@ def test_progress_callback_reports_and_changes_no_result(klino_runs):
     assert calls[-1][1] == 16 and [c[1] for c in calls] == sorted(c[1] for c in calls)
 
 
+def test_run_figure_has_a_title_a_colour_bar_and_several_episodes(klino_runs):
+    from plume_jax.evaluate.figures import outcome_text, run_figure
+
+    env, params, _, _, full, _ = klino_runs
+    metrics = sc.summarise(full, float(params.goal_radius))
+    fig = run_figure(env, params, full, f"small — klinotaxis\n{outcome_text(metrics)}")
+    ax, colour_bar = fig.axes
+    assert "klinotaxis" in ax.get_title() and "success 100.0%" in ax.get_title()
+    assert "concentration" in colour_bar.get_ylabel()
+    entries = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert sum(e.startswith("episode ") for e in entries) == 4
+    assert all("reached in" in e for e in entries if e.startswith("episode "))
+
+
+def test_scenario_figure_puts_agents_side_by_side(klino_runs):
+    """Success with its interval and mean steps ± SE per agent, then a
+    trajectory panel (with colour bar) per agent."""
+    from plume_jax.evaluate.figures import scenario_figure
+
+    env, params, _, _, full, _ = klino_runs
+    metrics = sc.summarise(full, float(params.goal_radius))
+    reports = [{"scenario": "small", "preset": "PlumeNav-Gaussian-v0", "seed": 3,
+                "agent": {"name": "klinotaxis", "label": label}, "metrics": metrics,
+                "_rollout": full, "_env": env, "_params": params} for label in ("a", "b")]
+    fig = scenario_figure(reports)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert any("small — a" in t for t in titles) and any("small — b" in t for t in titles)
+    success_ax = next(ax for ax in fig.axes if "success rate" in ax.get_ylabel())
+    assert [t.get_text() for t in success_ax.get_xticklabels()] == ["a", "b"]
+    assert any("mean steps" in ax.get_ylabel() for ax in fig.axes)
+    assert sum("concentration" in ax.get_ylabel() for ax in fig.axes) == 2
+
+
 def test_shipped_scenarios_are_valid():
     import pathlib
 

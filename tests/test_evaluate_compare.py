@@ -192,6 +192,7 @@ def scenario_file(tmp_path):
     (["--agent", "klinotaxis", "--agent-param", "cast.threshold=0.1"], "LABEL one of"),
     (["--agent", "klinotaxis", "klinotaxis"], "used twice"),
     (["--agent", "klinotaxis", "--agent-param", "klinotaxis.speed=2"], "agent.speed=2"),
+    (["--agent", "cast_and_surge", "--agent-param", "threshold=abc"], "agent.params="),
     (["--agent", "nope"], "--agent='nope'"),
     (["--agent", "a.b=klinotaxis"], "LABEL made of"),
     (["--agent-param", "path=x"], "together with --agent"),
@@ -303,6 +304,41 @@ def test_expectations_apply_to_the_scenarios_own_agent_and_parameters(windy_scen
         assert plan.expect == {"min_success_rate": 0.5} and plan.expect_skipped is None
     else:
         assert plan.expect == {} and "'cast_and_surge' with parameters" in plan.expect_skipped
+
+
+class _WrongShapePolicy:
+    """Acts with a float vector where the env wants one integer."""
+
+    def init(self, key):
+        return ()
+
+    def act(self, carry, obs, key):
+        return obs * 2.0, carry
+
+
+class _UntraceablePolicy:
+    """Reads an observation entry the env does not have."""
+
+    def init(self, key):
+        return ()
+
+    def act(self, carry, obs, key):
+        return obs.reshape(-1)[("no", "such", "index")], carry
+
+
+@pytest.mark.parametrize("policy, message", [(_WrongShapePolicy(), "action fits"),
+                                             (_UntraceablePolicy(), "can act on")])
+def test_agents_that_cannot_act_on_the_env_are_refused_when_planned(windy_scenario, monkeypatch,
+                                                                    policy, message):
+    """Found by an abstract trace at planning time, not while a rollout
+    compiles after other runs."""
+    from agents import registry
+
+    monkeypatch.setitem(registry.FUNCTIONAL_AGENTS, "odd", lambda env: policy)
+    scenario, built = windy_scenario
+    with pytest.raises(ValidationError, match=message) as excinfo:
+        sc.plan_run(scenario, sc.AgentChoice("odd"), built_env=built)
+    assert excinfo.value.parameter == "agent" and excinfo.value.value == "odd"
 
 
 def test_run_scenario_keeps_its_keyword_form(windy_scenario):

@@ -48,6 +48,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from plume_jax.errors import ValidationError
@@ -305,6 +306,33 @@ def scenario_env(scenario: Mapping[str, Any]) -> tuple[Any, Any, dict[str, Any]]
     return env, params, overrides
 
 
+def check_policy_traces(env: Any, params: Any, policy: Any, name: str) -> None:
+    """Trace one decision of a functional ``policy`` on the env's observation,
+    abstractly (``jax.eval_shape``: nothing compiles or runs), and check the
+    action's shape and kind — so an agent that cannot act on this env fails
+    here, not while a rollout compiles after other runs.
+
+    Raises:
+        ValidationError: (parameter ``agent``) naming the agent and what failed.
+    """
+    key = jax.random.key(0)
+    obs = jax.eval_shape(env.reset, key, params)[0]
+    try:
+        action = jax.eval_shape(lambda k, o: policy.act(policy.init(k), o, k)[0], key, obs)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as error:
+        raise ValidationError.for_parameter(
+            "agent", name, f"an agent that can act on this env's observation {obs} "
+            f"({type(error).__name__}: {' '.join(str(error).split())[:300]})") from None
+    space = env.action_space(params)
+    expected = ((env.num_agents,) if hasattr(env, "num_agents") else ()) + tuple(space.shape)
+    discrete = not hasattr(space, "low")
+    if tuple(action.shape) != expected or (discrete and not jnp.issubdtype(action.dtype,
+                                                                           jnp.integer)):
+        raise ValidationError.for_parameter(
+            "agent", name, f"an agent whose action fits the env's action space {space} "
+            f"(shape {expected}{', integers' if discrete else ''}), not {action}")
+
+
 def plan_run(scenario: Mapping[str, Any], agent: AgentChoice | None = None, *,
              episodes: int | None = None, seed: int | None = None,
              built_env: tuple[Any, Any, dict[str, Any]] | None = None) -> PlannedRun:
@@ -323,7 +351,7 @@ def plan_run(scenario: Mapping[str, Any], agent: AgentChoice | None = None, *,
     Raises:
         ValidationError: from the env, the agent registry or the agent.
     """
-    from agents.registry import default_params, make_agent
+    from agents.registry import default_params, is_host_agent, make_agent
 
     env, params, overrides = built_env or scenario_env(scenario)
     own = scenario["agent"]
@@ -346,6 +374,8 @@ def plan_run(scenario: Mapping[str, Any], agent: AgentChoice | None = None, *,
         raise ValidationError.for_parameter("episodes", episodes,
                                             f"an integer in [1, {MAX_EPISODES}]")
     policy = make_agent(agent.name, env, **agent_params)
+    if not is_host_agent(agent.name):
+        check_policy_traces(env, params, policy, agent.name)
     return PlannedRun(
         scenario=scenario, label=agent.label, agent_name=agent.name, agent_params=agent_params,
         expect=dict(scenario["expect"]) if is_own else {}, expect_skipped=skipped,
