@@ -234,7 +234,8 @@ def wheel(tmp_path_factory) -> zipfile.ZipFile:
 
 def test_wheel_carries_the_typing_marker_data_and_both_packages(wheel):
     names = set(wheel.namelist())
-    for required in ("plume_jax/py.typed", "plume_jax/__main__.py", "plume_jax/__init__.py",
+    for required in ("plume_jax/py.typed", "agents/py.typed", "plume_jax/__main__.py",
+                     "plume_jax/__init__.py",
                      "agents/__init__.py", "plume_jax/agents_package.py"):
         assert required in names, required
     assert any(n.startswith("plume_jax/data/") and n.endswith(".npz") for n in names)
