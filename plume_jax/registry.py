@@ -30,7 +30,16 @@ from plume_jax.multi_agent import DONE_MODES, MultiAgentPlumeEnv
 from plume_jax.plumes import PLUMES
 from plume_jax.rewards import REWARDS
 from plume_jax.sensors import SENSORS
-from plume_jax.settings import boolean, choice, integer, real
+from plume_jax.settings import (
+    MAX_GRID_SIDE,
+    MAX_INT32,
+    MAX_LENGTH,
+    boolean,
+    choice,
+    integer,
+    is_pair,
+    real,
+)
 from plume_jax.starts import STARTS
 from plume_jax.types import EnvParams, Grid
 
@@ -252,11 +261,11 @@ def list_presets() -> dict[str, str]:
 
 
 def _grid_size(value: Any) -> Grid:
-    allowed = "a [width, height] pair of integers, each in [2, 32768]"
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
+    allowed = f"a [width, height] pair of integers, each in [2, {MAX_GRID_SIDE}]"
+    if not is_pair(value):
         raise ValidationError.for_parameter("grid_size", value, allowed)
     try:
-        w, h = (integer(low=2, high=32768)("grid_size", v, None) for v in value)
+        w, h = (integer(low=2, high=MAX_GRID_SIDE)("grid_size", v, None) for v in value)
     except ValidationError:
         raise ValidationError.for_parameter("grid_size", value, allowed) from None
     return Grid(width=w, height=h)
@@ -320,8 +329,8 @@ def build_env(spec: Mapping[str, Any]) -> tuple[PlumeEnv, EnvParams]:
     if missing:
         raise ValidationError.for_parameter(missing[0], None, "a value (this setting is required)")
     grid = _grid_size(spec["grid_size"])
-    goal_radius = real(low=0.0)("goal_radius", spec["goal_radius"], grid)
-    max_steps = integer(low=1, high=2**31 - 1)("max_steps", spec["max_steps"], grid)
+    goal_radius = real(low=0.0, high=MAX_LENGTH)("goal_radius", spec["goal_radius"], grid)
+    max_steps = integer(low=1, high=MAX_INT32)("max_steps", spec["max_steps"], grid)
     multi = _multi_agent_settings(spec, grid)
 
     built, params, resolved = {}, {}, {}
@@ -379,10 +388,8 @@ def _check_compatible(grid: Grid, goal_radius: float, resolved: Mapping[str, Any
             f"(the farthest cell from the source {source} is "
             f"{max(math.dist(source, c) for c in corners):.2f} cells away)")
     start = resolved["start"]
-    on_grid = getattr(ACTIONS[resolved["actions"]["type"]], "on_grid", True)
-    check = getattr(STARTS[start["type"]], "check_compatible", None)
-    if check is not None:
-        check(grid, tuple(source), goal_radius, start, on_grid)
+    on_grid = ACTIONS[resolved["actions"]["type"]].on_grid
+    STARTS[start["type"]].check_compatible(grid, tuple(source), goal_radius, start, on_grid)
 
 
 def make(env_id: str, **overrides: Any) -> tuple[PlumeEnv, EnvParams]:

@@ -17,7 +17,8 @@ PACKAGE = pathlib.Path(plume_jax.__file__).parent
 NOT_CORE = {"__init__.py", "video.py", "progress.py"}
 CORE_MODULES = sorted(
     [p for p in PACKAGE.glob("*.py") if p.name not in NOT_CORE]
-    + [p for folder in ("plumes", "sensors", "actions") for p in (PACKAGE / folder).glob("*.py")]
+    + [p for folder in ("settings", "plumes", "sensors", "actions", "rewards", "starts")
+       for p in (PACKAGE / folder).glob("*.py")]
 )
 FORBIDDEN = ("gymnasium", "torch", "flax", "matplotlib", "stable_baselines3", "optax")
 # Layers 0-2 may not import from layers 3-5 either.

@@ -14,7 +14,7 @@ from plume_jax.actions.base import (
     cell_step,
     wrap_angle,
 )
-from plume_jax.settings import Configurable, Setting, boolean, integer, real
+from plume_jax.settings import MAX_GRID_SIDE, boolean, integer, real, setting
 from plume_jax.types import AgentState, Grid, PlumeProbe
 
 
@@ -25,11 +25,12 @@ class OrientedGridParams:
             (in ``(0, 180]``).
     """
 
-    turn_angle_deg: jax.Array
+    turn_angle_deg: jax.Array = setting(90.0, real(low=0.0, high=180.0, low_inclusive=False),
+                                        doc="degrees turned by turn_left / turn_right, in (0, 180]")
 
 
 @dataclasses.dataclass(frozen=True)
-class OrientedGridActions(NamedDiscreteActions, Configurable):
+class OrientedGridActions(NamedDiscreteActions[OrientedGridParams]):
     """Egocentric moves: step forward along the heading, or turn in place.
 
     Action ids (fixed):
@@ -51,16 +52,13 @@ class OrientedGridActions(NamedDiscreteActions, Configurable):
     - ``noop`` and invalid actions leave the agent unchanged.
     """
 
-    step_size: int = 1
-    include_noop: bool = True
+    step_size: int = setting(1, integer(low=1, high=MAX_GRID_SIDE),
+                             doc=f"cells per forward move, in [1, {MAX_GRID_SIDE}]")
+    include_noop: bool = setting(True, boolean(), doc="action 0 is noop")
 
     type_name = "oriented_grid"
-    SETTINGS = {
-        "step_size": Setting(1, integer(low=1), static=True, doc="cells per forward move"),
-        "include_noop": Setting(True, boolean(), static=True, doc="action 0 is noop"),
-        "turn_angle_deg": Setting(90.0, real(low=0.0, high=180.0, low_inclusive=False),
-                                  doc="degrees turned by turn_left / turn_right"),
-    }
+    modality = "orientation_relative"
+    orientation_dependent = True
     Params = OrientedGridParams
     on_grid = True
 
@@ -80,7 +78,3 @@ class OrientedGridActions(NamedDiscreteActions, Configurable):
         position = jnp.where(self._is("forward", one_hot), moved, agent.position)
         return agent.replace(position=position.astype(jnp.float32),
                              heading=jnp.asarray(turned, jnp.float32))
-
-    def get_metadata(self) -> dict[str, Any]:
-        return self.named_metadata("orientation_relative", True)
-

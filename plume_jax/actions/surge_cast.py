@@ -14,14 +14,14 @@ from plume_jax.actions.base import (
     wrap_angle,
 )
 from plume_jax.errors import ValidationError
-from plume_jax.settings import Configurable, Setting, boolean, integer
+from plume_jax.settings import MAX_GRID_SIDE, boolean, integer, setting
 from plume_jax.types import AgentState, Grid, NoParams, PlumeProbe
 
 HALF_PI = 0.5 * 3.141592653589793
 
 
 @dataclasses.dataclass(frozen=True)
-class SurgeCastActions(NamedDiscreteActions, Configurable):
+class SurgeCastActions(NamedDiscreteActions[NoParams]):
     """Two semantic moves defined by the wind at the agent: surge upwind, or
     cast crosswind (to either side).
 
@@ -53,15 +53,13 @@ class SurgeCastActions(NamedDiscreteActions, Configurable):
     call without one raises ``ValidationError`` at trace time.
     """
 
-    step_size: int = 1
-    include_noop: bool = True
+    step_size: int = setting(1, integer(low=1, high=MAX_GRID_SIDE),
+                             doc=f"cells per move, in [1, {MAX_GRID_SIDE}]")
+    include_noop: bool = setting(True, boolean(), doc="action 0 is noop")
 
     type_name = "surge_cast"
-    SETTINGS = {
-        "step_size": Setting(1, integer(low=1), static=True, doc="cells per move"),
-        "include_noop": Setting(True, boolean(), static=True, doc="action 0 is noop"),
-    }
-    Params = NoParams
+    modality = "wind_relative"
+    orientation_dependent = False
     on_grid = True
 
     def _names(self) -> list[str]:
@@ -95,6 +93,5 @@ class SurgeCastActions(NamedDiscreteActions, Configurable):
         return agent.replace(position=position.astype(jnp.float32),
                              heading=jnp.asarray(heading, jnp.float32))
 
-    def get_metadata(self) -> dict[str, Any]:
-        return self.named_metadata("wind_relative", False, wind_dependent=True,
-                                   calm_reference="heading")
+    def metadata_extras(self) -> dict[str, Any]:
+        return {"wind_dependent": True, "calm_reference": "heading"}
