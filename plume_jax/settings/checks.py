@@ -12,6 +12,7 @@ limits below, named in each setting's doc).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any
@@ -66,68 +67,102 @@ def _interval(low: float | None, high: float | None, low_inclusive: bool,
     return f"{lo}{'-inf' if low is None else low}, {'inf' if high is None else high}{hi}"
 
 
-def real(*, low: float | None = None, high: float | None = None,
-         low_inclusive: bool = True, high_inclusive: bool = True) -> Checker:
-    """A finite real number in an optional interval; returns a Python float.
+@dataclasses.dataclass(frozen=True)
+class Real:
+    """Checker of a finite real number in an interval (``None``: unbounded
+    on that side); returns a Python float. The value must lie in the
+    interval both as given (float64) and as the float32 the env holds:
+    ``1e39`` is refused (float32 ``inf``), and so is ``1e-50`` for
+    ``low=0, low_inclusive=False`` (float32 ``0``)."""
 
-    The value must lie in the interval both as given (float64) and as the
-    float32 the env holds: ``1e39`` is refused (float32 ``inf``), and so is
-    ``1e-50`` for ``low=0, low_inclusive=False`` (float32 ``0``).
-    """
-    allowed = "a finite real number"
-    if low is not None or high is not None:
-        allowed += " in " + _interval(low, high, low_inclusive, high_inclusive)
-    allowed += " (as float32 too)"
+    low: float | None = None
+    high: float | None = None
+    low_inclusive: bool = True
+    high_inclusive: bool = True
 
-    def inside(v: float) -> bool:
+    @property
+    def allowed(self) -> str:
+        """What is allowed, for error messages."""
+        text = "a finite real number"
+        if self.low is not None or self.high is not None:
+            text += " in " + _interval(self.low, self.high, self.low_inclusive,
+                                       self.high_inclusive)
+        return text + " (as float32 too)"
+
+    def contains(self, v: float, held: bool = False) -> bool:
+        """Whether ``v`` is finite and inside the interval; with ``held``
+        (the value the env holds), whether the float32 ``v`` is inside the interval of
+        the float32 bounds (``-π`` is accepted in ``[-π, π]`` though float32
+        rounds it below the float64 bound)."""
+        low, high = self.low, self.high
+        if held:
+            v, low, high = (None if x is None else as_float32(x) for x in (v, low, high))
         if not math.isfinite(v):
             return False
-        if low is not None and (v < low or (v == low and not low_inclusive)):
+        if low is not None and (v < low or (v == low and not self.low_inclusive)):
             return False
-        return high is None or not (v > high or (v == high and not high_inclusive))
+        return high is None or not (v > high or (v == high and not self.high_inclusive))
 
-    def check(name: str, value: Any, grid: Grid) -> float:
+    def __call__(self, name: str, value: Any, grid: Grid) -> float:
         if not is_real(value) or not math.isfinite(float(value)):
-            raise ValidationError.for_parameter(name, value, allowed)
+            raise ValidationError.for_parameter(name, value, self.allowed)
         v = float(value)
-        if not (inside(v) and inside(as_float32(v))):
-            raise ValidationError.for_parameter(name, value, allowed)
+        if not (self.contains(v) and self.contains(v, held=True)):
+            raise ValidationError.for_parameter(name, value, self.allowed)
         return v
 
-    return check
+
+def real(*, low: float | None = None, high: float | None = None,
+         low_inclusive: bool = True, high_inclusive: bool = True) -> Real:
+    """A finite real number in an optional interval (see :class:`Real`)."""
+    return Real(low, high, low_inclusive, high_inclusive)
 
 
-def angle() -> Checker:
-    """An angle in radians: any finite real number. Values with
-    ``|a| > ANGLE_WRAP`` are wrapped into ``[-π, π]`` (in float64, before the
-    float32 cast); smaller ones are kept as given. Returns a Python float."""
+@dataclasses.dataclass(frozen=True)
+class Angle:
+    """Checker of an angle in radians: any finite real number. Values with
+    ``|a| > ANGLE_WRAP`` are wrapped into ``[-π, π]`` (in float64, before
+    the float32 cast); smaller ones are kept as given. Returns a Python float."""
+
     allowed = f"a finite real number of radians (|a| > {ANGLE_WRAP:g} is wrapped into [-pi, pi])"
 
-    def check(name: str, value: Any, grid: Grid) -> float:
+    def __call__(self, name: str, value: Any, grid: Grid) -> float:
         if not is_real(value) or not math.isfinite(float(value)):
-            raise ValidationError.for_parameter(name, value, allowed)
+            raise ValidationError.for_parameter(name, value, self.allowed)
         v = float(value)
         return math.remainder(v, 2.0 * math.pi) if abs(v) > ANGLE_WRAP else v
 
-    return check
+
+def angle() -> Angle:
+    """An angle in radians (see :class:`Angle`)."""
+    return Angle()
 
 
-def integer(*, low: int | None = None, high: int | None = None) -> Checker:
-    """An integer (not a bool, not a float) in a closed interval that
-    defaults to the int32 range."""
-    low = -MAX_INT32 - 1 if low is None else low
-    high = MAX_INT32 if high is None else high
-    allowed = f"an integer in [{low}, {high}]"
+@dataclasses.dataclass(frozen=True)
+class Integer:
+    """Checker of an integer (not a bool, not a float) in ``[low, high]``,
+    by default the int32 range (integer settings feed int32 arithmetic)."""
 
-    def check(name: str, value: Any, grid: Grid) -> int:
+    low: int = -MAX_INT32 - 1
+    high: int = MAX_INT32
+
+    @property
+    def allowed(self) -> str:
+        """What is allowed, for error messages."""
+        return f"an integer in [{self.low}, {self.high}]"
+
+    def __call__(self, name: str, value: Any, grid: Grid) -> int:
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-            raise ValidationError.for_parameter(name, value, allowed)
+            raise ValidationError.for_parameter(name, value, self.allowed)
         v = int(value)
-        if not low <= v <= high:
-            raise ValidationError.for_parameter(name, value, allowed)
+        if not self.low <= v <= self.high:
+            raise ValidationError.for_parameter(name, value, self.allowed)
         return v
 
-    return check
+
+def integer(*, low: int | None = None, high: int | None = None) -> Integer:
+    """An integer in a closed interval that defaults to the int32 range."""
+    return Integer(-MAX_INT32 - 1 if low is None else low, MAX_INT32 if high is None else high)
 
 
 def boolean() -> Checker:
@@ -185,14 +220,20 @@ def choice(options: tuple[str, ...]) -> Checker:
     return check
 
 
-def optional(check: Checker) -> Checker:
-    """``check`` that also accepts ``None`` (a value resolved later, e.g.
-    from a file or from other settings)."""
+@dataclasses.dataclass(frozen=True)
+class OrNone:
+    """Checker: ``None`` (a value resolved later, e.g. from a file or from
+    other settings) or what ``check`` accepts."""
 
-    def wrapped(name: str, value: Any, grid: Grid) -> Any:
-        return None if value is None else check(name, value, grid)
+    check: Checker
 
-    return wrapped
+    def __call__(self, name: str, value: Any, grid: Grid) -> Any:
+        return None if value is None else self.check(name, value, grid)
+
+
+def optional(check: Checker) -> OrNone:
+    """``check`` that also accepts ``None`` (see :class:`OrNone`)."""
+    return OrNone(check)
 
 
 def real_list(*, low: float, high: float) -> Checker:
