@@ -61,53 +61,48 @@ ENV_SETTINGS = ("grid_size", "goal_radius", "max_steps")
 MULTI_AGENT_SETTINGS = {"num_agents": 1, "done_mode": "all", "collisions": False,
                         "observe_others": False}
 
+#: The Gaussian benchmark task (shared by its sensor/action variants).
+_GAUSSIAN_TASK: dict[str, Any] = {
+    "grid_size": [128, 128],
+    "goal_radius": 5.0,
+    "max_steps": 1000,
+    "plume": {"type": "gaussian", "source": None, "sigma": 20.0},
+    "sensor": {"type": "concentration"},
+    "actions": {"type": "discrete_grid", "step_size": 1, "include_noop": True,
+                "diagonals": False},
+    "reward": {"type": "sparse", "goal_reward": 1.0},
+    "start": {"type": "uniform"},
+}
+
+
+def _variant(task: dict[str, Any], description: str, **slots: Any) -> dict[str, Any]:
+    """A preset: ``task`` with some component slots replaced."""
+    return {"description": description, **copy.deepcopy(task), **copy.deepcopy(slots)}
+
+
 PRESETS: dict[str, dict[str, Any]] = {
-    "PlumeNav-Gaussian-v0": {
-        "description": "Static Gaussian plume (sigma 20) on a 128x128 grid, source at the "
-                       "centre; point concentration sensor; noop + 4 cardinal moves; sparse "
-                       "goal reward; uniform start; goal radius 5; 1000 steps.",
-        "grid_size": [128, 128],
-        "goal_radius": 5.0,
-        "max_steps": 1000,
-        "plume": {"type": "gaussian", "source": None, "sigma": 20.0},
-        "sensor": {"type": "concentration"},
-        "actions": {"type": "discrete_grid", "step_size": 1, "include_noop": True,
-                    "diagonals": False},
-        "reward": {"type": "sparse", "goal_reward": 1.0},
-        "start": {"type": "uniform"},
-    },
-    "PlumeNav-GaussianOriented-v0": {
-        "description": "The Gaussian task (sigma 20, 128x128, source at the centre, goal radius "
-                       "5, 1000 steps) for an oriented agent: noop / forward / turn_left / "
-                       "turn_right (90-degree turns) and two antennae 2 cells out at +/-45 "
-                       "degrees from the heading (observation: [left, right] concentration); "
-                       "sparse goal reward; uniform start with a cardinal heading.",
-        "grid_size": [128, 128],
-        "goal_radius": 5.0,
-        "max_steps": 1000,
-        "plume": {"type": "gaussian", "source": None, "sigma": 20.0},
-        "sensor": {"type": "antennae", "count": 2, "length": 2.0, "spacing_deg": 90.0,
-                   "offset_deg": 0.0},
-        "actions": {"type": "oriented_grid", "step_size": 1, "include_noop": True,
-                    "turn_angle_deg": 90.0},
-        "reward": {"type": "sparse", "goal_reward": 1.0},
-        "start": {"type": "uniform"},
-    },
-    "PlumeNav-GaussianBinary-v0": {
-        "description": "The Gaussian task (sigma 20, 128x128, source at the centre, goal radius "
-                       "5, 1000 steps) with an odour / no-odour detector: observation 1.0 where "
-                       "the concentration is >= 0.2 (within about 36 cells of the source), "
-                       "else 0.0; noop + 4 cardinal moves; sparse goal reward; uniform start.",
-        "grid_size": [128, 128],
-        "goal_radius": 5.0,
-        "max_steps": 1000,
-        "plume": {"type": "gaussian", "source": None, "sigma": 20.0},
-        "sensor": {"type": "binary", "threshold": 0.2},
-        "actions": {"type": "discrete_grid", "step_size": 1, "include_noop": True,
-                    "diagonals": False},
-        "reward": {"type": "sparse", "goal_reward": 1.0},
-        "start": {"type": "uniform"},
-    },
+    "PlumeNav-Gaussian-v0": _variant(
+        _GAUSSIAN_TASK,
+        "Static Gaussian plume (sigma 20) on a 128x128 grid, source at the centre; point "
+        "concentration sensor; noop + 4 cardinal moves; sparse goal reward; uniform start; goal "
+        "radius 5; 1000 steps."),
+    "PlumeNav-GaussianOriented-v0": _variant(
+        _GAUSSIAN_TASK,
+        "The Gaussian task (sigma 20, 128x128, source at the centre, goal radius 5, 1000 steps) "
+        "for an oriented agent: noop / forward / turn_left / turn_right (90-degree turns) and two "
+        "antennae 2 cells out at +/-45 degrees from the heading (observation: [left, right] "
+        "concentration); sparse goal reward; uniform start with a cardinal heading.",
+        sensor={"type": "antennae", "count": 2, "length": 2.0, "spacing_deg": 90.0,
+                "offset_deg": 0.0},
+        actions={"type": "oriented_grid", "step_size": 1, "include_noop": True,
+                 "turn_angle_deg": 90.0}),
+    "PlumeNav-GaussianBinary-v0": _variant(
+        _GAUSSIAN_TASK,
+        "The Gaussian task (sigma 20, 128x128, source at the centre, goal radius 5, 1000 steps) "
+        "with an odour / no-odour detector: observation 1.0 where the concentration is >= 0.2 "
+        "(within about 36 cells of the source), else 0.0; noop + 4 cardinal moves; sparse goal "
+        "reward; uniform start.",
+        sensor={"type": "binary", "threshold": 0.2}),
 }
 
 

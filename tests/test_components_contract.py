@@ -47,7 +47,7 @@ from plume_jax.plumes.gaussian import GaussianPlume
 from plume_jax.registry import COMPONENTS
 from plume_jax.rewards import REWARDS
 from plume_jax.sensors import SENSORS
-from plume_jax.settings import real, setting
+from plume_jax.settings import real, setting, type_table
 from plume_jax.settings.schema import ROLE, SETTING
 from plume_jax.spaces import Box, Dict, Discrete
 from plume_jax.starts import STARTS
@@ -269,6 +269,11 @@ def test_check_component_accepts_a_well_formed_plume_and_finds_each_mistake():
     twice = _plume_class(__annotations__={"width": "float"},
                          width=setting(1.0, real(low=0.1, high=10.0), doc="width"))
     assert "declared twice" in check_component(twice, "plume")[0]
+
+
+def test_a_type_name_is_registered_once():
+    with pytest.raises(ValueError, match="'sparse'"):
+        type_table(REWARDS["sparse"], REWARDS["step_penalty"], REWARDS["sparse"])
 
 
 # ---------------------------------------------------------------------------

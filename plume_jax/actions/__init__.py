@@ -26,12 +26,10 @@ from plume_jax.actions.discrete_grid import DiscreteGridActions
 from plume_jax.actions.oriented_grid import OrientedGridActions
 from plume_jax.actions.run_tumble import RunTumbleActions
 from plume_jax.actions.surge_cast import SurgeCastActions
+from plume_jax.settings import type_table
 
-ACTIONS = {
-    cls.type_name: cls
-    for cls in (DiscreteGridActions, OrientedGridActions, RunTumbleActions, ContinuousActions,
-                SurgeCastActions)
-}
+ACTIONS = type_table(DiscreteGridActions, OrientedGridActions, RunTumbleActions, ContinuousActions,
+                     SurgeCastActions)
 
 __all__ = [
     "ACTIONS",

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from plume_jax.settings import Configurable
+from plume_jax.settings import MAX_GRID_SIDE, Configurable, boolean, integer, setting
 from plume_jax.spaces import Box, Discrete, is_integer_scalar
 from plume_jax.types import AgentState, Grid, PlumeProbe
 
@@ -130,19 +130,34 @@ class ActionModel(Configurable, abc.ABC, Generic[ParamsT]):
                 **self.metadata_extras()}
 
 
+def step_size_setting(move: str = "move") -> Any:
+    """The static ``step_size`` setting: cells per ``move``."""
+    return setting(1, integer(low=1, high=MAX_GRID_SIDE),
+                   doc=f"cells per {move}, in [1, {MAX_GRID_SIDE}]")
+
+
+def include_noop_setting() -> Any:
+    """The static ``include_noop`` setting: whether action 0 is ``noop``."""
+    return setting(True, boolean(), doc="action 0 is noop")
+
+
 class NamedDiscreteActions(ActionModel[ParamsT]):
     """An action model with a ``Discrete`` space of named actions.
 
-    A subclass defines ``_names() -> list[str]`` (in id order; ``noop``
-    first when present). It gets ``action_names``, ``action_ids``, a cached
-    ``action_space``, ``noop_id``, ``validate_action`` and
-    ``executed_action`` that agree with each other and with the space, and
-    the number and names of its actions in the metadata's ``parameters``.
+    A subclass declares the ``include_noop`` setting
+    (:func:`include_noop_setting`) and defines ``moves() -> list[str]``, its
+    other actions in id order (after ``noop`` when included). It gets
+    ``action_names``, ``action_ids``, a cached ``action_space``,
+    ``noop_id``, ``validate_action`` and ``executed_action`` that agree with
+    each other and with the space, and the number and names of its actions
+    in the metadata's ``parameters``.
     """
 
+    include_noop: bool
+
     @abc.abstractmethod
-    def _names(self) -> list[str]:
-        """Action names in id order."""
+    def moves(self) -> list[str]:
+        """The action names after ``noop``, in id order."""
 
     def metadata_parameters(self) -> dict[str, Any]:
         return {"num_actions": len(self.action_names), "action_names": list(self.action_names)}
@@ -150,7 +165,7 @@ class NamedDiscreteActions(ActionModel[ParamsT]):
     @functools.cached_property
     def action_names(self) -> list[str]:
         """Action names in id order (fixed per configuration)."""
-        return list(self._names())
+        return (["noop"] if self.include_noop else []) + list(self.moves())
 
     @functools.cached_property
     def action_ids(self) -> dict[str, int]:

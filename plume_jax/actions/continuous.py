@@ -11,7 +11,6 @@ import jax
 import jax.numpy as jnp
 
 from plume_jax.actions.base import ActionModel, unit, wrap_angle
-from plume_jax.errors import ValidationError
 from plume_jax.settings import MAX_LENGTH, real, setting
 from plume_jax.spaces import Box
 from plume_jax.types import AgentState, Grid, NoParams, PlumeProbe
@@ -42,7 +41,7 @@ class ContinuousActions(ActionModel[NoParams]):
     invalid one (replaced by the no-op).
     """
 
-    min_speed: float = setting(0.0, real(low=-MAX_LENGTH, high=MAX_LENGTH),
+    min_speed: float = setting(0.0, real(low=-MAX_LENGTH, high=MAX_LENGTH), below="max_speed",
                                doc=f"lowest forward speed, cells/step (negative allows reversing), "
                                    f"in [-{MAX_LENGTH:g}, {MAX_LENGTH:g}]")
     max_speed: float = setting(1.0, real(low=0.0, high=MAX_LENGTH, low_inclusive=False),
@@ -56,15 +55,6 @@ class ContinuousActions(ActionModel[NoParams]):
     on_grid = False
     #: Names of the action vector's components, in index order.
     action_components = ("forward_speed", "turn_rate")
-
-    @classmethod
-    def validate(cls, resolved: dict[str, Any], grid: Grid, prefix: str) -> dict[str, Any]:
-        """``min_speed < max_speed``."""
-        if resolved["min_speed"] >= resolved["max_speed"]:
-            raise ValidationError.for_parameter(
-                f"{prefix}.min_speed", resolved["min_speed"],
-                f"a speed below max_speed={resolved['max_speed']}")
-        return resolved
 
     @functools.cached_property
     def action_space(self) -> Box:

@@ -8,8 +8,13 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from plume_jax.actions.base import NamedDiscreteActions, discrete_index
-from plume_jax.settings import MAX_GRID_SIDE, boolean, integer, setting
+from plume_jax.actions.base import (
+    NamedDiscreteActions,
+    discrete_index,
+    include_noop_setting,
+    step_size_setting,
+)
+from plume_jax.settings import boolean, setting
 from plume_jax.types import AgentState, Grid, NoParams, PlumeProbe
 
 #: Unit displacement ``(dx, dy)`` of every named move (x east, y north).
@@ -46,9 +51,8 @@ class DiscreteGridActions(NamedDiscreteActions[NoParams]):
     invalid actions leave the agent unchanged.
     """
 
-    step_size: int = setting(1, integer(low=1, high=MAX_GRID_SIDE),
-                             doc=f"cells per move, in [1, {MAX_GRID_SIDE}]")
-    include_noop: bool = setting(True, boolean(), doc="action 0 is noop")
+    step_size: int = step_size_setting("move")
+    include_noop: bool = include_noop_setting()
     diagonals: bool = setting(False, boolean(), doc="add the 4 diagonal moves")
 
     type_name = "discrete_grid"
@@ -57,9 +61,8 @@ class DiscreteGridActions(NamedDiscreteActions[NoParams]):
     #: Positions stay on integer cells.
     on_grid = True
 
-    def _names(self) -> list[str]:
-        names = ["noop"] if self.include_noop else []
-        names += ["move_north", "move_south", "move_east", "move_west"]
+    def moves(self) -> list[str]:
+        names = ["move_north", "move_south", "move_east", "move_west"]
         if self.diagonals:
             names += ["move_northeast", "move_northwest", "move_southeast", "move_southwest"]
         return names

@@ -12,9 +12,11 @@ import jax.numpy as jnp
 from plume_jax.actions.base import (
     NamedDiscreteActions,
     cell_step,
+    include_noop_setting,
+    step_size_setting,
     wrap_angle,
 )
-from plume_jax.settings import MAX_GRID_SIDE, boolean, integer, real, setting
+from plume_jax.settings import real, setting
 from plume_jax.types import AgentState, Grid, PlumeProbe
 
 
@@ -52,9 +54,8 @@ class OrientedGridActions(NamedDiscreteActions[OrientedGridParams]):
     - ``noop`` and invalid actions leave the agent unchanged.
     """
 
-    step_size: int = setting(1, integer(low=1, high=MAX_GRID_SIDE),
-                             doc=f"cells per forward move, in [1, {MAX_GRID_SIDE}]")
-    include_noop: bool = setting(True, boolean(), doc="action 0 is noop")
+    step_size: int = step_size_setting("forward move")
+    include_noop: bool = include_noop_setting()
 
     type_name = "oriented_grid"
     modality = "orientation_relative"
@@ -62,8 +63,8 @@ class OrientedGridActions(NamedDiscreteActions[OrientedGridParams]):
     Params = OrientedGridParams
     on_grid = True
 
-    def _names(self) -> list[str]:
-        return (["noop"] if self.include_noop else []) + ["forward", "turn_left", "turn_right"]
+    def moves(self) -> list[str]:
+        return ["forward", "turn_left", "turn_right"]
 
     def process_action(self, key: jax.Array, action: Any, agent: AgentState, grid: Grid,
                        params: OrientedGridParams, probe: PlumeProbe | None = None) -> AgentState:

@@ -9,12 +9,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from plume_jax.actions.base import (
-    TWO_PI,
-    NamedDiscreteActions,
-    unit,
-)
-from plume_jax.settings import MAX_LENGTH, boolean, real, setting
+from plume_jax.actions.base import TWO_PI, NamedDiscreteActions, include_noop_setting, unit
+from plume_jax.settings import MAX_LENGTH, real, setting
 from plume_jax.types import AgentState, Grid, PlumeProbe
 
 
@@ -50,7 +46,7 @@ class RunTumbleActions(NamedDiscreteActions[RunTumbleParams]):
     - ``noop`` and invalid actions leave the agent unchanged.
     """
 
-    include_noop: bool = setting(True, boolean(), doc="action 0 is noop")
+    include_noop: bool = include_noop_setting()
 
     type_name = "run_tumble"
     modality = "orientation_relative"
@@ -59,8 +55,8 @@ class RunTumbleActions(NamedDiscreteActions[RunTumbleParams]):
     #: Positions are continuous.
     on_grid = False
 
-    def _names(self) -> list[str]:
-        return (["noop"] if self.include_noop else []) + ["run", "tumble"]
+    def moves(self) -> list[str]:
+        return ["run", "tumble"]
 
     def process_action(self, key: jax.Array, action: Any, agent: AgentState, grid: Grid,
                        params: RunTumbleParams, probe: PlumeProbe | None = None) -> AgentState:

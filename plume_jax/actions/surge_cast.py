@@ -11,10 +11,11 @@ import jax.numpy as jnp
 from plume_jax.actions.base import (
     NamedDiscreteActions,
     cell_step,
+    include_noop_setting,
+    step_size_setting,
     wrap_angle,
 )
 from plume_jax.errors import ValidationError
-from plume_jax.settings import MAX_GRID_SIDE, boolean, integer, setting
 from plume_jax.types import AgentState, Grid, NoParams, PlumeProbe
 
 HALF_PI = 0.5 * 3.141592653589793
@@ -53,17 +54,16 @@ class SurgeCastActions(NamedDiscreteActions[NoParams]):
     call without one raises ``ValidationError`` at trace time.
     """
 
-    step_size: int = setting(1, integer(low=1, high=MAX_GRID_SIDE),
-                             doc=f"cells per move, in [1, {MAX_GRID_SIDE}]")
-    include_noop: bool = setting(True, boolean(), doc="action 0 is noop")
+    step_size: int = step_size_setting("move")
+    include_noop: bool = include_noop_setting()
 
     type_name = "surge_cast"
     modality = "wind_relative"
     orientation_dependent = False
     on_grid = True
 
-    def _names(self) -> list[str]:
-        return (["noop"] if self.include_noop else []) + ["surge", "cast_left", "cast_right"]
+    def moves(self) -> list[str]:
+        return ["surge", "cast_left", "cast_right"]
 
     def upwind_direction(self, agent: AgentState, probe: PlumeProbe) -> jax.Array:
         """f32[], radians: the direction the wind comes from at the agent

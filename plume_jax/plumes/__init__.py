@@ -27,8 +27,9 @@ from plume_jax.plumes.movie import MoviePlume
 from plume_jax.plumes.movie_files import load_movie, save_movie
 from plume_jax.plumes.poisson import PoissonPlume
 from plume_jax.plumes.wind import WIND_KINDS, WindModel
+from plume_jax.settings import type_table
 
-PLUMES = {cls.type_name: cls for cls in (GaussianPlume, FilamentPlume, PoissonPlume, MoviePlume)}
+PLUMES = type_table(GaussianPlume, FilamentPlume, PoissonPlume, MoviePlume)
 
 __all__ = [
     "FilamentPlume",

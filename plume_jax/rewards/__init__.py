@@ -35,9 +35,9 @@ from plume_jax.rewards.goal import (
 )
 from plume_jax.rewards.shaping import PotentialShapingParams, PotentialShapingReward
 from plume_jax.rewards.weighted_sum import WeightedSumParams, WeightedSumReward
+from plume_jax.settings import type_table
 
-REWARDS = {cls.type_name: cls for cls in (SparseGoalReward, StepPenaltyReward,
-                                          PotentialShapingReward, WeightedSumReward)}
+REWARDS = type_table(SparseGoalReward, StepPenaltyReward, PotentialShapingReward, WeightedSumReward)
 
 __all__ = [
     "PotentialShapingParams",

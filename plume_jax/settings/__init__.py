@@ -31,6 +31,7 @@ from plume_jax.settings.checks import (
     angle,
     as_float32,
     boolean,
+    check_order,
     choice,
     grid_centre,
     grid_position,
@@ -54,6 +55,7 @@ from plume_jax.settings.schema import (
     settings_of,
     static_config,
     to_leaf,
+    type_table,
 )
 
 __all__ = [
@@ -74,6 +76,7 @@ __all__ = [
     "angle",
     "as_float32",
     "boolean",
+    "check_order",
     "choice",
     "component_config",
     "component_list",
@@ -96,4 +99,5 @@ __all__ = [
     "settings_of",
     "static_config",
     "to_leaf",
+    "type_table",
 ]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -218,6 +218,17 @@ def choice(options: tuple[str, ...]) -> Checker:
         return value
 
     return check
+
+
+def check_order(resolved: Mapping[str, Any], prefix: str, lower: str, upper: str, *,
+                strict: bool = False) -> None:
+    """Refuse resolved settings where ``lower`` exceeds ``upper`` (or equals
+    it, with ``strict``), naming ``prefix.lower``."""
+    low, high = resolved[lower], resolved[upper]
+    if low > high or (strict and low == high):
+        relation = "below" if strict else "<="
+        raise ValidationError.for_parameter(f"{prefix}.{lower}", low,
+                                            f"a value {relation} {upper}={high}")
 
 
 @dataclasses.dataclass(frozen=True)

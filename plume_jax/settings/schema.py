@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 
 from plume_jax.errors import ValidationError
-from plume_jax.settings.checks import Checker
+from plume_jax.settings.checks import Checker, check_order
 from plume_jax.types import Grid, NoParams
 
 #: Field-metadata key of a setting declaration.
@@ -66,6 +66,9 @@ class Setting:
             components and their params from the resolved configs.
         leaf: ``leaf(resolved value, grid) -> params leaf``; default
             :func:`to_leaf`.
+        at_most: the name of a setting of the same component this one may
+            not exceed (``r_min`` is at most ``r_max``).
+        below: the name of a setting this one must stay strictly below.
     """
 
     default: Any
@@ -74,6 +77,8 @@ class Setting:
     doc: str = ""
     build: Builder | None = None
     leaf: Callable[[Any, Grid], Any] | None = None
+    at_most: str | None = None
+    below: str | None = None
 
     @property
     def nested(self) -> bool:
@@ -82,11 +87,14 @@ class Setting:
 
 
 def setting(default: Any, check: Checker, *, doc: str,
-            leaf: Callable[[Any, Grid], Any] | None = None) -> Any:
+            leaf: Callable[[Any, Grid], Any] | None = None, at_most: str | None = None,
+            below: str | None = None) -> Any:
     """A dataclass field that declares one setting: static on a component,
     dynamic on its ``Params``. Its default is ``default`` (a deep copy for
-    lists and dicts)."""
-    metadata = {SETTING: Setting(default, check, doc=doc, leaf=leaf)}
+    lists and dicts); ``at_most`` / ``below`` name another setting that
+    bounds it (see :class:`Setting`)."""
+    metadata = {SETTING: Setting(default, check, doc=doc, leaf=leaf, at_most=at_most,
+                                 below=below)}
     if isinstance(default, (list, dict)):
         return dataclasses.field(default_factory=functools.partial(copy.deepcopy, default),
                                  metadata=metadata)
@@ -205,6 +213,18 @@ def static_config(component: Configurable) -> dict[str, Any]:
     return {"type": component.type_name, **component.static_settings()}
 
 
+def type_table(*classes: type) -> dict[str, type]:
+    """``type_name -> class`` of component classes, in order (a registry
+    table such as ``PLUMES``); two classes may not share a type name."""
+    table: dict[str, type] = {}
+    for cls in classes:
+        if cls.type_name in table:
+            raise ValueError(f"type_name {cls.type_name!r} is used by both "
+                             f"{table[cls.type_name].__name__} and {cls.__name__}")
+        table[cls.type_name] = cls
+    return table
+
+
 class Configurable:
     """Base of every component built from validated settings.
 
@@ -245,8 +265,15 @@ class Configurable:
 
     @classmethod
     def resolve(cls, values: Mapping[str, Any], grid: Grid, prefix: str) -> dict[str, Any]:
-        """Every setting checked (defaults filled), then :meth:`validate`."""
-        return cls.validate(resolve_settings(prefix, cls.SETTINGS, values, grid), grid, prefix)
+        """Every setting checked (defaults filled), then the declared orders
+        (``at_most``, ``below``), then :meth:`validate`."""
+        schema = cls.SETTINGS
+        resolved = resolve_settings(prefix, schema, values, grid)
+        for name, s in schema.items():
+            for other, strict in ((s.at_most, False), (s.below, True)):
+                if other is not None:
+                    check_order(resolved, prefix, name, other, strict=strict)
+        return cls.validate(resolved, grid, prefix)
 
     @classmethod
     def validate(cls, resolved: dict[str, Any], grid: Grid, prefix: str) -> dict[str, Any]:

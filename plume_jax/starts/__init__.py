@@ -20,6 +20,7 @@ type name     start position
 ============  ==============================================================
 """
 
+from plume_jax.settings import type_table
 from plume_jax.starts.annulus import AnnulusStart, AnnulusStartParams
 from plume_jax.starts.base import StartDistribution
 from plume_jax.starts.candidates import (
@@ -33,7 +34,7 @@ from plume_jax.starts.downwind import DownwindStart, DownwindStartParams
 from plume_jax.starts.fixed import FixedStart, FixedStartParams
 from plume_jax.starts.uniform import UniformStart
 
-STARTS = {cls.type_name: cls for cls in (UniformStart, FixedStart, AnnulusStart, DownwindStart)}
+STARTS = type_table(UniformStart, FixedStart, AnnulusStart, DownwindStart)
 
 __all__ = [
     "AnnulusStart",

@@ -22,7 +22,7 @@ class AnnulusStartParams:
         r_max: f32[] >= r_min, outer radius, cells.
     """
 
-    r_min: jax.Array = setting(10.0, real(low=0.0, high=MAX_LENGTH),
+    r_min: jax.Array = setting(10.0, real(low=0.0, high=MAX_LENGTH), at_most="r_max",
                                doc=f"inner radius around the source, cells, in [0, {MAX_LENGTH:g}]")
     r_max: jax.Array = setting(30.0, real(low=0.0, high=MAX_LENGTH, low_inclusive=False),
                                doc=f"outer radius around the source, cells, in "
@@ -46,14 +46,6 @@ class AnnulusStart(CandidateStart[AnnulusStartParams]):
 
     type_name = "annulus"
     Params = AnnulusStartParams
-
-    @classmethod
-    def validate(cls, resolved: dict[str, Any], grid: Grid, prefix: str) -> dict[str, Any]:
-        """``r_min <= r_max``."""
-        if resolved["r_min"] > resolved["r_max"]:
-            raise ValidationError.for_parameter(
-                f"{prefix}.r_min", resolved["r_min"], f"a radius <= r_max={resolved['r_max']}")
-        return resolved
 
     @classmethod
     def check_compatible(cls, grid: Grid, source: Any, goal_radius: float,

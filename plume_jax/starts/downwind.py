@@ -26,7 +26,7 @@ class DownwindStartParams:
             ``use_plume_wind`` is False or the wind at the source is calm.
     """
 
-    min_distance: jax.Array = setting(5.0, real(low=0.0, high=MAX_LENGTH),
+    min_distance: jax.Array = setting(5.0, real(low=0.0, high=MAX_LENGTH), at_most="max_distance",
                                       doc=f"nearest downwind distance, cells, in "
                                           f"[0, {MAX_LENGTH:g}]")
     max_distance: jax.Array = setting(30.0, real(low=0.0, high=MAX_LENGTH, low_inclusive=False),
@@ -63,15 +63,6 @@ class DownwindStart(CandidateStart[DownwindStartParams]):
 
     type_name = "downwind"
     Params = DownwindStartParams
-
-    @classmethod
-    def validate(cls, resolved: dict[str, Any], grid: Grid, prefix: str) -> dict[str, Any]:
-        """``min_distance <= max_distance``."""
-        if resolved["min_distance"] > resolved["max_distance"]:
-            raise ValidationError.for_parameter(
-                f"{prefix}.min_distance", resolved["min_distance"],
-                f"a distance <= max_distance={resolved['max_distance']}")
-        return resolved
 
     @classmethod
     def check_compatible(cls, grid: Grid, source: Any, goal_radius: float,
