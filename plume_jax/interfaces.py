@@ -84,7 +84,7 @@ def declaration_problems(cls: type) -> list[str]:
     - every setting has a doc, and a real-valued one finite bounds.
     """
     problems = []
-    params_cls = getattr(cls, "Params", None)
+    params_cls = cls.Params
     if not dataclasses.is_dataclass(params_cls):
         return [f"{cls.__name__}.Params is not a dataclass"]
     static = {f.name: f for f in declared_fields(cls) if SETTING in f.metadata}

@@ -136,8 +136,8 @@ def settings_of(cls: type) -> dict[str, Setting]:
     """``name -> Setting`` of a component class: its static settings (fields
     of the class, in order) then its dynamic ones (fields of ``cls.Params``)."""
     out: dict[str, Setting] = {}
-    for owner, static in ((cls, True), (getattr(cls, "Params", None), False)):
-        for f in declared_fields(owner) if owner is not None else ():
+    for owner, static in ((cls, True), (cls.Params, False)):
+        for f in declared_fields(owner):
             declared = f.metadata.get(SETTING)
             if declared is not None and f.name not in out:
                 out[f.name] = dataclasses.replace(declared, static=static)
