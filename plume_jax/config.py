@@ -35,7 +35,7 @@ from plume_jax.registry import COMPONENTS, PRESETS, build_env, make, merge_overr
 PRESET_DIR = pathlib.Path(__file__).resolve().parent.parent / "configs" / "presets"
 
 _HEADER = ("# plume_jax environment config: load with plume_jax.make_from_config(path).\n"
-           "# Every setting is spelled out; see the README section \"Components and presets\".\n")
+           "# Every setting is spelled out; see docs/components.md.\n")
 
 #: Order of the top-level keys in written files.
 _KEY_ORDER = ("id", "description", "grid_size", "goal_radius", "max_steps", "num_agents",
