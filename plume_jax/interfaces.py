@@ -81,7 +81,8 @@ def declaration_problems(cls: type) -> list[str]:
       derived value;
     - every field of the component is a static setting or derived;
     - no name is a setting of both the component and its params;
-    - every setting has a doc, and a real-valued one finite bounds.
+    - every setting has a doc, and a real-valued one finite bounds;
+    - ``at_most`` / ``below`` name settings of the same component.
     """
     problems = []
     params_cls = cls.Params
@@ -107,9 +108,13 @@ def declaration_problems(cls: type) -> list[str]:
         if f.metadata[SETTING].nested and name not in params_names:
             problems.append(f"nested setting {name!r} of {cls.__name__} has no Params field "
                             "(nested_params()) for its params")
-    for name, s in cls.SETTINGS.items():
+    schema = cls.SETTINGS
+    for name, s in schema.items():
         if not s.doc:
             problems.append(f"setting {name!r} of {cls.__name__} has no doc")
+        problems += [f"setting {name!r} of {cls.__name__} is bounded by {other!r}, which is not "
+                     "one of its settings"
+                     for other in (s.at_most, s.below) if other is not None and other not in schema]
         check = s.check.check if isinstance(s.check, OrNone) else s.check
         if isinstance(check, Real) and (check.low is None or check.high is None):
             problems.append(f"real setting {name!r} of {cls.__name__} needs finite bounds (the "

@@ -270,6 +270,12 @@ def test_check_component_accepts_a_well_formed_plume_and_finds_each_mistake():
                          width=setting(1.0, real(low=0.1, high=10.0), doc="width"))
     assert "declared twice" in check_component(twice, "plume")[0]
 
+    @chex.dataclass(frozen=True)
+    class BadOrder:
+        width: jax.Array = setting(1.0, real(low=0.1, high=10.0), doc="width", at_most="hight")
+
+    assert "'hight'" in check_component(_plume_class(BadOrder), "plume")[0]
+
 
 def test_a_type_name_is_registered_once():
     with pytest.raises(ValueError, match="'sparse'"):

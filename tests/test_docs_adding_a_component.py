@@ -20,7 +20,10 @@ def test_adding_a_component_page_runs_and_leaves_the_tables_as_they_were(tmp_pat
     namespace: dict = {"__name__": "__docs__"}
     try:
         for i, block in enumerate(blocks):
-            exec(compile(block, f"docs/adding_a_component.md block {i}", "exec"), namespace)
+            # dont_inherit: run as written, without this file's ``from __future__ import``
+            code = compile(block, f"docs/adding_a_component.md block {i}", "exec",
+                           dont_inherit=True)
+            exec(code, namespace)
         assert COMPONENTS["plume"]["exponential"] is namespace["ExponentialPlume"]
         assert COMPONENTS["sensor"]["gradient"] is namespace["GradientSensor"]
     finally:
