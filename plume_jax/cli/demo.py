@@ -59,6 +59,9 @@ def run_demo(preset: str, num_envs: int, num_steps: int | None, seed: int, out: 
     import numpy as np
 
     import plume_jax
+    from plume_jax.agents_package import check_agents_package
+
+    check_agents_package()
     from agents import KlinotaxisPolicy
     from plume_jax.evaluate import rollout
     from plume_jax.evaluate.figures import outcome_text, run_figure

@@ -85,6 +85,9 @@ def parse_agent_choices(agents: list[str] | None, params: list[str]) -> list[Any
             parameter for no named agent, or an unprefixed parameter when
             several agents are named.
     """
+    from plume_jax.agents_package import check_agents_package
+
+    check_agents_package()
     from agents.registry import agent_names
     from plume_jax.evaluate.scenario import AgentChoice
 

@@ -351,6 +351,9 @@ def plan_run(scenario: Mapping[str, Any], agent: AgentChoice | None = None, *,
     Raises:
         ValidationError: from the env, the agent registry or the agent.
     """
+    from plume_jax.agents_package import check_agents_package
+
+    check_agents_package()
     from agents.registry import default_params, is_host_agent, make_agent
 
     env, params, overrides = built_env or scenario_env(scenario)
@@ -398,6 +401,9 @@ def execute_run(run: PlannedRun,
     ``"_rollout"``, ``"_env"`` and ``"_params"`` (not serialised) for
     plotting.
     """
+    from plume_jax.agents_package import check_agents_package
+
+    check_agents_package()
     from agents.registry import is_host_agent
     from plume_jax.evaluate.rollout import host_rollout, rollout
 
