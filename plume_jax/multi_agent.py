@@ -212,7 +212,7 @@ class MultiAgentPlumeEnv(PlumeEnv):
         moved, valid, executed = jax.vmap(self.agent_move, in_axes=(0, 0, 0, None, None))(
             self.agent_keys(keys.action), action, state.agent, plume_state, params)
         arrived = state.goal_reached
-        noop = getattr(self.actions, "noop_id", -1)
+        noop = self.actions.noop_id
         moved = _where(arrived, state.agent, moved)
         executed = jnp.where(arrived, noop, executed)
         blocked = jnp.zeros(self.num_agents, bool)

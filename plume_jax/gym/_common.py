@@ -22,10 +22,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from plume_jax import spaces as pj_spaces
-from plume_jax.actions import DiscreteGridActions
 from plume_jax.errors import ValidationError
 from plume_jax.render import check_frame_size, render_frame
-from plume_jax.settings import grid_position, real
+from plume_jax.settings import angle, grid_position
 from plume_jax.starts import FixedStart, FixedStartParams
 
 #: Largest seed accepted (exclusive): every one of its 63 bits reaches the
@@ -51,8 +50,7 @@ def to_gymnasium_space(space: Any) -> gymnasium.spaces.Space:
     if isinstance(space, pj_spaces.Box):
         return gymnasium.spaces.Box(low=space.low_array, high=space.high_array,
                                     shape=space.shape, dtype=np.float32)
-    dict_space = getattr(pj_spaces, "Dict", None)
-    if dict_space is not None and isinstance(space, dict_space):
+    if isinstance(space, pj_spaces.Dict):
         return gymnasium.spaces.Dict({k: to_gymnasium_space(v) for k, v in space.items()})
     raise TypeError(f"the Gymnasium layer cannot convert space {space!r}: "
                     "supported are plume_jax.spaces.Discrete, Box and Dict")
@@ -67,16 +65,11 @@ def batch_gymnasium_space(space: gymnasium.spaces.Space, n: int) -> gymnasium.sp
 def integer_positions(env: Any) -> bool:
     """Whether the env's action model keeps the agent on integer cells.
 
-    Read from the action model's boolean ``on_grid`` attribute (part of the
-    action-model protocol); a model without one counts as on-grid only if it
-    is a ``DiscreteGridActions``. Decides whether ``agent_xy`` is reported as
-    ints and whether a start position given in ``reset(options=...)`` must
-    be an integer cell.
+    Read from the action model's ``on_grid`` (``ActionModel``, default
+    False). Decides whether ``agent_xy`` is reported as ints and whether a
+    start position given in ``reset(options=...)`` must be an integer cell.
     """
-    flag = getattr(env.actions, "on_grid", None)
-    if flag is not None:
-        return bool(flag)
-    return isinstance(env.actions, DiscreteGridActions)
+    return bool(env.actions.on_grid)
 
 
 def xy_tuple(xy: Any, as_int: bool) -> tuple:
@@ -192,9 +185,9 @@ def parse_reset_options(options: Any, env: Any) -> dict[str, Any]:
 
     ``start_position``: an ``(x, y)`` pair of real numbers (not strings, not
     bools) inside the grid, on an integer cell for action models that keep
-    the agent on cells. ``start_heading``: a finite real number of radians,
-    wrapped into ``[-pi, pi]`` (so any finite value gives a finite float32
-    heading). The check that needs the episode (outside the goal region) is
+    the agent on cells. ``start_heading``: a finite real number of radians
+    (the settings' ``angle`` check: very large values are wrapped into
+    ``[-pi, pi]``, so any finite value gives a finite float32 heading). The check that needs the episode (outside the goal region) is
     :func:`check_start_outside_goal`.
     """
     if options is None:
@@ -224,7 +217,7 @@ def parse_reset_options(options: Any, env: Any) -> dict[str, Any]:
             "integer cell coordinates (this action model keeps the agent on cells)")
     heading = options.get("start_heading")
     if heading is not None:
-        heading = math.remainder(real()("options['start_heading']", heading, env.grid), math.tau)
+        heading = angle()("options['start_heading']", heading, env.grid)
     return {"start_position": (x, y), "start_heading": heading}
 
 
