@@ -193,12 +193,17 @@ def _scan_core(batch: BatchCore, steps: int, speculative: bool):
     return outputs
 
 
-@pytest.mark.parametrize("mode", [AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP])
-@pytest.mark.parametrize("preset,overrides", [
-    # a large goal disk / a small grid: episodes end at staggered steps
-    ("PlumeNav-Gaussian-v0", {**OVERRIDES, "grid_size": [12, 12], "goal_radius": 3.0,
-                              "max_steps": 10}),
-    ("PlumeNav-Poisson-v0", {"grid_size": [5, 5], "max_steps": 8}),
+# a large goal disk / a small grid: episodes end at staggered steps
+GAUSSIAN_STAGGERED = ("PlumeNav-Gaussian-v0", {**OVERRIDES, "grid_size": [12, 12],
+                                               "goal_radius": 3.0, "max_steps": 10})
+POISSON_STAGGERED = ("PlumeNav-Poisson-v0", {"grid_size": [5, 5], "max_steps": 8})
+
+
+@pytest.mark.parametrize("mode,preset,overrides", [
+    (AutoresetMode.SAME_STEP, *GAUSSIAN_STAGGERED),
+    (AutoresetMode.NEXT_STEP, *GAUSSIAN_STAGGERED),
+    (AutoresetMode.SAME_STEP, *POISSON_STAGGERED),
+    pytest.param(AutoresetMode.NEXT_STEP, *POISSON_STAGGERED, marks=pytest.mark.slow),
 ])
 def test_reset_only_ended_returns_what_resetting_every_env_returns(mode, preset, overrides):
     """Keys, states, counts and flags exactly, floats to rounding, through

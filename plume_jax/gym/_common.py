@@ -102,14 +102,14 @@ def check_seed(seed: Any, name: str = "seed") -> int:
 
 
 def seed_key(seed: int) -> jax.Array:
-    """The key of a checked seed, every bit of it: ``jax.random.key(seed)``
-    as JAX computes it with 64-bit integers enabled. Without them JAX keeps
-    only a seed's low 32 bits, so ``s`` and ``s + 2**32`` would share a key;
-    for seeds below ``2**32`` both are the same key."""
+    """The key of a checked seed, every bit of it. ``jax.random.key`` keeps
+    only a seed's low 32 bits (64-bit integers are off by default), so ``s``
+    and ``s + 2**32`` would share a key; here the high bits are folded in:
+    ``fold_in(key(s % 2**32), s >> 32)`` for ``s >= 2**32``, and
+    ``jax.random.key(s)`` itself below, so those streams are unchanged."""
     if seed < 2**32:
         return jax.random.key(seed)
-    with jax.enable_x64(True):
-        return jax.random.key(seed)
+    return jax.random.fold_in(jax.random.key(seed & 0xFFFFFFFF), seed >> 32)
 
 
 def keys_from_seeds(seeds: Sequence[int]) -> jax.Array:

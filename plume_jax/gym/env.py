@@ -18,8 +18,8 @@ Actions
 
 Seeding
     ``reset(seed=s)``, ``s`` in ``[0, 2**63)``, starts a key stream at
-    ``jax.random.key(s)`` computed from every bit of ``s`` (as JAX does with
-    64-bit integers enabled; for ``s < 2**32`` the same key as without); every
+    ``jax.random.key(s)`` for ``s < 2**32``; a larger seed's high bits are
+    folded in (``_common.seed_key``), so every bit counts; every
     ``reset`` and ``step`` takes the next subkey of the stream
     (``key, sub = jax.random.split(key)``). ``reset()`` without a seed
     continues the stream, so ``reset(seed=s)`` followed by any sequence of
