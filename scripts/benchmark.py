@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 
 
-STEP_FORMS = ("step", "step_batch", "step_env")
+STEP_FORMS = ("step", "step_speculative", "step_batch", "step_env")
 
 
 def scan_program(env: Any, params: Any, num_envs: int, num_steps: int, form: str = "step"):
@@ -74,7 +74,8 @@ def scan_program(env: Any, params: Any, num_envs: int, num_steps: int, form: str
     def step(keys, state, actions):
         if form == "step_batch":
             return env.step_batch(keys, state, actions, params)
-        fn = env.step if form == "step" else env.step_env
+        fn = {"step": env.step, "step_env": env.step_env,
+              "step_speculative": getattr(env, "step_speculative", None)}[form]
         return jax.vmap(fn, in_axes=(0, 0, 0, None))(keys, state, actions, params)
 
     def run(state, key):
