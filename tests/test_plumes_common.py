@@ -133,7 +133,7 @@ NEW_PRESETS = sorted(p for p in plume_jax.PRESETS
 
 
 def test_new_presets_are_registered_and_described():
-    assert len(NEW_PRESETS) == 10
+    assert len(NEW_PRESETS) == 12
     for pid in NEW_PRESETS:
         assert len(plume_jax.PRESETS[pid]["description"]) > 60
 

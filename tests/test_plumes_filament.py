@@ -256,7 +256,7 @@ def test_switch_once_does_not_switch_during_the_warm_up():
     plume, params = build(wind_kind="switch_once", wind_switch_time=10.0,
                           wind_switch_angle=0.5, warmup_steps=40, capacity=48)
     state = jax.jit(plume.init)(jax.random.key(0), params)
-    model = plume.wind_model
+    model = plume.large_scale_wind
     assert int(state.wind.clock) == 0
     assert float(model.direction(state.wind, params)) == 0.0
     # the developed plume lies along the first direction: puffs on the source's row
