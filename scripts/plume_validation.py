@@ -23,8 +23,11 @@ error).
 
 Usage::
 
-    # the numbers and figures of docs/plumes.md (about an hour on 2 busy CPU cores)
-    python scripts/plume_validation.py --out benchmarks/plume_validation.json
+    # the numbers and figures of docs/plumes.md (over an hour on 2 busy CPU cores)
+    python scripts/plume_validation.py --mean-field-every 200
+    # measure two presets again into the stored run (same settings)
+    python scripts/plume_validation.py --presets PlumeNav-Filament-Gusty-v0 \\
+        PlumeNav-Filament-Farrell-v0 --mean-field-every 200 --append
     # one preset, quickly, checked against the stored run
     python scripts/plume_validation.py --presets PlumeNav-Filament-v0 --runs 8 \\
         --steps 4000 --out /tmp/check.json --compare benchmarks/plume_validation.json
@@ -213,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
                         default=["PlumeNav-Filament-v0", "PlumeNav-Filament-Constant-v0",
                                  "PlumeNav-Filament-Gusty-v0"])
     parser.add_argument("--out", default=os.path.join("benchmarks", "plume_validation.json"))
+    parser.add_argument("--append", action="store_true",
+                        help="keep the presets already in --out (those measured again are "
+                             "replaced)")
     parser.add_argument("--compare", default=None, help="a JSON of an earlier run to check against")
     parser.add_argument("--limit", type=float, default=4.0,
                         help="--compare fails (exit 1) when some |z| exceeds this")
@@ -230,6 +236,13 @@ def main(argv: list[str] | None = None) -> int:
                     "cpu_count": os.cpu_count(), "plume_jax": plume_jax.__version__},
         "presets": {},
     }
+    if args.append and os.path.exists(args.out):
+        with open(args.out) as f:
+            earlier = json.load(f)
+        if earlier["settings"] != payload["settings"]:
+            parser.error(f"--append: {args.out} was measured with other settings "
+                         f"({earlier['settings']})")
+        payload["presets"] = earlier["presets"]
     for name, pid, overrides in targets:
         env, params = plume_jax.make(pid, **overrides)
         field_every = args.mean_field_every if pid in args.mean_field_presets else 0
