@@ -125,7 +125,7 @@ class FilamentParams:
     wind_switch_time: jax.Array = wind_setting("wind_switch_time", 100.0)
     wind_switch_angle: jax.Array = wind_setting("wind_switch_angle", 0.5)
     wind_switch_rate: jax.Array = wind_setting("wind_switch_rate", 0.02)
-    wind_gust_std: jax.Array = field_setting("wind_gust_std", 0.3)
+    wind_gust_std: jax.Array = field_setting("wind_gust_std", 1.6)
     wind_gust_damping: jax.Array = field_setting("wind_gust_damping", 0.1)
     wind_gust_bandwidth: jax.Array = field_setting("wind_gust_bandwidth", 0.2)
     wind_gust_diffusivity: jax.Array = field_setting("wind_gust_diffusivity", 10.0)
