@@ -20,6 +20,7 @@ import pytest
 import scipy.linalg
 
 import plume_jax
+from chains import run_chains
 from plume_jax.plumes import FilamentPlume
 from plume_jax.plumes.wind_field import WindField, node_counts, noise_transition
 from plume_jax.types import Grid
@@ -60,27 +61,15 @@ CHAINS = 2048
 @pytest.fixture(scope="module")
 def corner_noise():
     """f32[chains, times, 8]: the corner values of independent chains at lags
-    0, 1, 10, 40 and 200 after a stationary start."""
+    0, 1, 10, 40 and 200 after the first advance from a stationary start."""
     p = gust_params()
     lags = (0, 1, 10, 40, 200)
-
-    @jax.jit
-    def run(key):
-        def chain(k):
-            k0, k1 = jax.random.split(k)
-            s = SMALL.init(k0, p)
-
-            def body(s, kk):
-                s = SMALL.advance(kk, s, jnp.asarray([1.0, 0.0]), p)
-                return s, s.noise[..., 0].reshape(-1)
-
-            values = jax.lax.scan(body, s, jax.random.split(k1, max(lags)))[1]
-            first = s.noise[..., 0].reshape(1, -1)
-            return jnp.concatenate([first, values])[jnp.asarray(lags)]
-
-        return jax.vmap(chain)(jax.random.split(key, CHAINS))
-
-    return lags, p, float(p.wind_gust_std) * np.asarray(run(jax.random.key(3)), np.float64)
+    values = run_chains(lambda k: SMALL.init(k, p),
+                        lambda k, s: SMALL.advance(k, s, jnp.asarray([1.0, 0.0]), p),
+                        lambda s: s.noise[..., 0].reshape(-1),
+                        steps=max(lags) + 1, chains=CHAINS, key=jax.random.key(3))
+    values = np.asarray(values, np.float64)[:, np.asarray(lags)]
+    return lags, p, float(p.wind_gust_std) * values
 
 
 def test_boundary_noise_has_the_configured_mean_and_variance(corner_noise):
@@ -120,22 +109,10 @@ def middle_row():
     """f32[chains, steps, nx]: the cross-wind gust on the middle row, mean wind
     1 cell/step toward +x, low-bandwidth gusts."""
     p = gust_params(std=1.0, damping=1.0, bandwidth=0.05, diffusivity=2.0)
-
-    @jax.jit
-    def run(key):
-        def chain(k):
-            k0, k1 = jax.random.split(k)
-            s = LONG.init(k0, p)
-
-            def body(s, kk):
-                s = LONG.advance(kk, s, jnp.asarray([1.0, 0.0]), p)
-                return s, s.gusts[4, :, 1]
-
-            return jax.lax.scan(body, s, jax.random.split(k1, 1200))[1][200:]
-
-        return jax.vmap(chain)(jax.random.split(key, 12))
-
-    return np.asarray(run(jax.random.key(0)), np.float64)
+    rows = run_chains(lambda k: LONG.init(k, p),
+                      lambda k, s: LONG.advance(k, s, jnp.asarray([1.0, 0.0]), p),
+                      lambda s: s.gusts[4, :, 1], steps=1200, chains=12, key=jax.random.key(0))
+    return np.asarray(rows, np.float64)[:, 200:]
 
 
 def test_gusts_travel_downwind_with_the_mean_wind(middle_row):
@@ -187,22 +164,10 @@ def plume_wind():
     sensors read) at every node of its field, after each advance."""
     plume, params = build()
     nodes = plume.gust_field.node_positions().reshape(-1, 2)
-
-    @jax.jit
-    def run(key):
-        def chain(k):
-            k0, k1 = jax.random.split(k)
-            s = plume.init(k0, params)
-
-            def body(s, kk):
-                s = plume.advance(kk, s, params)
-                return s, plume.wind(s, nodes, params)
-
-            return jax.lax.scan(body, s, jax.random.split(k1, 600))[1]
-
-        return jax.vmap(chain)(jax.random.split(key, 32))
-
-    return plume, params, np.asarray(run(jax.random.key(2)), np.float64)
+    wind = run_chains(lambda k: plume.init(k, params), lambda k, s: plume.advance(k, s, params),
+                      lambda s: plume.wind(s, nodes, params), steps=600, chains=32,
+                      key=jax.random.key(2))
+    return plume, params, np.asarray(wind, np.float64)
 
 
 def test_mean_wind_over_the_domain_and_time_is_the_configured_wind(plume_wind):
