@@ -52,6 +52,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from plume_jax.errors import ValidationError
+from plume_jax.multi_agent import MultiAgentPlumeEnv
 
 SCENARIO_KEYS = {"name", "description", "env", "agent", "episodes", "seed", "max_steps", "expect"}
 EXPECT_KEYS = {"min_success_rate", "max_mean_steps", "min_path_efficiency"}
@@ -324,7 +325,8 @@ def check_policy_traces(env: Any, params: Any, policy: Any, name: str) -> None:
             "agent", name, f"an agent that can act on this env's observation {obs} "
             f"({type(error).__name__}: {' '.join(str(error).split())[:300]})") from None
     space = env.action_space(params)
-    expected = ((env.num_agents,) if hasattr(env, "num_agents") else ()) + tuple(space.shape)
+    team = isinstance(env, MultiAgentPlumeEnv)
+    expected = ((env.num_agents,) if team else ()) + tuple(space.shape)
     discrete = not hasattr(space, "low")
     if tuple(action.shape) != expected or (discrete and not jnp.issubdtype(action.dtype,
                                                                            jnp.integer)):
@@ -423,7 +425,7 @@ def execute_run(run: PlannedRun,
         result = jax.block_until_ready(compiled(params, key))
     run_s = time.perf_counter() - t0
 
-    team = hasattr(env, "num_agents")
+    team = isinstance(env, MultiAgentPlumeEnv)
     metrics = summarise(result, float(params.goal_radius), team=team)
     if team:
         metrics["num_agents"] = env.num_agents
