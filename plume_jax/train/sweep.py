@@ -189,10 +189,9 @@ def load_sweep_config(path: str | pathlib.Path) -> SweepConfig:
 
 
 def _env_structure(env: Any) -> Any:
-    fields = ("grid", "plume", "sensor", "actions", "reward", "start")
-    if all(hasattr(env, f) for f in fields):
-        return tuple(getattr(env, f) for f in fields)
-    return env
+    """What members must share to run in one program: the env's static
+    structure (``PlumeEnv.structure``: everything but its default params)."""
+    return env.structure
 
 
 def _stack(trees: list[Any]) -> Any:
