@@ -232,9 +232,14 @@ def test_unstable_diffusivity_is_rejected_naming_the_setting():
         build(wind_gust_diffusivity=0.5, wind_speed=0.9)
     with pytest.raises(plume_jax.ValidationError, match="plume.wind_model"):
         build(wind_model="turbulent")
+    with pytest.raises(plume_jax.ValidationError, match="plume.wind_field_spacing"):
+        build(wind_field_spacing=0.5)  # more nodes than cells
     # uniform wind: the field's settings are not checked
-    plume, _ = build(wind_model="uniform", wind_gust_diffusivity=1e4)
+    plume, params = build(wind_model="uniform", wind_gust_diffusivity=1e4)
     assert plume.gust_field is None
+    # a field needs the grid: a plume made by hand (no domain) says so
+    with pytest.raises(plume_jax.ValidationError, match="wind_model"):
+        FilamentPlume(wind_model="field").init(jax.random.key(0), params)
 
 
 def test_field_steps_run_no_loop_and_reinit_keeps_the_field():

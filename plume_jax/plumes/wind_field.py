@@ -63,9 +63,10 @@ _FIELD_DECLARATIONS = {
     "wind_model": (choice(WIND_MODELS),
                    "uniform (the wind of wind_kind everywhere) or field (that wind plus a 2-D "
                    "gust field driven at the boundary and carried downwind, Farrell et al. 2002)"),
-    "wind_field_spacing": (real(low=0.1, high=MAX_LENGTH),
+    "wind_field_spacing": (real(low=1.0, high=MAX_LENGTH),
                            f"field: largest distance between the gust field's nodes, cells, in "
-                           f"[0.1, {MAX_LENGTH:g}] (Farrell et al.: 5-10 m)"),
+                           f"[1, {MAX_LENGTH:g}] (at most one node per cell; Farrell et al.: "
+                           f"5-10 m)"),
     "wind_gust_std": (real(low=0.0, high=MAX_LENGTH),
                       f"field: stationary std of each velocity component of the boundary noise at "
                       f"the corners, cells per step, in [0, {MAX_LENGTH:g}]"),
