@@ -487,10 +487,18 @@ class PPO:
 
     # ------------------------------------------------------------ many updates
     def run(self, runner: Runner, hp: Hparams, env_params: Any, num_updates: int,
-            callback: Callable | None = None, log_every: int = 1, batched: bool = False):
+            callback: Callable | None = None, log_every: int = 1, batched: bool = False,
+            count: Any = None):
         """``num_updates`` updates in one ``lax.scan`` (jit it, with
         ``num_updates`` static). With ``batched``, every argument carries a
         leading sweep axis and the update is ``vmap``ped over it.
+
+        ``count`` (optional, an i32[] that may be traced): run only the first
+        ``count`` (<= ``num_updates``) updates, in a ``lax.while_loop``; the
+        metrics rows past ``count`` are filler (NaN; 0 for integers). One compiled program then serves
+        every chunk length, and splitting a run into chunks of any lengths
+        gives bit-for-bit the results of one call (the update is the same
+        computation; the runner carries the PRNG key and the update count).
 
         ``callback(metrics)`` (host side, via ``jax.debug.callback``) gets the
         metrics of every ``log_every``-th update and of the last update of the
@@ -509,7 +517,20 @@ class PPO:
                              lambda: jax.debug.callback(callback, m), lambda: None)
             return r, m
 
-        return jax.lax.scan(body, runner, None, length=num_updates)
+        if count is None:
+            return jax.lax.scan(body, runner, None, length=num_updates)
+        shapes = jax.eval_shape(lambda r: body(r, None)[1], runner)
+        rows0 = jax.tree.map(lambda x: jnp.full((num_updates,) + x.shape, jnp.nan, x.dtype)
+                             if jnp.issubdtype(x.dtype, jnp.floating)
+                             else jnp.zeros((num_updates,) + x.shape, x.dtype), shapes)
+
+        def loop(i, carry):
+            r, rows = carry
+            r, m = body(r, None)
+            return r, jax.tree.map(lambda buf, x: buf.at[i].set(x), rows, m)
+
+        n = jnp.minimum(jnp.asarray(count, jnp.int32), num_updates)
+        return jax.lax.fori_loop(0, n, loop, (runner, rows0))
 
 
 def resolve_gamma(env: Any, env_params: Any, gamma: float | None) -> float:
