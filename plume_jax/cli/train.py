@@ -47,9 +47,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     sweep.add_argument("--config", required=True, help="sweep YAML, e.g. "
                        "configs/sweep_gaussian.yaml")
     sweep.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                       help="override a setting of the base config (" + _SET_HELP.split(
-                           ", e.g. ")[0].removeprefix("override ") + "), or the sweep's own "
-                       "grid.KEY=[...] / mode=zip (repeatable)")
+                       help="override a setting of the base config by its dotted name (e.g. "
+                       "--set algo.total_steps=500000), or the sweep's own grid.KEY=[...] or "
+                       "mode=zip; VALUE in YAML syntax (repeatable)")
     sweep.add_argument("--out", default=None,
                        help="output folder, new or empty (default runs/<config name>)")
     sweep.add_argument("--overwrite", action="store_true",

@@ -494,10 +494,11 @@ class PPO:
         leading sweep axis and the update is ``vmap``ped over it.
 
         ``count`` (optional, an i32[] that may be traced): run only the first
-        ``count`` (<= ``num_updates``) updates, in a ``lax.while_loop``; the
-        metrics rows past ``count`` are filler (NaN; 0 for integers). One compiled program then serves
-        every chunk length, and splitting a run into chunks of any lengths
-        gives bit-for-bit the results of one call (the update is the same
+        ``count`` (<= ``num_updates``) updates; the later steps of the scan
+        leave the runner as it is (``lax.cond``) and their metrics rows are
+        filler (NaN; 0 for integers). One compiled program then serves every
+        chunk length, and splitting a run into chunks of any lengths gives
+        bit-for-bit the results of one call (the update is the same
         computation; the runner carries the PRNG key and the update count).
 
         ``callback(metrics)`` (host side, via ``jax.debug.callback``) gets the
@@ -519,18 +520,16 @@ class PPO:
 
         if count is None:
             return jax.lax.scan(body, runner, None, length=num_updates)
+        n = jnp.asarray(count, jnp.int32)
+
+        def maybe(r, i):  # updates past ``count`` leave the runner as it is
+            return jax.lax.cond(i < n, lambda: body(r, None), lambda: (r, filler))
+
         shapes = jax.eval_shape(lambda r: body(r, None)[1], runner)
-        rows0 = jax.tree.map(lambda x: jnp.full((num_updates,) + x.shape, jnp.nan, x.dtype)
-                             if jnp.issubdtype(x.dtype, jnp.floating)
-                             else jnp.zeros((num_updates,) + x.shape, x.dtype), shapes)
-
-        def loop(i, carry):
-            r, rows = carry
-            r, m = body(r, None)
-            return r, jax.tree.map(lambda buf, x: buf.at[i].set(x), rows, m)
-
-        n = jnp.minimum(jnp.asarray(count, jnp.int32), num_updates)
-        return jax.lax.fori_loop(0, n, loop, (runner, rows0))
+        filler = jax.tree.map(lambda x: jnp.full(x.shape, jnp.nan, x.dtype)
+                              if jnp.issubdtype(x.dtype, jnp.floating)
+                              else jnp.zeros(x.shape, x.dtype), shapes)
+        return jax.lax.scan(maybe, runner, jnp.arange(num_updates))
 
 
 def resolve_gamma(env: Any, env_params: Any, gamma: float | None) -> float:
