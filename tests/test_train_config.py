@@ -369,7 +369,7 @@ def test_resume_differences_name_what_may_not_change():
 
 
 def test_chunk_lengths_follow_the_budget_checkpoints_and_measured_speed():
-    from plume_jax.train.trainer import REPORT_SECONDS, next_chunk
+    from plume_jax.train.chunks import REPORT_SECONDS, next_chunk
 
     def chunk(done, spu, left=None, every=None, total=1000):
         return next_chunk(done, total, every=every, seconds_per_update=spu,

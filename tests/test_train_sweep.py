@@ -31,7 +31,7 @@ BASE = {
              "update_epochs": 2, "num_minibatches": 2, "learning_rate": 3e-3,
              "normalize_obs": True, "ent_coef": 0.0},
     "network": {"hidden_sizes": [16, 16]},
-    "run": {"seed": 0, "log_every": 5},
+    "run": {"seed": 0, "log_every": 5, "checkpoint_every": 5},
     "eval": {"num_envs": 32},
 }
 GRID = {"network.hidden_sizes": [[8], [16, 16]], "run.seed": [0, 1]}
@@ -75,6 +75,10 @@ def test_sweep_writes_its_tables_plots_and_one_run_folder_per_member(sweep_run):
                      "checkpoint/runner.msgpack", "checkpoint/meta.json", "policy/policy.npz",
                      "policy/policy.json"):
             assert (member / file).is_file(), (name, file)
+    for k in ("1", "2"):  # each program's stacked state, and the one kept at update 5
+        assert json.loads((out / "programs" / k / "checkpoint" / "meta.json").read_text())[
+            "update"] == NUM_UPDATES
+        assert (out / "programs" / k / "checkpoints" / "update_00000005").is_dir()
         rows = [json.loads(x) for x in (member / "metrics.jsonl").read_text().splitlines()]
         assert [r["update"] for r in rows] == list(range(1, NUM_UPDATES + 1))
     lines = [line for line in sweep_run["stdout"].splitlines()
@@ -155,6 +159,47 @@ def test_a_member_folder_resumes_as_a_training_run(sweep_run, tmp_path, capsys):
     assert [r["update"] for r in rows] == list(range(1, 13)) and rows[:10] == before
     assert json.loads((member / "checkpoint" / "meta.json").read_text())["update"] == 12
     assert json.loads((member / "summary.json").read_text())["resumed_at_update"] == 10
+
+
+def test_a_killed_sweep_resumes_from_its_programs_checkpoints(sweep_run, tmp_path, capsys):
+    """A sweep killed in its second program (its checkpoint at update 5, the
+    members' metrics ahead of it with a torn line, no summary) resumes with
+    ``plume-jax sweep --resume DIR``: the finished program is not trained
+    again, the other continues from update 5, and the results are the
+    uninterrupted sweep's, bit for bit."""
+    import shutil
+
+    folder = tmp_path / "sweep"
+    shutil.copytree(sweep_run["out"], folder)
+    program = folder / "programs" / "2"
+    shutil.rmtree(program / "checkpoint")
+    shutil.copytree(program / "checkpoints" / "update_00000005", program / "checkpoint")
+    (program / "checkpoint" / ".runner.msgpack.tmp-abcd1234").write_bytes(b"partial")
+    for name in ("results.json", "results.csv", "summary.md", "metrics.jsonl"):
+        (folder / name).unlink()
+    for name in NAMES[2:]:
+        shutil.rmtree(folder / "members" / name / "policy")
+        (folder / "members" / name / "summary.json").unlink()
+        with (folder / "members" / name / "metrics.jsonl").open("a") as f:
+            f.write('{"update": 11, "env_st')
+    assert main(["sweep", "--resume", str(folder), "--set", "algo.ent_coef=0.1"]) == 2
+    assert "--resume=" in capsys.readouterr().err
+    assert main(["sweep", "--resume", str(folder), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "Best setting:" in out
+    results = json.loads((folder / "results.json").read_text())
+    assert [p["resumed_at_update"] for p in results["programs"]] == [10, 5]
+    assert results["env_steps_this_call"] == 2 * 5 * 16 * 32
+    assert [r["eval_success_rate"] for r in results["results"]] == \
+        [r["eval_success_rate"] for r in sweep_run["results"]["results"]]
+    for name in NAMES:
+        member = folder / "members" / name
+        rows = [json.loads(x) for x in (member / "metrics.jsonl").read_text().splitlines()]
+        original = (sweep_run["out"] / "members" / name / "metrics.jsonl").read_text()
+        assert rows == [json.loads(x) for x in original.splitlines()], name
+        assert (member / "policy" / "policy.npz").is_file()
+    assert not (program / "checkpoint" / ".runner.msgpack.tmp-abcd1234").exists()
+    assert json.loads((program / "checkpoint" / "meta.json").read_text())["update"] == 10
 
 
 def test_a_sweep_member_agrees_with_the_single_run_on_the_first_updates(sweep_run):

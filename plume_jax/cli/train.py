@@ -44,7 +44,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
     sweep = sub.add_parser("sweep", help="train a grid of configurations (one compiled program "
                            "per static structure)")
-    sweep.add_argument("--config", required=True, help="sweep YAML, e.g. "
+    sweep.add_argument("--config", default=None, help="sweep YAML, e.g. "
                        "configs/sweep_gaussian.yaml")
     sweep.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="override a setting of the base config by its dotted name (e.g. "
@@ -54,6 +54,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                        help="output folder, new or empty (default runs/<config name>)")
     sweep.add_argument("--overwrite", action="store_true",
                        help="replace the outputs of an earlier sweep in --out (other files stay)")
+    sweep.add_argument("--resume", default=None, metavar="DIR",
+                       help="continue a killed sweep in its folder, from its programs' "
+                       "checkpoints (its own sweep.yaml; no --config or --set)")
     sweep.add_argument("--wandb", default=None, metavar="PROJECT",
                        help="also log every member to this Weights & Biases project (needs "
                        "wandb)")
@@ -114,9 +117,28 @@ def run_sweep(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.set)
     if args.wandb is not None:
         overrides["run.wandb_project"] = args.wandb
-    config = load_sweep_config(args.config, overrides)
-    out = pathlib.Path(args.out or default_out(args.config))
-    result = sweep(config, out, progress=not args.quiet, overwrite=args.overwrite)
+    if args.resume is not None:
+        folder = pathlib.Path(args.resume)
+        if args.config is not None or overrides:
+            raise ValidationError.for_parameter(
+                "--resume", args.resume, "no --config, --set or --wandb with it: a resumed sweep "
+                "continues its own sweep.yaml (train a member further with plume-jax train "
+                "--resume <member folder>)")
+        if not (folder / "sweep.yaml").is_file():
+            raise ValidationError.for_parameter("--resume", args.resume,
+                                                "the folder of a sweep (with its sweep.yaml)")
+        config = load_sweep_config(folder / "sweep.yaml")
+        out = pathlib.Path(args.out) if args.out else folder
+        if out.resolve() != folder.resolve():
+            raise ValidationError.for_parameter("--out", args.out,
+                                                f"the resumed sweep's own folder {folder}")
+    elif args.config is None:
+        raise ValidationError.for_parameter("--config", None, "a sweep YAML (or --resume DIR)")
+    else:
+        config = load_sweep_config(args.config, overrides)
+        out = pathlib.Path(args.out or default_out(args.config))
+    result = sweep(config, out, progress=not args.quiet, overwrite=args.overwrite,
+                   resume=args.resume is not None)
     print_results(result.summary)
     print(f"outputs in {out}/ (summary.md, results.csv, results.json, metrics.jsonl, "
           "eval_success.png, eval_steps.png, train_success.png, train_return.png, members/)")

@@ -212,7 +212,8 @@ def find_checkpoint(path: str | pathlib.Path) -> tuple[pathlib.Path, pathlib.Pat
         return run, path
     raise ValidationError.for_parameter(
         "--resume", str(path), "a run folder with a checkpoint/ folder (written by plume-jax "
-        "train or sweep), or a checkpoint folder itself")
+        "train or sweep), or a checkpoint folder itself; a run killed before its first "
+        "checkpoint cannot resume: start it again with --overwrite")
 
 
 # ------------------------------------------------------------------- export

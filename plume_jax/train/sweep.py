@@ -44,6 +44,9 @@ Output folder::
                          checkpoint/ (resume with plume-jax train --resume),
                          policy/ (agents.trained.TrainedPolicy.load),
                          summary.json
+    programs/<k>/        checkpoint/ of program k (its members' stacked
+                         training state), every run.checkpoint_minutes;
+                         plume-jax sweep --resume DIR continues from them
 
 Vmapped members run in lock-step: on a CPU with few cores a sweep of M
 members costs about M single runs (the work is the same and a single run
@@ -68,6 +71,7 @@ import json
 import math
 import pathlib
 import re
+import shutil
 import time
 from collections.abc import Mapping
 from typing import Any, TextIO
@@ -78,15 +82,17 @@ import numpy as np
 
 from plume_jax.errors import ValidationError
 from plume_jax.progress import ProgressBar
-from plume_jax.train.checkpoint import export_policy, policy_arrays, policy_spec, \
-    save_checkpoint
+from plume_jax.train.checkpoint import export_policy, load_checkpoint, policy_arrays, \
+    policy_spec, save_checkpoint
+from plume_jax.train.chunks import run_in_chunks
 from plume_jax.train.config import TrainConfig, apply_dotted, dump_yaml, read_yaml, \
     static_signature, train_config
 from plume_jax.train.evaluation import evaluate
 from plume_jax.train.loggers import RunLoggers, check_wandb
 from plume_jax.train.plots import plot_setting_bars, plot_setting_curves
 from plume_jax.train.ppo import PPO
-from plume_jax.train.progress import Progress, append_jsonl, metric_rows, write_csv
+from plume_jax.train.progress import Progress, append_jsonl, metric_rows, trim_jsonl, \
+    write_csv, write_jsonl
 from plume_jax.train.run_folder import check_out_dir, clear_outputs, make_out_dir
 from plume_jax.train.sharding import mesh as make_mesh, resolve_devices, shard_members
 from plume_jax.train.trainer import hparams, machine_info, ppo_static
@@ -96,7 +102,7 @@ SWEEP_KEYS = ("base", "set", "grid", "mode")
 #: What ``sweep`` writes into its folder (``overwrite`` deletes these).
 SWEEP_OUTPUTS = ("sweep.yaml", "summary.md", "results.csv", "results.json", "metrics.jsonl",
                  "eval_success.png", "eval_steps.png", "train_success.png", "train_return.png",
-                 "members")
+                 "members", "programs")
 
 SEED_KEY = "run.seed"
 
@@ -352,15 +358,24 @@ def init_members(s: SweepSetup) -> Any:
 @dataclasses.dataclass
 class ProgramResult:
     """One compiled program of a sweep: its members, final stacked
-    ``runner`` (leading member axis), per-update ``metrics`` (arrays
-    [updates, members]) and timings."""
+    ``runner`` (leading member axis), per-member metrics ``rows`` (one list
+    of per-update rows per member, in ``setup.members`` order), timings, and
+    the update it resumed from (0: a fresh start)."""
 
     setup: SweepSetup
     runner: Any
-    metrics: dict[str, np.ndarray]
+    rows: list[list[dict[str, Any]]]
     init_seconds: float
     compile_seconds: float
     train_seconds: float
+    resumed_at_update: int = 0
+
+    @property
+    def metrics(self) -> dict[str, np.ndarray]:
+        """The rows as arrays [updates, members] (NaN where a value is None)."""
+        names = list(self.rows[0][0]) if self.rows and self.rows[0] else []
+        return {n: np.asarray([[np.nan if r[u].get(n) is None else r[u][n] for r in self.rows]
+                               for u in range(len(self.rows[0]))], np.float64) for n in names}
 
 
 @dataclasses.dataclass
@@ -392,33 +407,86 @@ class SweepResult:
 
 
 # ------------------------------------------------------------------ running
-def _run_program(s: SweepSetup, bar: ProgressBar, offset: float, prefix: str
-                 ) -> ProgramResult:
+def _program_meta(s: SweepSetup, update: int) -> dict[str, Any]:
+    sweep = s.sweep
+    return {"members": [sweep.names[i] for i in s.members],
+            "configs": [sweep.configs[i].to_dict() for i in s.members], "update": update,
+            "num_updates": sweep.configs[s.members[0]].num_updates}
+
+
+def _resume_program(s: SweepSetup, folder: pathlib.Path) -> tuple[Any, int, list[list[dict]]]:
+    """The stacked runner of a program's checkpoint in ``folder``, its update
+    and the members' metrics rows up to it (their metrics files trimmed)."""
+    template = jax.eval_shape(jax.vmap(s.algo.init), s.keys, s.hp, s.env_params)
+    runner, meta = load_checkpoint(folder / "checkpoint", template)
+    expected = _program_meta(s, 0)
+    for key in ("members", "configs"):
+        if meta.get(key) != json.loads(json.dumps(expected[key])):
+            raise ValidationError.for_parameter(
+                "--resume", str(folder / "checkpoint"),
+                f"a checkpoint of this sweep's program (its {key} differ from sweep.yaml's)")
+    done = int(meta["update"])
+    members = s.sweep.names
+    rows = [trim_jsonl(folder.parent.parent / "members" / members[i] / "metrics.jsonl", done)
+            for i in s.members]
+    for kept in (folder / "checkpoints").glob("update_*"):  # an abandoned continuation's
+        suffix = kept.name.removeprefix("update_")
+        if suffix.isdigit() and int(suffix) > done:
+            shutil.rmtree(kept)
+    return runner, done, rows
+
+
+def _run_program(s: SweepSetup, bar: ProgressBar, offset: float, prefix: str,
+                 folder: pathlib.Path | None, resume: bool) -> ProgramResult:
+    """Train the members of one program (``folder``: where its checkpoints
+    go, ``out/programs/<k>``; None: nothing written), from its checkpoint
+    when ``resume`` and there is one."""
     cfg = s.sweep.configs[s.members[0]]
     num_updates = cfg.num_updates
     t0 = time.perf_counter()
-    runner = jax.block_until_ready(init_members(s))
+    if resume and folder is not None and (folder / "checkpoint").exists():
+        runner, done, rows = _resume_program(s, folder)
+    else:
+        runner, done, rows = jax.block_until_ready(init_members(s)), 0, [[] for _ in s.members]
+        if folder is not None:  # rows of a killed attempt that reached no checkpoint
+            for i in s.members:
+                (folder.parent.parent / "members" / s.sweep.names[i] / "metrics.jsonl").unlink(
+                    missing_ok=True)
     hp, env_params = s.hp, s.env_params
     if s.mesh is not None:
+        runner = shard_members(runner, s.mesh, "members")
         hp = shard_members(hp, s.mesh, "members")
         env_params = shard_members(env_params, s.mesh, "members")
     init_s = time.perf_counter() - t0
+    start = done
+    members_dir = None if folder is None else folder.parent.parent / "members"
+
+    def on_chunk(metrics: dict[str, Any], _: int) -> None:
+        for j, i in enumerate(s.members):
+            new = [{k: v for k, v in r.items() if k != "member"} for r in
+                   metric_rows({n: np.asarray(v)[:, j] for n, v in metrics.items()})]
+            rows[j].extend(new)
+            if members_dir is not None:
+                append_jsonl(members_dir / s.sweep.names[i] / "metrics.jsonl", new)
+
+    def on_checkpoint(state: Any, update: int, kept: bool) -> None:
+        save_checkpoint(folder / "checkpoint", state, _program_meta(s, update))
+        if kept:
+            save_checkpoint(folder / "checkpoints" / f"update_{update:08d}", state,
+                            _program_meta(s, update))
+
     printer = Progress(bar, num_updates, cfg.steps_per_update, offset=offset,
                        members=len(s.members), prefix=prefix)
-    bar.update(offset, message=f"{prefix + ' | ' if prefix else ''}compiling")
-    t0 = time.perf_counter()
-    fn = jax.jit(functools.partial(s.algo.run, num_updates=num_updates, callback=printer,
-                                   log_every=cfg.run["log_every"], batched=True))
-    compiled = fn.lower(runner, hp, env_params).compile()
-    compile_s = time.perf_counter() - t0
-    bar.restart_clock(offset)
-    printer.restart()
-    t0 = time.perf_counter()
-    runner, metrics = compiled(runner, hp, env_params)
-    jax.block_until_ready(runner)
-    run_s = time.perf_counter() - t0
-    return ProgramResult(setup=s, runner=runner, metrics=jax.device_get(metrics),
-                         init_seconds=init_s, compile_seconds=compile_s, train_seconds=run_s)
+    runner, stats = run_in_chunks(
+        s.algo, runner, hp, env_params, done=done, num_updates=num_updates,
+        log_every=cfg.run["log_every"], bar=bar, printer=printer, bar_offset=offset,
+        bar_scale=len(s.members), on_chunk=on_chunk,
+        on_checkpoint=on_checkpoint if folder is not None else None,
+        every=cfg.run["checkpoint_every"], minutes=cfg.run["checkpoint_minutes"], batched=True,
+        label=prefix)
+    return ProgramResult(setup=s, runner=runner, rows=rows, init_seconds=init_s,
+                         compile_seconds=stats.compile_seconds,
+                         train_seconds=stats.train_seconds, resumed_at_update=start)
 
 
 def _evaluate_program(p: ProgramResult) -> dict[str, Any]:
@@ -442,26 +510,22 @@ def _member_evaluation(evaluation: dict[str, Any], j: int) -> dict[str, Any]:
             "mean_return": float(evaluation["mean_return"][j])}
 
 
-def _tail_mean(metrics: dict[str, np.ndarray], name: str, j: int) -> float | None:
-    v = np.asarray(metrics[name])[:, j].astype(np.float64)
-    v = v[-max(1, len(v) // 10):]
-    v = v[np.isfinite(v)]
-    return float(v.mean()) if v.size else None
+def _tail_mean(rows: list[dict[str, Any]], name: str) -> float | None:
+    """Mean of a metric over the last 10% of updates (None values skipped)."""
+    tail = rows[-max(1, len(rows) // 10):]
+    v = [r[name] for r in tail if r.get(name) is not None and math.isfinite(r[name])]
+    return float(np.mean(v)) if v else None
 
 
 def _write_member(out: pathlib.Path, sweep: SweepConfig, p: ProgramResult, j: int,
                   program: int, evaluation: dict[str, Any] | None, sweep_name: str) -> None:
-    """Member ``j`` of program ``p`` as a run folder (see the module
-    docstring)."""
+    """Member ``j`` of program ``p`` as a finished run folder (see the module
+    docstring; its config.yaml and metrics.jsonl are written as it trains)."""
     s = p.setup
     i = s.members[j]
     cfg = sweep.configs[i]
     folder = out / "members" / sweep.names[i]
-    make_out_dir(folder)
-    (folder / "config.yaml").write_text(dump_yaml(cfg.to_dict()))
-    rows = [{k: v for k, v in r.items() if k != "member"}
-            for r in metric_rows({k: np.asarray(v)[:, j] for k, v in p.metrics.items()})]
-    append_jsonl(folder / "metrics.jsonl", rows)
+    rows = p.rows[j]
     write_csv(folder / "metrics.csv", rows)
     runner = jax.tree.map(lambda x: x[j], p.runner)
     num_updates = cfg.num_updates
@@ -477,9 +541,11 @@ def _write_member(out: pathlib.Path, sweep: SweepConfig, p: ProgramResult, j: in
     if evaluation is not None:
         summary["evaluation"] = evaluation
     (folder / "summary.json").write_text(json.dumps(summary, indent=2))
+    # history=[]: the TensorBoard files are written anew from all rows (a
+    # resumed sweep's member has some from before)
     with RunLoggers(folder, tensorboard=cfg.run["tensorboard"],
                     wandb_project=cfg.run["wandb_project"], name=f"{sweep_name}/{sweep.names[i]}",
-                    config=cfg.to_dict(), group=sweep_name) as loggers:
+                    config=cfg.to_dict(), group=sweep_name, history=[]) as loggers:
         loggers.log_rows(rows)
         if evaluation is not None:
             loggers.log_evaluation(evaluation, num_updates * cfg.steps_per_update)
@@ -503,16 +569,25 @@ def _static_differences(sweep: SweepConfig, groups: list[list[int]]) -> list[dic
 
 def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
               progress: bool = True, stream: TextIO | None = None,
-              evaluate_members: bool = True, overwrite: bool = False) -> SweepResult:
+              evaluate_members: bool = True, overwrite: bool = False,
+              resume: bool = False) -> SweepResult:
     """Train every member of ``sweep``, one compiled program per group of
     :func:`program_groups`; write the outputs of the module docstring to
     ``out_dir`` (new or empty unless ``overwrite``: then the outputs of an
     earlier sweep there, :data:`SWEEP_OUTPUTS`, are deleted first).
-    Everything is checked before anything is written or compiled."""
+
+    Each program checkpoints its members' stacked training state to
+    ``out_dir/programs/<k>/checkpoint`` every ``run.checkpoint_minutes``
+    (and ``run.checkpoint_every`` updates); ``resume`` continues the sweep in
+    ``out_dir`` from them (programs that finished are evaluated and written
+    again, those that had not started start). Everything is checked before
+    anything is written or compiled."""
     t_wall = time.perf_counter()
     out = pathlib.Path(out_dir) if out_dir is not None else None
+    if resume and out is None:
+        raise ValidationError.for_parameter("out_dir", None, "the folder of the sweep to resume")
     if out is not None:
-        check_out_dir(out, overwrite=overwrite, command="sweep")
+        check_out_dir(out, overwrite=overwrite, resuming_here=resume, command="sweep")
     for cfg in sweep.configs:
         check_wandb(cfg.run["wandb_project"])
     groups = program_groups(sweep)
@@ -523,6 +598,10 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
         make_out_dir(out)
         (out / "sweep.yaml").write_text(dump_yaml({"base": sweep.base.to_dict(),
                                                    "grid": sweep.grid, "mode": sweep.mode}))
+        for i, name in enumerate(sweep.names):
+            make_out_dir(out / "members" / name)
+            (out / "members" / name / "config.yaml").write_text(
+                dump_yaml(sweep.configs[i].to_dict()))
     sizes = [len(g) * sweep.configs[g[0]].num_updates * sweep.configs[g[0]].steps_per_update
              for g in groups]
     bar = ProgressBar(sum(sizes), "sweep", unit="member steps", quiet=not progress,
@@ -532,7 +611,8 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
     try:
         for k, s in enumerate(setups):
             prefix = f"program {k + 1}/{len(setups)}" if len(setups) > 1 else ""
-            programs.append(_run_program(s, bar, float(sum(sizes[:k])), prefix))
+            folder = None if out is None else out / "programs" / str(k + 1)
+            programs.append(_run_program(s, bar, float(sum(sizes[:k])), prefix, folder, resume))
             evaluations.append(_evaluate_program(programs[-1]) if evaluate_members else None)
     finally:
         bar.close()
@@ -543,21 +623,23 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
     for k, (p, evaluation) in enumerate(zip(programs, evaluations)):
         for j, i in enumerate(p.setup.members):
             member_eval = _member_evaluation(evaluation, j) if evaluation is not None else None
+            rows = p.rows[j]
             row = {"member": i, "name": sweep.names[i], "program": k + 1, **sweep.members[i],
-                   "train_success_rate_last10pct": _tail_mean(p.metrics, "success_rate", j),
-                   "train_return_last10pct": _tail_mean(p.metrics, "return_mean", j),
-                   "train_length_last10pct": _tail_mean(p.metrics, "length_mean", j)}
+                   "train_success_rate_last10pct": _tail_mean(rows, "success_rate"),
+                   "train_return_last10pct": _tail_mean(rows, "return_mean"),
+                   "train_length_last10pct": _tail_mean(rows, "length_mean")}
             if member_eval is not None:
                 row["eval_success_rate"] = member_eval["success_rate"]
                 row["eval_mean_steps_to_goal"] = member_eval["mean_steps_to_goal"]
             results[i] = row
-            member_rows = metric_rows({n: np.asarray(v)[:, j] for n, v in p.metrics.items()})
-            all_rows += [{"member": i, "name": sweep.names[i], **r} for r in member_rows]
+            all_rows += [{"member": i, "name": sweep.names[i], **r} for r in rows]
             if out is not None:
                 _write_member(out, sweep, p, j, k + 1, member_eval, name)
 
     statics = _static_differences(sweep, groups)
     steps_total = sum(sizes)
+    steps_trained = sum(len(g) * (sweep.configs[g[0]].num_updates - p.resumed_at_update)
+                        * sweep.configs[g[0]].steps_per_update for g, p in zip(groups, programs))
     train_s = sum(p.train_seconds for p in programs)
     per_member = [sweep.configs[g[0]].num_updates * sweep.configs[g[0]].steps_per_update
                   for g in groups]
@@ -568,17 +650,19 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
         "num_updates": sweep.base.num_updates,
         "env_steps_per_member": per_member[0] if len(set(per_member)) == 1 else per_member,
         "env_steps_total": steps_total,
+        "env_steps_this_call": steps_trained,
         "programs": [{"program": k + 1, "members": [sweep.names[i] for i in g],
                       "static_settings": statics[k], "devices": 1 if p.setup.mesh is None
                       else p.setup.mesh.size, "init_seconds": p.init_seconds,
                       "compile_seconds": p.compile_seconds, "train_seconds": p.train_seconds,
-                      "env_steps_per_member": per_member[k]}
+                      "env_steps_per_member": per_member[k],
+                      "resumed_at_update": p.resumed_at_update}
                      for k, (g, p) in enumerate(zip(groups, programs))],
         "devices": max(1 if p.setup.mesh is None else p.setup.mesh.size for p in programs),
         "init_seconds": sum(p.init_seconds for p in programs),
         "compile_seconds": sum(p.compile_seconds for p in programs),
         "train_seconds": train_s,
-        "steps_per_second_excl_compile": steps_total / train_s if train_s > 0 else None,
+        "steps_per_second_excl_compile": steps_trained / train_s if train_s > 0 else None,
         "base_config": sweep.base.to_dict(),
         "results": results,
         "settings": rank_settings(sweep, results),
@@ -591,9 +675,8 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
     summary["wall_seconds"] = time.perf_counter() - t_wall
     summary["machine"] = machine_info()
     if out is not None:
-        append_jsonl(out / "metrics.jsonl", all_rows)
+        write_jsonl(out / "metrics.jsonl", all_rows)
         write_csv(out / "results.csv", results)
-        (out / "results.json").write_text(json.dumps(summary, indent=2))
         (out / "summary.md").write_text(summary_markdown(summary, sweep))
         _plots(out, sweep, summary, all_rows)
         summary["wall_seconds"] = time.perf_counter() - t_wall

@@ -3,12 +3,13 @@
 
 The run compiles ``PPO.run`` once — rollout, GAE and the minibatch epochs of
 every update are one XLA program, with the number of updates per call an
-argument — and calls it in chunks until the update budget is spent. Between
-chunks (about every :data:`REPORT_SECONDS`) the metrics rows are appended to
-``metrics.jsonl`` and TensorBoard; every ``run.checkpoint_minutes`` (and
-every ``run.checkpoint_every`` updates, when set) the whole training state
-is checkpointed. The chunk lengths never change results: splitting a run
-into chunks of any lengths gives bit-for-bit the same run (tested).
+argument — and calls it in chunks until the update budget is spent
+(:mod:`plume_jax.train.chunks`). Between chunks (about every 30 s) the
+metrics rows are appended to ``metrics.jsonl`` and TensorBoard; every
+``run.checkpoint_minutes`` (and every ``run.checkpoint_every`` updates, when
+set) the whole training state is checkpointed. The chunk lengths never
+change results: splitting a run into chunks of any lengths gives
+bit-for-bit the same run (tested).
 Progress comes from inside the program (``jax.debug.callback``) to a
 :class:`plume_jax.progress.ProgressBar`. Afterwards the policy is
 exported, reloaded from disk as an ``agents.trained.TrainedPolicy`` and
@@ -40,7 +41,6 @@ import dataclasses
 import datetime as dt
 import functools
 import json
-import math
 import pathlib
 import platform
 import shutil
@@ -52,6 +52,7 @@ import numpy as np
 
 from plume_jax.errors import ValidationError
 from plume_jax.progress import ProgressBar
+from plume_jax.train.chunks import run_in_chunks
 from plume_jax.train.checkpoint import export_policy, find_checkpoint, load_checkpoint, \
     policy_arrays, policy_spec, read_checkpoint, save_checkpoint
 from plume_jax.train.config import TrainConfig, dump_yaml, resume_differences, train_config
@@ -68,15 +69,6 @@ from plume_jax.train.sharding import mesh as make_mesh, resolve_devices, shard_r
 RUN_OUTPUTS = ("config.yaml", "metrics.jsonl", "metrics.csv", "learning_curve.png",
                "summary.json", "checkpoint", "checkpoints", "policy", "tensorboard", "wandb",
                "wandb_run_id")
-
-#: Seconds of training between two host visits (metrics written, TensorBoard
-#: flushed, checkpoint due?); the chunk lengths follow from the measured speed.
-REPORT_SECONDS = 30.0
-
-#: Most updates one call of the compiled program runs (the length of its
-#: metrics buffer).
-MAX_CHUNK = 4096
-
 
 def ppo_static(config: TrainConfig) -> PPOStatic:
     a = config.algo
@@ -139,25 +131,6 @@ def machine_info() -> dict[str, Any]:
         "backend": jax.default_backend(),
         "devices": [str(d) for d in jax.devices()],
     }
-
-
-def next_chunk(done: int, num_updates: int, *, every: int | None, seconds_per_update: float | None,
-               seconds_to_checkpoint: float | None, max_chunk: int = MAX_CHUNK) -> int:
-    """How many updates the next call of the compiled program runs: up to
-    the end, the next ``every``-multiple, about :data:`REPORT_SECONDS` of
-    training, and about the time left until a timed checkpoint is due (the
-    speed is measured on the earlier chunks; the first chunk is one update).
-    Chunk lengths never change results, only when the host looks."""
-    n = min(num_updates - done, max_chunk)
-    if every:
-        n = min(n, every - done % every)
-    if seconds_per_update is None:
-        return 1
-    spu = max(seconds_per_update, 1e-9)
-    n = min(n, max(1, math.floor(REPORT_SECONDS / spu)))
-    if seconds_to_checkpoint is not None:
-        n = min(n, max(1, math.ceil(seconds_to_checkpoint / spu)))
-    return max(1, n)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -289,60 +262,29 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
     for note in notes:
         bar.update(done * per_update, message=f"note: {note}")
     rows: list[dict[str, Any]] = []
-    compile_s = run_s = checkpoint_s = 0.0
-    checkpoints = 0
-    try:
-        program = None
-        if done < num_updates:
-            bar.update(done * per_update, message="compiling the training program")
-            t0 = time.perf_counter()
-            max_chunk = min(num_updates, MAX_CHUNK)
-            fn = jax.jit(functools.partial(algo.run, num_updates=max_chunk, callback=printer,
-                                           log_every=config.run["log_every"]))
-            program = fn.lower(runner, hp, env_params, count=1).compile()
-            compile_s = time.perf_counter() - t0
-            bar.restart_clock(done * per_update)
-        every = config.run["checkpoint_every"]
-        minutes = config.run["checkpoint_minutes"]
-        interval = None if minutes is None or out is None else 60.0 * minutes
-        last_checkpoint = time.monotonic()
-        seconds_per_update = None
-        while done < num_updates:
-            if out is None:  # nothing to write between chunks
-                n = min(num_updates - done, MAX_CHUNK)
-            else:
-                left = (None if interval is None
-                        else interval - (time.monotonic() - last_checkpoint))
-                n = next_chunk(done, num_updates, every=every,
-                               seconds_per_update=seconds_per_update,
-                               seconds_to_checkpoint=left, max_chunk=MAX_CHUNK)
-            printer.restart(done * per_update)
-            t0 = time.perf_counter()
-            runner, metrics = program(runner, hp, env_params, count=n)
-            jax.block_until_ready(runner)
-            elapsed = time.perf_counter() - t0
-            run_s += elapsed
-            seconds_per_update = elapsed / n
-            new_rows = metric_rows(jax.device_get(jax.tree.map(lambda x: x[:n], metrics)))
-            rows += new_rows
-            done += n
-            if out is None:
-                continue
+
+    def on_chunk(metrics: dict[str, Any], _: int) -> None:
+        new_rows = metric_rows(metrics)
+        rows.extend(new_rows)
+        if out is not None:
             append_jsonl(out / "metrics.jsonl", new_rows)
             loggers.log_rows(new_rows)
-            on_every = bool(every) and done % every == 0
-            timed = interval is not None and (time.monotonic() - last_checkpoint
-                                              + 0.5 * seconds_per_update >= interval)
-            if on_every or timed or done == num_updates:
-                t0 = time.perf_counter()
-                meta = {"config": config.to_dict(), "update": done, "num_updates": num_updates}
-                save_checkpoint(out / "checkpoint", runner, meta)
-                if on_every and done < num_updates:
-                    save_checkpoint(out / "checkpoints" / f"update_{done:08d}", runner, meta)
-                checkpoint_s += time.perf_counter() - t0
-                checkpoints += 1
-                last_checkpoint = time.monotonic()
 
+    def on_checkpoint(state: Any, update: int, kept: bool) -> None:
+        meta = {"config": config.to_dict(), "update": update, "num_updates": num_updates}
+        save_checkpoint(out / "checkpoint", state, meta)
+        if kept:
+            save_checkpoint(out / "checkpoints" / f"update_{update:08d}", state, meta)
+
+    try:
+        runner, stats = run_in_chunks(
+            algo, runner, hp, env_params, done=done, num_updates=num_updates,
+            log_every=config.run["log_every"], bar=bar, printer=printer, bar_offset=0.0,
+            bar_scale=1.0, on_chunk=on_chunk,
+            on_checkpoint=on_checkpoint if out is not None else None,
+            every=config.run["checkpoint_every"], minutes=config.run["checkpoint_minutes"])
+        done = int(runner.update)
+        compile_s, run_s = stats.compile_seconds, stats.train_seconds
         trained_steps = (done - start_update) * per_update
         summary: dict[str, Any] = {
             "env": env.settings.get("id", env.name),
@@ -355,8 +297,8 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
             "init_seconds": init_s,
             "compile_seconds": compile_s,
             "train_seconds": run_s,
-            "checkpoints_written": checkpoints,
-            "checkpoint_seconds": checkpoint_s,
+            "checkpoints_written": stats.checkpoints,
+            "checkpoint_seconds": stats.checkpoint_seconds,
             "steps_per_second_excl_compile": trained_steps / run_s if run_s > 0 else None,
             "steps_per_second_incl_compile": (trained_steps / (run_s + compile_s + init_s)
                                               if trained_steps else None),
