@@ -55,7 +55,8 @@ from plume_jax.progress import ProgressBar
 from plume_jax.train.chunks import run_in_chunks
 from plume_jax.train.checkpoint import export_policy, find_checkpoint, load_checkpoint, \
     policy_arrays, policy_spec, read_checkpoint, save_checkpoint
-from plume_jax.train.config import TrainConfig, dump_yaml, resume_differences, train_config
+from plume_jax.train.config import RESUME_MAY_CHANGE, TrainConfig, dump_yaml, \
+    resume_differences, train_config
 from plume_jax.train.evaluation import evaluate as evaluate_episodes
 from plume_jax.train.loggers import RunLoggers, check_wandb
 from plume_jax.train.ppo import PPO, Hparams, PPOStatic, resolve_gamma
@@ -69,6 +70,7 @@ from plume_jax.train.sharding import mesh as make_mesh, resolve_devices, shard_r
 RUN_OUTPUTS = ("config.yaml", "metrics.jsonl", "metrics.csv", "learning_curve.png",
                "summary.json", "checkpoint", "checkpoints", "policy", "tensorboard", "wandb",
                "wandb_run_id")
+
 
 def ppo_static(config: TrainConfig) -> PPOStatic:
     a = config.algo
@@ -165,9 +167,8 @@ def resume_point(resume: str | pathlib.Path, config: TrainConfig) -> ResumePoint
         raise ValidationError(
             f"--resume {ckpt}: the config differs from the checkpoint's in {len(diffs)} "
             f"setting(s) that define the problem or the algorithm ({listed}). A resumed run may "
-            "change only algo.total_steps, run.log_every, run.checkpoint_minutes, "
-            "run.checkpoint_every, run.devices, run.tensorboard, run.wandb_project and eval.*; "
-            "train a changed config as a new run (another --out).",
+            f"change only {', '.join(RESUME_MAY_CHANGE)}; train a changed config as a new run "
+            "(another --out).",
             parameter=name, value=diffs[name][1], allowed=f"{diffs[name][0]!r} (the checkpoint's)")
     update = int(meta.get("update", 0))
     if update > config.num_updates:
