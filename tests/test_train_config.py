@@ -265,8 +265,8 @@ def test_dotted_names_set_sections_env_overrides_and_slot_parameters():
     ("algo.learning_rate=-1", "algo.learning_rate=-1"),
     ("learning_rate=1e-3", "--set='learning_rate' is invalid: expected a dotted name"),
     ("algo.learning_rate", "--set='algo.learning_rate' is invalid: expected NAME=VALUE"),
-    ("algo.learning_rate=[1e-3", "--set algo.learning_rate='[1e-3' is invalid: expected a YAML "
-                                 "value"),
+    ("algo.learning_rate=[1e-3", "--set='algo.learning_rate=[1e-3' is invalid: expected "
+                                 "NAME=VALUE with VALUE in plain YAML syntax"),
     ("algo.learning_rate=!!python/object/apply:os.system ['echo owned']",
      "tags that build Python objects (!!python/...) are refused"),
     ("env.overrides.a.b.c=1", "env.overrides.NAME or env.overrides.SLOT.PARAM"),
@@ -297,7 +297,7 @@ def test_sweep_set_overrides_the_base_the_grid_and_the_mode():
 
 # ------------------------------------------------------------------- CLI inputs
 @pytest.mark.parametrize("content, message", [
-    (b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe", "binary"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe", "a readable text file"),
     (b"env: {id: [unclosed\n", "a YAML file ("),
     (b"", "a YAML file holding a mapping"),
     (b"- a list\n", "a YAML file holding a mapping"),

@@ -161,6 +161,32 @@ def test_a_member_folder_resumes_as_a_training_run(sweep_run, tmp_path, capsys):
     assert json.loads((member / "summary.json").read_text())["resumed_at_update"] == 10
 
 
+def test_the_winner_is_compared_with_two_baselines_in_one_evaluate_call(sweep_run, tmp_path,
+                                                                       capsys):
+    """The researcher's next step: the best setting's first member (named in
+    summary.md) against klinotaxis and a random walk, one ``plume-jax
+    evaluate`` call, one table."""
+    best = sweep_run["results"]["settings"][0]["member_names"][0]
+    assert f"`members/{best}/`" in (sweep_run["out"] / "summary.md").read_text()
+    scenario = tmp_path / "trivial.yaml"
+    scenario.write_text(yaml.safe_dump({
+        "name": "trivial_gaussian", "env": {"preset": "PlumeNav-Gaussian-v0",
+                                            "overrides": TRIVIAL_ENV},
+        "agent": {"name": "klinotaxis"}, "episodes": 16, "seed": 0}))
+    out = tmp_path / "eval"
+    policy = sweep_run["out"] / "members" / best / "policy"
+    assert main(["evaluate", "--scenario", str(scenario), "--agent", "winner=trained",
+                 "klinotaxis", "random_walk", "--agent-param", f"winner.path={policy}",
+                 "--out", str(out), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("### trivial_gaussian") == 1  # one scenario, one table
+    rows = [line.split("|")[1:-1] for line in printed.splitlines()
+            if line.startswith("| ") and "episodes" not in line]
+    assert [r[0].strip() for r in rows] == ["winner (trained)", "klinotaxis", "random_walk"]
+    assert rows[0][2].strip().startswith("1.000")  # the winner learned the trivial task
+    assert (out / "summary.md").is_file() and (out / "trivial_gaussian.png").is_file()
+
+
 def test_a_killed_sweep_resumes_from_its_programs_checkpoints(sweep_run, tmp_path, capsys):
     """A sweep killed in its second program (its checkpoint at update 5, the
     members' metrics ahead of it with a torn line, no summary) resumes with

@@ -411,46 +411,17 @@ def train_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None
 
 
 def read_yaml(path: str | pathlib.Path, parameter: str = "--config") -> dict[str, Any]:
-    """Read a YAML mapping with ``yaml.safe_load``; ``ValidationError``
-    (naming ``parameter`` and the file) for a missing or unreadable file, a
-    binary file, bad YAML, a tag that builds a Python object (``!!python/``)
-    or a document that is not a mapping."""
-    path = pathlib.Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ValidationError.for_parameter(parameter, str(path),
-                                            "a UTF-8 text YAML file (this one is binary)") from None
-    except OSError as exc:
-        raise ValidationError.for_parameter(parameter, str(path),
-                                            f"a readable file ({exc.strerror or exc})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ValidationError.for_parameter(
-            parameter, str(path), f"a YAML file ({_yaml_problem(exc)})") from None
+    """Read a YAML mapping (:func:`plume_jax.config.read_yaml`:
+    ``yaml.safe_load``, so a ``!!python/`` tag is refused); ``ValidationError``
+    naming ``parameter`` and the file for a missing, unreadable or binary
+    file, bad YAML or a document that is not a mapping."""
+    from plume_jax.config import read_yaml as read_yaml_document
+
+    data = read_yaml_document(path, parameter)
     if not isinstance(data, Mapping):
         raise ValidationError.for_parameter(parameter, str(path),
                                             "a YAML file holding a mapping")
     return dict(data)
-
-
-def _yaml_problem(exc: Exception) -> str:
-    """One line saying what is wrong in a YAML text."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return "; ".join(lines[:3]) if lines else type(exc).__name__
-
-
-def parse_yaml_value(text: str, parameter: str) -> Any:
-    """``yaml.safe_load`` of one command-line value (``3e-4``, ``[64, 64]``,
-    ``{type: sparse}``); ``ValidationError`` naming ``parameter`` for
-    malformed YAML or a ``!!python/...`` tag."""
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ValidationError.for_parameter(
-            parameter, text, f"a YAML value ({_yaml_problem(exc)}); tags that build Python "
-            "objects (!!python/...) are refused") from None
 
 
 def apply_dotted(data: dict[str, Any], key: str, value: Any, where: str) -> None:

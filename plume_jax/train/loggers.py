@@ -86,7 +86,7 @@ class RunLoggers:
             id_file.write_text(run_id)
             self.wandb_run = wandb.init(project=wandb_project, name=name or None, group=group,
                                         dir=str(self.folder), config=config, id=run_id,
-                                        resume="allow", reinit="create_new")
+                                        resume="allow")
 
     def log_rows(self, rows: Iterable[dict[str, Any]]) -> None:
         """One metrics row per update (``env_steps`` is the step)."""
