@@ -266,10 +266,9 @@ def member_label(assignment: dict[str, Any]) -> str:
 
 # ------------------------------------------------------------------ programs
 def _env_structure(env: Any) -> Any:
-    fields = ("grid", "plume", "sensor", "actions", "reward", "start")
-    if all(hasattr(env, f) for f in fields):
-        return tuple(getattr(env, f) for f in fields)
-    return env
+    """What members must share to run in one program: the env's static
+    structure (``PlumeEnv.structure``: everything but its default params)."""
+    return env.structure
 
 
 def _program_key(cfg: TrainConfig, env: Any) -> tuple[str, Any]:
