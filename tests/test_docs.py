@@ -23,6 +23,7 @@ DEDICATED = {
     "gymnasium-examples": ("test_gym_readme", "test_docs_gymnasium_examples_run"),
     "components-example": ("test_config", "test_docs_components_example_runs"),
     "movie-plif": ("test_plumes_movie", "test_docs_loading_example_runs"),
+    "pettingzoo-trained": ("test_train_multi_agent", "test_trained_agents_act_in_the_pettingzoo_env"),
 }
 
 RUNNABLE = [page for page in PAGES if any(b.tag is None for b in blocks(page))]

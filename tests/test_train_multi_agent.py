@@ -494,26 +494,25 @@ def test_plume_jax_evaluate_runs_the_trained_team_policy(team_run):
 
 
 def test_trained_agents_act_in_the_pettingzoo_env(team_run):
-    """One ``TrainedAgent`` per PettingZoo agent, each from its own
-    observation, until the episode is over for all of them."""
+    """docs/training.md's example: one ``TrainedAgent`` per PettingZoo agent,
+    each from its own observation, until the episode is over for all of them
+    (on the small team env and the policy trained above)."""
     pytest.importorskip("pettingzoo")
-    from agents.trained import TrainedAgent
-    from plume_jax.gym.pettingzoo_env import PlumeParallelEnv
+    from docs_blocks import tagged
 
-    env, params = plume_jax.make("PlumeNav-Gaussian-v0", **TEAM)
-    pz = PlumeParallelEnv(env, params)
-    agents = {name: TrainedAgent.load(team_run["out"] / "policy") for name in pz.possible_agents}
-    observations, _ = pz.reset(seed=3)
-    for agent in agents.values():
-        agent.reset()
-    steps = 0
-    while pz.agents:
-        actions = {name: agents[name].act(observations[name]) for name in pz.agents}
-        assert all(isinstance(a, int) and 0 <= a < 5 for a in actions.values())
-        observations, rewards, terminations, truncations, _ = pz.step(actions)
-        assert all(math.isfinite(r) for r in rewards.values())
-        steps += 1
-    assert steps <= TEAM["max_steps"]
+    code = tagged("pettingzoo-trained")[0]
+    assert 'plume_jax.make("PlumeNav-Swarm-v0")' in code
+    code = code.replace('plume_jax.make("PlumeNav-Swarm-v0")',
+                        f'plume_jax.make("PlumeNav-Gaussian-v0", **{TEAM!r})')
+    code = code.replace('"runs/train_swarm/policy"', repr(str(team_run["out"] / "policy")))
+    namespace: dict = {}
+    exec(compile(code, "docs/training.md PettingZoo example", "exec"), namespace)
+    pz, agents = namespace["pz"], namespace["agents"]
+    assert pz.agents == [] and sorted(agents) == pz.possible_agents
+    assert all(math.isfinite(r) for r in namespace["rewards"].values())
+    assert all(namespace["terminations"][a] or namespace["truncations"][a]
+               for a in namespace["rewards"])
+    assert all(a._carry is not None for a in agents.values())
 
 
 def test_a_sweep_of_a_multi_agent_config_agrees_with_the_single_run(team_run):
@@ -536,3 +535,98 @@ def test_a_sweep_of_a_multi_agent_config_agrees_with_the_single_run(team_run):
                 assert math.isclose(a[k], b[k], rel_tol=1e-3, abs_tol=1e-5), (k, a[k], b[k])
     results = sweep.summary["results"]
     assert len(results) == 2 and all(0.0 <= r["eval_success_rate"] <= 1.0 for r in results)
+
+
+SHARDED_TEAM_SCRIPT = """
+import json
+import jax, numpy as np
+from plume_jax.train.config import train_config
+from plume_jax.train.trainer import train
+
+assert jax.device_count() == 4, jax.devices()
+base = json.loads('CONFIG')
+base["algo"]["total_steps"] = 8 * 16 * 3
+runs = {}
+for devices in (4, 1):
+    cfg = train_config({**base, "run": {"devices": devices, "seed": 0}})
+    runs[devices] = train(cfg, None, progress=False, evaluate=False)
+r4, r1 = runs[4], runs[1]
+out = {"devices": [r4.summary["devices"], r1.summary["devices"]],
+       "hidden_shard_rows": r4.runner.hidden.addressable_shards[0].data.shape[0],
+       "obs_shard_shape": list(r4.runner.obs.addressable_shards[0].data.shape),
+       "param_diff": max(float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
+                         for a, b in zip(jax.tree.leaves(r4.runner.params),
+                                         jax.tree.leaves(r1.runner.params))),
+       "loss": [[r["loss"] for r in r4.rows], [r["loss"] for r in r1.rows]]}
+print("RESULT" + json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_a_multi_agent_run_shards_its_envs_and_their_agents_over_four_devices():
+    """Like a single-agent run, the env batch (and with it each env's agent
+    rows) is split over devices, and the result is the unsharded run's."""
+    from test_train_sharding import _run
+
+    config = {**E2E, "network": {**E2E["network"], "type": "mlp"}}
+    result = _run(SHARDED_TEAM_SCRIPT.replace("CONFIG", json.dumps(config)))
+    assert result["devices"] == [4, 1]
+    assert result["obs_shard_shape"][:2] == [8 // 4, 3]        # 2 envs x 3 agents per device
+    assert result["hidden_shard_rows"] == 8 * 3 // 4            # their agent rows
+    assert result["param_diff"] < 1e-4
+    sharded, plain = result["loss"]
+    assert sharded == pytest.approx(plain, rel=1e-3, abs=1e-5)
+
+
+# --------------------------------------------------------------- the swarm preset
+@pytest.mark.slow
+def test_gaussian_config_with_the_swarm_id_trains_instead_of_crashing():
+    """Issue 15: the shipped Gaussian config with only the id changed to
+    PlumeNav-Swarm-v0 crashed with a vmap rank error; now it trains (one
+    small update on a smaller grid to keep the test short) and evaluates."""
+    from plume_jax.train.config import read_yaml
+    from plume_jax.train.trainer import train
+
+    data = read_yaml(CONFIGS / "train_gaussian.yaml")
+    data["env"]["id"] = "PlumeNav-Swarm-v0"
+    data["env"]["overrides"].update({
+        "grid_size": [32, 24], "max_steps": 10,
+        "plume": {"capacity": 32, "warmup_steps": 8, "source": [4.0, 12.0]},
+        "start": {"min_distance": 3.0, "max_distance": 20.0}})
+    data["algo"].update({"total_steps": 16, "num_envs": 2, "num_steps": 8})
+    data["eval"] = {"num_envs": 4}
+    result = train(train_config(data), None, progress=False)
+    assert result.summary["num_agents"] == 8
+    assert result.rows[0]["agent_steps"] == 8 * 16
+    assert math.isfinite(result.rows[0]["loss"])
+    assert result.summary["evaluation"]["episodes"] == 4
+
+
+@pytest.mark.slow
+def test_shipped_swarm_config_against_cast_and_surge(tmp_path):
+    """configs/train_swarm.yaml against the README's cast-and-surge swarm on the
+    same scenario and seeds, with the project's evaluator: the trained team
+    reaches the source in at least as many episodes, sooner on average."""
+    from agents import make_agent
+    from plume_jax.evaluate import rollout
+    from plume_jax.evaluate.scenario import load_scenario
+
+    out = tmp_path / "run"
+    code, stdout = _cli(["train", "--config", str(CONFIGS / "train_swarm.yaml"), "--out",
+                         str(out), "--quiet"])
+    assert code == 0, stdout
+    scenario = load_scenario(CONFIGS / "scenarios" / "swarm_cast_and_surge_8.yaml")
+    env, params = plume_jax.make(scenario["env"]["preset"], **scenario["env"]["overrides"])
+    key = jax.random.key(scenario["seed"])
+    steps = int(params.max_steps)
+    n = scenario["episodes"]
+    trained = rollout(env, params, make_agent("trained", env, path=str(out / "policy")), key,
+                      n, steps, until_done=True)
+    baseline = rollout(env, params, make_agent("cast_and_surge", env), key, n, steps,
+                       until_done=True)
+
+    def mean_steps(result):
+        return float(np.mean(np.asarray(result.episode_length)[np.asarray(result.success)]))
+
+    assert np.mean(trained.success) >= np.mean(baseline.success)
+    assert mean_steps(trained) < mean_steps(baseline)
