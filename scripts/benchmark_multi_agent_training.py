@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import pathlib
 import sys
 from typing import Any
@@ -30,7 +29,7 @@ from typing import Any
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scripts.benchmark_training import bench_ours, load, machine  # noqa: E402
+from scripts.benchmark_training import bench_ours, load, machine, save  # noqa: E402
 
 
 def swarm_config(num_agents: int, network: str, updates: int) -> dict[str, Any]:
@@ -77,11 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  = {row['agent_steps_per_second_excl_compile']:,.0f} agent steps/s excl. "
                   "compile", flush=True)
             payload["results"].append(row)
-    payload["load_at_end"] = load()
-    out = pathlib.Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(payload, indent=2))
-    print(f"saved {out}")
+    save(payload, args.out)
     return 0
 
 
