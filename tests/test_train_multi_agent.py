@@ -630,3 +630,16 @@ def test_shipped_swarm_config_against_cast_and_surge(tmp_path):
 
     assert np.mean(trained.success) >= np.mean(baseline.success)
     assert mean_steps(trained) < mean_steps(baseline)
+
+
+def test_a_sweep_over_the_number_of_agents_is_refused():
+    """The agent count fixes shapes (static): members with 2 and 3 agents cannot
+    be one program. It was accepted, and every member silently trained with
+    the first member's 2 agents."""
+    from plume_jax.train.sweep import setup, sweep_config
+
+    base = {"env": {"id": "PlumeNav-Gaussian-v0", "overrides": {**SMALL, "num_agents": 2}},
+            "algo": {"total_steps": 4 * 16, "num_envs": 4, "num_steps": 16}}
+    for key, values in (("env.num_agents", [2, 3]), ("env.done_mode", ["any", "all"])):
+        with pytest.raises(ValidationError, match=key):
+            setup(sweep_config({"base": base, "grid": {key: values}}))

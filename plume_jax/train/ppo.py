@@ -47,9 +47,11 @@ An agent that has arrived while its team goes on (``done_mode "all"``) is
 frozen by the env and earns nothing; its later steps say nothing about
 acting, so they are masked out of the loss (``Transition.active``): every
 mean in :meth:`PPO.loss`, the advantage normalisation included, is over
-active rows only. Minibatches keep the agents of one env together (the
-centralised critic, ``network.critic: centralised``, reads them all). With
-one agent every row is active and the algorithm is single-agent PPO.
+active rows only (the running observation statistics still include them:
+they are real observations). Minibatches keep the agents of one env
+together (the centralised critic, ``network.critic: centralised``, reads
+them all). With one agent every row is active and the algorithm is
+single-agent PPO.
 """
 
 from __future__ import annotations

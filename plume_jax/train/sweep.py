@@ -190,8 +190,9 @@ def load_sweep_config(path: str | pathlib.Path) -> SweepConfig:
 
 def _env_structure(env: Any) -> Any:
     fields = ("grid", "plume", "sensor", "actions", "reward", "start")
+    multi_agent = ("num_agents", "done_mode", "collisions", "observe_others")
     if all(hasattr(env, f) for f in fields):
-        return tuple(getattr(env, f) for f in fields)
+        return (type(env),) + tuple(getattr(env, f, None) for f in fields + multi_agent)
     return env
 
 
