@@ -33,13 +33,13 @@ from plume_jax.errors import ValidationError
 def _trained(env: Any, path: str, greedy: bool = True) -> Any:
     from agents.trained import TrainedPolicy
 
-    return TrainedPolicy.load(path, greedy=greedy)
+    return TrainedPolicy.for_env(env, path, greedy=greedy)
 
 
 def _sb3(env: Any, path: str, algorithm: str = "PPO", deterministic: bool = True) -> Any:
     from agents.sb3 import SB3Agent
 
-    return SB3Agent.load(path, algorithm=algorithm, deterministic=deterministic)
+    return SB3Agent.for_env(env, path, algorithm=algorithm, deterministic=deterministic)
 
 
 def _infotaxis_factories() -> dict[str, Callable[..., Any]]:
@@ -85,7 +85,25 @@ def _build(table: dict, name: str, env: Any, params: dict[str, Any]) -> Any:
     if missing:
         raise ValidationError.for_parameter(f"agent.{missing[0]}", None,
                                             f"a value (agent {name!r} requires it)")
-    return factory(env, **params)
+    try:
+        return factory(env, **params)
+    except ValidationError:
+        raise
+    except (TypeError, ValueError, OverflowError) as error:  # e.g. float("x") of a parameter
+        raise ValidationError.for_parameter(
+            "agent.params", dict(params),
+            f"parameter values agent {name!r} accepts ({type(error).__name__}: {error})"
+        ) from None
+
+
+def default_params(name: str) -> dict[str, Any]:
+    """The parameters agent ``name`` takes by default (required ones, such
+    as ``trained``'s ``path``, are absent); ``{}`` for an unknown name."""
+    table = FUNCTIONAL_AGENTS if name in FUNCTIONAL_AGENTS else HOST_AGENTS
+    if name not in table:
+        return {}
+    return {p.name: p.default for p in inspect.signature(table[name]).parameters.values()
+            if p.name != "env" and p.default is not p.empty}
 
 
 def is_host_agent(name: str) -> bool:

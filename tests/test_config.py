@@ -243,6 +243,14 @@ def test_unreadable_config_files(tmp_path, text, field):
     assert excinfo.value.parameter == field
 
 
+def test_binary_config_file_is_refused_with_a_validation_error_not_a_decode_error(tmp_path):
+    path = tmp_path / "binary.yaml"
+    path.write_bytes(bytes(range(256)))
+    with pytest.raises(ValidationError) as excinfo:
+        plume_jax.make_from_config(path)
+    assert excinfo.value.parameter == "path"
+
+
 def test_missing_file_and_missing_slot(tmp_path):
     with pytest.raises(ValidationError) as excinfo:
         plume_jax.make_from_config(tmp_path / "nope.yaml")

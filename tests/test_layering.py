@@ -13,12 +13,13 @@ import plume_jax
 
 PACKAGE = pathlib.Path(plume_jax.__file__).parent
 # Every top-level module is layer 0-2 except these (layers 3-5, or the package
-# entry point, which registers the Gymnasium envs).
-NOT_CORE = {"__init__.py", "video.py", "progress.py"}
+# entry points: __init__ registers the Gymnasium envs, __main__ runs the CLI;
+# agents_package checks the layer-4 `agents` package for layer 5).
+NOT_CORE = {"__init__.py", "__main__.py", "agents_package.py", "video.py", "progress.py"}
 COMPONENT_FOLDERS = ("plumes", "sensors", "actions", "rewards", "starts")
 CORE_MODULES = sorted(
     [p for p in PACKAGE.glob("*.py") if p.name not in NOT_CORE]
-    + [p for folder in COMPONENT_FOLDERS for p in (PACKAGE / folder).rglob("*.py")]
+    + [p for folder in ("settings", *COMPONENT_FOLDERS) for p in (PACKAGE / folder).rglob("*.py")]
 )
 # Layer 3: the adapters.
 ADAPTER_MODULES = sorted(list((PACKAGE / "gym").rglob("*.py")) + [PACKAGE / "video.py"])
