@@ -217,12 +217,12 @@ def test_gae_per_agent_follows_the_done_mode(tiny_rollout):
         assert (team_end & ~term.all(axis=2)).any()
 
 
+@pytest.mark.parametrize("tiny_rollout", ["all"], indirect=True)  # frozen agents exist only there
 def test_frozen_agents_do_not_change_the_loss(tiny_rollout):
     """Whatever is stored for an agent's frozen steps (inputs, actions,
     advantages) leaves the loss and its gradient unchanged."""
     done_mode, traj, last, adv, target, raw, _ = tiny_rollout
-    if done_mode != "all":
-        pytest.skip("agents are frozen only under done_mode 'all'")
+    assert done_mode == "all"
     env, params = plume_jax.make("PlumeNav-Gaussian-v0", **TINY)
     env = MultiAgentPlumeEnv.from_env(env, num_agents=AGENTS, done_mode="all")
     algo = PPO(env, params, _static(NETS["mlp"], num_envs=8, num_steps=48))
