@@ -17,6 +17,7 @@ grid raise ``ValidationError`` naming the field) and only then builds the env.
 from __future__ import annotations
 
 import copy
+import difflib
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -390,16 +391,30 @@ def _check_compatible(grid: Grid, goal_radius: float, resolved: Mapping[str, Any
 def make(env_id: str, **overrides: Any) -> tuple[PlumeEnv, EnvParams]:
     """Build a registered preset, with validated overrides.
 
+    ``env_id`` is a preset id, bare or with its Gymnasium namespace
+    (``"PlumeNav-Gaussian-v0"`` or ``"plume_jax/PlumeNav-Gaussian-v0"``).
+
     Example::
 
         env, params = plume_jax.make("PlumeNav-Gaussian-v0", sigma=10.0, max_steps=500)
 
     Raises:
-        ValidationError: unknown preset id, unknown override name, or a bad value.
+        ValidationError: unknown preset id (with the closest known ids),
+            unknown override name, or a bad value.
     """
-    if env_id not in PRESETS:
-        raise ValidationError.for_parameter("env_id", env_id, f"one of {sorted(PRESETS)}")
-    spec = merge_overrides(PRESETS[env_id], overrides)
-    spec["id"] = env_id
+    preset = env_id
+    if isinstance(env_id, str) and env_id.startswith("plume_jax/"):
+        preset = env_id[len("plume_jax/"):]
+    if not isinstance(preset, str) or preset not in PRESETS:
+        lowered = {known.lower(): known for known in PRESETS}
+        close = [lowered[m] for m in difflib.get_close_matches(preset.lower(), lowered, n=3,
+                                                               cutoff=0.6)] \
+            if isinstance(preset, str) else []
+        hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
+        raise ValidationError.for_parameter(
+            "env_id", env_id, f"a preset id, bare or as 'plume_jax/<id>' ({hint}"
+                              f"known: {sorted(PRESETS)})")
+    spec = merge_overrides(PRESETS[preset], overrides)
+    spec["id"] = preset
     spec.pop("description", None)
     return build_env(spec)

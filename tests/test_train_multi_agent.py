@@ -632,6 +632,76 @@ def test_shipped_swarm_config_against_cast_and_surge(tmp_path):
     assert mean_steps(trained) < mean_steps(baseline)
 
 
+def test_a_sweep_over_the_number_of_agents_runs_each_count_as_its_own_program():
+    """The agent count and done_mode fix shapes and code paths (static):
+    members that differ in them are never stacked into one program (they
+    once were, and every member silently trained with the first member's env)."""
+    from plume_jax.train.sweep import program_groups, setup, sweep_config
+
+    base = {"env": {"id": "PlumeNav-Gaussian-v0", "overrides": {**SMALL, "num_agents": 2}},
+            "algo": {"total_steps": 4 * 16, "num_envs": 4, "num_steps": 16}}
+    for key, values in (("env.num_agents", [2, 3, 2]), ("env.done_mode", ["any", "all", "any"])):
+        sweep = sweep_config({"base": base, "grid": {key: values}})
+        assert program_groups(sweep) == [[0, 2], [1]]
+        with pytest.raises(ValidationError):
+            setup(sweep)  # all members in one program
+        assert setup(sweep, [1]).env.num_agents == (3 if key == "env.num_agents" else 2)
+
+
+# --------------------------------------------------------------- the swarm preset
+@pytest.mark.slow
+def test_gaussian_config_with_the_swarm_id_trains_instead_of_crashing():
+    """Issue 15: the shipped Gaussian config with only the id changed to
+    PlumeNav-Swarm-v0 crashed with a vmap rank error; now it trains (one
+    small update on a smaller grid to keep the test short) and evaluates."""
+    from plume_jax.train.config import read_yaml
+    from plume_jax.train.trainer import train
+
+    data = read_yaml(CONFIGS / "train_gaussian.yaml")
+    data["env"]["id"] = "PlumeNav-Swarm-v0"
+    data["env"]["overrides"].update({
+        "grid_size": [32, 24], "max_steps": 10,
+        "plume": {"capacity": 32, "warmup_steps": 8, "source": [4.0, 12.0]},
+        "start": {"min_distance": 3.0, "max_distance": 20.0}})
+    data["algo"].update({"total_steps": 16, "num_envs": 2, "num_steps": 8})
+    data["eval"] = {"num_envs": 4}
+    result = train(train_config(data), None, progress=False)
+    assert result.summary["num_agents"] == 8
+    assert result.rows[0]["agent_steps"] == 8 * 16
+    assert math.isfinite(result.rows[0]["loss"])
+    assert result.summary["evaluation"]["episodes"] == 4
+
+
+@pytest.mark.slow
+def test_shipped_swarm_config_against_cast_and_surge(tmp_path):
+    """configs/train_swarm.yaml against the README's cast-and-surge swarm on the
+    same scenario and seeds, with the project's evaluator: the trained team
+    reaches the source in at least as many episodes, sooner on average."""
+    from agents import make_agent
+    from plume_jax.evaluate import rollout
+    from plume_jax.evaluate.scenario import load_scenario
+
+    out = tmp_path / "run"
+    code, stdout = _cli(["train", "--config", str(CONFIGS / "train_swarm.yaml"), "--out",
+                         str(out), "--quiet"])
+    assert code == 0, stdout
+    scenario = load_scenario(CONFIGS / "scenarios" / "swarm_cast_and_surge_8.yaml")
+    env, params = plume_jax.make(scenario["env"]["preset"], **scenario["env"]["overrides"])
+    key = jax.random.key(scenario["seed"])
+    steps = int(params.max_steps)
+    n = scenario["episodes"]
+    trained = rollout(env, params, make_agent("trained", env, path=str(out / "policy")), key,
+                      n, steps, until_done=True)
+    baseline = rollout(env, params, make_agent("cast_and_surge", env), key, n, steps,
+                       until_done=True)
+
+    def mean_steps(result):
+        return float(np.mean(np.asarray(result.episode_length)[np.asarray(result.success)]))
+
+    assert np.mean(trained.success) >= np.mean(baseline.success)
+    assert mean_steps(trained) < mean_steps(baseline)
+
+
 def test_a_sweep_over_the_number_of_agents_is_refused():
     """The agent count fixes shapes (static): members with 2 and 3 agents cannot
     be one program. It was accepted, and every member silently trained with

@@ -700,10 +700,19 @@ class PPO:
 
     # ------------------------------------------------------------ many updates
     def run(self, runner: Runner, hp: Hparams, env_params: Any, num_updates: int,
-            callback: Callable | None = None, log_every: int = 1, batched: bool = False):
+            callback: Callable | None = None, log_every: int = 1, batched: bool = False,
+            count: Any = None):
         """``num_updates`` updates in one ``lax.scan`` (jit it, with
         ``num_updates`` static). With ``batched``, every argument carries a
         leading sweep axis and the update is ``vmap``ped over it.
+
+        ``count`` (optional, an i32[] that may be traced): run only the first
+        ``count`` (<= ``num_updates``) updates; the later steps of the scan
+        leave the runner as it is (``lax.cond``) and their metrics rows are
+        filler (NaN; 0 for integers). One compiled program then serves every
+        chunk length, and splitting a run into chunks of any lengths gives
+        bit-for-bit the results of one call (the update is the same
+        computation; the runner carries the PRNG key and the update count).
 
         ``callback(metrics)`` (host side, via ``jax.debug.callback``) gets the
         metrics of every ``log_every``-th update and of the last update of the
@@ -722,7 +731,18 @@ class PPO:
                              lambda: jax.debug.callback(callback, m), lambda: None)
             return r, m
 
-        return jax.lax.scan(body, runner, None, length=num_updates)
+        if count is None:
+            return jax.lax.scan(body, runner, None, length=num_updates)
+        n = jnp.asarray(count, jnp.int32)
+
+        def maybe(r, i):  # updates past ``count`` leave the runner as it is
+            return jax.lax.cond(i < n, lambda: body(r, None), lambda: (r, filler))
+
+        shapes = jax.eval_shape(lambda r: body(r, None)[1], runner)
+        filler = jax.tree.map(lambda x: jnp.full(x.shape, jnp.nan, x.dtype)
+                              if jnp.issubdtype(x.dtype, jnp.floating)
+                              else jnp.zeros(x.shape, x.dtype), shapes)
+        return jax.lax.scan(maybe, runner, jnp.arange(num_updates))
 
 
 def resolve_gamma(env: Any, env_params: Any, gamma: float | None) -> float:
