@@ -28,6 +28,7 @@ from agents.chemotaxis import BilateralChemotaxisPolicy
 from agents.klinotaxis import KlinotaxisPolicy
 from agents.random_walk import RandomWalkPolicy
 from plume_jax.errors import ValidationError
+from plume_jax.multi_agent import MultiAgentPlumeEnv
 
 
 def _trained(env: Any, path: str, greedy: bool = True) -> Any:
@@ -123,11 +124,10 @@ def make_agent(name: str, env: Any, **params: Any) -> Any:
     """
     if name in FUNCTIONAL_AGENTS:
         policy = _build(FUNCTIONAL_AGENTS, name, env, params)
-        num_agents = getattr(env, "num_agents", None)
-        if num_agents is not None:  # a multi-agent env: one call acts for every agent
+        if isinstance(env, MultiAgentPlumeEnv):  # one call acts for every agent
             from agents.batched import PerAgentPolicy
 
-            policy = PerAgentPolicy(policy, num_agents)
+            policy = PerAgentPolicy(policy, env.num_agents)
         return policy
     if name in HOST_AGENTS:
         return _build(HOST_AGENTS, name, env, params)

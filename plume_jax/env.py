@@ -40,6 +40,7 @@ from gymnax.environments import spaces as gymnax_spaces
 from plume_jax import spaces
 from plume_jax.autoreset import (Transition, step_then_reset, step_then_reset_batch,
                                  vmappable_step)
+from plume_jax.interfaces import ActionModel, Plume, Reward, Sensor, StartDistribution
 from plume_jax.types import AgentState, EnvParams, EnvState, Grid, PlumeProbe
 from plume_jax.vectors import norm
 
@@ -130,7 +131,7 @@ def _freeze(tree: Any) -> tuple:
 
 
 @dataclasses.dataclass(frozen=True, eq=False, repr=False)
-class PlumeEnv(gymnax_env.Environment):
+class PlumeEnv(gymnax_env.Environment[EnvState, EnvParams]):
     """Odour-plume navigation as pure ``reset`` / ``step`` functions.
 
     A frozen dataclass of its static parts: ``dataclasses.replace(env,
@@ -141,19 +142,19 @@ class PlumeEnv(gymnax_env.Environment):
 
     Attributes:
         grid: static grid size.
-        plume, sensor, actions, reward, start: components (see their
-            packages for the method each must provide).
+        plume, sensor, actions, reward, start: components, each an
+            instance of its interface (:mod:`plume_jax.interfaces`).
         default_params: the ``EnvParams`` used when ``params`` is None.
         settings: the validated, JSON-serialisable settings the env was
             built from (``plume_jax.make`` fills it); informational.
     """
 
     grid: Grid
-    plume: Any
-    sensor: Any
-    actions: Any
-    reward: Any
-    start: Any
+    plume: Plume
+    sensor: Sensor
+    actions: ActionModel
+    reward: Reward
+    start: StartDistribution
     # A default (None, refused below) keeps a plain class attribute in this
     # class, which shadows gymnax's read-only ``default_params`` property.
     default_params: EnvParams = dataclasses.field(default=None,

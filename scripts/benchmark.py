@@ -132,9 +132,17 @@ def build(env: Any, params: Any, num_envs: int, num_steps: int, form: str = "ste
 
 def time_run(compiled: Any, state: Any, seed: int) -> float:
     """Seconds of one run of a compiled program (key ``seed``)."""
-    t0 = time.perf_counter()
+    return time_run_cpu(compiled, state, seed)[0]
+
+
+def time_run_cpu(compiled: Any, state: Any, seed: int) -> tuple[float, float]:
+    """``(wall, cpu)`` seconds of one run of a compiled program (key
+    ``seed``); cpu is this process's CPU time, all its threads: on a machine
+    shared with other jobs, steps per CPU-second is less distorted by their
+    load than steps per wall-clock second."""
+    t0, c0 = time.perf_counter(), time.process_time()
     jax.block_until_ready(compiled(state, jax.random.key(seed)))
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
 def measure(env: Any, params: Any, num_envs: int, num_steps: int, repeats: int,
@@ -142,13 +150,18 @@ def measure(env: Any, params: Any, num_envs: int, num_steps: int, repeats: int,
     """One program alone: its :func:`build` figures and the median of
     ``repeats`` timed runs."""
     compiled, state, figures = build(env, params, num_envs, num_steps, form)
-    return summarise(figures, [time_run(compiled, state, i + 1) for i in range(repeats)])
+    return summarise(figures, [time_run_cpu(compiled, state, i + 1) for i in range(repeats)])
 
 
-def summarise(figures: dict[str, Any], times: list[float]) -> dict[str, Any]:
+def summarise(figures: dict[str, Any], runs: list[tuple[float, float]]) -> dict[str, Any]:
+    """``figures`` with the runs' ``(wall, cpu)`` seconds and their medians
+    as steps per second and steps per CPU-second."""
+    times, cpu_times = [r[0] for r in runs], [r[1] for r in runs]
     median = statistics.median(times)
+    steps = figures["num_envs"] * figures["num_steps"]
     return {**figures, "run_seconds": times, "median_run_seconds": median,
-            "steps_per_second": figures["num_envs"] * figures["num_steps"] / median}
+            "steps_per_second": steps / median, "cpu_seconds": cpu_times,
+            "steps_per_cpu_second": steps / max(statistics.median(cpu_times), 1e-9)}
 
 
 # -- programs of one or two code trees, timed interleaved --------------------------
@@ -192,7 +205,7 @@ def serve(device: str | None) -> int:
                     reply = {"id": len(programs) - 1, **figures}
             elif req["op"] == "run":
                 compiled, state = programs[req["id"]]
-                reply = {"seconds": time_run(compiled, state, req["seed"])}
+                reply = {"seconds": time_run_cpu(compiled, state, req["seed"])}
             elif req["op"] == "clear":
                 programs.clear()
                 reply = {}
@@ -245,10 +258,10 @@ def measure_interleaved(cells: list[tuple[Worker, dict[str, Any], dict[str, Any]
         reply = worker.ask(op="build", **request)
         if "skip" not in reply:
             built.append((worker, reply, labels))
-    times: list[list[float]] = [[] for _ in built]
+    times: list[list[tuple[float, float]]] = [[] for _ in built]
     for i in range(repeats):
         for j, (worker, reply, _) in enumerate(built):
-            times[j].append(worker.ask(op="run", id=reply["id"], seed=i + 1)["seconds"])
+            times[j].append(tuple(worker.ask(op="run", id=reply["id"], seed=i + 1)["seconds"]))
     for worker in {id(w): w for w, _, _ in built}.values():
         worker.ask(op="clear")
     return [{**labels, **summarise({k: v for k, v in reply.items() if k != "id"}, t)}
@@ -328,8 +341,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def report(row: dict[str, Any], what: str) -> None:
         memory = row["state_bytes_per_env"] + row.get("temp_bytes_per_env", 0.0)
-        print(f"{row.get('code', ''):6s} {what}: {row['steps_per_second']:14,.0f} steps/s "
-              f"(median of {args.repeats}), compile {row['compile_seconds']:.2f} s, "
+        print(f"{row.get('code', ''):6s} {what}: {row['steps_per_second']:14,.0f} steps/s, "
+              f"{row['steps_per_cpu_second']:14,.0f} per CPU-second (medians of "
+              f"{args.repeats}), compile {row['compile_seconds']:.2f} s, "
               f"{memory / 1024:.1f} KiB/env", flush=True)
 
     results = []

@@ -344,4 +344,4 @@ def test_agents_that_cannot_act_on_the_env_are_refused_when_planned(windy_scenar
 def test_run_scenario_keeps_its_keyword_form(windy_scenario):
     scenario, _ = windy_scenario
     with pytest.raises(ValidationError, match="seed"):
-        sc.run_scenario(scenario, seed=2**32)
+        sc.run_scenario(scenario, seed=2**63)

@@ -206,3 +206,14 @@ def test_every_preset_stays_finite_with_extreme_accepted_settings(preset, data):
         assume(False)
     out = run(params, jax.random.key(data.draw(st.integers(0, 2**30), label="seed")))
     assert finite(out), jax.tree.map(lambda x: np.asarray(x), out)
+
+
+@pytest.mark.parametrize("position", [{3, 4}, {3: 4, 5: 6}, frozenset({3, 4})],
+                         ids=["set", "dict", "frozenset"])
+def test_position_given_as_a_set_or_mapping_is_a_validation_error_not_a_type_error(position):
+    """A set or dict of two numbers has a length of 2 but no pair order:
+    ``grid_position`` used to index it and raise ``TypeError``."""
+    import plume_jax
+
+    with pytest.raises(plume_jax.ValidationError, match="start.position"):
+        plume_jax.make("PlumeNav-Gaussian-v0", start={"type": "fixed", "position": position})

@@ -17,6 +17,8 @@ from typing import Any
 
 from plume_jax.cli.common import check_output_file, parse_overrides
 from plume_jax.errors import ValidationError
+from plume_jax.multi_agent import MultiAgentPlumeEnv
+from plume_jax.seeding import seed_key
 
 DEMO_DEFAULTS = {
     "preset": "PlumeNav-Gaussian-v0",
@@ -35,7 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     demo.add_argument("--num-steps", type=int, default=None,
                       help="steps per env (default: the preset's max_steps)")
     demo.add_argument("--seed", type=int, default=DEMO_DEFAULTS["seed"],
-                      help="an integer in [0, 2**32) (default %(default)s)")
+                      help="an integer in [0, 2**63) (default %(default)s)")
     demo.add_argument("--out", default=DEMO_DEFAULTS["out"],
                       help="figure of the first episodes' paths: .png, .pdf, .svg, ... "
                       "('' to skip; default %(default)s)")
@@ -71,7 +73,7 @@ def run_demo(preset: str, num_envs: int, num_steps: int | None, seed: int, out: 
     env, params = plume_jax.make(preset, **overrides)
     num_steps = int(params.max_steps) if num_steps is None else num_steps
     policy = KlinotaxisPolicy.for_env(env)
-    key = jax.random.key(seed)
+    key = seed_key(seed)
 
     with ProgressBar(num_steps, "demo", unit="steps", quiet=quiet, stream=sys.stderr) as bar:
         progress = None if quiet else (lambda steps, finished: bar.update(
@@ -86,7 +88,7 @@ def run_demo(preset: str, num_envs: int, num_steps: int | None, seed: int, out: 
         result = jax.block_until_ready(compiled(params, key))
         run_s = time.perf_counter() - t0
 
-    metrics = summarise(result, float(params.goal_radius), team=hasattr(env, "num_agents"))
+    metrics = summarise(result, float(params.goal_radius), team=isinstance(env, MultiAgentPlumeEnv))
     figures = {
         "preset": preset,
         "policy": "klinotaxis",

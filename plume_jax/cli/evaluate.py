@@ -48,7 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "is named)")
     ev.add_argument("--episodes", type=int, default=None, help="override each scenario's episodes")
     ev.add_argument("--seed", type=int, default=None,
-                    help="override each scenario's seed (an integer in [0, 2**32))")
+                    help="override each scenario's seed (an integer in [0, 2**63))")
     ev.add_argument("--out", default="eval_out",
                     help="folder for the JSON reports, summary.md and a figure per scenario")
     ev.add_argument("--baseline", default=None, help="saved report JSON to compare against")

@@ -21,7 +21,8 @@ A scenario file (``configs/scenarios/*.yaml``)::
 The scenario's ``expect`` is about its own agent: it is checked when the run
 uses that agent with the scenario's parameters, and reported as skipped,
 with the reason, when another agent (or other parameters) runs the scenario.
-``seed`` is an integer in ``[0, 2**32)`` (the PRNG key takes 32 bits).
+``seed`` is an integer in ``[0, 2**63)``; every bit reaches the PRNG key
+(:mod:`plume_jax.seeding`).
 ``name`` is shown as written; output files use a safe form of it
 (:func:`safe_name`).
 
@@ -52,22 +53,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from plume_jax.errors import ValidationError
+from plume_jax.multi_agent import MultiAgentPlumeEnv
+from plume_jax.seeding import check_seed, seed_key
 
 SCENARIO_KEYS = {"name", "description", "env", "agent", "episodes", "seed", "max_steps", "expect"}
 EXPECT_KEYS = {"min_success_rate", "max_mean_steps", "min_path_efficiency"}
-#: Seeds are ``[0, SEED_LIMIT)``: ``jax.random.key`` keeps the low 32 bits of
-#: an integer seed, so larger ones would repeat smaller ones' episodes.
-SEED_LIMIT = 2**32
 #: The most episodes one run may ask for (one vmapped batch).
 MAX_EPISODES = 2**24
 
 
 def validate_seed(value: Any, parameter: str = "seed") -> int:
-    """``value`` as a seed, or a ValidationError naming ``parameter``."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < SEED_LIMIT:
-        raise ValidationError.for_parameter(
-            parameter, value, "an integer in [0, 2**32) (the PRNG key takes 32 bits)")
-    return int(value)
+    """``value`` as a seed (``[0, 2**63)``, every bit used:
+    :mod:`plume_jax.seeding`), or a ValidationError naming ``parameter``."""
+    return check_seed(value, parameter, none_ok=False)
 
 
 def safe_name(text: str, limit: int = 80) -> str:
@@ -324,7 +322,8 @@ def check_policy_traces(env: Any, params: Any, policy: Any, name: str) -> None:
             "agent", name, f"an agent that can act on this env's observation {obs} "
             f"({type(error).__name__}: {' '.join(str(error).split())[:300]})") from None
     space = env.action_space(params)
-    expected = ((env.num_agents,) if hasattr(env, "num_agents") else ()) + tuple(space.shape)
+    team = isinstance(env, MultiAgentPlumeEnv)
+    expected = ((env.num_agents,) if team else ()) + tuple(space.shape)
     discrete = not hasattr(space, "low")
     if tuple(action.shape) != expected or (discrete and not jnp.issubdtype(action.dtype,
                                                                            jnp.integer)):
@@ -408,7 +407,7 @@ def execute_run(run: PlannedRun,
     from plume_jax.evaluate.rollout import host_rollout, rollout
 
     env, params, n = run.env, run.params, run.episodes
-    key = jax.random.key(run.seed)
+    key = seed_key(run.seed)
     t0 = time.perf_counter()
     if is_host_agent(run.agent_name):
         compile_s = 0.0
@@ -423,7 +422,7 @@ def execute_run(run: PlannedRun,
         result = jax.block_until_ready(compiled(params, key))
     run_s = time.perf_counter() - t0
 
-    team = hasattr(env, "num_agents")
+    team = isinstance(env, MultiAgentPlumeEnv)
     metrics = summarise(result, float(params.goal_radius), team=team)
     if team:
         metrics["num_agents"] = env.num_agents

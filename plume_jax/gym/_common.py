@@ -14,7 +14,7 @@ import dataclasses
 import functools
 import inspect
 import math
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import gymnasium
 import jax
@@ -24,12 +24,10 @@ import numpy as np
 from plume_jax import spaces as pj_spaces
 from plume_jax.errors import ValidationError
 from plume_jax.render import check_frame_size, render_frame
+from plume_jax.seeding import (SEED_LIMIT, check_seed, fresh_seed,  # noqa: F401  (the adapters' seeds)
+                               keys_from_seeds, seed_key)
 from plume_jax.settings import angle, grid_position
 from plume_jax.starts import FixedStart, FixedStartParams
-
-#: Largest seed accepted (exclusive): every one of its 63 bits reaches the
-#: key (:func:`seed_key`); Gymnasium's own seeding wants a non-negative one.
-SEED_LIMIT = 2**63
 
 #: Keys of the option dict accepted by ``reset(options=...)``.
 RESET_OPTIONS = ("start_position", "start_heading")
@@ -87,42 +85,6 @@ def location_tuple(xy: Any) -> tuple:
     if x.is_integer() and y.is_integer():
         return (int(x), int(y))
     return (x, y)
-
-
-# -------------------------------------------------------------------- seeds
-def check_seed(seed: Any, name: str = "seed") -> int:
-    """A valid reset seed as a Python int, or ``ValidationError``."""
-    allowed = f"None or an integer in [0, 2**63) (every bit is used)"
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise ValidationError.for_parameter(name, seed, allowed)
-    seed = int(seed)
-    if not 0 <= seed < SEED_LIMIT:
-        raise ValidationError.for_parameter(name, seed, allowed)
-    return seed
-
-
-def seed_key(seed: int) -> jax.Array:
-    """The key of a checked seed, every bit of it. ``jax.random.key`` keeps
-    only a seed's low 32 bits (64-bit integers are off by default), so ``s``
-    and ``s + 2**32`` would share a key; here the high bits are folded in:
-    ``fold_in(key(s % 2**32), s >> 32)`` for ``s >= 2**32``, and
-    ``jax.random.key(s)`` itself below, so those streams are unchanged."""
-    if seed < 2**32:
-        return jax.random.key(seed)
-    return jax.random.fold_in(jax.random.key(seed & 0xFFFFFFFF), seed >> 32)
-
-
-def keys_from_seeds(seeds: Sequence[int]) -> jax.Array:
-    """:func:`seed_key` of each seed, stacked (one call when all < 2**32)."""
-    seeds = [int(s) for s in seeds]
-    if all(0 <= s < 2**32 for s in seeds):
-        return jax.vmap(jax.random.key)(np.asarray(seeds, np.uint32))
-    return jnp.stack([seed_key(s) for s in seeds])
-
-
-def fresh_seed() -> int:
-    """A seed drawn from OS entropy, for a first reset without one."""
-    return int(np.random.SeedSequence().generate_state(1, np.uint32)[0])
 
 
 # ------------------------------------------------------------------ actions
@@ -235,6 +197,23 @@ def check_start_outside_goal(position: tuple[float, float], goal: Any,
 
 
 # --------------------------------------------------------- compiled functions
+class ActionNames:
+    """Mixin of the Gymnasium, vector, SB3 and PettingZoo adapters: the action
+    names and ids of the functional env they wrap (``self.env``)."""
+
+    env: Any
+
+    @property
+    def action_names(self) -> list[str]:
+        """Action names in id order (the action model's, fixed)."""
+        return self.env.action_names
+
+    @property
+    def action_ids(self) -> dict[str, int]:
+        """``name -> id``."""
+        return self.env.action_ids
+
+
 class StartView(NamedTuple):
     """Where an episode starts: the agent's position (f32[2], or f32[A, 2]
     for several agents), the goal and the source (f32[2] each)."""
@@ -481,6 +460,16 @@ def check_scale(scale: Any) -> int:
             or not 1 <= int(scale) <= 64:
         raise ValidationError.for_parameter("render_scale", scale, "an integer in [1, 64]")
     return int(scale)
+
+
+def check_render(env: Any, render_mode: str | None, scale: Any) -> int:
+    """The render scale checked (:func:`check_scale`) and, when the env will
+    render (``render_mode`` not None), the frame it gives checked against
+    :data:`plume_jax.render.MAX_FRAME_PIXELS` before anything is drawn."""
+    scale = check_scale(scale)
+    if render_mode is not None:
+        check_frame_size(env.grid, scale, name="render_scale")
+    return scale
 
 
 def check_trail_length(length: Any) -> int:

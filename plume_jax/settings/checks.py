@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
@@ -177,8 +178,12 @@ def boolean() -> Checker:
 
 
 def is_pair(value: Any) -> bool:
-    """Whether ``value`` is a sequence of length 2 (not a string)."""
-    return not isinstance(value, (str, bytes)) and hasattr(value, "__len__") and len(value) == 2
+    """Whether ``value`` is an indexable sequence of length 2 (a list, tuple or
+    array; not a string, a mapping or a set, whose order or indexing is not
+    that of a pair)."""
+    if isinstance(value, (str, bytes, Mapping, AbstractSet)):
+        return False
+    return hasattr(value, "__getitem__") and hasattr(value, "__len__") and len(value) == 2
 
 
 def grid_centre(grid: Grid) -> tuple[float, float]:
