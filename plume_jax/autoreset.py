@@ -212,8 +212,9 @@ def vmappable_step(env: Any) -> Any:
     counts and flags exactly, floats up to rounding.
 
     A ``jax.custom_batching.custom_vmap`` function: forward-mode
-    differentiation works, reverse mode (``jax.grad`` through the step) does
-    not; differentiate :func:`step_then_reset` instead.
+    differentiation works; ``jax.grad`` of the unbatched step fails (JAX
+    cannot linearise a ``custom_vmap`` function outside ``vmap``), so
+    differentiate :func:`step_then_reset` instead.
     """
 
     @custom_batching.custom_vmap

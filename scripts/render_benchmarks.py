@@ -16,12 +16,12 @@ Usage: ``python scripts/render_benchmarks.py [benchmarks/core_throughput.json] [
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections import defaultdict
 
 BEGIN, END = "<!-- core-throughput:begin -->", "<!-- core-throughput:end -->"
 RESET_BEGIN, RESET_END = "<!-- reset-cost:begin -->", "<!-- reset-cost:end -->"
-COMPARE_BEGIN, COMPARE_END = "<!-- before-after:begin -->", "<!-- before-after:end -->"
 ROOFLINE_BEGIN, ROOFLINE_END = "<!-- roofline:begin -->", "<!-- roofline:end -->"
 
 
@@ -103,23 +103,25 @@ def _memory(row: dict) -> str:
             f"{row.get('temp_bytes_per_env', 0.0) / 1024:.2f}")
 
 
-def render_comparison(payload: dict) -> str:
+def render_comparison(payload: dict, name: str = "before-after") -> str:
     """The block of a ``--before`` run: each program's steps/s with the old
     code and this code (their runs interleaved), the speed-up, the ratio to
-    gymnax CartPole in the same run, compile times and memory per env."""
+    gymnax CartPole in the same run, compile times and memory per env.
+    ``name``: the block's marker (one block per data file)."""
     m, s = payload["machine"], payload["settings"]
     rows = payload["results"]
     by = {(r["env"], r["num_envs"], r.get("step", "step"), r.get("code", "after")): r
           for r in rows}
+    envs = ", ".join(f"`{e}`" for e in dict.fromkeys(r["env"] for r in rows))
     lines = [
-        COMPARE_BEGIN,
-        "### Before and after, in one run",
+        f"<!-- {name}:begin -->",
+        f"### Before and after, in one run: {envs}",
         "",
         _machine_line(m, s) + f"; median of {s['repeats']} interleaved rounds (every program "
         "once per round) after one warm-up run each. *before*: the code of the commit whose "
         "source tree was given as `--before`; *after*: this code; each in its own worker "
         "process. Produced by `python scripts/benchmark.py --before TREE` (data: "
-        "`benchmarks/before_after.json`).",
+        f"`benchmarks/{name.replace('-', '_')}.json`).",
         "",
         *_load_line(m),
         "Env steps per second (M); speed-up after/before; after ÷ gymnax CartPole-v1 at the "
@@ -164,7 +166,7 @@ def render_comparison(payload: dict) -> str:
                 f"{after['agent_steps_per_second'] / before['agent_steps_per_second']:.2f}×"
             lines.append(f"| {a} | {n} | {b} | {after['agent_steps_per_second'] / 1e6:.3f} | "
                          f"{ratio} |")
-    lines.append(COMPARE_END)
+    lines.append(f"<!-- {name}:end -->")
     return "\n".join(lines)
 
 
@@ -309,7 +311,9 @@ def main(argv: list[str]) -> int:
     elif payload.get("benchmark") == "roofline":
         block, begin, end = render_roofline(payload), ROOFLINE_BEGIN, ROOFLINE_END
     elif payload.get("settings", {}).get("before"):
-        block, begin, end = render_comparison(payload), COMPARE_BEGIN, COMPARE_END
+        name = os.path.splitext(os.path.basename(data_path))[0].replace("_", "-")
+        block = render_comparison(payload, name)
+        begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
     else:
         block, begin, end = render(payload), BEGIN, END
     try:
