@@ -4,10 +4,13 @@ stay fast on the CPU backend (layer 0).
 Why not ``jnp.linalg.norm(v, axis=-1)`` or ``jnp.sum(..., axis=-1)``: under
 ``vmap`` a per-env length of an f32[2] vector becomes a float ``reduce``
 over a trailing axis of 2, and jaxlib 0.10's CPU backend hands every float
-``reduce`` to a YNNPACK library fusion that costs about ten times the
-elementwise work around it (measured with ``jax.profiler`` on the
-``PlumeNav-*`` steps: BENCHMARKS.md, "Roofline"). Written as ``x² + y²``
-the same arithmetic fuses into the neighbouring elementwise loop. The
+``reduce`` to a YNNPACK library fusion (``ynn_fusion``, kind ``kCustom``,
+in the compiled HLO: ``jax.jit(f).lower(...).compile().as_text()``) that
+does not fuse with the elementwise work around it. Written as ``x² + y²``
+the same arithmetic fuses into the neighbouring elementwise loop: with the
+auto-reset unchanged (the speculative step against the old step, one run
+under load) the Gaussian step ran 1.7x and the filament step 2.4x faster
+(BENCHMARKS.md, "Before and after, in one run"). The
 results are those of the reduction: a sum of two terms has one rounding
 either way.
 """
