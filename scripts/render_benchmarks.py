@@ -197,11 +197,15 @@ def render_roofline(payload: dict) -> str:
         "result bytes of every operation, mostly cache-resident, not DRAM traffic), random "
         "32-bit words drawn (jaxpr count: per transition + per episode start), the measured "
         "rate and the fraction of the elementwise peak it reaches (flops/step × steps/s ÷ "
-        "peak), and the bound that peak sets (peak ÷ flops/step):",
+        "peak), and the bound that peak sets (peak ÷ flops/step); last, the env state per env "
+        "(KiB) and the bound the streaming peak sets when a step reads and writes it once "
+        "from memory (streaming peak ÷ 2 × state bytes; it applies where the batch's state "
+        "does not fit in cache):",
         "",
         "| program | flops/step | bytes/step | transcendentals/step | random words | steps/s "
-        "| of elementwise peak | bound at peak (steps/s) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| of elementwise peak | bound at peak (steps/s) | state (KiB/env) | bound by state "
+        "traffic (steps/s) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for p in envs:
         rate = p["steps_per_second"]["step"]
@@ -210,14 +214,17 @@ def render_roofline(payload: dict) -> str:
             f"{p['bytes_per_step']:,.0f} | {p['transcendentals_per_step']:,.0f} | "
             f"{p['random_words_per_transition']} + {p['random_words_per_episode_start']} | "
             f"{rate / 1e6:.3f} M | {p['elementwise_fraction']:.0%} | "
-            f"{peaks['elementwise_flops_per_second'] / max(p['flops_per_step'], 1.0) / 1e6:.2f} M |")
+            f"{peaks['elementwise_flops_per_second'] / max(p['flops_per_step'], 1.0) / 1e6:.2f} M | "
+            + (f"{p['state_bytes_per_env'] / 1024:.2f} | "
+               f"{peaks['stream_bytes_per_second'] / (2 * p['state_bytes_per_env']) / 1e6:.2f} M |"
+               if p.get("state_bytes_per_env") else "| |"))
     for p in decisions:
         lines.append(
             f"| {p['program']} (`{p['preset']}`, batch {p['num_envs']}) | "
             f"{p['flops_per_decision']:,.0f} | {p['bytes_per_decision']:,.0f} | "
             f"{p['transcendentals_per_decision']:,.0f} | — | {p['decisions_per_second']:,.0f} "
             f"decisions/s | {p['elementwise_fraction']:.0%} | "
-            f"{peaks['elementwise_flops_per_second'] / p['flops_per_decision']:,.0f} |")
+            f"{peaks['elementwise_flops_per_second'] / p['flops_per_decision']:,.0f} | | |")
     lines += [
         "",
         "Where the time goes: microseconds per env step of the whole step (`vmap(env.step)`, "

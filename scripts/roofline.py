@@ -161,7 +161,7 @@ def measure_env(name: str, preset: str, num_envs: int, steps: int, repeats: int,
         lambda k, s: env.auto_reset(k, s, params))(one_key, one_state))
     rates = {}
     for form in ("step", "step_speculative", "step_env"):
-        run, run_state, _ = build(env, params, num_envs, steps, form)
+        run, run_state, figures = build(env, params, num_envs, steps, form)
         rates[form] = num_envs * steps / statistics.median(
             [time_run(run, run_state, i + 1) for i in range(repeats)])
     vmapped = jax.vmap(env.plume.advance, in_axes=(0, 0, None))
@@ -180,6 +180,9 @@ def measure_env(name: str, preset: str, num_envs: int, steps: int, repeats: int,
         "transcendentals_per_step": work["transcendentals"],
         "random_words_per_transition": transition_words,
         "random_words_per_episode_start": start_words,
+        # the env state a step reads and writes: at batch sizes whose state
+        # does not fit in cache, 2 x this / the streaming peak bounds a step
+        "state_bytes_per_env": figures["state_bytes_per_env"],
         "steps_per_second": rates,
         "elementwise_fraction": work["flops"] * step_rate / limits["elementwise_flops_per_second"],
         "stream_fraction": work["bytes_accessed"] * step_rate / limits["stream_bytes_per_second"],

@@ -97,7 +97,9 @@ def test_roofline_table_fractions_and_bounds():
                "settings": {"batch": 4096, "repeats": 3}, "programs": [env]}
     text = render_roofline(payload)
     assert "**10.0 GFLOP/s**" in text and "**50.0 GFLOP/s**" in text and "**2.00 GB/s**" in text
-    assert "| g (`P`) | 1,000 | 10 | 2 | 1 + 8 | 2.000 M | 20% | 10.00 M |" in text
+    assert "| g (`P`) | 1,000 | 10 | 2 | 1 + 8 | 2.000 M | 20% | 10.00 M | | |" in text
+    payload["programs"] = [{**env, "state_bytes_per_env": 1024.0}]
+    assert "| 20% | 10.00 M | 1.00 | 0.98 M |" in render_roofline(payload)
     assert "| g | 1.000 | 1.000 | 1.000 | 1.000 | 1.000 |" in text
 
 
