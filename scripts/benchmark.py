@@ -383,11 +383,16 @@ def main(argv: list[str] | None = None) -> int:
                "results": results, "multi_agent": multi_agent}
     for worker in codes.values():
         worker.close()
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(payload, f, indent=2)
-    print(f"saved {args.out}")
+    save_json(payload, args.out)
     return 0
+
+
+def save_json(payload: dict[str, Any], path: str) -> None:
+    """Write a benchmark's results (creating the folder) and say where."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(payload, f, indent=2)
+    print(f"saved {path}")
 
 
 if __name__ == "__main__":

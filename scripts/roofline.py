@@ -48,7 +48,7 @@ import jax.numpy as jnp
 from jax.extend import core as jax_core
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchmark import build, machine, time_run  # noqa: E402
+from benchmark import build, machine, save_json, time_run  # noqa: E402
 
 PROGRAMS = {
     "gaussian": "PlumeNav-Gaussian-v0",
@@ -246,10 +246,7 @@ def main(argv: list[str] | None = None) -> int:
                "settings": {"batch": args.batch, "steps": args.steps, "repeats": args.repeats,
                             "infotaxis_batch": args.infotaxis_batch},
                "peaks": limits, "programs": rows}
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(payload, f, indent=2)
-    print(f"saved {args.out}")
+    save_json(payload, args.out)
     return 0
 
 
