@@ -124,13 +124,14 @@ def render_comparison(payload: dict, name: str = "before-after") -> str:
         f"`benchmarks/{name.replace('-', '_')}.json`).",
         "",
         *_load_line(m),
-        "Env steps per second (M); speed-up after/before; after ÷ gymnax CartPole-v1 at the "
-        "same batch in the same run; compile time (s) before / after; memory per env after "
-        "(KiB: carried state + XLA scratch):",
+        "Env steps per second (M); speed-up after/before, in wall-clock time and in CPU time "
+        "of the worker processes (less distorted by other jobs' load); after ÷ gymnax "
+        "CartPole-v1 at the same batch in the same run; compile time (s) before / after; "
+        "memory per env after (KiB: carried state + XLA scratch):",
         "",
-        "| env | step form | batch | before | after | after/before | ÷ CartPole | compile (s) "
-        "| KiB/env |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| env | step form | batch | before | after | after/before | per CPU-s | ÷ CartPole "
+        "| compile (s) | KiB/env |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     keys = list(dict.fromkeys((r["env"], r.get("step", "step"), r["num_envs"]) for r in rows))
     for env, form, n in keys:
@@ -146,10 +147,12 @@ def render_comparison(payload: dict, name: str = "before-after") -> str:
         speedup = "" if before is None else \
             f"{after['steps_per_second'] / before['steps_per_second']:.2f}×"
         vs_ref = "" if ref is None else f"{after['steps_per_second'] / ref['steps_per_second']:.2f}×"
+        per_cpu = "" if before is None or "steps_per_cpu_second" not in after else \
+            f"{after['steps_per_cpu_second'] / before['steps_per_cpu_second']:.2f}×"
         compile_s = ("—" if before is None else f"{before['compile_seconds']:.1f}") + \
             f" / {after['compile_seconds']:.1f}"
         lines.append(f"| {env} | `{form}` | {n} | {rate(before)} | {rate(after)} | {speedup} | "
-                     f"{vs_ref} | {compile_s} | {_memory(after)} |")
+                     f"{per_cpu} | {vs_ref} | {compile_s} | {_memory(after)} |")
     agents = payload.get("multi_agent") or []
     if agents:
         lines += ["", f"Many agents in one plume (`{agents[0]['env']}`, collisions on): agent-steps "

@@ -63,7 +63,7 @@ def test_comparison_table_gives_speedup_cartpole_ratio_compile_and_memory():
 
     def row(env, sps, code, form="step"):
         return {**_row(env, 4096, sps, form), "code": code, "state_bytes_per_env": 1024.0,
-                "temp_bytes_per_env": 512.0}
+                "temp_bytes_per_env": 512.0, "steps_per_cpu_second": 2 * sps}
 
     payload = {"benchmark": "core_throughput", "machine": MACHINE,
                "settings": {**SETTINGS, "before": "/tmp/before"},
@@ -74,9 +74,9 @@ def test_comparison_table_gives_speedup_cartpole_ratio_compile_and_memory():
                                 "agent_steps_per_second": sps}
                                for code, sps in (("before", 5e4), ("after", 2e5))]}
     text = render_comparison(payload)
-    assert "| A | `step` | 4096 | 1.000 | 3.000 | 3.00× | 1.50× | 1.0 / 1.0 | 1.00 + 0.50 |" \
-        in text
-    assert "| A | `step_speculative` | 4096 | — | 4.000 |  | 2.00× | — / 1.0 |" in text
+    assert "| A | `step` | 4096 | 1.000 | 3.000 | 3.00× | 3.00× | 1.50× | 1.0 / 1.0 | " \
+        "1.00 + 0.50 |" in text
+    assert "| A | `step_speculative` | 4096 | — | 4.000 |  |  | 2.00× | — / 1.0 |" in text
     assert "| 64 | 16 | 0.050 | 0.200 | 4.00× |" in text
     assert text.startswith("<!-- before-after:begin -->")
 
