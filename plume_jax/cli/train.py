@@ -4,7 +4,14 @@ compiled program per static structure (:mod:`plume_jax.train.sweep`).
 
 Every input (config files, ``--set`` values, the output folder, the
 checkpoint to resume and its config) is checked before anything is
-written or compiled."""
+written or compiled.
+
+``train`` runs across several processes (hosts) when its flags
+(``--coordinator``, ``--num-processes``, ``--process-id``) or the launcher's
+environment say so (:mod:`plume_jax.train.distributed`); it joins the
+multi-process system right after reading the config, before any other JAX
+computation. ``sweep`` runs in one process and refuses a multi-process
+launch."""
 
 from __future__ import annotations
 
@@ -41,6 +48,17 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--wandb", default=None, metavar="PROJECT",
                        help="also log to this Weights & Biases project (needs wandb)")
     train.add_argument("--quiet", action="store_true", help="no progress bar or lines")
+    multi = train.add_argument_group(
+        "several processes", "train one run across processes (hosts): start the same command in "
+        "every process with these three flags, or let run.distributed=auto read them from the "
+        "launcher (SLURM srun, multi-host Cloud TPU, JAX_COORDINATOR_ADDRESS / "
+        "JAX_NUM_PROCESSES / JAX_PROCESS_ID); process 0 writes the outputs")
+    multi.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                       help="address of process 0, where the processes meet")
+    multi.add_argument("--num-processes", type=int, default=None, metavar="N",
+                       help="number of processes")
+    multi.add_argument("--process-id", type=int, default=None, metavar="I",
+                       help="this process's id, 0 to N-1")
 
     sweep = sub.add_parser("sweep", help="train a grid of configurations (one compiled program "
                            "per static structure)")
@@ -80,6 +98,7 @@ def run_train(args: argparse.Namespace) -> int:
     """``plume-jax train``: see :mod:`plume_jax.train.trainer`."""
     from plume_jax.train.checkpoint import find_checkpoint, read_checkpoint
     from plume_jax.train.config import load_train_config, train_config, with_overrides
+    from plume_jax.train.distributed import initialize, is_main_process, requested_launch
     from plume_jax.train.trainer import print_summary, train
 
     overrides = train_overrides(args)
@@ -102,8 +121,13 @@ def run_train(args: argparse.Namespace) -> int:
         config = load_train_config(args.config, overrides)
     out = pathlib.Path(args.out) if args.out else (
         run_dir if run_dir is not None else pathlib.Path(default_out(args.config)))
+    initialize(requested_launch(config.run["distributed"], coordinator=args.coordinator,
+                                num_processes=args.num_processes, process_id=args.process_id),
+               discard_import_backends=True)
     result = train(config, out, progress=not args.quiet, resume=args.resume,
                    overwrite=args.overwrite)
+    if not is_main_process():
+        return 0  # process 0 reports
     print_summary(result.summary)
     print(f"outputs in {out}/ (config.yaml, metrics.jsonl, metrics.csv, learning_curve.png, "
           "tensorboard/, checkpoint/, policy/, summary.json)")
@@ -112,6 +136,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 def run_sweep(args: argparse.Namespace) -> int:
     """``plume-jax sweep``: see :mod:`plume_jax.train.sweep`."""
+    from plume_jax.train.distributed import requested_launch
     from plume_jax.train.sweep import load_sweep_config, print_results, run_sweep as sweep
 
     overrides = parse_overrides(args.set)
@@ -137,6 +162,14 @@ def run_sweep(args: argparse.Namespace) -> int:
     else:
         config = load_sweep_config(args.config, overrides)
         out = pathlib.Path(args.out or default_out(args.config))
+    launch = requested_launch(config.base.run["distributed"])
+    if launch is not None:
+        raise ValidationError.for_parameter(
+            "run.distributed", config.base.run["distributed"],
+            f"a single process for a sweep ({launch.source} asks for several): sweeps shard "
+            "their members over the local devices of one process; train one run across "
+            "processes with plume-jax train, start one sweep per host with its own --out, or "
+            "set run.distributed=off")
     result = sweep(config, out, progress=not args.quiet, overwrite=args.overwrite,
                    resume=args.resume is not None)
     print_results(result.summary)

@@ -582,6 +582,12 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
     again, those that had not started start). Everything is checked before
     anything is written or compiled."""
     t_wall = time.perf_counter()
+    if jax.process_count() > 1:
+        raise ValidationError.for_parameter(
+            "run.distributed", sweep.base.run["distributed"], "a single process for a sweep "
+            f"(this is process {jax.process_index()} of {jax.process_count()}): sweeps shard "
+            "their members over the local devices of one process; train one run across "
+            "processes with plume-jax train, or start one sweep per host with its own --out")
     out = pathlib.Path(out_dir) if out_dir is not None else None
     if resume and out is None:
         raise ValidationError.for_parameter("out_dir", None, "the folder of the sweep to resume")

@@ -1,0 +1,234 @@
+"""Training across several processes (``plume_jax.train.distributed``).
+
+- Which launches ask for a multi-process run (flags, ``JAX_*`` variables,
+  SLURM, Cloud TPU) and the errors for malformed ones: pure functions of an
+  environment mapping, no JAX system started.
+- End to end (slow: every process compiles the training program, about a
+  minute each on 2 loaded cores): ``plume-jax train`` started as 2
+  processes on localhost with gloo CPU collectives, 1 CPU device each,
+  trains half the budget and is resumed by 2 processes to the full budget;
+  it must equal ``plume-jax train`` in 1 process with 2 devices and the
+  same global batch, trained in one go, and write one set of outputs. The
+  reference uses 2 devices so that both runs compile the same SPMD program
+  over a 2-device mesh (the env batch split in two halves, the same
+  collectives); sharded against unsharded training is
+  ``tests/test_train_sharding.py``'s business.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from plume_jax.cli import main
+from plume_jax.errors import StateError, ValidationError
+from plume_jax.train.config import train_config
+from plume_jax.train.distributed import Launch, initialize, requested_launch
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+SLURM = {"SLURM_JOB_ID": "42", "SLURM_STEP_NODELIST": "node[1-2]", "SLURM_NTASKS": "2",
+         "SLURM_PROCID": "1", "SLURM_LOCALID": "0"}
+
+
+# ------------------------------------------------------------ launch rules
+def test_single_process_when_nothing_asks_for_more():
+    assert requested_launch("auto", environ={}) is None
+    assert requested_launch("off", environ=SLURM) is None
+    assert requested_launch("auto", environ={**SLURM, "SLURM_NTASKS": "1"}) is None
+    assert requested_launch("auto", environ={"TPU_WORKER_HOSTNAMES": "t1"}) is None
+
+
+def test_flags_name_the_whole_system():
+    launch = requested_launch("auto", coordinator="10.0.0.1:1234", num_processes=4,
+                              process_id=3, environ=SLURM)
+    assert launch == Launch("command line", "10.0.0.1:1234", 4, 3)
+
+
+def test_launcher_environments_are_detected():
+    assert requested_launch("auto", environ=SLURM) == Launch("SLURM")
+    assert requested_launch("auto", environ={"TPU_WORKER_HOSTNAMES": "t0,t1,t2,t3"}) \
+        == Launch("Cloud TPU")
+    jax_vars = {"JAX_COORDINATOR_ADDRESS": "host:99", "JAX_NUM_PROCESSES": "2",
+                "JAX_PROCESS_ID": "0"}
+    assert requested_launch("auto", environ={**SLURM, **jax_vars}) \
+        == Launch("JAX_* variables", "host:99", 2, 0)
+    assert requested_launch("cluster", environ={}) == Launch("run.distributed: cluster")
+
+
+@pytest.mark.parametrize("kwargs, environ, parameter", [
+    ({"coordinator": "h:1", "num_processes": 2}, {}, "--process-id"),
+    ({"num_processes": 2, "process_id": 0}, {}, "--coordinator"),
+    ({"coordinator": "h", "num_processes": 2, "process_id": 0}, {}, "--coordinator"),
+    ({"coordinator": "h:1", "num_processes": 0, "process_id": 0}, {}, "--num-processes"),
+    ({"coordinator": "h:1", "num_processes": 2, "process_id": 2}, {}, "--process-id"),
+    ({}, {"JAX_COORDINATOR_ADDRESS": "h:1", "JAX_NUM_PROCESSES": "2"}, "JAX_PROCESS_ID"),
+    ({}, {"JAX_COORDINATOR_ADDRESS": "h:1", "JAX_NUM_PROCESSES": "two",
+          "JAX_PROCESS_ID": "0"}, "JAX_NUM_PROCESSES"),
+    ({}, {**SLURM, "SLURM_NTASKS": "many"}, "SLURM_NTASKS"),
+])
+def test_malformed_launches_name_the_setting(kwargs, environ, parameter):
+    with pytest.raises(ValidationError) as error:
+        requested_launch("auto", environ=environ, **kwargs)
+    assert error.value.parameter == parameter
+
+
+def test_flags_contradicting_distributed_off_are_refused():
+    with pytest.raises(ValidationError, match="run.distributed"):
+        requested_launch("off", coordinator="h:1", num_processes=2, process_id=0, environ={})
+
+
+def test_run_distributed_is_checked_by_the_config():
+    base = {"env": {"id": "PlumeNav-Gaussian-v0"}, "algo": {"total_steps": 10**5}}
+    assert train_config(base).run["distributed"] == "auto"
+    with pytest.raises(ValidationError) as error:
+        train_config({**base, "run": {"distributed": "yes"}})
+    assert error.value.parameter == "run.distributed"
+
+
+def test_joining_after_jax_has_computed_is_a_state_error():
+    import jax
+
+    jax.numpy.zeros(1).block_until_ready()  # this process has computed
+    before = jax.config.jax_cpu_collectives_implementation
+    try:
+        with pytest.raises(StateError, match="before any other JAX computation"):
+            initialize(Launch("command line", "127.0.0.1:1", 2, 0))
+    finally:
+        jax.config.update("jax_cpu_collectives_implementation", before)
+    assert not jax.distributed.is_initialized()
+
+
+def test_sweep_refuses_a_multi_process_launch(tmp_path, monkeypatch, capsys):
+    config = tmp_path / "sweep.yaml"
+    config.write_text(json.dumps({
+        "base": {"env": {"id": "PlumeNav-Gaussian-v0"}, "algo": {"total_steps": 10**5}},
+        "grid": {"run.seed": [0, 1]}}))
+    for name, value in SLURM.items():
+        monkeypatch.setenv(name, value)
+    assert main(["sweep", "--config", str(config), "--out", str(tmp_path / "out")]) == 2
+    message = capsys.readouterr().err
+    assert "run.distributed" in message and "SLURM" in message
+    assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------ end to end
+CONFIG = {
+    "env": {"id": "PlumeNav-Gaussian-v0",
+            "overrides": {"grid_size": [16, 16], "sigma": 4.0, "goal_radius": 1.5,
+                          "max_steps": 20}},
+    # anneal_lr off: the resumed half continues the same learning rate
+    "algo": {"total_steps": 4 * 16 * 16, "num_envs": 16, "num_steps": 16, "update_epochs": 2,
+             "num_minibatches": 2, "learning_rate": 3e-3, "anneal_lr": False,
+             "normalize_obs": True},
+    "network": {"hidden_sizes": [16, 16]},
+    "run": {"log_every": 1, "checkpoint_minutes": None},
+    "eval": {"num_envs": 8, "num_steps": 20},
+}
+
+
+def _env(devices: int) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SLURM_", "JAX_", "TPU_"))}
+    env.update(PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu",
+               XLA_FLAGS=f"--xla_force_host_platform_device_count={devices} "
+               "--xla_backend_optimization_level=0")
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _train(args: list[str], processes: int, devices: int, cwd: pathlib.Path) -> list[str]:
+    """Run ``plume-jax train ARGS`` as ``processes`` processes of ``devices``
+    CPU devices each; returns every process's output (checked: exit 0)."""
+    command = [sys.executable, "-m", "plume_jax.cli", "train", *args]
+    if processes > 1:
+        port = _free_port()
+        runs = [subprocess.Popen(
+            command + ["--coordinator", f"127.0.0.1:{port}", "--num-processes",
+                       str(processes), "--process-id", str(i)],
+            cwd=cwd, env=_env(devices), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True) for i in range(processes)]
+    else:
+        runs = [subprocess.Popen(command, cwd=cwd, env=_env(devices), stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)]
+    outputs = []
+    try:
+        for run in runs:
+            outputs.append(run.communicate(timeout=600)[0])
+    finally:
+        for run in runs:
+            if run.poll() is None:
+                run.kill()
+    for run, output in zip(runs, outputs):
+        assert run.returncode == 0, output[-4000:]
+    return outputs
+
+
+def _files(folder: pathlib.Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("distributed")
+    (tmp / "tiny.yaml").write_text(json.dumps(CONFIG))
+    half = str(2 * 16 * 16)
+    first = _train(["--config", "tiny.yaml", "--out", "two", "--total-steps", half], 2, 1, tmp)
+    files_after_first = _files(tmp / "two")
+    resumed = _train(["--resume", "two", "--total-steps", str(4 * 16 * 16)], 2, 1, tmp)
+    reference = _train(["--config", "tiny.yaml", "--out", "one"], 1, 2, tmp)
+    return {"tmp": tmp, "first": first, "resumed": resumed, "reference": reference,
+            "files_after_first": files_after_first}
+
+
+def _rows(folder: pathlib.Path) -> list[dict]:
+    return [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_two_processes_equal_one_process_with_the_same_global_batch(runs):
+    tmp = runs["tmp"]
+    two, one = _rows(tmp / "two"), _rows(tmp / "one")
+    assert [r["update"] for r in two] == [1, 2, 3, 4]  # each update once, resume included
+    assert [r["update"] for r in one] == [1, 2, 3, 4]
+    for a, b in zip(two, one):
+        assert a.keys() == b.keys()
+        for key in a:
+            if a[key] is None or b[key] is None:
+                assert a[key] == b[key], key
+            else:
+                assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6), (a["update"], key)
+    p2, p1 = np.load(tmp / "two/policy/policy.npz"), np.load(tmp / "one/policy/policy.npz")
+    assert sorted(p2.files) == sorted(p1.files)
+    for name in p1.files:
+        np.testing.assert_allclose(p2[name], p1[name], rtol=1e-4, atol=1e-6, err_msg=name)
+    summary = json.loads((tmp / "two/summary.json").read_text())
+    assert (summary["processes"], summary["devices"]) == (2, 2)
+    assert summary["resumed_at_update"] == 2 and summary["env_steps_total"] == 4 * 256
+
+
+@pytest.mark.slow
+def test_two_processes_write_one_set_of_outputs(runs):
+    tmp = runs["tmp"]
+    names = [f for f in _files(tmp / "two") if not f.startswith("tensorboard/")]
+    assert names == [f for f in _files(tmp / "one") if not f.startswith("tensorboard/")]
+    # one TensorBoard writer per session (process 0's): 1 after the first, 2 after the resume
+    assert sum(f.startswith("tensorboard/") for f in runs["files_after_first"]) == 1
+    assert sum(f.startswith("tensorboard/") for f in _files(tmp / "two")) == 2
+    assert not [p for p in (tmp / "two").rglob("*") if ".tmp-" in p.name]
+    for session in ("first", "resumed"):
+        main_out, other_out = runs[session]
+        assert "outputs in two/" in main_out and "[train]" in main_out
+        assert "outputs in" not in other_out and "[train]" not in other_out
