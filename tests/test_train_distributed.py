@@ -30,7 +30,8 @@ import pytest
 from plume_jax.cli import main
 from plume_jax.errors import StateError, ValidationError
 from plume_jax.train.config import train_config
-from plume_jax.train.distributed import Launch, initialize, requested_launch
+from plume_jax.train.distributed import Launch, check_joined, initialize, join, \
+    requested_launch
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -104,6 +105,26 @@ def test_joining_after_jax_has_computed_is_a_state_error():
     finally:
         jax.config.update("jax_cpu_collectives_implementation", before)
     assert not jax.distributed.is_initialized()
+
+
+def test_join_without_a_launch_stays_a_single_process():
+    import jax
+
+    assert join("off") is False and join("auto") is False  # no launcher here
+    assert jax.process_count() == 1 and not jax.distributed.is_initialized()
+
+
+def test_train_refuses_to_run_alone_when_the_launcher_asks_for_several(tmp_path, monkeypatch):
+    from plume_jax.train.trainer import train
+
+    for name, value in SLURM.items():
+        monkeypatch.setenv(name, value)
+    config = train_config({"env": {"id": "PlumeNav-Gaussian-v0"},
+                           "algo": {"total_steps": 10**5}})
+    with pytest.raises(StateError, match="SLURM asks for a run of several processes"):
+        train(config, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+    check_joined("off")  # the way out the message names: no error
 
 
 def test_sweep_refuses_a_multi_process_launch(tmp_path, monkeypatch, capsys):

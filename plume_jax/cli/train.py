@@ -11,7 +11,7 @@ written or compiled.
 environment say so (:mod:`plume_jax.train.distributed`); it joins the
 multi-process system right after reading the config, before any other JAX
 computation. ``sweep`` runs in one process and refuses a multi-process
-launch."""
+launch (:func:`plume_jax.train.sweep.run_sweep`)."""
 
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ def run_train(args: argparse.Namespace) -> int:
     """``plume-jax train``: see :mod:`plume_jax.train.trainer`."""
     from plume_jax.train.checkpoint import find_checkpoint, read_checkpoint
     from plume_jax.train.config import load_train_config, train_config, with_overrides
-    from plume_jax.train.distributed import initialize, is_main_process, requested_launch
+    from plume_jax.train.distributed import is_main_process, join
     from plume_jax.train.trainer import print_summary, train
 
     overrides = train_overrides(args)
@@ -121,9 +121,8 @@ def run_train(args: argparse.Namespace) -> int:
         config = load_train_config(args.config, overrides)
     out = pathlib.Path(args.out) if args.out else (
         run_dir if run_dir is not None else pathlib.Path(default_out(args.config)))
-    initialize(requested_launch(config.run["distributed"], coordinator=args.coordinator,
-                                num_processes=args.num_processes, process_id=args.process_id),
-               discard_import_backends=True)
+    join(config.run["distributed"], coordinator=args.coordinator,
+         num_processes=args.num_processes, process_id=args.process_id)
     result = train(config, out, progress=not args.quiet, resume=args.resume,
                    overwrite=args.overwrite)
     if not is_main_process():
@@ -136,7 +135,6 @@ def run_train(args: argparse.Namespace) -> int:
 
 def run_sweep(args: argparse.Namespace) -> int:
     """``plume-jax sweep``: see :mod:`plume_jax.train.sweep`."""
-    from plume_jax.train.distributed import requested_launch
     from plume_jax.train.sweep import load_sweep_config, print_results, run_sweep as sweep
 
     overrides = parse_overrides(args.set)
@@ -162,14 +160,6 @@ def run_sweep(args: argparse.Namespace) -> int:
     else:
         config = load_sweep_config(args.config, overrides)
         out = pathlib.Path(args.out or default_out(args.config))
-    launch = requested_launch(config.base.run["distributed"])
-    if launch is not None:
-        raise ValidationError.for_parameter(
-            "run.distributed", config.base.run["distributed"],
-            f"a single process for a sweep ({launch.source} asks for several): sweeps shard "
-            "their members over the local devices of one process; train one run across "
-            "processes with plume-jax train, start one sweep per host with its own --out, or "
-            "set run.distributed=off")
     result = sweep(config, out, progress=not args.quiet, overwrite=args.overwrite,
                    resume=args.resume is not None)
     print_results(result.summary)

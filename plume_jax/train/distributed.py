@@ -29,9 +29,12 @@ Whether, and how, a process joins such a system (:func:`requested_launch`):
   Kubernetes, mpi4py) decides;
 - ``run.distributed: off``: never.
 
-:func:`initialize` must run before any other JAX computation in the process
-(the CLI calls it right after reading the config); on CPU it selects the
-gloo cross-process collectives.
+:func:`join` must run before any other JAX computation in the process (the
+CLI calls it right after reading the config; a script calls it first
+thing); on CPU it selects the gloo cross-process collectives. Importing
+``plume_jax`` already starts JAX's CPU backend (gymnax, which it builds on,
+creates arrays when imported), so :func:`join` discards that backend
+before joining: arrays created before it are unusable afterwards.
 
 The helpers below keep host-side work consistent across processes:
 :func:`host_copy` gathers sharded arrays to every process (a collective:
@@ -157,6 +160,10 @@ def initialize(launch: Launch | None, *, discard_import_backends: bool = False) 
     own script did). Returns whether the process is part of a multi-process
     system afterwards.
 
+    ``discard_import_backends``: clear the backends that imports started
+    (see the module docstring) first; only for a process that has not
+    computed anything of its own yet.
+
     Raises:
         StateError: JAX has already run a computation in this process (the
             system must be joined before).
@@ -185,6 +192,38 @@ def initialize(launch: Launch | None, *, discard_import_backends: bool = False) 
                 f"process count and process id from, or the --coordinator, --num-processes and "
                 f"--process-id flags ({error})") from None
     return jax.distributed.is_initialized() and jax.process_count() > 1
+
+
+def join(mode: str = "auto", *, coordinator: str | None = None,
+         num_processes: int | None = None, process_id: int | None = None) -> bool:
+    """Join the multi-process system that ``mode`` (``run.distributed``) and
+    the flags or the launcher's environment ask for (:func:`requested_launch`),
+    if any. Call it at the start of the process, before any JAX computation
+    of its own; returns whether the process is one of several.
+
+    Example (every process of a SLURM job step, ``srun python script.py``)::
+
+        from plume_jax.train import distributed, load_train_config, train
+
+        distributed.join()
+        train(load_train_config("configs/train_gaussian.yaml"), "runs/ppo")
+    """
+    return initialize(requested_launch(mode, coordinator=coordinator,
+                                       num_processes=num_processes, process_id=process_id),
+                      discard_import_backends=True)
+
+
+def check_joined(mode: str) -> None:
+    """``StateError`` if ``mode`` (``run.distributed``) and the launcher's
+    environment ask for several processes but this process is alone: it
+    would train the whole run by itself, beside the others."""
+    launch = requested_launch(mode)
+    if launch is not None and jax.process_count() == 1:
+        raise StateError(
+            f"{launch.source} asks for a run of several processes (run.distributed: {mode}) but "
+            "this process has joined none: call plume_jax.train.distributed.join() at the "
+            "start of the script, before any JAX computation, use plume-jax train, or set "
+            "run.distributed=off")
 
 
 def is_main_process() -> bool:

@@ -87,6 +87,7 @@ from plume_jax.train.checkpoint import export_policy, load_checkpoint, policy_ar
 from plume_jax.train.chunks import run_in_chunks
 from plume_jax.train.config import TrainConfig, apply_dotted, dump_yaml, read_yaml, \
     static_signature, train_config
+from plume_jax.train.distributed import requested_launch
 from plume_jax.train.evaluation import evaluate
 from plume_jax.train.loggers import RunLoggers, check_wandb
 from plume_jax.train.plots import plot_setting_bars, plot_setting_curves
@@ -582,12 +583,14 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
     again, those that had not started start). Everything is checked before
     anything is written or compiled."""
     t_wall = time.perf_counter()
-    if jax.process_count() > 1:
+    launch = requested_launch(sweep.base.run["distributed"])
+    if launch is not None or jax.process_count() > 1:
+        source = launch.source if launch is not None else f"{jax.process_count()} processes"
         raise ValidationError.for_parameter(
-            "run.distributed", sweep.base.run["distributed"], "a single process for a sweep "
-            f"(this is process {jax.process_index()} of {jax.process_count()}): sweeps shard "
-            "their members over the local devices of one process; train one run across "
-            "processes with plume-jax train, or start one sweep per host with its own --out")
+            "run.distributed", sweep.base.run["distributed"], f"a single process for a sweep "
+            f"({source}: several): sweeps shard their members over the local devices of one "
+            "process; train one run across processes with plume-jax train, start one sweep "
+            "per host with its own --out and run.distributed=off")
     out = pathlib.Path(out_dir) if out_dir is not None else None
     if resume and out is None:
         raise ValidationError.for_parameter("out_dir", None, "the folder of the sweep to resume")

@@ -63,8 +63,7 @@ from plume_jax.train.checkpoint import export_policy, find_checkpoint, load_chec
     policy_arrays, policy_spec, read_checkpoint, save_checkpoint
 from plume_jax.train.config import RESUME_MAY_CHANGE, TrainConfig, dump_yaml, \
     resume_differences, train_config
-from plume_jax.train.distributed import barrier, host_copy, initialize, is_main_process, \
-    requested_launch
+from plume_jax.train.distributed import barrier, check_joined, host_copy, is_main_process
 from plume_jax.train.evaluation import evaluate as evaluate_episodes
 from plume_jax.train.loggers import RunLoggers, check_wandb
 from plume_jax.train.ppo import PPO, Hparams, PPOStatic, resolve_gamma
@@ -228,12 +227,14 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
     config) before anything is written or compiled.
 
     With several processes (see the module docstring) every process calls
-    ``train`` with the same arguments; only process 0 shows progress, writes
-    ``out_dir`` and evaluates (the others' summaries have no
-    ``evaluation``).
+    ``train`` with the same arguments, after
+    :func:`plume_jax.train.distributed.join` (``StateError`` if
+    ``run.distributed`` and the launcher ask for several processes and this
+    one joined none); only process 0 shows progress, writes ``out_dir`` and
+    evaluates (the others' summaries have no ``evaluation``).
     """
     t_wall = time.perf_counter()
-    initialize(requested_launch(config.run["distributed"]))  # no-op once joined
+    check_joined(config.run["distributed"])
     out = pathlib.Path(out_dir) if out_dir is not None else None
     point = resume_point(resume, config) if resume is not None else None
     if out is not None:
