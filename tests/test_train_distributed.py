@@ -127,17 +127,18 @@ def test_train_refuses_to_run_alone_when_the_launcher_asks_for_several(tmp_path,
     check_joined("off")  # the way out the message names: no error
 
 
-def test_sweep_refuses_a_multi_process_launch(tmp_path, monkeypatch, capsys):
-    config = tmp_path / "sweep.yaml"
-    config.write_text(json.dumps({
-        "base": {"env": {"id": "PlumeNav-Gaussian-v0"}, "algo": {"total_steps": 10**5}},
-        "grid": {"run.seed": [0, 1]}}))
+def test_sweep_refuses_to_run_alone_when_the_launcher_asks_for_several(tmp_path,
+                                                                        monkeypatch):
+    from plume_jax.train.sweep import run_sweep, sweep_config
+
     for name, value in SLURM.items():
         monkeypatch.setenv(name, value)
-    assert main(["sweep", "--config", str(config), "--out", str(tmp_path / "out")]) == 2
-    message = capsys.readouterr().err
-    assert "run.distributed" in message and "SLURM" in message
-    assert not (tmp_path / "out").exists()
+    config = sweep_config({"base": {"env": {"id": "PlumeNav-Gaussian-v0"},
+                                    "algo": {"total_steps": 10**5}},
+                           "grid": {"run.seed": [0, 1]}})
+    with pytest.raises(StateError, match="SLURM asks for a run of several processes"):
+        run_sweep(config, tmp_path / "sweep")
+    assert not (tmp_path / "sweep").exists()
 
 
 # ------------------------------------------------------------ end to end
@@ -170,10 +171,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _train(args: list[str], processes: int, devices: int, cwd: pathlib.Path) -> list[str]:
-    """Run ``plume-jax train ARGS`` as ``processes`` processes of ``devices``
-    CPU devices each; returns every process's output (checked: exit 0)."""
-    command = [sys.executable, "-m", "plume_jax.cli", "train", *args]
+def _launch(args: list[str], processes: int, devices: int, cwd: pathlib.Path) -> list[str]:
+    """Run ``plume-jax ARGS`` as ``processes`` processes of ``devices`` CPU
+    devices each; returns every process's output (checked: exit 0)."""
+    command = [sys.executable, "-m", "plume_jax.cli", *args]
     if processes > 1:
         port = _free_port()
         runs = [subprocess.Popen(
@@ -206,10 +207,12 @@ def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("distributed")
     (tmp / "tiny.yaml").write_text(json.dumps(CONFIG))
     half = str(2 * 16 * 16)
-    first = _train(["--config", "tiny.yaml", "--out", "two", "--total-steps", half], 2, 1, tmp)
+    first = _launch(["train", "--config", "tiny.yaml", "--out", "two", "--total-steps", half],
+                    2, 1, tmp)
     files_after_first = _files(tmp / "two")
-    resumed = _train(["--resume", "two", "--total-steps", str(4 * 16 * 16)], 2, 1, tmp)
-    reference = _train(["--config", "tiny.yaml", "--out", "one"], 1, 2, tmp)
+    resumed = _launch(["train", "--resume", "two", "--total-steps", str(4 * 16 * 16)], 2, 1,
+                      tmp)
+    reference = _launch(["train", "--config", "tiny.yaml", "--out", "one"], 1, 2, tmp)
     return {"tmp": tmp, "first": first, "resumed": resumed, "reference": reference,
             "files_after_first": files_after_first}
 
@@ -253,3 +256,34 @@ def test_two_processes_write_one_set_of_outputs(runs):
         main_out, other_out = runs[session]
         assert "outputs in two/" in main_out and "[train]" in main_out
         assert "outputs in" not in other_out and "[train]" not in other_out
+
+
+@pytest.mark.slow
+def test_a_sweep_across_two_processes_equals_one_process_and_writes_once(tmp_path):
+    sweep = {"base": {**CONFIG, "algo": {**CONFIG["algo"], "total_steps": 2 * 16 * 16}},
+             "grid": {"run.seed": [0, 1]}}
+    (tmp_path / "sweep.yaml").write_text(json.dumps(sweep))
+    two = _launch(["sweep", "--config", "sweep.yaml", "--out", "two"], 2, 1, tmp_path)
+    _launch(["sweep", "--config", "sweep.yaml", "--out", "one"], 1, 2, tmp_path)
+    assert "outputs in two/" in two[0] and "outputs in" not in two[1]
+    names = [f for f in _files(tmp_path / "two") if "/tensorboard/" not in f]
+    assert names == [f for f in _files(tmp_path / "one") if "/tensorboard/" not in f]
+    members = sorted((tmp_path / "two/members").iterdir())
+    assert [m.name for m in members] == ["seed=0", "seed=1"]
+    for folder in members:  # one writer: one event file, each update once
+        assert len(list((folder / "tensorboard").iterdir())) == 1
+        assert [r["update"] for r in _rows(folder)] == [1, 2]
+    r2 = json.loads((tmp_path / "two/results.json").read_text())
+    r1 = json.loads((tmp_path / "one/results.json").read_text())
+    assert r2["devices"] == r1["devices"] == 2
+    for a, b in zip(r2["results"], r1["results"]):
+        for key, value in b.items():
+            if isinstance(value, float):
+                assert a[key] == pytest.approx(value, rel=1e-4, abs=1e-6), key
+            else:
+                assert a[key] == value, key
+    for member in (tmp_path / "one/members").iterdir():
+        p1 = np.load(member / "policy/policy.npz")
+        p2 = np.load(tmp_path / "two/members" / member.name / "policy/policy.npz")
+        for name in p1.files:
+            np.testing.assert_allclose(p2[name], p1[name], rtol=1e-4, atol=1e-6, err_msg=name)

@@ -69,7 +69,7 @@ from plume_jax.train.loggers import RunLoggers, check_wandb
 from plume_jax.train.ppo import PPO, Hparams, PPOStatic, resolve_gamma
 from plume_jax.train.plots import plot_learning_curves
 from plume_jax.train.progress import Progress, append_jsonl, metric_rows, read_jsonl, \
-    trim_jsonl, write_csv, write_jsonl
+    rows_up_to, trim_jsonl, write_csv, write_jsonl
 from plume_jax.train.run_folder import check_out_dir, clear_outputs, make_out_dir
 from plume_jax.train.sharding import mesh as make_mesh, resolve_devices, shard_runner
 
@@ -230,8 +230,7 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
     ``train`` with the same arguments, after
     :func:`plume_jax.train.distributed.join` (``StateError`` if
     ``run.distributed`` and the launcher ask for several processes and this
-    one joined none); only process 0 shows progress, writes ``out_dir`` and
-    evaluates (the others' summaries have no ``evaluation``).
+    one joined none); only process 0 shows progress and writes ``out_dir``.
     """
     t_wall = time.perf_counter()
     check_joined(config.run["distributed"])
@@ -345,12 +344,11 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
                 export_policy(out / "policy", algo, final, env.settings,
                               {"trained_env_steps": done * per_update})
         summary["train_wall_seconds"] = time.perf_counter() - t_wall
-        barrier("plume_jax.train: trained")
-        if evaluate and main:
+        if evaluate:  # every process (the same work), process 0 from the exported files
             from agents.trained import TrainedPolicy
 
             policy = (TrainedPolicy.load(out / "policy", greedy=config.eval["greedy"])
-                      if out is not None else result.policy(greedy=config.eval["greedy"]))
+                      if writes else result.policy(greedy=config.eval["greedy"]))
             num_steps = config.eval["num_steps"] or int(np.asarray(env_params.max_steps))
             summary["evaluation"] = evaluate_episodes(
                 env, policy.spec, policy.params, env_params, config.eval["seed"],
@@ -366,6 +364,7 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
             plot_learning_curves(out / "learning_curve.png", {summary["env"]: all_rows},
                                  title=f"PPO ({config.network.type}) on {summary['env']}")
             (out / "summary.json").write_text(json.dumps(summary, indent=2))
+        barrier("plume_jax.train: written")  # no process leaves before process 0 has written
     finally:
         bar.close()
         if loggers is not None:
@@ -386,8 +385,7 @@ def _prepare_run_folder(out: pathlib.Path, config: TrainConfig, point: ResumePoi
     if out.resolve() == point.run_dir.resolve():
         kept = trim_jsonl(out / "metrics.jsonl", point.update)
     else:
-        kept = [r for r in read_jsonl(point.run_dir / "metrics.jsonl")
-                if int(r.get("update", 0)) <= point.update]
+        kept = rows_up_to(point.run_dir / "metrics.jsonl", point.update)
         write_jsonl(out / "metrics.jsonl", kept)
     kept_dir = out / "checkpoints"
     if kept_dir.is_dir():
