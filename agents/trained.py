@@ -105,7 +105,8 @@ def preprocess(spec: dict[str, Any], params: dict, carry: TrainedCarry, obs: jax
 
 def forward(spec: dict[str, Any], params: dict, carry: TrainedCarry, obs: jax.Array):
     """``(hidden', (logits_or_mean, log_std | None), value, transformed obs)``
-    for one observation."""
+    for one observation (``value`` is None for a policy trained with a
+    centralised critic, which needs every agent's features)."""
     net = spec["network"]
     act = {"tanh": jnp.tanh, "relu": jax.nn.relu}[net["activation"]]
     x, tobs = preprocess(spec, params, carry, obs)
@@ -122,12 +123,16 @@ def forward(spec: dict[str, Any], params: dict, carry: TrainedCarry, obs: jax.Ar
         feats, heads = hidden, net["hidden_sizes"][1:]
     else:
         feats, heads = x, net["hidden_sizes"]
-    a, c = feats, feats
+    a = feats
     for i in range(len(heads)):
         a = act(_dense(params, f"actor_{i}", a))
-        c = act(_dense(params, f"critic_{i}", c))
     out = _dense(params, "actor_out", a)
-    value = _dense(params, "critic_out", c)[0]
+    value = None  # a centralised critic reads every agent's features: not one agent's to give
+    if net.get("critic", "decentralised") != "centralised":
+        c = feats
+        for i in range(len(heads)):
+            c = act(_dense(params, f"critic_{i}", c))
+        value = _dense(params, "critic_out", c)[0]
     log_std = None if spec["discrete"] else params["log_std"]
     return hidden, (out, log_std), value, tobs
 
@@ -320,7 +325,19 @@ class TrainedPolicy:
         return policy_step(self.spec, self.params, carry, obs, key, self.greedy)
 
     def value(self, carry: TrainedCarry, obs: jax.Array) -> jax.Array:
-        """The critic's value estimate of ``obs`` (for inspection)."""
+        """The critic's value estimate of ``obs`` (for inspection).
+
+        Raises:
+            ValidationError: the policy was trained with a centralised critic
+                (its value needs every agent's features, not one observation).
+        """
+        if self.spec["network"].get("critic", "decentralised") == "centralised":
+            from plume_jax.errors import ValidationError
+
+            raise ValidationError.for_parameter(
+                "network.critic", "centralised",
+                "a decentralised critic: a centralised critic's value reads every agent's "
+                "features and is not defined for one agent's observation")
         return forward(self.spec, self.params, carry, obs)[2]
 
 
