@@ -27,7 +27,6 @@ import sys
 import numpy as np
 import pytest
 
-from plume_jax.cli import main
 from plume_jax.errors import StateError, ValidationError
 from plume_jax.train.config import train_config
 from plume_jax.train.distributed import Launch, check_joined, initialize, join, \

@@ -1,7 +1,7 @@
-"""Several processes training one run: ``jax.distributed`` for
-``plume-jax train``.
+"""Several processes training one run or sweep: ``jax.distributed`` for
+``plume-jax train`` and ``plume-jax sweep``.
 
-One process runs on each host (or each GPU); they form one JAX system, and
+One process runs on each GPU (or each host); they form one JAX system, and
 ``jax.devices()`` then lists the devices of all of them. Every process runs
 the same program on the global mesh (:mod:`plume_jax.train.sharding`) and
 keeps the shards its own devices hold.
@@ -19,7 +19,8 @@ Whether, and how, a process joins such a system (:func:`requested_launch`):
   * a SLURM job step with more than one task (``srun``): ``SLURM_JOB_ID``,
     ``SLURM_STEP_NODELIST``, ``SLURM_NTASKS`` > 1, ``SLURM_PROCID`` and
     ``SLURM_LOCALID`` (JAX's own SLURM detection then derives the
-    coordinator, the first node of the step, and the process ids);
+    coordinator, the first node of the step, and the process ids, and gives
+    each task the one GPU its ``SLURM_LOCALID`` numbers);
   * a multi-host Cloud TPU VM: ``TPU_WORKER_HOSTNAMES`` listing more than
     one host (JAX's own Cloud TPU detection fills in the rest);
 

@@ -56,12 +56,12 @@ program; with several devices the members are sharded across them
 device count. Across several processes (:mod:`plume_jax.train.distributed`)
 the members of a program shard over every device of every process (their
 number must be a multiple of the device count); process 0 writes the
-outputs, from the members' state gathered to every process. Because ``vmap`` changes the order of floating-point
-reductions, a member agrees with the single run of the same seed and
-hyperparameters to float tolerance over the first updates; over long runs
-the two drift apart (PPO is chaotic in its parameters) and agree only
-statistically. A member resumed with ``plume-jax train --resume`` continues
-as a single run.
+outputs, from the members' state gathered to every process. Because
+``vmap`` changes the order of floating-point reductions, a member agrees
+with the single run of the same seed and hyperparameters to float tolerance
+over the first updates; over long runs the two drift apart (PPO is chaotic
+in its parameters) and agree only statistically. A member resumed with
+``plume-jax train --resume`` continues as a single run.
 """
 
 from __future__ import annotations
