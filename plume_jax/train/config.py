@@ -51,7 +51,12 @@ A training config has five sections; every key is optional except
                                # in checkpoints/update_N/ (null: none)
       devices: auto            # auto | N: shard the env batch (a sweep: its
                                # members) over N local devices; auto: as many
-                               # as divide the batch
+                               # as divide the batch (several processes:
+                               # all their devices)
+      distributed: auto        # auto | cluster | off: join a multi-process
+                               # run (plume_jax.train.distributed): auto when
+                               # the launcher's environment says so (SLURM
+                               # srun, multi-host Cloud TPU, JAX_* variables)
       tensorboard: true        # TensorBoard event files in tensorboard/
       wandb_project: null      # a Weights & Biases project to log to (needs
                                # the wandb package); null: no W&B
@@ -255,12 +260,16 @@ NETWORK_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
     "critic": ("decentralised", choice("decentralised", "centralised"), True),
 }
 
+#: Values of ``run.distributed`` (see :mod:`plume_jax.train.distributed`).
+DISTRIBUTED_MODES = ("auto", "cluster", "off")
+
 RUN_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
     "seed": (0, integer(0, 2**31 - 1), False),
     "log_every": (10, integer(1, 10**9), True),
     "checkpoint_minutes": (5.0, real(0.0, 10**6, low_open=True, none_ok=True), False),
     "checkpoint_every": (None, integer(1, 10**9, none_ok=True), False),
     "devices": ("auto", devices_check, True),
+    "distributed": ("auto", choice(*DISTRIBUTED_MODES), False),
     "tensorboard": (True, boolean(), False),
     "wandb_project": (None, string_or_none, False),
 }
@@ -526,10 +535,11 @@ def static_signature(config: TrainConfig) -> dict[str, Any]:
 
 
 #: Settings a resumed run may change: the budget, logging, checkpointing,
-#: devices and the final evaluation. Everything else defines the problem or
-#: the algorithm and must equal the checkpoint's.
+#: devices and processes, and the final evaluation. Everything else defines
+#: the problem or the algorithm and must equal the checkpoint's.
 RESUME_MAY_CHANGE = ("algo.total_steps", "run.log_every", "run.checkpoint_minutes",
-                     "run.checkpoint_every", "run.devices", "run.tensorboard",
+                     "run.checkpoint_every", "run.devices", "run.distributed",
+                     "run.tensorboard",
                      "run.wandb_project", "eval.*")
 
 
