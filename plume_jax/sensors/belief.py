@@ -1,0 +1,277 @@
+"""The Bayesian posterior over the source cell, as an observation (``belief``).
+
+On the Poisson plume's grid search (the ``PlumeNav-Poisson-*`` presets) the
+exact posterior over the source cell is a sufficient statistic of
+everything the searcher has observed: a policy that acts on it needs no
+memory. This sensor keeps that posterior in its state, updates it inside
+the env's step from the hit classes that a wrapped ``hits`` sensor reads,
+and observes it, optionally centred on the agent in a fixed window.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from plume_jax.errors import ValidationError
+from plume_jax.plumes.poisson import PoissonPlume
+from plume_jax.plumes.poisson_posterior import (bayes_update, likelihood_at, likelihood_tables,
+                                                plain_params)
+from plume_jax.sensors.base import component_config, resolve_component, sensor_metadata
+from plume_jax.settings import (Configurable, Setting, boolean, real, resolve_settings,
+                                split_static)
+from plume_jax.spaces import Box
+from plume_jax.types import AgentState, Grid, PlumeProbe
+
+
+def _sensor_table():
+    from plume_jax.sensors import SENSORS
+
+    return SENSORS
+
+
+_LAW_TABLE = {"poisson": PoissonPlume}
+
+
+def _law_config(name: str, value: Any, grid: Grid) -> dict[str, Any]:
+    """A Poisson plume config (``type`` may be left out; a list of
+    ``[name, value]`` pairs, as the metadata writes it, is accepted too),
+    resolved by the Poisson plume's own settings."""
+    if isinstance(value, (list, tuple)) and all(
+            isinstance(pair, (list, tuple)) and len(pair) == 2 for pair in value):
+        value = {k: v for k, v in value}
+    if not isinstance(value, Mapping):
+        raise ValidationError.for_parameter(
+            name, value, "a Poisson plume config, e.g. {model: isotropic, lambda_over_dx: 1.0, "
+            "r_dt: 1.0}")
+    value = {"type": "poisson", **value}
+    return resolve_component(name, value, _LAW_TABLE, "Poisson plume", grid)[2]
+
+
+def _window(name: str, value: Any, grid: Grid) -> tuple[int, int] | None:
+    """None (the full window), or ``[width, height]``: odd integers in
+    ``[1, 4 * max(grid size)]``."""
+    limit = 4 * max(grid.width, grid.height)
+    allowed = (f"null (every cell of the grid stays in view: {2 * grid.width - 1}x"
+               f"{2 * grid.height - 1}) or [width, height], odd integers in [1, {limit}]")
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
+        raise ValidationError.for_parameter(name, value, allowed)
+    out = []
+    for v in value:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) \
+                or not 1 <= v <= limit or v % 2 == 0:
+            raise ValidationError.for_parameter(name, value, allowed)
+        out.append(int(v))
+    return (out[0], out[1])
+
+
+@chex.dataclass(frozen=True)
+class BeliefParams:
+    """Attributes: sensor: the wrapped hits sensor's params."""
+
+    sensor: Any
+
+
+@chex.dataclass(frozen=True)
+class BeliefState:
+    """Attributes:
+        posterior: f32[H, W], ``P(source at cell (x, y))`` at ``[y, x]``,
+            summing to 1, after the latest reading.
+        sensor: the wrapped hits sensor's state.
+    """
+
+    posterior: jax.Array
+    sensor: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class BeliefSensor(Configurable):
+    """The exact Bayesian posterior over the source cell, updated from Poisson
+    hits, observed as an image (optionally centred on the agent).
+
+    The wrapped ``hits`` sensor (``sensor``) reads a hit class ``h`` at the
+    agent's cell ``a`` each step (with the key it is given, so the hits are
+    those the same env with the bare hits sensor draws). The posterior
+    starts uniform over the grid and, at ``init`` and at every ``observe``,
+    becomes ``p(s) L_h(s - a) / Σ p L_h`` (:mod:`plume_jax.plumes.poisson_posterior`),
+    where ``L_h`` is the probability of class ``h`` under the searcher's
+    model: the Poisson plume law ``plume`` (a Poisson plume config; only its
+    law matters: ``model``, ``lambda_over_dx``, ``r_dt``, ``wind_*``,
+    ``tau``, ``r_bar``) times the hits sensor's ``gain``, and 0 within
+    ``goal_radius`` of the agent (a step that continues says the source is
+    not there). It is the posterior the infotaxis agents keep
+    (``agents/infotaxis.py``), operation for operation.
+
+    The model is the sensor's own: it should equal the env's plume law and
+    ``goal_radius`` (e.g. the preset's ``plume`` section; a test checks the
+    three ``PlumeNav-Poisson-*`` benchmark configurations), and it is
+    tabulated once from these static values (float64 class probabilities,
+    used in float32): sweeping the plume's params or the hits gain leaves it
+    as configured, i.e. mis-specified, as in robustness studies. Agent
+    positions are rounded to the nearest cell.
+
+    Observation: f32[wy * wx] in ``[0, 1]``, the posterior as an image in
+    row-major ``[row, column]`` order (index ``row * wx + column``; rows go
+    north, as ``field[y, x]``):
+
+    - ``centred=True`` (default): entry ``[j, i]`` is the posterior at cell
+      ``(x + i - (wx - 1)/2, y + j - (wy - 1)/2)`` for the agent at
+      ``(x, y)``, 0 off the grid. ``window=None`` gives ``wx = 2W - 1``,
+      ``wy = 2H - 1``: the whole grid stays in view wherever the agent is
+      (otto's network input); a smaller window crops, a larger one pads;
+    - ``centred=False``: the grid itself, ``wx = W``, ``wy = H`` (``window``
+      must be None).
+
+    Cost per step: ``O(H · W)`` (one multiply, sum and divide over the grid,
+    one window copy). Deterministic given the key.
+    """
+
+    sensor: Any = None
+    plume: tuple = ()
+    goal_radius: float = 0.0
+    centred: bool = True
+    window: tuple | None = None
+    #: ``(width, height)`` of the grid, set by ``build``.
+    domain: tuple = ()
+    #: The hits sensor's gain the likelihood uses (its configured value), set by ``build``.
+    gain: float = 1.0
+
+    type_name = "belief"
+    SETTINGS = {
+        "sensor": Setting({"type": "hits"}, component_config(_sensor_table, "sensor"),
+                          static=True, doc="the hits sensor whose readings update the posterior"),
+        "plume": Setting({"type": "poisson"}, _law_config, static=True,
+                         doc="the searcher's model of the plume: a Poisson plume config whose "
+                             "law gives the likelihood (match the env's plume)"),
+        "goal_radius": Setting(0.0, real(low=0.0), static=True,
+                               doc="cells; the source is not within this radius of a cell the "
+                                   "search continues from (match the env's goal_radius)"),
+        "centred": Setting(True, boolean(), static=True,
+                           doc="observe the posterior centred on the agent (else the grid as is)"),
+        "window": Setting(None, _window, static=True,
+                          doc="[width, height] of the centred window, odd, cells; null: "
+                              "(2W-1)x(2H-1), the whole grid always in view"),
+    }
+    Params = BeliefParams
+
+    @classmethod
+    def build(cls, values, grid, prefix):
+        """Validate; the wrapped sensor must be a ``hits`` sensor, ``window``
+        only applies with ``centred``."""
+        resolved = resolve_settings(prefix, cls.SETTINGS, values, grid)
+        inner, inner_params, _ = resolve_component(f"{prefix}.sensor", resolved["sensor"],
+                                                   _sensor_table(), "sensor", grid)
+        if inner.type_name != "hits":
+            raise ValidationError.for_parameter(
+                f"{prefix}.sensor.type", inner.type_name,
+                "'hits' (the posterior is updated from Poisson hit classes)")
+        if not resolved["centred"] and resolved["window"] is not None:
+            raise ValidationError.for_parameter(
+                f"{prefix}.window", list(resolved["window"]),
+                "null when centred is false (the observation is then the grid itself)")
+        static, _ = split_static(cls.SETTINGS, resolved)
+        static.pop("sensor")
+        static["plume"] = tuple(sorted(
+            (k, tuple(v) if isinstance(v, (list, tuple)) else v)
+            for k, v in resolved["plume"].items()))
+        component = cls(sensor=inner, domain=(grid.width, grid.height),
+                        gain=float(np.asarray(inner_params.gain)), **static)
+        return component, BeliefParams(sensor=inner_params), resolved
+
+    def get_metadata(self) -> dict[str, Any]:
+        meta = sensor_metadata(self, stochastic=True)
+        meta["parameters"]["plume"] = {k: list(v) if isinstance(v, tuple) else v
+                                       for k, v in self.plume}
+        meta["parameters"]["window"] = None if self.window is None else list(self.window)
+        return meta
+
+    # -- geometry ----------------------------------------------------------------
+    def _grid(self) -> Grid:
+        if not self.domain:
+            raise ValidationError.for_parameter(
+                "sensor.domain", self.domain,
+                "a (width, height) pair: build the sensor with BeliefSensor.build(values, grid, "
+                "prefix) so it knows its grid")
+        return Grid(width=self.domain[0], height=self.domain[1])
+
+    @property
+    def image_shape(self) -> tuple[int, int]:
+        """``(rows, columns)`` of the observed image."""
+        grid = self._grid()
+        if not self.centred:
+            return (grid.height, grid.width)
+        if self.window is None:
+            return (2 * grid.height - 1, 2 * grid.width - 1)
+        return (self.window[1], self.window[0])
+
+    def observation_space(self, params: BeliefParams) -> Box:
+        rows, cols = self.image_shape
+        return Box.uniform(0.0, 1.0, (rows * cols,))
+
+    def observation_labels(self) -> list[str]:
+        rows, cols = self.image_shape
+        if not self.centred:
+            return [f"belief_x{i}_y{j}" for j in range(rows) for i in range(cols)]
+        ry, rx = (rows - 1) // 2, (cols - 1) // 2
+        return [f"belief_dx{i - rx}_dy{j - ry}" for j in range(rows) for i in range(cols)]
+
+    def cell(self, agent: AgentState) -> jax.Array:
+        """i32[2]: the agent's cell ``(x, y)`` (rounded, inside the grid)."""
+        grid = self._grid()
+        upper = jnp.asarray([grid.width - 1, grid.height - 1], jnp.int32)
+        xy = jnp.round(jnp.asarray(agent.position, jnp.float32).reshape(2)).astype(jnp.int32)
+        return jnp.clip(xy, 0, upper)
+
+    # -- the model -----------------------------------------------------------------
+    def likelihood(self) -> np.ndarray:
+        """f32[h_max, 2H-1, 2W-1]: ``L_h`` over the source's offset from the
+        agent (:func:`~plume_jax.plumes.poisson_posterior.likelihood_tables`)."""
+        grid = self._grid()
+        with jax.ensure_compile_time_eval():  # concrete params, also while tracing
+            law, law_params, _ = PoissonPlume.build(
+                {k: list(v) if isinstance(v, tuple) else v for k, v in self.plume if k != "type"},
+                grid, "sensor.plume")
+            law_params = plain_params(law_params)
+        return likelihood_tables(law, law_params, self.gain, self.sensor.h_max,
+                                 grid.width, grid.height, self.goal_radius)["lik"]
+
+    def update(self, posterior: jax.Array, cell: jax.Array, reading: jax.Array) -> jax.Array:
+        """f32[H, W]: ``posterior`` after the hits ``reading`` (f32[1]) at ``cell``."""
+        hit_class = jnp.clip(jnp.round(reading[0]), 0, self.sensor.h_max - 1).astype(jnp.int32)
+        lik = likelihood_at(jnp.asarray(self.likelihood()), cell)
+        return bayes_update(posterior, lik, hit_class)
+
+    def view(self, posterior: jax.Array, cell: jax.Array) -> jax.Array:
+        """f32[rows * columns]: the observed image of ``posterior`` (see the class)."""
+        if not self.centred:
+            return jnp.reshape(posterior, (-1,))
+        rows, cols = self.image_shape
+        ry, rx = (rows - 1) // 2, (cols - 1) // 2
+        padded = jnp.pad(posterior, ((ry, ry), (rx, rx)))
+        image = jax.lax.dynamic_slice(padded, (cell[1], cell[0]), (rows, cols))
+        return jnp.reshape(image, (-1,))
+
+    # -- the sensor protocol ----------------------------------------------------------
+    def init(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, params: BeliefParams):
+        reading, inner_state = self.sensor.init(key, agent, probe, params.sensor)
+        grid = self._grid()
+        uniform = jnp.full(grid.shape, 1.0 / (grid.width * grid.height), jnp.float32)
+        cell = self.cell(agent)
+        posterior = self.update(uniform, cell, reading)
+        return self.view(posterior, cell), BeliefState(posterior=posterior, sensor=inner_state)
+
+    def observe(self, key: jax.Array, agent: AgentState, probe: PlumeProbe,
+                sensor_state: BeliefState, params: BeliefParams):
+        reading, inner_state = self.sensor.observe(key, agent, probe, sensor_state.sensor,
+                                                   params.sensor)
+        cell = self.cell(agent)
+        posterior = self.update(sensor_state.posterior, cell, reading)
+        return self.view(posterior, cell), BeliefState(posterior=posterior, sensor=inner_state)
