@@ -115,30 +115,40 @@ def fake_probe(mean: float):
     ({"window": [5, 3]}, (3, 5)),      # cropped
     ({"window": [17, 11]}, (11, 17)),  # padded
     ({"centred": False}, (5, 7)),      # the grid as is
-], ids=["full", "crop", "pad", "grid"])
+    ({"window": [9, 7], "grid_channel": True}, (7, 9)),
+    ({"centred": False, "grid_channel": True}, (5, 7)),
+], ids=["full", "crop", "pad", "grid", "walls", "grid-walls"])
 def test_observation_is_the_posterior_seen_from_the_agent(cfg, shape):
     sensor, params, _ = build(sensor={"type": "hits", "h_max": 3}, **cfg)
     assert sensor.image_shape == shape
+    channels = 2 if cfg.get("grid_channel") else 1
+    size = shape[0] * shape[1]
     space = sensor.observation_space(params)
-    assert space.shape == (shape[0] * shape[1],)
+    assert space.shape == (channels * size,)
     labels = sensor.observation_labels()
-    assert len(labels) == len(set(labels)) == shape[0] * shape[1]
+    assert len(labels) == len(set(labels)) == channels * size
     probe = fake_probe(0.7)
     init = jax.jit(lambda k, a, p: sensor.init(k, a, probe, p))
     observe = jax.jit(lambda k, a, s, p: sensor.observe(k, a, probe, s, p))
     obs, state = init(jax.random.key(0), AgentState.at([2, 1]), params)
     for t, position in enumerate([[3, 1], [6, 4], [0, 4], [0.4, 0.2]]):
         obs, state = observe(jax.random.key(t + 1), AgentState.at(position), state, params)
-        image = np.asarray(obs).reshape(shape)
+        images = np.asarray(obs).reshape((channels,) + shape)
         posterior = np.asarray(state.posterior)
         cell = np.round(position).astype(int)
+        centre = ((shape[0] - 1) // 2) * shape[1] + (shape[1] - 1) // 2
         if cfg.get("centred", True):
-            np.testing.assert_array_equal(image, centred_view(posterior, cell, *shape))
-            assert labels[((shape[0] - 1) // 2) * shape[1] + (shape[1] - 1) // 2] == \
-                "belief_dx0_dy0"
+            np.testing.assert_array_equal(images[0], centred_view(posterior, cell, *shape))
+            assert labels[centre] == "belief_dx0_dy0"
+            if channels == 2:
+                np.testing.assert_array_equal(
+                    images[1], centred_view(np.ones_like(posterior), cell, *shape))
+                assert labels[size + centre] == "grid_dx0_dy0"
         else:
-            np.testing.assert_array_equal(image, posterior)
+            np.testing.assert_array_equal(images[0], posterior)
             assert labels[3 * 7 + 2] == "belief_x2_y3"
+            if channels == 2:
+                assert np.all(images[1] == 1.0)
         assert bool(space.contains(obs)) and obs.dtype == jnp.float32
         assert abs(posterior.sum() - 1.0) < 1e-5
         assert posterior[cell[1], cell[0]] == 0.0  # the search goes on: not here

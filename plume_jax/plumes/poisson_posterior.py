@@ -145,3 +145,76 @@ def bayes_update(posterior: jax.Array, lik: jax.Array, hit_class: jax.Array) -> 
                          uniform)
 
     return jax.lax.cond(total > 0, lambda _: new / total, impossible, None).astype(jnp.float32)
+
+
+# -- the posterior centred on the agent (the belief sensor's view) ----------------------
+
+def shift_centred(image: jax.Array, delta: Any) -> jax.Array:
+    """f32[..., R, K]: an image centred on the agent (entry ``[j, i]`` at the
+    offset ``(i - (K-1)/2, j - (R-1)/2)``) as seen after a move by ``delta``
+    ``(dx, dy)`` (integers, may be traced): ``out[..., j, i] = image[..., j +
+    dy, i + dx]``, 0 where that falls outside the window."""
+    rows, cols = image.shape[-2:]
+    dx, dy = delta[0], delta[1]
+    j = jnp.arange(rows)[:, None] + dy
+    i = jnp.arange(cols)[None, :] + dx
+    inside = (j >= 0) & (j < rows) & (i >= 0) & (i < cols)
+    return jnp.where(inside, jnp.roll(image, (-dy, -dx), axis=(-2, -1)), 0.0)
+
+
+def predict_readings(belief: jax.Array, lik: jax.Array, delta: Any
+                     ) -> tuple[jax.Array, jax.Array]:
+    """What a move by ``delta`` ``(dx, dy)`` can lead to, from a posterior
+    centred on the agent (the full window, aligned with ``lik``).
+
+    Args:
+        belief: f32[R, K], the posterior centred on the agent, ``R = 2H - 1``,
+            ``K = 2W - 1`` (the belief sensor's full-window image).
+        lik: f32[h_max, R, K], the likelihood over the source's offset
+            (:func:`likelihood_tables`'s ``lik``).
+        delta: the move, cells (integers, may be traced).
+
+    Returns:
+        ``(mass f32[h_max], posteriors f32[h_max, R, K])``: ``mass[h]`` is the
+        probability that the source is not where the move leads and class
+        ``h`` is read there (``1 - Σ mass`` is the probability of finding the
+        source), ``posteriors[h]`` the posterior after that reading, centred
+        on the new cell (0 where ``mass[h]`` is 0).
+    """
+    joint = shift_centred(belief, delta)[None] * lik
+    mass = jnp.sum(joint, axis=(1, 2))
+    return mass, joint / jnp.maximum(mass, 1e-30)[:, None, None]
+
+
+def belief_summaries(belief: jax.Array) -> jax.Array:
+    """f32[3] of a posterior centred on the agent (f32[R, K], the full
+    window of an ``H x W`` grid: ``R = 2H - 1``, ``K = 2W - 1``): its entropy
+    (bits, in ``[0, log2(H W)]``), its mean Manhattan distance from the agent
+    (cells, in ``[0, H + W - 2]``), and the probability that the source is one
+    move away (on one of the four neighbouring cells, in ``[0, 1]``); clipped
+    into these bounds (:func:`summary_bounds`) against float rounding."""
+    rows, cols = belief.shape
+    j = jnp.abs(jnp.arange(rows) - (rows - 1) // 2)[:, None]
+    i = jnp.abs(jnp.arange(cols) - (cols - 1) // 2)[None, :]
+    distance = (i + j).astype(jnp.float32)
+    positive = belief > 0
+    p_log_p = jnp.where(positive, belief * jnp.log2(jnp.where(positive, belief, 1.0)), 0.0)
+    out = jnp.stack([-jnp.sum(p_log_p), jnp.sum(belief * distance),
+                     jnp.sum(jnp.where(distance == 1.0, belief, 0.0))])
+    high = jnp.asarray(summary_bounds((rows + 1) // 2, (cols + 1) // 2), jnp.float32)
+    return jnp.clip(out, 0.0, high).astype(jnp.float32)
+
+
+def summary_bounds(height: int, width: int) -> tuple[float, float, float]:
+    """Upper bounds of :func:`belief_summaries` on an ``height x width`` grid
+    (the lower bounds are 0)."""
+    return (float(np.float32(math.log2(height * width))), float(height + width - 2), 1.0)
+
+
+def search_time_estimate(summaries: jax.Array) -> jax.Array:
+    """f32[...]: ``D + 2^(H - 1) - 1/2`` from :func:`belief_summaries`
+    f32[..., 3] (``H`` the entropy in bits, ``D`` the mean Manhattan
+    distance): the estimate of the number of steps still needed that
+    space-aware infotaxis is built on (Loisy & Eloy 2022, whose rule
+    minimises the expected ``log2`` of it after the move)."""
+    return summaries[..., 1] + jnp.exp2(summaries[..., 0] - 1.0) - 0.5

@@ -21,8 +21,8 @@ import numpy as np
 
 from plume_jax.errors import ValidationError
 from plume_jax.plumes.poisson import PoissonPlume
-from plume_jax.plumes.poisson_posterior import (bayes_update, likelihood_at, likelihood_tables,
-                                                plain_params)
+from plume_jax.plumes.poisson_posterior import (bayes_update, belief_summaries, likelihood_at,
+                                                likelihood_tables, plain_params, summary_bounds)
 from plume_jax.sensors.base import component_config, resolve_component, sensor_metadata
 from plume_jax.settings import (Configurable, Setting, boolean, real, resolve_settings,
                                 split_static)
@@ -130,6 +130,16 @@ class BeliefSensor(Configurable):
     - ``centred=False``: the grid itself, ``wx = W``, ``wy = H`` (``window``
       must be None).
 
+    With ``grid_channel``, a second image follows the first (observation
+    f32[2 * wy * wx], channel-major): 1 where the window's cell lies on the
+    grid, 0 off it, so that a policy sees the walls (a cell ruled out and a
+    cell off the grid both have probability 0). With ``summaries``, three
+    numbers follow the images: the posterior's entropy (bits), its mean
+    Manhattan distance from the agent (cells) and the probability that the
+    source is on one of the four neighbouring cells
+    (:func:`~plume_jax.plumes.poisson_posterior.belief_summaries`, over the
+    whole grid whatever the window).
+
     Cost per step: ``O(H · W)`` (one multiply, sum and divide over the grid,
     one window copy). Deterministic given the key.
     """
@@ -139,6 +149,8 @@ class BeliefSensor(Configurable):
     goal_radius: float = 0.0
     centred: bool = True
     window: tuple | None = None
+    grid_channel: bool = False
+    summaries: bool = False
     #: ``(width, height)`` of the grid, set by ``build``.
     domain: tuple = ()
     #: The hits sensor's gain the likelihood uses (its configured value), set by ``build``.
@@ -159,6 +171,12 @@ class BeliefSensor(Configurable):
         "window": Setting(None, _window, static=True,
                           doc="[width, height] of the centred window, odd, cells; null: "
                               "(2W-1)x(2H-1), the whole grid always in view"),
+        "grid_channel": Setting(False, boolean(), static=True,
+                                doc="add a second image: 1 where the window's cell is on the "
+                                    "grid"),
+        "summaries": Setting(False, boolean(), static=True,
+                             doc="append the entropy (bits), mean distance from the agent "
+                                 "(cells) and neighbour mass of the posterior"),
     }
     Params = BeliefParams
 
@@ -212,16 +230,30 @@ class BeliefSensor(Configurable):
             return (2 * grid.height - 1, 2 * grid.width - 1)
         return (self.window[1], self.window[0])
 
+    @property
+    def channels(self) -> int:
+        """Images in the observation: 1, or 2 with ``grid_channel``."""
+        return 2 if self.grid_channel else 1
+
     def observation_space(self, params: BeliefParams) -> Box:
         rows, cols = self.image_shape
-        return Box.uniform(0.0, 1.0, (rows * cols,))
+        images = Box.uniform(0.0, 1.0, (self.channels * rows * cols,))
+        if not self.summaries:
+            return images
+        grid = self._grid()
+        high = summary_bounds(grid.height, grid.width)
+        return Box.concatenate([images, Box.from_arrays([0.0] * len(high), list(high))])
 
     def observation_labels(self) -> list[str]:
         rows, cols = self.image_shape
-        if not self.centred:
-            return [f"belief_x{i}_y{j}" for j in range(rows) for i in range(cols)]
         ry, rx = (rows - 1) // 2, (cols - 1) // 2
-        return [f"belief_dx{i - rx}_dy{j - ry}" for j in range(rows) for i in range(cols)]
+        where = [f"x{i}_y{j}" if not self.centred else f"dx{i - rx}_dy{j - ry}"
+                 for j in range(rows) for i in range(cols)]
+        names = ["belief", "grid"][:self.channels]
+        labels = [f"{name}_{cell}" for name in names for cell in where]
+        if self.summaries:
+            labels += ["belief_entropy_bits", "belief_mean_distance", "belief_neighbour_mass"]
+        return labels
 
     def cell(self, agent: AgentState) -> jax.Array:
         """i32[2]: the agent's cell ``(x, y)`` (rounded, inside the grid)."""
@@ -251,13 +283,25 @@ class BeliefSensor(Configurable):
 
     def view(self, posterior: jax.Array, cell: jax.Array) -> jax.Array:
         """f32[rows * columns]: the observed image of ``posterior`` (see the class)."""
-        if not self.centred:
-            return jnp.reshape(posterior, (-1,))
-        rows, cols = self.image_shape
+        images = [posterior]
+        if self.grid_channel:
+            images.append(jnp.ones_like(posterior))
+        if self.centred:
+            images = [self._centre(image, cell, self.image_shape) for image in images]
+        out = jnp.reshape(jnp.stack(images), (-1,))
+        if not self.summaries:
+            return out
+        grid = self._grid()
+        full = self._centre(posterior, cell, (2 * grid.height - 1, 2 * grid.width - 1))
+        return jnp.concatenate([out, belief_summaries(full)])
+
+    @staticmethod
+    def _centre(image: jax.Array, cell: jax.Array, shape: tuple[int, int]) -> jax.Array:
+        """f32[rows, columns]: the window of ``image`` centred on ``cell``, 0 off the grid."""
+        rows, cols = shape
         ry, rx = (rows - 1) // 2, (cols - 1) // 2
-        padded = jnp.pad(posterior, ((ry, ry), (rx, rx)))
-        image = jax.lax.dynamic_slice(padded, (cell[1], cell[0]), (rows, cols))
-        return jnp.reshape(image, (-1,))
+        return jax.lax.dynamic_slice(jnp.pad(image, ((ry, ry), (rx, rx))), (cell[1], cell[0]),
+                                     (rows, cols))
 
     # -- the sensor protocol ----------------------------------------------------------
     def init(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, params: BeliefParams):
