@@ -113,8 +113,10 @@ import numpy as np
 from agents.base import describe
 from plume_jax.actions.discrete_grid import MOVES
 from plume_jax.errors import ValidationError
+from plume_jax.plumes.poisson import PoissonPlume
 from plume_jax.plumes.poisson_posterior import (  # noqa: F401  (capped_poisson_table: re-exported)
     bayes_update, capped_poisson_table, likelihood_tables, plain_params)
+from plume_jax.sensors import CompositeSensor, HitsSensor
 
 #: A candidate cell holding the source with at least this probability is entered at once.
 FORCE_P_END = 1.0 - 1e-6
@@ -131,14 +133,14 @@ class InfotaxisCarry:
 
 def _hits_sensor(sensor: Any, params: Any) -> tuple[Any, Any]:
     """The hits sensor (direct or a composite component) and its params."""
-    if getattr(sensor, "type_name", None) == "hits":
+    if isinstance(sensor, HitsSensor):
         return sensor, params
-    if getattr(sensor, "type_name", None) == "composite":
+    if isinstance(sensor, CompositeSensor):
         for component, component_params in zip(sensor.sensors, params.sensors):
-            if getattr(component, "type_name", None) == "hits":
+            if isinstance(component, HitsSensor):
                 return component, component_params
     raise ValidationError.for_parameter(
-        "sensor", getattr(sensor, "type_name", sensor),
+        "sensor", sensor.type_name,
         "a 'hits' sensor (alone or in a composite): infotaxis updates its posterior from "
         "Poisson hit classes")
 
@@ -224,10 +226,10 @@ class InfotaxisPolicy:
         """
         agent = "space_aware_infotaxis" if space_aware else "infotaxis"
         params = env.default_params if params is None else params
-        plume = getattr(env, "plume", None)
-        if getattr(plume, "type_name", None) != "poisson" or not hasattr(plume, "hit_rate"):
+        plume = env.plume
+        if not isinstance(plume, PoissonPlume):
             raise ValidationError.for_parameter(
-                "plume", getattr(plume, "type_name", plume),
+                "plume", plume.type_name,
                 f"a 'poisson' plume ({agent} needs its hit-rate law for the likelihood)")
         info = describe(env)
         if info.get("actions_type") != "discrete_grid":

@@ -28,18 +28,19 @@ from agents.chemotaxis import BilateralChemotaxisPolicy
 from agents.klinotaxis import KlinotaxisPolicy
 from agents.random_walk import RandomWalkPolicy
 from plume_jax.errors import ValidationError
+from plume_jax.multi_agent import MultiAgentPlumeEnv
 
 
 def _trained(env: Any, path: str, greedy: bool = True) -> Any:
     from agents.trained import TrainedPolicy
 
-    return TrainedPolicy.load(path, greedy=greedy)
+    return TrainedPolicy.for_env(env, path, greedy=greedy)
 
 
 def _sb3(env: Any, path: str, algorithm: str = "PPO", deterministic: bool = True) -> Any:
     from agents.sb3 import SB3Agent
 
-    return SB3Agent.load(path, algorithm=algorithm, deterministic=deterministic)
+    return SB3Agent.for_env(env, path, algorithm=algorithm, deterministic=deterministic)
 
 
 def _infotaxis_factories() -> dict[str, Callable[..., Any]]:
@@ -85,7 +86,25 @@ def _build(table: dict, name: str, env: Any, params: dict[str, Any]) -> Any:
     if missing:
         raise ValidationError.for_parameter(f"agent.{missing[0]}", None,
                                             f"a value (agent {name!r} requires it)")
-    return factory(env, **params)
+    try:
+        return factory(env, **params)
+    except ValidationError:
+        raise
+    except (TypeError, ValueError, OverflowError) as error:  # e.g. float("x") of a parameter
+        raise ValidationError.for_parameter(
+            "agent.params", dict(params),
+            f"parameter values agent {name!r} accepts ({type(error).__name__}: {error})"
+        ) from None
+
+
+def default_params(name: str) -> dict[str, Any]:
+    """The parameters agent ``name`` takes by default (required ones, such
+    as ``trained``'s ``path``, are absent); ``{}`` for an unknown name."""
+    table = FUNCTIONAL_AGENTS if name in FUNCTIONAL_AGENTS else HOST_AGENTS
+    if name not in table:
+        return {}
+    return {p.name: p.default for p in inspect.signature(table[name]).parameters.values()
+            if p.name != "env" and p.default is not p.empty}
 
 
 def is_host_agent(name: str) -> bool:
@@ -105,11 +124,10 @@ def make_agent(name: str, env: Any, **params: Any) -> Any:
     """
     if name in FUNCTIONAL_AGENTS:
         policy = _build(FUNCTIONAL_AGENTS, name, env, params)
-        num_agents = getattr(env, "num_agents", None)
-        if num_agents is not None:  # a multi-agent env: one call acts for every agent
+        if isinstance(env, MultiAgentPlumeEnv):  # one call acts for every agent
             from agents.batched import PerAgentPolicy
 
-            policy = PerAgentPolicy(policy, num_agents)
+            policy = PerAgentPolicy(policy, env.num_agents)
         return policy
     if name in HOST_AGENTS:
         return _build(HOST_AGENTS, name, env, params)

@@ -26,12 +26,20 @@ The carry holds the GRU state (recurrent networks), the previous action
 and observation (networks fed their previous action or the change of the
 observation) and whether the next observation is the first of an episode. Greedy by default: argmax of the logits, or the
 Gaussian mean; ``greedy=False`` samples from the policy.
+
+:meth:`TrainedPolicy.for_env` (what ``make_agent("trained", env, path=...)``
+uses) checks the policy against the env it is about to run on before any
+step: the action space (kind, number of actions or shape and bounds), the
+observation size, and — from the env settings recorded in ``policy.json`` —
+the action names and observation labels; then it traces one decision
+abstractly, so weights that do not fit the spec are refused too.
 """
 
 from __future__ import annotations
 
 import json
 import pathlib
+import warnings
 from typing import Any
 
 import chex
@@ -39,7 +47,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agents.base import StatefulAgent
+from agents.base import StatefulAgent, describe
+from plume_jax.errors import ValidationError
 
 POLICY_FORMAT = "plume_jax.trained_policy/1"
 
@@ -240,13 +249,102 @@ def policy_step(spec: dict[str, Any], params: dict, carry: TrainedCarry, obs: ja
 
 
 def load_policy_files(path: str | pathlib.Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """``(spec, arrays)`` from an exported policy folder."""
-    path = pathlib.Path(path)
-    spec = json.loads((path / "policy.json").read_text())
-    check_spec(spec)
-    with np.load(path / "policy.npz") as data:
-        arrays = {name: np.asarray(data[name]) for name in data.files}
+    """``(spec, arrays)`` from an exported policy folder.
+
+    Raises:
+        ValidationError: (parameter ``path``) the folder, ``policy.json`` or
+            ``policy.npz`` is missing or unreadable, or the spec is not a
+            trained-policy spec. ``policy.npz`` is read without pickle.
+    """
+    folder = pathlib.Path(path)
+    allowed = "a policy folder written by `plume-jax train` (policy.json and policy.npz)"
+    try:
+        spec = json.loads((folder / "policy.json").read_text())
+        check_spec(spec)
+        with np.load(folder / "policy.npz", allow_pickle=False) as data:
+            arrays = {name: np.asarray(data[name]) for name in data.files}
+    except (OSError, ValueError, KeyError, EOFError) as error:
+        raise ValidationError.for_parameter("path", str(path), f"{allowed}; {error}") from None
     return spec, arrays
+
+
+def _recorded_interface(spec: dict[str, Any]) -> tuple[list[str], list[str]] | None:
+    """``(observation labels, action names)`` of the env the policy was trained
+    on, rebuilt from the sensor and action settings recorded in
+    ``policy.json``; ``None`` when the spec records no env settings, or (with
+    a warning) when this version of plume_jax cannot rebuild them."""
+    from plume_jax.actions import ACTIONS
+    from plume_jax.sensors import SENSORS
+    from plume_jax.types import Grid
+
+    env = spec.get("env") or {}
+    if not all(key in env for key in ("sensor", "actions", "grid_size")):
+        return None
+    try:
+        grid = Grid(width=int(env["grid_size"][0]), height=int(env["grid_size"][1]))
+        built = {}
+        for slot, table in (("sensor", SENSORS), ("actions", ACTIONS)):
+            values = dict(env[slot])
+            built[slot] = table[values.pop("type")].build(values, grid, slot)[0]
+        return list(built["sensor"].observation_labels()), list(built["actions"].action_names)
+    except (KeyError, TypeError, ValueError, IndexError) as error:
+        warnings.warn(f"the training env's sensor/action settings in policy.json could not be "
+                      f"rebuilt ({type(error).__name__}: {error}); only the sizes of the "
+                      "observation and the action space were checked", stacklevel=3)
+        return None
+
+
+def check_env(spec: dict[str, Any], env: Any) -> None:
+    """Refuse an env (or its description) the policy of ``spec`` cannot drive.
+
+    Checked: the action space (discrete vs box; the number of actions, or the
+    shape and bounds), one agent's observation size, and — when the spec
+    records the training env's settings — the action names (same ids) and the
+    observation labels (same entries in the same order).
+
+    Raises:
+        ValidationError: naming what differs, the policy's value and the env's.
+    """
+    info = describe(env)
+    space = info["action_space"]
+    trained_on = (spec.get("env") or {}).get("id", "its training env")
+    if spec["discrete"] != (space["type"] == "discrete"):
+        kind = "discrete" if spec["discrete"] else "continuous (Box)"
+        raise ValidationError.for_parameter(
+            "actions", info.get("actions_type"),
+            f"an env with {kind} actions, as the trained policy (trained on {trained_on}) emits")
+    if spec["discrete"] and space["n"] != spec["action_dim"]:
+        raise ValidationError.for_parameter(
+            "actions", f"{space['n']} actions {info['action_names']}",
+            f"{spec['action_dim']} discrete actions, as the trained policy (trained on "
+            f"{trained_on}) chooses among")
+    if not spec["discrete"]:
+        same = list(space["shape"]) == [spec["action_dim"]] and np.allclose(
+            space["low"], spec["action_low"]) and np.allclose(space["high"], spec["action_high"])
+        if not same:
+            raise ValidationError.for_parameter(
+                "actions", f"Box shape {space['shape']}, low {space['low']}, high {space['high']}",
+                f"a Box of shape [{spec['action_dim']}] with low {spec['action_low']} and high "
+                f"{spec['action_high']}, as the trained policy (trained on {trained_on}) emits")
+    shape = list(info["observation_shape"])
+    per_agent = shape[1:] if info.get("num_agents", 1) > 1 else shape
+    if int(np.prod(per_agent, dtype=np.int64)) != spec["obs_dim"]:
+        raise ValidationError.for_parameter(
+            "sensor", f"{info.get('sensor_type')} (observation shape {per_agent})",
+            f"an observation of {spec['obs_dim']} values, as the trained policy (trained on "
+            f"{trained_on}) reads")
+    recorded = _recorded_interface(spec)
+    if recorded is None:
+        return
+    labels, names = recorded
+    if names != list(info["action_names"]):
+        raise ValidationError.for_parameter(
+            "actions", info["action_names"],
+            f"the actions the trained policy was trained with, in the same order: {names}")
+    if labels != list(info["observation_labels"]):
+        raise ValidationError.for_parameter(
+            "sensor", info["observation_labels"],
+            f"the observation the trained policy was trained on, in the same order: {labels}")
 
 
 class TrainedPolicy:
@@ -268,6 +366,36 @@ class TrainedPolicy:
         """Load ``policy.json`` / ``policy.npz`` from the folder ``path``."""
         spec, arrays = load_policy_files(path)
         return cls(spec, arrays, greedy=greedy)
+
+    @classmethod
+    def for_env(cls, env: Any, path: str | pathlib.Path, greedy: bool = True) -> "TrainedPolicy":
+        """Load the policy in ``path`` and check it against ``env`` (see
+        :func:`check_env`), then trace one decision on an observation of the
+        env's shape (abstractly: nothing runs, nothing compiles).
+
+        Raises:
+            ValidationError: an unreadable folder, an env the policy was not
+                trained for, or weights that do not fit the spec.
+        """
+        policy = cls.load(path, greedy=greedy)
+        check_env(policy.spec, env)
+        info = describe(env)
+        shape = info["observation_shape"][1:] if info.get("num_agents", 1) > 1 \
+            else info["observation_shape"]
+        obs = jax.ShapeDtypeStruct(tuple(shape), jnp.float32)
+        key = jax.eval_shape(lambda: jax.random.key(0))
+        try:
+            action, _ = jax.eval_shape(policy.act, policy.init(None), obs, key)
+        except (TypeError, ValueError, KeyError) as error:
+            raise ValidationError.for_parameter(
+                "path", str(path), f"weights (policy.npz) that fit the network in policy.json "
+                f"({type(error).__name__}: {str(error)[:300]})") from None
+        expected = () if policy.discrete else (policy.spec["action_dim"],)
+        if tuple(action.shape) != expected:
+            raise ValidationError.for_parameter(
+                "path", str(path), f"a network whose action has shape {expected}, not "
+                f"{tuple(action.shape)}")
+        return policy
 
     @property
     def discrete(self) -> bool:

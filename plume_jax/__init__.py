@@ -16,6 +16,8 @@ from plume_jax.registry import PRESETS, build_env, list_presets, make
 from plume_jax.types import AgentState, EnvParams, EnvState, Grid
 import plume_jax.gym.registration  # noqa: E402,F401  registers plume_jax/<PresetId> with Gymnasium
 
+# The one place the version is written: pyproject.toml reads it (setuptools dynamic
+# version), so importlib.metadata.version("plume-jax") agrees once installed.
 __version__ = "0.1.0"
 
 __all__ = [

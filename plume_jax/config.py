@@ -35,7 +35,7 @@ from plume_jax.registry import COMPONENTS, PRESETS, build_env, make, merge_overr
 PRESET_DIR = pathlib.Path(__file__).resolve().parent.parent / "configs" / "presets"
 
 _HEADER = ("# plume_jax environment config: load with plume_jax.make_from_config(path).\n"
-           "# Every setting is spelled out; see the README section \"Components and presets\".\n")
+           "# Every setting is spelled out; see docs/components.md.\n")
 
 #: Order of the top-level keys in written files.
 _KEY_ORDER = ("id", "description", "grid_size", "goal_radius", "max_steps", "num_agents",
@@ -106,25 +106,36 @@ def save_config(env: Any, path: str | pathlib.Path, description: str | None = No
     return path
 
 
+def read_yaml(path: str | pathlib.Path, parameter: str = "path") -> Any:
+    """The YAML document of a file (not yet validated).
+
+    Raises:
+        ValidationError: naming ``parameter``, for a missing, unreadable or
+            binary file, or for text that is not YAML.
+    """
+    path = pathlib.Path(path)
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValidationError.for_parameter(parameter, str(path),
+                                            f"a readable text file ({exc})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValidationError.for_parameter(
+            parameter, str(path), f"a YAML file ({str(exc).splitlines()[0]})") from None
+
+
 def load_config(path: str | pathlib.Path) -> dict[str, Any]:
     """Read a config file into a settings dict (not yet validated).
 
     Raises:
         ValidationError: the file is missing, is not YAML, or is not a mapping.
     """
-    path = pathlib.Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ValidationError.for_parameter("path", str(path), f"a readable file ({exc})") from None
-    try:
-        spec = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ValidationError.for_parameter(
-            "path", str(path), f"a YAML file ({str(exc).splitlines()[0]})") from None
+    spec = read_yaml(path)
     if not isinstance(spec, Mapping):
         raise ValidationError.for_parameter(
-            "config", spec, f"a mapping of settings at the top of {path}")
+            "config", spec, f"a mapping of settings at the top of {pathlib.Path(path)}")
     return dict(spec)
 
 

@@ -1,9 +1,10 @@
 """The functional environment (layer 2): a gymnax ``Environment``.
 
 ``PlumeEnv`` composes a plume, a sensor, an action model, a reward and a
-start distribution over a static grid. It is immutable and hashable by its
-static configuration (and default params), so ``jax.jit(env.step)`` and
-gymnax-style training code compile once per env and params structure.
+start distribution over a static grid. It is a frozen dataclass, hashable by
+its static configuration (and default params, by value), so
+``jax.jit(env.step)`` and gymnax-style training code compile once per env and
+params structure.
 
 Auto-reset and its cost
 -----------------------
@@ -17,13 +18,16 @@ turbulent plume); it calls ``plume.reinit(key, plume_state, params)``, which
 each plume implements cheaply — a static plume rebuilds its trivial state, a
 dynamic plume keeps its already-developed state running into the next
 episode. Only an explicit ``reset`` pays for ``plume.init``. The new episode's
-agent, sensor memory and counters are always fresh.
+agent, sensor memory and counters are always fresh. The step-then-reset
+itself lives in :mod:`plume_jax.autoreset`, shared with ``step_batch`` and
+the batch adapters.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -32,7 +36,8 @@ from gymnax.environments import environment as gymnax_env
 from gymnax.environments import spaces as gymnax_spaces
 
 from plume_jax import spaces
-from plume_jax.errors import ValidationError
+from plume_jax.autoreset import Transition, step_then_reset, step_then_reset_batch
+from plume_jax.interfaces import ActionModel, Plume, Reward, Sensor, StartDistribution
 from plume_jax.types import AgentState, EnvParams, EnvState, Grid, PlumeProbe
 
 #: Keys of the ``info`` dict returned by ``step`` (all arrays).
@@ -82,22 +87,35 @@ _STEP_STREAM = 0    # step_env: plume, action, sensor
 _RESET_STREAM = 3   # reset_env / auto_reset: plume, start, sensor
 
 
-def _ended_step_info(info: dict[str, Any], terminated: jax.Array, truncated: jax.Array,
-                     final_observation: Any) -> dict[str, Any]:
-    """``info`` of an auto-resetting step: what describes the step that
-    ended the old episode (``step`` and ``step_batch`` alike)."""
-    return {**info, "terminated": terminated, "truncated": truncated,
-            "final_observation": final_observation}
+class StepKeys(NamedTuple):
+    """The keys one transition (``step_env``) draws from: ``fold_in(key, 0..2)``."""
+
+    plume: jax.Array
+    action: jax.Array
+    sensor: jax.Array
+
+
+class ResetKeys(NamedTuple):
+    """The keys one episode start (``reset_env``, ``auto_reset``) draws
+    from: ``fold_in(key, 3..5)``, disjoint from :class:`StepKeys`."""
+
+    plume: jax.Array
+    start: jax.Array
+    sensor: jax.Array
 
 
 def batched_step(env: Any, keys: jax.Array, state: Any, action: Any, params: Any):
     """One step of a batch of envs: ``env.step_batch`` where the env has it
     (the results of ``vmap(env.step)``, resetting only the envs that ended),
-    else ``vmap(env.step)``. Not for use under a further ``vmap``."""
-    step_batch = getattr(env, "step_batch", None)
-    if step_batch is not None:
-        return step_batch(keys, state, action, params)
+    else ``vmap(env.step)`` (e.g. a gymnax env). Not for use under a further
+    ``vmap``."""
+    if isinstance(env, PlumeEnv):
+        return env.step_batch(keys, state, action, params)
     return jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys, state, action, params)
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 def _freeze(tree: Any) -> tuple:
@@ -108,48 +126,82 @@ def _freeze(tree: Any) -> tuple:
     )
 
 
-class PlumeEnv(gymnax_env.Environment):
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class PlumeEnv(gymnax_env.Environment[EnvState, EnvParams]):
     """Odour-plume navigation as pure ``reset`` / ``step`` functions.
 
-    Args:
+    A frozen dataclass of its static parts: ``dataclasses.replace(env,
+    start=...)`` gives the same env with another component. Two envs are
+    equal (and hash alike, so ``jax.jit`` with the env as a static argument
+    compiles once for both) when their type, grid, components and default
+    params (by value) are equal; ``settings`` is informational.
+
+    Attributes:
         grid: static grid size.
-        plume, sensor, actions, reward, start: components (see their
-            packages for the method each must provide).
+        plume, sensor, actions, reward, start: components, each an
+            instance of its interface (:mod:`plume_jax.interfaces`).
         default_params: the ``EnvParams`` used when ``params`` is None.
         settings: the validated, JSON-serialisable settings the env was
             built from (``plume_jax.make`` fills it); informational.
     """
 
-    def __init__(self, grid: Grid, plume: Any, sensor: Any, actions: Any, reward: Any,
-                 start: Any, default_params: EnvParams, settings: dict | None = None):
-        self.grid = grid
-        self.plume = plume
-        self.sensor = sensor
-        self.actions = actions
-        self.reward = reward
-        self.start = start
-        self._default_params = default_params
-        self.settings = settings or {}
-        self._key = (type(self), grid, plume, sensor, actions, reward, start,
-                     _freeze(default_params))
+    grid: Grid
+    plume: Plume
+    sensor: Sensor
+    actions: ActionModel
+    reward: Reward
+    start: StartDistribution
+    # A default (None, refused below) keeps a plain class attribute in this
+    # class, which shadows gymnax's read-only ``default_params`` property.
+    default_params: EnvParams = dataclasses.field(default=None,
+                                                  metadata={"fingerprint": _freeze})
+    settings: dict = dataclasses.field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.default_params is None:
+            raise TypeError(f"{type(self).__name__}() needs default_params (an EnvParams)")
+        if self.settings is None:
+            object.__setattr__(self, "settings", {})
+        identity = (type(self),) + tuple(
+            f.metadata.get("fingerprint", _same)(getattr(self, f.name))
+            for f in dataclasses.fields(self) if f.compare)
+        object.__setattr__(self, "_identity", identity)
+        object.__setattr__(self, "_hash", hash(identity))
 
     # -- identity: static configuration, so jit caches are shared ----------
     def __hash__(self) -> int:
-        return hash(self._key)
+        return self._hash
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, PlumeEnv) and self._key == other._key
+        return isinstance(other, PlumeEnv) and self._identity == other._identity
+
+    @property
+    def structure(self) -> tuple:
+        """The static structure: the env's type and every field but the
+        default params and the settings. Envs of one structure run the same
+        compiled programs for params of one pytree structure (what a vmapped
+        sweep over params needs)."""
+        return (type(self),) + tuple(
+            getattr(self, f.name) for f in dataclasses.fields(self)
+            if f.compare and f.name != "default_params")
 
     def __repr__(self) -> str:
         return (f"PlumeEnv(grid={self.grid.width}x{self.grid.height}, plume={self.plume}, "
                 f"sensor={self.sensor}, actions={self.actions}, reward={self.reward}, "
                 f"start={self.start})")
 
-    # -- gymnax API ------------------------------------------------------
-    @property
-    def default_params(self) -> EnvParams:
-        return self._default_params
+    # -- keys ------------------------------------------------------------
+    @staticmethod
+    def step_keys(key: jax.Array) -> StepKeys:
+        """The keys of one transition drawn from ``key``."""
+        return StepKeys(*_derive_keys(key, _STEP_STREAM, 3))
 
+    @staticmethod
+    def reset_keys(key: jax.Array) -> ResetKeys:
+        """The keys of one episode start drawn from ``key``."""
+        return ResetKeys(*_derive_keys(key, _RESET_STREAM, 3))
+
+    # -- gymnax API ------------------------------------------------------
     @property
     def name(self) -> str:
         return self.settings.get("id", "PlumeEnv")
@@ -180,7 +232,7 @@ class PlumeEnv(gymnax_env.Environment):
         return to_gymnax_space(self.sensor.observation_space(self._params(params).sensor))
 
     def _params(self, params: EnvParams | None) -> EnvParams:
-        return self._default_params if params is None else params
+        return self.default_params if params is None else params
 
     def probe(self, plume_state: Any, params: EnvParams) -> PlumeProbe:
         """The sensor's read-only view of the plume for ``plume_state``."""
@@ -247,27 +299,29 @@ class PlumeEnv(gymnax_env.Environment):
 
     def reset_env(self, key: jax.Array, params: EnvParams) -> tuple[jax.Array, EnvState]:
         """A fresh plume (``plume.init``) and a fresh episode."""
-        k_plume, k_start, k_sensor = _derive_keys(key, _RESET_STREAM, 3)
-        plume_state = self.plume.init(k_plume, params.plume)
-        return self._start_episode(k_start, k_sensor, plume_state, 1, params)
+        keys = self.reset_keys(key)
+        plume_state = self.plume.init(keys.plume, params.plume)
+        return self._start_episode(keys.start, keys.sensor, plume_state, 1, params)
 
     def auto_reset(self, key: jax.Array, state: EnvState, params: EnvParams
                    ) -> tuple[jax.Array, EnvState]:
         """The cheap reset used inside ``step`` (see the module docstring)."""
-        k_plume, k_start, k_sensor = _derive_keys(key, _RESET_STREAM, 3)
-        plume_state = self.plume.reinit(k_plume, state.plume, params.plume)
-        return self._start_episode(k_start, k_sensor, plume_state, state.episode_count + 1, params)
+        keys = self.reset_keys(key)
+        plume_state = self.plume.reinit(keys.plume, state.plume, params.plume)
+        return self._start_episode(keys.start, keys.sensor, plume_state, state.episode_count + 1,
+                                   params)
 
     def step_env(self, key: jax.Array, state: EnvState, action: Any, params: EnvParams):
         """One transition without auto-reset.
 
         Returns ``(obs, state, reward, terminated, truncated, info)``.
         """
-        k_plume, k_action, k_sensor = _derive_keys(key, _STEP_STREAM, 3)
-        plume_state = self.plume.advance(k_plume, state.plume, params.plume)
-        agent, action_valid, executed = self.agent_move(k_action, action, state.agent,
+        keys = self.step_keys(key)
+        plume_state = self.plume.advance(keys.plume, state.plume, params.plume)
+        agent, action_valid, executed = self.agent_move(keys.action, action, state.agent,
                                                         plume_state, params)
-        out = self.agent_outcome(k_sensor, state.agent, agent, state.sensor, plume_state, params)
+        out = self.agent_outcome(keys.sensor, state.agent, agent, state.sensor, plume_state,
+                                 params)
         step_count = state.step_count + 1
         terminated = out["goal_reached"]
         truncated = jnp.logical_and(step_count >= params.max_steps, jnp.logical_not(terminated))
@@ -315,26 +369,19 @@ class PlumeEnv(gymnax_env.Environment):
 
     @functools.partial(jax.jit, static_argnames=("self",))
     def step(self, key: jax.Array, state: EnvState, action: Any,
-             params: EnvParams | None = None):
+             params: EnvParams | None = None) -> Transition:
         """One step with gymnax-style auto-reset.
 
-        Returns ``(obs, state, reward, terminated, truncated, info)``; see the
-        module docstring for what describes the old and the new episode.
+        Returns ``(obs, state, reward, terminated, truncated, info)`` (a
+        :class:`~plume_jax.autoreset.Transition`); see the module docstring
+        for what describes the old and the new episode.
         """
-        params = self._params(params)
-        obs_st, state_st, reward, terminated, truncated, info = self.step_env(
-            key, state, action, params
-        )
-        done = self.episode_done(terminated, truncated, info)
-        obs_re, state_re = self.auto_reset(key, state_st, params)
-        state = jax.tree.map(lambda r, s: jnp.where(done, r, s), state_re, state_st)
-        obs = jax.tree.map(lambda r, s: jnp.where(done, r, s), obs_re, obs_st)
-        return obs, state, reward, terminated, truncated, _ended_step_info(
-            info, terminated, truncated, obs_st)
+        return step_then_reset(self, key, key, state, action, self._params(params))
 
     @functools.partial(jax.jit, static_argnames=("self", "max_resets"))
     def step_batch(self, keys: jax.Array, state: EnvState, action: Any,
-                   params: EnvParams | None = None, max_resets: int | None = None):
+                   params: EnvParams | None = None, max_resets: int | None = None
+                   ) -> Transition:
         """``vmap(step)`` over a batch, resetting only the envs that ended.
 
         Returns what ``jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys,
@@ -363,53 +410,8 @@ class PlumeEnv(gymnax_env.Environment):
         Under an outer ``vmap`` (e.g. a vmapped sweep) the ``cond`` turns
         into a select that computes both branches; use ``vmap(step)`` there.
         """
-        params = self._params(params)
-        num_envs = keys.shape[0]
-        if max_resets is None:
-            max_resets = max(1, num_envs // 16)
-        if isinstance(max_resets, bool) or not isinstance(max_resets, (int, np.integer)) \
-                or not 1 <= max_resets <= num_envs:
-            raise ValidationError.for_parameter(
-                "max_resets", max_resets, f"an integer in 1..{num_envs} (the batch size)")
-        obs_st, state_st, reward, terminated, truncated, info = jax.vmap(
-            self.step_env, in_axes=(0, 0, 0, None))(keys, state, action, params)
-        done = jax.vmap(self.episode_done)(terminated, truncated, info)
-
-        def where_done(fresh, old):
-            return jnp.where(done.reshape(done.shape + (1,) * (old.ndim - 1)), fresh, old)
-
-        def reset_all(_):
-            obs_re, state_re = jax.vmap(self.auto_reset, in_axes=(0, 0, None))(
-                keys, state_st, params)
-            return (jax.tree.map(where_done, obs_re, obs_st),
-                    jax.tree.map(where_done, state_re, state_st))
-
-        # a pool of one lets XLA compile the reset unbatched, whose float
-        # rounding can differ from the batched program's: keep it batched
-        pool = min(max(2, max_resets), num_envs)
-
-        def reset_ended(_):
-            # the ended envs' indices, padded with num_envs (dropped on scatter)
-            idx = jnp.nonzero(done, size=pool, fill_value=num_envs)[0]
-            take = jnp.minimum(idx, num_envs - 1)
-            gathered = jax.tree.map(lambda x: x[take], state_st)
-            obs_re, state_re = jax.vmap(self.auto_reset, in_axes=(0, 0, None))(
-                keys[take], gathered, params)
-
-            def put(full, part):
-                return full.at[idx].set(part, mode="drop")
-
-            def put_state(full, before, after):
-                # a leaf the reset passes through unchanged (e.g. a Poisson
-                # plume's posterior table) is neither gathered nor scattered
-                return full if after is before else put(full, after)
-
-            return (jax.tree.map(put, obs_st, obs_re),
-                    jax.tree.map(put_state, state_st, gathered, state_re))
-
-        obs, new_state = jax.lax.cond(jnp.sum(done) > max_resets, reset_all, reset_ended, None)
-        return obs, new_state, reward, terminated, truncated, _ended_step_info(
-            info, terminated, truncated, obs_st)
+        return step_then_reset_batch(self, keys, keys, state, action, self._params(params),
+                                     max_resets)
 
     @functools.partial(jax.jit, static_argnames=("self",))
     def reset(self, key: jax.Array, params: EnvParams | None = None):
@@ -433,7 +435,7 @@ class PlumeEnv(gymnax_env.Environment):
             else {"type": "box", "shape": list(space.shape), "low": list(space.low),
                   "high": list(space.high)}
         return {
-            "num_agents": getattr(self, "num_agents", 1),
+            "num_agents": 1,
             "action_names": self.action_names,
             "action_ids": self.action_ids,
             "action_space": action_space,

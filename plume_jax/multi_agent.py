@@ -38,13 +38,14 @@ Random keys: agent ``i`` uses ``fold_in(k, i)`` of each per-step key ``k``
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from plume_jax import spaces
-from plume_jax.env import _STEP_STREAM, PlumeEnv, _derive_keys, to_gymnax_space
+from plume_jax.env import PlumeEnv, to_gymnax_space
 from plume_jax.errors import ValidationError
 from plume_jax.types import EnvParams, EnvState
 
@@ -59,42 +60,47 @@ def _where(mask: jax.Array, a: Any, b: Any) -> Any:
         a, b)
 
 
+@dataclasses.dataclass(frozen=True, eq=False, repr=False, kw_only=True)
 class MultiAgentPlumeEnv(PlumeEnv):
     """``num_agents`` agents sharing one plume (see the module docstring).
 
-    Args: those of :class:`PlumeEnv`, plus the static
+    A :class:`~plume_jax.env.PlumeEnv` (same fields, same identity rules)
+    with four more static fields, keyword-only:
         num_agents: number of agents (>= 1).
         done_mode: ``"all"`` or ``"any"``.
         collisions: forbid two agents in one cell.
         observe_others: append the others' relative positions to each observation.
     """
 
-    def __init__(self, grid, plume, sensor, actions, reward, start, default_params,
-                 settings=None, *, num_agents: int, done_mode: str = "all",
-                 collisions: bool = False, observe_others: bool = False):
+    num_agents: int
+    done_mode: str = "all"
+    collisions: bool = False
+    observe_others: bool = False
+
+    def __post_init__(self) -> None:
+        num_agents = self.num_agents
         if isinstance(num_agents, bool) or not isinstance(num_agents, int) or num_agents < 1:
             raise ValidationError.for_parameter("num_agents", num_agents, "an integer >= 1")
-        if done_mode not in DONE_MODES:
-            raise ValidationError.for_parameter("done_mode", done_mode, f"one of {list(DONE_MODES)}")
-        if observe_others and not isinstance(sensor.observation_space(default_params.sensor),
-                                             spaces.Box):
+        if self.done_mode not in DONE_MODES:
+            raise ValidationError.for_parameter("done_mode", self.done_mode,
+                                                f"one of {list(DONE_MODES)}")
+        if self.observe_others and self.default_params is not None and not isinstance(
+                self.sensor.observation_space(self.default_params.sensor), spaces.Box):
             raise ValidationError.for_parameter(
-                "observe_others", observe_others, "False for a sensor with a Dict observation")
-        super().__init__(grid, plume, sensor, actions, reward, start, default_params, settings)
-        self.num_agents = num_agents
-        self.done_mode = done_mode
-        self.collisions = bool(collisions)
-        self.observe_others = bool(observe_others)
-        self._key = self._key + (num_agents, done_mode, self.collisions, self.observe_others)
+                "observe_others", self.observe_others,
+                "False for a sensor with a Dict observation")
+        object.__setattr__(self, "collisions", bool(self.collisions))
+        object.__setattr__(self, "observe_others", bool(self.observe_others))
+        super().__post_init__()
 
     @classmethod
     def from_env(cls, env: PlumeEnv, *, num_agents: int, done_mode: str = "all",
                  collisions: bool = False, observe_others: bool = False,
                  settings: dict | None = None) -> "MultiAgentPlumeEnv":
         """The same components, grid and default params with ``num_agents`` agents."""
-        return cls(env.grid, env.plume, env.sensor, env.actions, env.reward, env.start,
-                   env.default_params, settings if settings is not None else dict(env.settings),
-                   num_agents=num_agents, done_mode=done_mode, collisions=collisions,
+        base = {f.name: getattr(env, f.name) for f in dataclasses.fields(PlumeEnv)}
+        base["settings"] = dict(env.settings) if settings is None else settings
+        return cls(**base, num_agents=num_agents, done_mode=done_mode, collisions=collisions,
                    observe_others=observe_others)
 
     def __repr__(self) -> str:
@@ -131,7 +137,7 @@ class MultiAgentPlumeEnv(PlumeEnv):
 
     def describe(self) -> dict[str, Any]:
         """:meth:`PlumeEnv.describe` plus the multi-agent settings."""
-        return {**super().describe(), "done_mode": self.done_mode,
+        return {**super().describe(), "num_agents": self.num_agents, "done_mode": self.done_mode,
                 "collisions": self.collisions, "observe_others": self.observe_others}
 
     # -- helpers --------------------------------------------------------------
@@ -200,20 +206,20 @@ class MultiAgentPlumeEnv(PlumeEnv):
 
     def step_env(self, key: jax.Array, state: EnvState, action: Any, params: EnvParams):
         """One joint transition without auto-reset (see the module docstring)."""
-        k_plume, k_action, k_sensor = _derive_keys(key, _STEP_STREAM, 3)
-        plume_state = self.plume.advance(k_plume, state.plume, params.plume)
+        keys = self.step_keys(key)
+        plume_state = self.plume.advance(keys.plume, state.plume, params.plume)
         action = jnp.asarray(action)
         moved, valid, executed = jax.vmap(self.agent_move, in_axes=(0, 0, 0, None, None))(
-            self.agent_keys(k_action), action, state.agent, plume_state, params)
+            self.agent_keys(keys.action), action, state.agent, plume_state, params)
         arrived = state.goal_reached
-        noop = getattr(self.actions, "noop_id", -1)
+        noop = self.actions.noop_id
         moved = _where(arrived, state.agent, moved)
         executed = jnp.where(arrived, noop, executed)
         blocked = jnp.zeros(self.num_agents, bool)
         if self.collisions and self.num_agents > 1:
             moved, blocked = self._resolve_collisions(state.agent, moved)
         out = jax.vmap(self.agent_outcome, in_axes=(0, 0, 0, 0, None, None))(
-            self.agent_keys(k_sensor), state.agent, moved, state.sensor, plume_state, params)
+            self.agent_keys(keys.sensor), state.agent, moved, state.sensor, plume_state, params)
         terminated = out["goal_reached"] | arrived
         reward = jnp.where(arrived, 0.0, out["reward"]).astype(jnp.float32)
         step_count = state.step_count + 1

@@ -94,9 +94,13 @@ class ProgressBar:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def restart_clock(self) -> None:
-        """Measure elapsed time and ETA from now (e.g. after a compile)."""
+    def restart_clock(self, completed: float | None = None) -> None:
+        """Measure elapsed time and ETA from now (e.g. after a compile);
+        ``completed``: also set the amount done (e.g. a resumed run's),
+        without printing a line."""
         with self._lock:
+            if completed is not None:
+                self.completed = float(min(max(completed, 0.0), self.total))
             self._t0 = time.perf_counter()
             self._t0_completed = self.completed
             if self._rich is not None:

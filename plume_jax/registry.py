@@ -17,6 +17,7 @@ grid raise ``ValidationError`` naming the field) and only then builds the env.
 from __future__ import annotations
 
 import copy
+import difflib
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -30,7 +31,16 @@ from plume_jax.multi_agent import DONE_MODES, MultiAgentPlumeEnv
 from plume_jax.plumes import PLUMES
 from plume_jax.rewards import REWARDS
 from plume_jax.sensors import SENSORS
-from plume_jax.settings import boolean, choice, integer, real
+from plume_jax.settings import (
+    MAX_GRID_SIDE,
+    MAX_INT32,
+    MAX_LENGTH,
+    boolean,
+    choice,
+    integer,
+    is_pair,
+    real,
+)
 from plume_jax.starts import STARTS
 from plume_jax.types import EnvParams, Grid
 
@@ -52,53 +62,48 @@ ENV_SETTINGS = ("grid_size", "goal_radius", "max_steps")
 MULTI_AGENT_SETTINGS = {"num_agents": 1, "done_mode": "all", "collisions": False,
                         "observe_others": False}
 
+#: The Gaussian benchmark task (shared by its sensor/action variants).
+_GAUSSIAN_TASK: dict[str, Any] = {
+    "grid_size": [128, 128],
+    "goal_radius": 5.0,
+    "max_steps": 1000,
+    "plume": {"type": "gaussian", "source": None, "sigma": 20.0},
+    "sensor": {"type": "concentration"},
+    "actions": {"type": "discrete_grid", "step_size": 1, "include_noop": True,
+                "diagonals": False},
+    "reward": {"type": "sparse", "goal_reward": 1.0},
+    "start": {"type": "uniform"},
+}
+
+
+def _variant(task: dict[str, Any], description: str, **slots: Any) -> dict[str, Any]:
+    """A preset: ``task`` with some component slots replaced."""
+    return {"description": description, **copy.deepcopy(task), **copy.deepcopy(slots)}
+
+
 PRESETS: dict[str, dict[str, Any]] = {
-    "PlumeNav-Gaussian-v0": {
-        "description": "Static Gaussian plume (sigma 20) on a 128x128 grid, source at the "
-                       "centre; point concentration sensor; noop + 4 cardinal moves; sparse "
-                       "goal reward; uniform start; goal radius 5; 1000 steps.",
-        "grid_size": [128, 128],
-        "goal_radius": 5.0,
-        "max_steps": 1000,
-        "plume": {"type": "gaussian", "source": None, "sigma": 20.0},
-        "sensor": {"type": "concentration"},
-        "actions": {"type": "discrete_grid", "step_size": 1, "include_noop": True,
-                    "diagonals": False},
-        "reward": {"type": "sparse", "goal_reward": 1.0},
-        "start": {"type": "uniform"},
-    },
-    "PlumeNav-GaussianOriented-v0": {
-        "description": "The Gaussian task (sigma 20, 128x128, source at the centre, goal radius "
-                       "5, 1000 steps) for an oriented agent: noop / forward / turn_left / "
-                       "turn_right (90-degree turns) and two antennae 2 cells out at +/-45 "
-                       "degrees from the heading (observation: [left, right] concentration); "
-                       "sparse goal reward; uniform start with a cardinal heading.",
-        "grid_size": [128, 128],
-        "goal_radius": 5.0,
-        "max_steps": 1000,
-        "plume": {"type": "gaussian", "source": None, "sigma": 20.0},
-        "sensor": {"type": "antennae", "count": 2, "length": 2.0, "spacing_deg": 90.0,
-                   "offset_deg": 0.0},
-        "actions": {"type": "oriented_grid", "step_size": 1, "include_noop": True,
-                    "turn_angle_deg": 90.0},
-        "reward": {"type": "sparse", "goal_reward": 1.0},
-        "start": {"type": "uniform"},
-    },
-    "PlumeNav-GaussianBinary-v0": {
-        "description": "The Gaussian task (sigma 20, 128x128, source at the centre, goal radius "
-                       "5, 1000 steps) with an odour / no-odour detector: observation 1.0 where "
-                       "the concentration is >= 0.2 (within about 36 cells of the source), "
-                       "else 0.0; noop + 4 cardinal moves; sparse goal reward; uniform start.",
-        "grid_size": [128, 128],
-        "goal_radius": 5.0,
-        "max_steps": 1000,
-        "plume": {"type": "gaussian", "source": None, "sigma": 20.0},
-        "sensor": {"type": "binary", "threshold": 0.2},
-        "actions": {"type": "discrete_grid", "step_size": 1, "include_noop": True,
-                    "diagonals": False},
-        "reward": {"type": "sparse", "goal_reward": 1.0},
-        "start": {"type": "uniform"},
-    },
+    "PlumeNav-Gaussian-v0": _variant(
+        _GAUSSIAN_TASK,
+        "Static Gaussian plume (sigma 20) on a 128x128 grid, source at the centre; point "
+        "concentration sensor; noop + 4 cardinal moves; sparse goal reward; uniform start; goal "
+        "radius 5; 1000 steps."),
+    "PlumeNav-GaussianOriented-v0": _variant(
+        _GAUSSIAN_TASK,
+        "The Gaussian task (sigma 20, 128x128, source at the centre, goal radius 5, 1000 steps) "
+        "for an oriented agent: noop / forward / turn_left / turn_right (90-degree turns) and two "
+        "antennae 2 cells out at +/-45 degrees from the heading (observation: [left, right] "
+        "concentration); sparse goal reward; uniform start with a cardinal heading.",
+        sensor={"type": "antennae", "count": 2, "length": 2.0, "spacing_deg": 90.0,
+                "offset_deg": 0.0},
+        actions={"type": "oriented_grid", "step_size": 1, "include_noop": True,
+                 "turn_angle_deg": 90.0}),
+    "PlumeNav-GaussianBinary-v0": _variant(
+        _GAUSSIAN_TASK,
+        "The Gaussian task (sigma 20, 128x128, source at the centre, goal radius 5, 1000 steps) "
+        "with an odour / no-odour detector: observation 1.0 where the concentration is >= 0.2 "
+        "(within about 36 cells of the source), else 0.0; noop + 4 cardinal moves; sparse goal "
+        "reward; uniform start.",
+        sensor={"type": "binary", "threshold": 0.2}),
 }
 
 
@@ -252,11 +257,11 @@ def list_presets() -> dict[str, str]:
 
 
 def _grid_size(value: Any) -> Grid:
-    allowed = "a [width, height] pair of integers, each in [2, 32768]"
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
+    allowed = f"a [width, height] pair of integers, each in [2, {MAX_GRID_SIDE}]"
+    if not is_pair(value):
         raise ValidationError.for_parameter("grid_size", value, allowed)
     try:
-        w, h = (integer(low=2, high=32768)("grid_size", v, None) for v in value)
+        w, h = (integer(low=2, high=MAX_GRID_SIDE)("grid_size", v, None) for v in value)
     except ValidationError:
         raise ValidationError.for_parameter("grid_size", value, allowed) from None
     return Grid(width=w, height=h)
@@ -320,8 +325,8 @@ def build_env(spec: Mapping[str, Any]) -> tuple[PlumeEnv, EnvParams]:
     if missing:
         raise ValidationError.for_parameter(missing[0], None, "a value (this setting is required)")
     grid = _grid_size(spec["grid_size"])
-    goal_radius = real(low=0.0)("goal_radius", spec["goal_radius"], grid)
-    max_steps = integer(low=1, high=2**31 - 1)("max_steps", spec["max_steps"], grid)
+    goal_radius = real(low=0.0, high=MAX_LENGTH)("goal_radius", spec["goal_radius"], grid)
+    max_steps = integer(low=1, high=MAX_INT32)("max_steps", spec["max_steps"], grid)
     multi = _multi_agent_settings(spec, grid)
 
     built, params, resolved = {}, {}, {}
@@ -379,25 +384,37 @@ def _check_compatible(grid: Grid, goal_radius: float, resolved: Mapping[str, Any
             f"(the farthest cell from the source {source} is "
             f"{max(math.dist(source, c) for c in corners):.2f} cells away)")
     start = resolved["start"]
-    on_grid = getattr(ACTIONS[resolved["actions"]["type"]], "on_grid", True)
-    check = getattr(STARTS[start["type"]], "check_compatible", None)
-    if check is not None:
-        check(grid, tuple(source), goal_radius, start, on_grid)
+    on_grid = ACTIONS[resolved["actions"]["type"]].on_grid
+    STARTS[start["type"]].check_compatible(grid, tuple(source), goal_radius, start, on_grid)
 
 
 def make(env_id: str, **overrides: Any) -> tuple[PlumeEnv, EnvParams]:
     """Build a registered preset, with validated overrides.
+
+    ``env_id`` is a preset id, bare or with its Gymnasium namespace
+    (``"PlumeNav-Gaussian-v0"`` or ``"plume_jax/PlumeNav-Gaussian-v0"``).
 
     Example::
 
         env, params = plume_jax.make("PlumeNav-Gaussian-v0", sigma=10.0, max_steps=500)
 
     Raises:
-        ValidationError: unknown preset id, unknown override name, or a bad value.
+        ValidationError: unknown preset id (with the closest known ids),
+            unknown override name, or a bad value.
     """
-    if env_id not in PRESETS:
-        raise ValidationError.for_parameter("env_id", env_id, f"one of {sorted(PRESETS)}")
-    spec = merge_overrides(PRESETS[env_id], overrides)
-    spec["id"] = env_id
+    preset = env_id
+    if isinstance(env_id, str) and env_id.startswith("plume_jax/"):
+        preset = env_id[len("plume_jax/"):]
+    if not isinstance(preset, str) or preset not in PRESETS:
+        lowered = {known.lower(): known for known in PRESETS}
+        close = [lowered[m] for m in difflib.get_close_matches(preset.lower(), lowered, n=3,
+                                                               cutoff=0.6)] \
+            if isinstance(preset, str) else []
+        hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
+        raise ValidationError.for_parameter(
+            "env_id", env_id, f"a preset id, bare or as 'plume_jax/<id>' ({hint}"
+                              f"known: {sorted(PRESETS)})")
+    spec = merge_overrides(PRESETS[preset], overrides)
+    spec["id"] = preset
     spec.pop("description", None)
     return build_env(spec)

@@ -20,7 +20,15 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from plume_jax.types import AgentState, EnvState
+from plume_jax.errors import ValidationError
+from plume_jax.types import AgentState, EnvState, Grid
+
+#: The most pixels one render call draws (all frames of a batch together):
+#: ``2**24``, e.g. one 4096 x 4096 image (a 1024 x 1024 grid at scale 4).
+#: Drawing needs about 31 bytes of working memory per pixel (measured with
+#: XLA's memory analysis on CPU), so this caps a call near 0.5 GB; larger
+#: requests raise ``ValidationError`` before anything is allocated.
+MAX_FRAME_PIXELS = 2**24
 
 #: Viridis sampled at 17 evenly spaced points, RGB 0-255 (colormap data, CC0).
 VIRIDIS_ANCHORS = (
@@ -33,6 +41,21 @@ SOURCE_RGB = (228, 26, 28)
 AGENT_RGB = (255, 127, 0)
 RING_RGB = (255, 255, 255)
 TRAIL_RGB = (240, 240, 240)
+
+
+def check_frame_size(grid: Grid, scale: int, frames: int = 1, name: str = "scale") -> None:
+    """``ValidationError`` (naming the parameter ``name``) unless ``frames``
+    frames of ``grid`` at ``scale`` pixels per cell hold at most
+    :data:`MAX_FRAME_PIXELS` pixels together."""
+    pixels = frames * grid.width * scale * grid.height * scale
+    if pixels > MAX_FRAME_PIXELS:
+        what = f"{grid.width * scale}x{grid.height * scale}" + (
+            f" times {frames} frames" if frames > 1 else "")
+        raise ValidationError.for_parameter(
+            name, scale,
+            f"a scale that keeps a render call within {MAX_FRAME_PIXELS} pixels "
+            f"(plume_jax.render.MAX_FRAME_PIXELS); {grid.width}x{grid.height} cells at this "
+            f"scale draw {what} = {pixels} pixels")
 
 
 def viridis(values: jax.Array) -> jax.Array:
@@ -80,11 +103,17 @@ def render_frame(
 
     Returns:
         uint8[H * scale, W * scale, 3].
+
+    Raises:
+        ValidationError: a scale that is not an integer >= 1, or a frame of
+            more than :data:`MAX_FRAME_PIXELS` pixels (checked before
+            anything is allocated).
     """
-    if not isinstance(scale, int) or scale < 1:
-        raise ValueError(f"scale={scale!r} is invalid: expected an integer >= 1")
-    params = env.default_params if params is None else params
+    if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
+        raise ValidationError.for_parameter("scale", scale, "an integer >= 1")
     grid = env.grid
+    check_frame_size(grid, scale)
+    params = env.default_params if params is None else params
     h, w = grid.height, grid.width
     field = env.plume.field(plume_state, grid, params.plume)
     top = jnp.max(field) if vmax is None else jnp.asarray(vmax, jnp.float32)

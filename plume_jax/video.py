@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from plume_jax.errors import ValidationError
-from plume_jax.render import render_frame
+from plume_jax.render import check_frame_size, render_frame
 
 #: File extensions :func:`write_video` understands.
 VIDEO_FORMATS = (".gif", ".mp4")
@@ -287,7 +287,10 @@ def rollout_frames(env: Any, params: Any = None, policy: Any = None, key: Any = 
             uniformly random actions.
         key: a PRNG key or an int seed; the same key gives the same frames.
         num_envs, num_steps: batch size and steps per env (static).
-        scale: pixels per cell; trail_length: recent positions drawn.
+        scale: pixels per cell; trail_length: recent positions drawn. The
+            ``num_envs`` frames of one step must fit
+            :data:`~plume_jax.render.MAX_FRAME_PIXELS` (``ValidationError``
+            otherwise, before anything is compiled).
 
     Returns:
         ``(frames uint8[N, num_steps + 1, H * scale, W * scale, 3], summary)``
@@ -302,6 +305,7 @@ def rollout_frames(env: Any, params: Any = None, policy: Any = None, key: Any = 
                              ("scale", scale, 1), ("trail_length", trail_length, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise ValidationError.for_parameter(name, value, f"an integer >= {low}")
+    check_frame_size(env.grid, int(scale), frames=int(num_envs))
     frames, success, done, length, ret = jax.device_get(_rollout_frames(
         env, params, policy, key, int(num_envs), int(num_steps), int(scale), int(trail_length)))
     return np.asarray(frames), {"success": np.asarray(success), "done": np.asarray(done),

@@ -72,3 +72,31 @@ def test_evaluate_runs_an_sb3_model_batched(saved_model, tmp_path):
 def test_unknown_sb3_algorithm_is_rejected(saved_model):
     with pytest.raises(plume_jax.ValidationError, match="algorithm"):
         SB3Agent.load(str(saved_model[0]), algorithm="NotAnAlgo")
+
+
+def test_sb3_model_on_an_env_with_other_actions_is_refused(saved_model):
+    """The model was trained with 5 actions on one concentration reading; the
+    Poisson preset has 4 actions."""
+    from agents import make_agent
+
+    env, _ = plume_jax.make("PlumeNav-Poisson-v0")
+    with pytest.raises(plume_jax.ValidationError) as excinfo:
+        make_agent("sb3", env, path=str(saved_model[0]))
+    assert excinfo.value.parameter == "actions"
+    oriented, _ = plume_jax.make("PlumeNav-GaussianOriented-v0", grid_size=[16, 16])
+    with pytest.raises(plume_jax.ValidationError) as excinfo:
+        make_agent("sb3", oriented, path=str(saved_model[0]))
+    assert excinfo.value.parameter == "sensor"  # two antennae, not one reading
+
+
+@pytest.mark.parametrize("damage", ["missing", "not a zip"])
+def test_missing_or_broken_sb3_model_files_are_refused_naming_the_path(tmp_path, damage):
+    from agents import make_agent
+
+    env, _ = plume_jax.make("PlumeNav-Gaussian-v0", **SMALL)
+    path = tmp_path / "model.zip"
+    if damage == "not a zip":
+        path.write_bytes(b"this is not a model")
+    with pytest.raises(plume_jax.ValidationError) as excinfo:
+        make_agent("sb3", env, path=str(path))
+    assert excinfo.value.parameter == "path" and str(path) in str(excinfo.value)

@@ -139,3 +139,94 @@ def test_lookahead_successors_are_the_sensors_next_observations():
             np.testing.assert_allclose(float(np.sum(mass[m])), 1.0 - posterior[new[1], new[0]],
                                        rtol=1e-5)
         obs, state, *_ = env.step(jax.random.key(10 + t), state, t % 4, params)
+
+
+LOOKAHEAD = {"env": {"id": "PlumeNav-Poisson-Iso19x19-v0",
+                     "overrides": {**TINY, "sensor": {**TINY["sensor"], "summaries": True}}},
+             "algo": {"algorithm": "lookahead_vi", "epsilon": 0.2, "total_steps": 128,
+                      "num_envs": 8, "num_steps": 8, "update_epochs": 1, "num_minibatches": 2,
+                      "gamma": 1.0},
+             "network": {"type": "cnn", "image_shape": IMAGE, "conv_features": [4],
+                         "conv_kernels": [3], "conv_strides": [3], "hidden_sizes": [8],
+                         "obs_transform": "log"},
+             "run": {"seed": 1, "log_every": 1},
+             "eval": {"num_envs": 4, "num_steps": 30}}
+
+
+@pytest.fixture(scope="module")
+def lookahead_run(tmp_path_factory):
+    """Two updates of ``lookahead_vi`` through ``plume-jax train``'s trainer."""
+    from plume_jax.train.trainer import train
+
+    out = tmp_path_factory.mktemp("lookahead")
+    result = train(train_config(LOOKAHEAD), out, progress=False)
+    return out, result
+
+
+def test_lookahead_vi_trains_and_exports_a_policy_that_acts_by_its_lookahead(lookahead_run):
+    """The exported policy (plain jax.numpy) takes the move of least expected
+    steps that the training algorithm's own scores give, on real beliefs."""
+    from agents.trained import TrainedPolicy
+    from plume_jax.train.checkpoint import load_checkpoint
+    from plume_jax.train.lookahead import LookaheadVI
+    from plume_jax.train.trainer import hparams, ppo_static
+
+    out, _ = lookahead_run
+    cfg = train_config(LOOKAHEAD)
+    env, params = cfg.make_env()
+    algo = LookaheadVI(env, params, ppo_static(cfg), epsilon=0.2)
+    template = jax.eval_shape(algo.init, jax.random.key(0), hparams(cfg, env, params), params)
+    runner, meta = load_checkpoint(out / "checkpoint", template)
+    assert meta["update"] == 2
+    policy = TrainedPolicy.for_env(env, out / "policy")
+    obs, state = env.reset(jax.random.key(5), params)
+    for t in range(6):
+        q, valid = algo.scores(runner.params, obs[None], 1.0)
+        expected = int(algo.move_ids[int(jnp.argmin(q[0]))])
+        action, _ = policy.act(policy.init(None), obs, jax.random.key(t))
+        assert int(action) == expected
+        obs, state, *_ = env.step(jax.random.key(20 + t), state, expected, params)
+    np.testing.assert_array_equal(np.asarray(policy.params["lookahead/likelihood"]),
+                                  env.sensor.likelihood())
+
+
+def test_lookahead_vi_refuses_a_sensor_it_cannot_predict():
+    """Anything but a centred, full-window belief with the grid channel is a
+    ValidationError naming env.sensor (here: no grid channel)."""
+    from plume_jax.train.lookahead import LookaheadVI
+    from plume_jax.train.trainer import ppo_static
+
+    raw = {**LOOKAHEAD, "env": {"id": "PlumeNav-Poisson-Iso19x19-v0", "overrides": {
+        **TINY, "sensor": {**TINY["sensor"], "grid_channel": False}}},
+           "network": {**LOOKAHEAD["network"], "image_shape": [1, 11, 13]}}
+    cfg = train_config(raw)
+    env, params = cfg.make_env()
+    with pytest.raises(ValidationError, match=r"env\.sensor"):
+        LookaheadVI(env, params, ppo_static(cfg))
+
+
+def test_a_sweep_refuses_lookahead_vi():
+    from plume_jax.train.sweep import sweep_config
+
+    with pytest.raises(ValidationError, match=r"base\.algo\.algorithm"):
+        sweep_config({"base": LOOKAHEAD, "grid": {"run.seed": [0, 1]}})
+
+
+def test_shipped_belief_policy_runs_its_scenario():
+    """configs/scenarios/poisson_iso19x19_belief_lookahead_vi.yaml: the shipped
+    policy loads against the scenario's env (the same look-ahead model as
+    the env's belief sensor) and finds the source in a few searches."""
+    import pathlib
+
+    from plume_jax.evaluate import scenario as sc
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    scenario = sc.load_scenario(root / "configs" / "scenarios"
+                                / "poisson_iso19x19_belief_lookahead_vi.yaml")
+    path = root / scenario["agent"]["params"]["path"]
+    report = sc.run_scenario(scenario, agent="trained", agent_params={"path": str(path)},
+                             episodes=8)
+    metrics = report["metrics"]
+    assert metrics["episodes"] == 8
+    assert metrics["successes"] >= 6
+    assert 1.0 <= metrics["mean_steps"] <= 642.0

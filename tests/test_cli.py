@@ -16,23 +16,30 @@ SMALL = ["--num-envs", "16", "--set", "grid_size=[24, 24]", "--set", "sigma=5",
          "--set", "max_steps=80"]
 
 
-def test_demo_runs_end_to_end_and_writes_png(tmp_path, capsys):
+def test_demo_runs_end_to_end_and_writes_a_figure_with_progress(tmp_path, capsys):
     out = tmp_path / "traj.png"
     assert cli.main(["demo", *SMALL, "--out", str(out)]) == 0
-    text = capsys.readouterr().out
+    captured = capsys.readouterr()
+    text = captured.out
     assert "success rate:" in text and "mean steps to source:" in text
-    assert "env steps per second:" in text
+    assert "env steps per second:" in text and f"trajectory figure:    {out}" in text
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     from PIL import Image
 
     image = np.asarray(Image.open(out))
-    assert image.shape == (24 * 4, 24 * 4, 3)
+    assert image.ndim == 3 and image.shape[0] > 300 and image.shape[1] > 300
+    # progress on stderr (plain lines: not a terminal), ending at the last step
+    lines = [line for line in captured.err.splitlines() if line.startswith("[demo]")]
+    assert lines and lines[-1].startswith("[demo] 80/80 steps (100.0%)")
+    assert "16/16 first episodes ended" in lines[-1]
 
 
 def test_demo_json_figures_are_consistent(tmp_path, capsys):
-    assert cli.main(["demo", *SMALL, "--out", "", "--json", "--seed", "3"]) == 0
-    figures = json.loads(capsys.readouterr().out)
+    assert cli.main(["demo", *SMALL, "--out", "", "--json", "--seed", "3", "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""  # --quiet: no progress at all
+    figures = json.loads(captured.out)
     assert figures["num_envs"] == 16 and figures["num_steps"] == 80
     assert figures["env_steps"] == 16 * 80
     assert 0.0 <= figures["success_rate"] <= 1.0
@@ -41,12 +48,14 @@ def test_demo_json_figures_are_consistent(tmp_path, capsys):
     # the klinotaxis policy finds a sigma-5 plume on a 24x24 grid
     assert figures["success_rate"] >= 0.9
     assert 0 < figures["mean_steps_to_source"] < 80
+    low, high = figures["success_ci95"]
+    assert low <= figures["success_rate"] <= high
 
 
 def test_demo_is_deterministic_for_a_seed(capsys):
     figures = []
-    for _ in range(2):
-        assert cli.main(["demo", *SMALL, "--out", "", "--json", "--seed", "5"]) == 0
+    for quiet in ([], ["--quiet"]):  # with and without the progress callback
+        assert cli.main(["demo", *SMALL, "--out", "", "--json", "--seed", "5", *quiet]) == 0
         figures.append(json.loads(capsys.readouterr().out))
     for key in ("success_rate", "mean_steps_to_source"):
         assert figures[0][key] == figures[1][key]
@@ -56,11 +65,28 @@ def test_demo_is_deterministic_for_a_seed(capsys):
     (["demo", "--num-envs", "0"], "--num-envs=0"),
     (["demo", "--set", "sigma=-1"], "plume.sigma=-1"),
     (["demo", "--set", "sigma"], "--set='sigma'"),
+    (["demo", "--set", "sigma=!!python/object/apply:os.system [echo]"], "--set="),
+    (["demo", "--set", "grid_size=[1, 2"], "--set="),
     (["demo", "--preset", "Nope-v0"], "env_id='Nope-v0'"),
+    (["demo", "--seed", "-1"], "--seed=-1"),
+    (["demo", "--seed", str(2**63)], "--seed=9223372036854775808"),
+    (["demo", "--scale", "1000"], "--scale=1000"),
+    (["demo", "--out", "/nonexistent/x.png"], "--out='/nonexistent/x.png'"),
+    (["demo", "--out", "figure.unknown"], "--out='figure.unknown'"),
 ])
-def test_bad_arguments_exit_2_with_a_clear_message(args, message, capsys):
+def test_bad_arguments_exit_2_with_a_clear_message(args, message, capsys, monkeypatch):
+    """Every demo input is checked before the rollout compiles (`--out
+    /nonexistent/x.png` once failed only after the whole run)."""
+    import plume_jax.evaluate
+
+    class NoRollout:
+        def lower(self, *args, **kwargs):
+            raise AssertionError("the rollout started before every input was checked")
+
+    monkeypatch.setattr(plume_jax.evaluate, "rollout", NoRollout())
     assert cli.main(args) == 2
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("plume-jax: error:") and message in err, err
 
 
 def test_console_script_lists_presets():

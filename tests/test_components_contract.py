@@ -23,11 +23,14 @@ runs eagerly on a 16x16 grid except the few tests that are about ``jit``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import inspect
 import json
 import math
 from types import SimpleNamespace
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -38,9 +41,14 @@ from hypothesis import strategies as st
 import plume_jax
 from plume_jax.actions import ACTIONS
 from plume_jax.errors import ValidationError
+from plume_jax.interfaces import INTERFACES, check_component
+from plume_jax.plumes import Plume
 from plume_jax.plumes.gaussian import GaussianPlume
+from plume_jax.registry import COMPONENTS
 from plume_jax.rewards import REWARDS
 from plume_jax.sensors import SENSORS
+from plume_jax.settings import real, setting, type_table
+from plume_jax.settings.schema import ROLE, SETTING
 from plume_jax.spaces import Box, Dict, Discrete
 from plume_jax.starts import STARTS
 from plume_jax.types import AgentState, Grid, PlumeProbe
@@ -155,12 +163,125 @@ def leaves_equal(a, b) -> bool:
 
 
 def test_tables_are_consistent():
-    for table in (ACTIONS, SENSORS, REWARDS, STARTS):
+    for table in COMPONENTS.values():
         assert table, "a component table is empty"
         for name, cls in table.items():
             assert cls.type_name == name
             assert all(s.doc for s in cls.SETTINGS.values()), f"{name}: undocumented setting"
             assert cls.__doc__ and len(cls.__doc__) > 40, f"{name}: no docstring"
+
+
+# ---------------------------------------------------------------------------
+# Interfaces and settings declarations (every registered class of every slot)
+# ---------------------------------------------------------------------------
+
+ALL_CLASSES = [(slot, name) for slot, table in COMPONENTS.items() for name in sorted(table)]
+
+
+@pytest.mark.parametrize("slot, name", ALL_CLASSES, ids=lambda v: str(v))
+def test_every_component_class_satisfies_its_interface(slot, name):
+    cls = COMPONENTS[slot][name]
+    assert issubclass(cls, INTERFACES[slot]) and not inspect.isabstract(cls)
+    assert check_component(cls, slot) == []
+
+
+def declarations(field) -> list[str]:
+    """What a dataclass field declares, read from its metadata."""
+    return [kind for kind, key in (("setting", SETTING), ("role", ROLE)) if key in field.metadata]
+
+
+@pytest.mark.parametrize("slot, name", ALL_CLASSES, ids=lambda v: str(v))
+def test_every_params_field_has_exactly_one_declared_setting(slot, name):
+    """Each Params field is a dynamic setting, or the params of the nested
+    setting of the same name, or a derived value — exactly one of them;
+    every dynamic setting is a Params field; no setting is declared twice."""
+    cls = COMPONENTS[slot][name]
+    component_fields = {f.name: f for f in dataclasses.fields(cls)}
+    static = {n for n, f in component_fields.items() if SETTING in f.metadata}
+    nested_static = {n for n in static if component_fields[n].metadata[SETTING].build is not None}
+    dynamic = []
+    for f in dataclasses.fields(cls.Params):
+        sources = declarations(f)
+        if f.name in nested_static:
+            sources.append("nested setting")
+        elif f.name in static:
+            sources.append("static setting")
+        assert len(sources) == 1 + (f.metadata.get(ROLE) == "nested_params"), (f.name, sources)
+        if SETTING in f.metadata:
+            dynamic.append(f.name)
+    for f in dataclasses.fields(cls):
+        assert len(declarations(f)) == 1, (f.name, declarations(f))
+    assert [n for n, s in cls.SETTINGS.items() if not s.static] == dynamic
+    assert [n for n, s in cls.SETTINGS.items() if s.static] == [
+        n for n in component_fields if n in static]
+    assert nested_static <= {f.name for f in dataclasses.fields(cls.Params)}
+
+
+class _Almost(Plume):
+    """A plume with a mistake (each test below adds one to a copy)."""
+
+    def init(self, key, params):
+        return ()
+
+    def advance(self, key, plume_state, params):
+        return plume_state
+
+    def concentration(self, plume_state, points, grid, params):
+        return jnp.zeros(jnp.shape(points)[:-1], jnp.float32)
+
+    def source_location(self, plume_state, params):
+        return jnp.zeros(2, jnp.float32)
+
+
+@chex.dataclass(frozen=True)
+class _GoodParams:
+    width: jax.Array = setting(1.0, real(low=0.1, high=10.0), doc="width, cells, in [0.1, 10]")
+
+
+def _plume_class(params=_GoodParams, drop=(), **attrs):
+    """A frozen dataclass plume built from ``_Almost``, ``params`` and extra class attributes."""
+    namespace = {"type_name": "almost", "Params": params, **attrs}
+    body = {k: v for k, v in vars(_Almost).items() if k not in drop and not k.startswith("__")}
+    cls = type("Almost", (Plume,), {**body, **namespace})
+    return dataclasses.dataclass(frozen=True)(cls)
+
+
+def test_check_component_accepts_a_well_formed_plume_and_finds_each_mistake():
+    assert check_component(_plume_class(), "plume") == []
+    assert check_component(_plume_class(), "sensor")[0].endswith("not a subclass of Sensor")
+    assert "advance" in check_component(_plume_class(drop=("advance",)), "plume")[0]
+    assert "type_name" in check_component(_plume_class(type_name=""), "plume")[0]
+
+    def wind(self, state, where, params):  # parameter names differ from the interface's
+        return where
+
+    assert "wind" in check_component(_plume_class(wind=wind), "plume")[0]
+
+    @chex.dataclass(frozen=True)
+    class Undeclared:
+        width: jax.Array = 1.0
+
+    assert "exactly one" in check_component(_plume_class(Undeclared), "plume")[0]
+
+    @chex.dataclass(frozen=True)
+    class Unbounded:
+        width: jax.Array = setting(1.0, real(low=0.0), doc="width")
+
+    assert "finite bounds" in check_component(_plume_class(Unbounded), "plume")[0]
+    twice = _plume_class(__annotations__={"width": "float"},
+                         width=setting(1.0, real(low=0.1, high=10.0), doc="width"))
+    assert "declared twice" in check_component(twice, "plume")[0]
+
+    @chex.dataclass(frozen=True)
+    class BadOrder:
+        width: jax.Array = setting(1.0, real(low=0.1, high=10.0), doc="width", at_most="hight")
+
+    assert "'hight'" in check_component(_plume_class(BadOrder), "plume")[0]
+
+
+def test_a_type_name_is_registered_once():
+    with pytest.raises(ValueError, match="'sparse'"):
+        type_table(REWARDS["sparse"], REWARDS["step_penalty"], REWARDS["sparse"])
 
 
 # ---------------------------------------------------------------------------

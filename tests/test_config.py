@@ -243,6 +243,14 @@ def test_unreadable_config_files(tmp_path, text, field):
     assert excinfo.value.parameter == field
 
 
+def test_binary_config_file_is_refused_with_a_validation_error_not_a_decode_error(tmp_path):
+    path = tmp_path / "binary.yaml"
+    path.write_bytes(bytes(range(256)))
+    with pytest.raises(ValidationError) as excinfo:
+        plume_jax.make_from_config(path)
+    assert excinfo.value.parameter == "path"
+
+
 def test_missing_file_and_missing_slot(tmp_path):
     with pytest.raises(ValidationError) as excinfo:
         plume_jax.make_from_config(tmp_path / "nope.yaml")
@@ -285,16 +293,13 @@ def test_components_swap_by_name_with_defaults():
     assert jnp.asarray(params.start.r_max).dtype == jnp.float32
 
 
-def test_readme_components_section_example_runs(tmp_path):
-    """The example in the README section "Components and presets" runs as written."""
-    import re
+def test_docs_components_example_runs(tmp_path, monkeypatch):
+    """The example of docs/components.md ("Config files") runs as written."""
+    from docs_blocks import tagged
 
-    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = re.split(r"\n## ", text.split("## Components and presets", 1)[1], maxsplit=1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
-    assert blocks, "no example in the README section"
-    code = blocks[0].replace("/tmp/my_env.yaml", str(tmp_path / "my_env.yaml"))
+    monkeypatch.chdir(tmp_path)
+    code = tagged("components-example")[0]
     namespace: dict = {}
-    exec(compile(code, "README components example", "exec"), namespace)
+    exec(compile(code, "docs/components.md example", "exec"), namespace)
     assert namespace["env2"] == namespace["env"]
     assert len(namespace["env"].sensor.observation_labels()) == 8

@@ -105,3 +105,25 @@ def test_list_presets_describes_every_preset():
     presets = plume_jax.list_presets()
     assert "PlumeNav-Gaussian-v0" in presets
     assert all(isinstance(d, str) and d for d in presets.values())
+
+
+def test_namespaced_gymnasium_id_is_accepted():
+    env, params = plume_jax.make("plume_jax/PlumeNav-Gaussian-v0", grid_size=[16, 16])
+    assert env == plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[16, 16])[0]
+    assert env.settings["id"] == "PlumeNav-Gaussian-v0"
+
+
+@pytest.mark.parametrize("typo,suggested", [
+    ("PlumeNav-Gausian-v0", "PlumeNav-Gaussian-v0"),
+    ("plume_jax/PlumeNav-Filamnt-v0", "PlumeNav-Filament-v0"),
+    ("plumenav-poisson-v0", "PlumeNav-Poisson-v0"),
+])
+def test_misspelt_preset_id_gets_a_did_you_mean(typo, suggested):
+    with pytest.raises(ValidationError, match=f"did you mean '{suggested}'"):
+        plume_jax.make(typo)
+
+
+def test_non_string_preset_id_is_refused_without_a_suggestion():
+    with pytest.raises(ValidationError, match="env_id=3") as caught:
+        plume_jax.make(3)
+    assert "did you mean" not in str(caught.value)

@@ -33,39 +33,44 @@ def test_chemotaxis_beats_random_walk_and_outputs_are_written(tmp_path, capsys):
     k = _write(tmp_path, "small_klino", "klinotaxis", {"min_success_rate": 0.9})
     r = _write(tmp_path, "small_random", "random_walk")
     out = tmp_path / "out"
-    assert cli.main(["evaluate", "--scenario", str(k), str(r), "--out", str(out)]) == 0
+    assert cli.main(["evaluate", "--scenario", str(k), str(r), "--out", str(out),
+                     "--quiet"]) == 0
     klino = json.loads((out / "small_klino__klinotaxis.json").read_text())
     rand = json.loads((out / "small_random__random_walk.json").read_text())
     assert klino["metrics"]["success_rate"] > rand["metrics"]["success_rate"] + 0.3
     assert klino["metrics"]["success_ci95"][0] <= klino["metrics"]["success_rate"] <= \
         klino["metrics"]["success_ci95"][1]
     assert 0 < klino["metrics"]["path_efficiency"] <= 1.0
-    assert (out / "small_klino__klinotaxis.png").read_bytes()[:4] == b"\x89PNG"
-    assert "small_klino" in (out / "summary.md").read_text()
-    assert "| small_random | random_walk |" in capsys.readouterr().out
+    assert (out / "small_klino.png").read_bytes()[:4] == b"\x89PNG"
+    assert "### small_klino" in (out / "summary.md").read_text()
+    printed = capsys.readouterr().out
+    assert "### small_random" in printed and "| random_walk | 64 |" in printed
 
 
 def test_failed_expectation_exits_non_zero(tmp_path):
     path = _write(tmp_path, "impossible", "random_walk", {"min_success_rate": 0.99})
-    assert cli.main(["evaluate", "--scenario", str(path), "--out", str(tmp_path / "o")]) == 1
+    assert cli.main(["evaluate", "--scenario", str(path), "--out", str(tmp_path / "o"),
+                     "--quiet"]) == 1
     report = json.loads((tmp_path / "o" / "impossible__random_walk.json").read_text())
     assert report["failures"] and "min_success_rate" in report["failures"][0]
+    assert report["expectations"]["status"] == "failed"
 
 
 def test_regression_against_a_saved_baseline_is_flagged(tmp_path):
     path = _write(tmp_path, "base", "klinotaxis")
     baseline = tmp_path / "baseline.json"
-    assert cli.main(["evaluate", "--scenario", str(path), "--out", str(tmp_path / "a"),
-                     "--save-baseline", str(baseline)]) == 0
+    run = ["evaluate", "--scenario", str(path), "--quiet"]
+    assert cli.main([*run, "--out", str(tmp_path / "a"), "--save-baseline", str(baseline)]) == 0
     # same scenario and seed against itself: no regression
-    assert cli.main(["evaluate", "--scenario", str(path), "--out", str(tmp_path / "b"),
-                     "--baseline", str(baseline)]) == 0
+    assert cli.main([*run, "--out", str(tmp_path / "b"), "--baseline", str(baseline)]) == 0
+    assert json.loads((tmp_path / "b" / "base__klinotaxis.json").read_text())["baseline"] == \
+        {"status": "matched"}
     # a random walk under the same scenario name regresses against klinotaxis
     saved = json.loads(baseline.read_text())
-    saved["reports"][0]["agent"]["name"] = "random_walk"
+    saved["reports"][0]["agent"].update(name="random_walk", label="random_walk")
     baseline.write_text(json.dumps(saved))
-    assert cli.main(["evaluate", "--scenario", str(path), "--agent", "random_walk",
-                     "--out", str(tmp_path / "c"), "--baseline", str(baseline)]) == 1
+    assert cli.main([*run, "--agent", "random_walk", "--out", str(tmp_path / "c"),
+                     "--baseline", str(baseline)]) == 1
 
 
 def test_evaluation_is_deterministic_for_a_seed(tmp_path):
@@ -97,6 +102,7 @@ def test_bad_scenario_file_exits_2(tmp_path, capsys):
     path.write_text("env: {preset: PlumeNav-Gaussian-v0}\nagent: nope\n")
     assert cli.main(["evaluate", "--scenario", str(path), "--out", str(tmp_path / "o")]) == 2
     assert "agent='nope'" in capsys.readouterr().err
+    assert not list((tmp_path / "o").iterdir())  # nothing ran, nothing written
 
 
 def test_wilson_interval_known_values():
@@ -132,11 +138,10 @@ def test_host_and_functional_rollouts_agree_for_the_same_policy():
         np.testing.assert_array_equal(np.asarray(getattr(f, name)), np.asarray(getattr(h, name)))
 
 
-def test_until_done_rollouts_stop_early_and_report_the_same_episodes():
-    """``until_done`` (used by the scenario runner, so that a long horizon such
-    as the windy Poisson preset's 10 000 steps costs only the longest
-    episode) stops the loop once every first episode has ended and reports
-    bit-identical first episodes; the host driver does the same."""
+@pytest.fixture(scope="module")
+def klino_runs():
+    """Klinotaxis on a small Gaussian: the full 200-step rollout and the one
+    that stops when every first episode has ended (same key)."""
     env, params = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[24, 24], sigma=5.0,
                                  max_steps=200)
     from agents import make_agent
@@ -145,15 +150,24 @@ def test_until_done_rollouts_stop_early_and_report_the_same_episodes():
     key = jax.random.key(3)
     full = rollout(env, params, policy, key, 16, 200)
     early = rollout(env, params, policy, key, 16, 200, until_done=True)
+    return env, params, policy, key, full, early
+
+
+def test_until_done_rollouts_stop_early_and_report_the_same_episodes(klino_runs):
+    """``until_done`` (used by the scenario runner, so that a long horizon such
+    as the windy Poisson preset's 10 000 steps costs only the longest
+    episode) stops the loop once every first episode has ended and reports
+    bit-identical first episodes; the host driver does the same."""
+    env, params, policy, key, full, early = klino_runs
     assert bool(jnp.all(full.finished)) and int(full.steps_run) == 200
     assert int(early.steps_run) == int(jnp.max(full.episode_length)) < 200
     for name in ("success", "finished", "episode_length", "episode_return", "path_length",
-                 "start_distance", "trajectory_valid"):
+                 "start_distance", "trajectories_valid"):
         np.testing.assert_array_equal(np.asarray(getattr(early, name)),
                                       np.asarray(getattr(full, name)), err_msg=name)
-    valid = np.asarray(full.trajectory_valid)
-    np.testing.assert_array_equal(np.asarray(early.trajectory)[valid],
-                                  np.asarray(full.trajectory)[valid])
+    valid = np.asarray(full.trajectories_valid)
+    np.testing.assert_array_equal(np.asarray(early.trajectories)[valid],
+                                  np.asarray(full.trajectories)[valid])
 
     east = env.action_ids["move_east"]
 
@@ -167,9 +181,82 @@ def test_until_done_rollouts_stop_early_and_report_the_same_episodes():
     h_full = host_rollout(env, params, EastAgent(), key, 4, 60)
     h_early = host_rollout(env, params, EastAgent(), key, 4, 60, until_done=True)
     assert int(h_early.steps_run) == int(np.max(np.asarray(h_full.episode_length)))
-    assert h_early.trajectory.shape == (int(h_early.steps_run) + 1, 2)
+    assert h_early.trajectories.shape == (4, int(h_early.steps_run) + 1, 2)
     np.testing.assert_array_equal(np.asarray(h_early.episode_length),
                                   np.asarray(h_full.episode_length))
+
+
+def test_rollouts_record_the_first_episode_of_several_envs(klino_runs):
+    """The recorded paths (several envs, not only env 0) agree with the
+    per-env outcomes: one entry per step of the first episode plus the start,
+    unit grid moves summing to the path length, ending in the goal region
+    when the episode succeeded."""
+    env, params, _, _, full, _ = klino_runs
+    paths = np.asarray(full.trajectories)
+    valid = np.asarray(full.trajectories_valid)
+    assert paths.shape == (4, 201, 2) and valid.shape == (4, 201)
+    goal = np.asarray(env.goal_location(full.final_plume, params))
+    for k in range(4):
+        xy = paths[k][valid[k]]
+        assert len(xy) == int(full.episode_length[k]) + 1
+        moves = np.linalg.norm(np.diff(xy, axis=0), axis=1)
+        assert np.all(moves <= 1.0 + 1e-6)
+        assert np.sum(moves) == pytest.approx(float(full.path_length[k]), rel=1e-5)
+        if bool(full.success[k]):
+            assert np.linalg.norm(xy[-1] - goal) <= float(params.goal_radius) + 1e-6
+    assert len({tuple(paths[k][0]) for k in range(4)}) > 1  # distinct envs, distinct starts
+
+
+def test_progress_callback_reports_and_changes_no_result(klino_runs):
+    """The progress callback sees the steps advance and every first episode
+    end, and the results are bit-identical to the run without it."""
+    env, params, policy, key, _, early = klino_runs
+    calls = []
+
+    def progress(steps, finished):
+        calls.append((int(steps), int(finished)))
+
+    watched = jax.block_until_ready(rollout(env, params, policy, key, 16, 200, until_done=True,
+                                            progress=progress, progress_every=10))
+    for x, y in zip(jax.tree.leaves(watched), jax.tree.leaves(early)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    steps = [c[0] for c in calls]
+    assert steps == sorted(steps) and steps[-1] == int(early.steps_run)
+    assert all(s % 10 == 0 for s in steps[:-1])
+    assert calls[-1][1] == 16 and [c[1] for c in calls] == sorted(c[1] for c in calls)
+
+
+def test_run_figure_has_a_title_a_colour_bar_and_several_episodes(klino_runs):
+    from plume_jax.evaluate.figures import outcome_text, run_figure
+
+    env, params, _, _, full, _ = klino_runs
+    metrics = sc.summarise(full, float(params.goal_radius))
+    fig = run_figure(env, params, full, f"small — klinotaxis\n{outcome_text(metrics)}")
+    ax, colour_bar = fig.axes
+    assert "klinotaxis" in ax.get_title() and "success 100.0%" in ax.get_title()
+    assert "concentration" in colour_bar.get_ylabel()
+    entries = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert sum(e.startswith("episode ") for e in entries) == 4
+    assert all("reached in" in e for e in entries if e.startswith("episode "))
+
+
+def test_scenario_figure_puts_agents_side_by_side(klino_runs):
+    """Success with its interval and mean steps ± SE per agent, then a
+    trajectory panel (with colour bar) per agent."""
+    from plume_jax.evaluate.figures import scenario_figure
+
+    env, params, _, _, full, _ = klino_runs
+    metrics = sc.summarise(full, float(params.goal_radius))
+    reports = [{"scenario": "small", "preset": "PlumeNav-Gaussian-v0", "seed": 3,
+                "agent": {"name": "klinotaxis", "label": label}, "metrics": metrics,
+                "_rollout": full, "_env": env, "_params": params} for label in ("a", "b")]
+    fig = scenario_figure(reports)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert any("small — a" in t for t in titles) and any("small — b" in t for t in titles)
+    success_ax = next(ax for ax in fig.axes if "success rate" in ax.get_ylabel())
+    assert [t.get_text() for t in success_ax.get_xticklabels()] == ["a", "b"]
+    assert any("mean steps" in ax.get_ylabel() for ax in fig.axes)
+    assert sum("concentration" in ax.get_ylabel() for ax in fig.axes) == 2
 
 
 def test_shipped_scenarios_are_valid():

@@ -11,7 +11,7 @@ import pytest
 import plume_jax
 from plume_jax.errors import ValidationError
 from plume_jax.gym import PlumeGymEnv
-from plume_jax.gym import _common as C
+from plume_jax.gym import _common as common
 from plume_jax.gym import viewer
 
 OVERRIDES = {"grid_size": [32, 32], "sigma": 6.0, "goal_radius": 2.0, "max_steps": 60}
@@ -313,16 +313,16 @@ def test_instances_over_equal_envs_share_compiled_functions(core):
     first.reset(seed=0)
     first.step(1)
     first.render()
-    sizes = (C.compiled_reset._cache_size(), C.compiled_step._cache_size(),
-             C.compiled_render._cache_size())
+    compiled = (common.compiled_reset.compiled, common.compiled_step.compiled,
+                common.compiled_render)
+    sizes = tuple(fn._cache_size() for fn in compiled)
     rebuilt, _ = plume_jax.make("PlumeNav-Gaussian-v0", **OVERRIDES)  # equal, not identical
     other = PlumeGymEnv(rebuilt, params.replace(goal_radius=params.goal_radius + 0.5),
                         render_mode="rgb_array")
     other.reset(seed=1)
     other.step(2)
     other.render()
-    assert (C.compiled_reset._cache_size(), C.compiled_step._cache_size(),
-            C.compiled_render._cache_size()) == sizes
+    assert tuple(fn._cache_size() for fn in compiled) == sizes
 
 
 def test_import_plume_jax_does_not_import_torch_or_sb3():

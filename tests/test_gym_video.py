@@ -174,3 +174,9 @@ def test_gymnasium_record_video_writes_a_file(core, tmp_path):
     recorded.close()
     videos = list(folder.glob("*.mp4"))
     assert len(videos) == 1 and videos[0].stat().st_size > 0
+
+
+def test_rollout_frames_refuses_a_batch_of_frames_over_the_render_limit(core):
+    env, params = core  # 32 x 32 cells at scale 64: 2048 x 2048 pixels a frame
+    with pytest.raises(ValidationError, match="times 5 frames"):
+        rollout_frames(env, params, None, 0, num_envs=5, num_steps=2, scale=64)

@@ -13,12 +13,22 @@ import plume_jax
 
 PACKAGE = pathlib.Path(plume_jax.__file__).parent
 # Every top-level module is layer 0-2 except these (layers 3-5, or the package
-# entry point, which registers the Gymnasium envs).
-NOT_CORE = {"__init__.py", "video.py", "progress.py"}
+# entry points: __init__ registers the Gymnasium envs, __main__ runs the CLI;
+# agents_package checks the layer-4 `agents` package for layer 5).
+NOT_CORE = {"__init__.py", "__main__.py", "agents_package.py", "video.py", "progress.py"}
+COMPONENT_FOLDERS = ("plumes", "sensors", "actions", "rewards", "starts")
 CORE_MODULES = sorted(
     [p for p in PACKAGE.glob("*.py") if p.name not in NOT_CORE]
-    + [p for folder in ("plumes", "sensors", "actions") for p in (PACKAGE / folder).glob("*.py")]
+    + [p for folder in ("settings", *COMPONENT_FOLDERS) for p in (PACKAGE / folder).rglob("*.py")]
 )
+# Layer 3: the adapters.
+ADAPTER_MODULES = sorted(list((PACKAGE / "gym").rglob("*.py")) + [PACKAGE / "video.py"])
+AGENTS = pathlib.Path(__file__).resolve().parents[1] / "agents"
+AGENT_MODULES = sorted(AGENTS.rglob("*.py"))
+# Layer 4 (agents) may import layers 0-2 only: not the adapters (3) nor
+# training, evaluation, the CLI or the progress bar (5).
+AGENTS_FORBIDDEN = ("plume_jax.gym", "plume_jax.video", "plume_jax.train", "plume_jax.evaluate",
+                    "plume_jax.cli", "plume_jax.progress")
 FORBIDDEN = ("gymnasium", "torch", "flax", "matplotlib", "stable_baselines3", "optax")
 # Layers 0-2 may not import from layers 3-5 either.
 FORBIDDEN_INTERNAL = ("plume_jax.gym", "plume_jax.train", "plume_jax.evaluate", "plume_jax.cli",
@@ -52,3 +62,28 @@ def test_the_checker_catches_a_forbidden_import(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("import numpy\nfrom gymnasium import spaces\nimport torch.nn as nn\n")
     assert [n for n in _imports(bad) if n.split(".")[0] in FORBIDDEN] == ["gymnasium", "torch.nn"]
+
+
+def _from(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == f or name.startswith(f + ".") for f in prefixes)
+
+
+@pytest.mark.parametrize("path", CORE_MODULES + ADAPTER_MODULES,
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_layers_0_to_3_never_import_agents(path):
+    assert not [n for n in _imports(path) if _from(n, ("agents",))], \
+        f"{path.name} imports the agents package (layer 4)"
+
+
+@pytest.mark.parametrize("path", AGENT_MODULES, ids=lambda p: p.name)
+def test_agents_import_only_layers_0_to_2(path):
+    bad = [n for n in _imports(path) if _from(n, AGENTS_FORBIDDEN)]
+    assert not bad, f"agents/{path.name} imports {bad} (layers 3 or 5)"
+
+
+def test_the_agent_checker_catches_an_upward_import(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("from plume_jax.gym import PlumeGymEnv\nfrom plume_jax.train import ppo\n"
+                   "from plume_jax.types import Grid\n")
+    assert [n for n in _imports(bad) if _from(n, AGENTS_FORBIDDEN)] == [
+        "plume_jax.gym", "plume_jax.train"]

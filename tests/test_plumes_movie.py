@@ -255,15 +255,12 @@ def test_bundled_movie_and_preset():
     assert math.isclose(float(params.plume.dt * params.plume.fps), 1.0, rel_tol=1e-6)
 
 
-def test_readme_loading_example_runs(tmp_path):
-    """The README's "Loading measured plumes" example, on a small synthetic
-    recording stored north-up in the same layout."""
-    import pathlib
-    import re
+def test_docs_loading_example_runs(tmp_path):
+    """The "Loading measured plumes" example of docs/plumes.md, on a small
+    synthetic recording stored north-up in the same layout."""
+    from docs_blocks import tagged
 
-    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = re.split(r"\n## ", text.split("## Plume models", 1)[1], maxsplit=1)[0]
-    code = re.findall(r"```python\n(.*?)```", section, flags=re.S)[0]
+    code = tagged("movie-plif")[0]
     rng = np.random.default_rng(0)
     frames = rng.random((4, 27, 51)).astype(np.float32)  # (T, H, W), row 0 = north
     suffix = ".h5"
@@ -274,7 +271,7 @@ def test_readme_loading_example_runs(tmp_path):
     path = tmp_path / f"plif{suffix}"
     save_movie(path, frames)
     namespace: dict = {}
-    exec(compile(code.replace('"plif_recording.h5"', repr(str(path))), "README movie", "exec"),
+    exec(compile(code.replace('"plif_recording.h5"', repr(str(path))), "docs/plumes.md movie", "exec"),
          namespace)
     env, params = namespace["env"], namespace["params"]
     assert (env.grid.width, env.grid.height) == (406, 216)

@@ -110,6 +110,19 @@ def test_hit_counts_have_poisson_mean_and_variance(mean):
     assert hits.var() == pytest.approx(mean, abs=4 * math.sqrt((mean + 2 * mean**2) / n))
 
 
+@pytest.mark.parametrize("mean", [150.0, 1e4])
+def test_hit_law_above_mean_80_with_many_classes_is_not_nan(mean):
+    """Regression: with more than ~90 classes and a mean above ~88, float32
+    exp(-mean) underflowed while mean^k / k! overflowed, the law was NaN
+    and the draws were far too low (mean 150 gave hits around 39)."""
+    pmf = np.asarray(capped_poisson_pmf(mean, 1023))
+    assert np.all(np.isfinite(pmf)) and pmf.sum() == pytest.approx(1.0, abs=1e-5)
+    np.testing.assert_allclose(pmf[:-1], stats.poisson.pmf(np.arange(1023), mean), atol=1e-5)
+    sensor, params, _ = HitsSensor.build({"h_max": 1024}, Grid(4, 4), "sensor")
+    hits = draw_hits(sensor, params, mean, 2000)
+    assert hits.mean() == pytest.approx(min(mean, 1023.0), rel=0.02)
+
+
 def test_hits_are_capped_into_h_max_classes():
     sensor, params, _ = HitsSensor.build({"h_max": 3}, Grid(4, 4), "sensor")
     hits = draw_hits(sensor, params, 1.7, 20000, seed=1)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pathlib
 import re
 
+from docs_blocks import tagged
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 
@@ -25,7 +27,7 @@ def test_readme_setup_command_runs_the_demo():
 
 
 def test_quick_start_runs():
-    code = _blocks("python")[0]
+    code = tagged("quickstart")[0]
     namespace: dict = {}
     exec(compile(code.replace("4096", "64").replace("1000", "50"), "README quick start", "exec"),
          namespace)

@@ -128,22 +128,40 @@ def test_sweep_product_and_zip():
 
 
 @pytest.mark.parametrize("grid, parameter", [
-    ({"algo.num_envs": [8, 16]}, "grid.algo.num_envs"),
-    ({"network.hidden_sizes": [[8], [16]]}, "grid.network.hidden_sizes"),
     ({"algo.learning_rate": 0.1}, "grid.algo.learning_rate"),
     ({"algo.learning_rate": [0.1, -1.0]}, "algo.learning_rate"),
+    ({"algo.learning_rat": [0.1]}, "algo.learning_rat"),
+    ({"seed": [0, 1]}, "grid.seed"),
+    ({"network.hidden_sizes": [[8], []]}, "network.hidden_sizes"),
 ])
-def test_sweep_refuses_static_keys_and_bad_values(grid, parameter):
+def test_sweep_refuses_bad_grid_keys_and_values(grid, parameter):
     with pytest.raises(ValidationError) as info:
         sweep_config({"base": SWEEP_BASE, "grid": grid})
     assert info.value.parameter == parameter
 
 
-def test_sweep_refuses_env_settings_that_change_the_program():
+def test_sweep_members_share_a_program_unless_static_settings_or_env_structure_differ():
+    from plume_jax.train.sweep import program_groups
+
+    dynamic = sweep_config({"base": SWEEP_BASE, "grid": {
+        "run.seed": [0, 1], "algo.learning_rate": [1e-3, 3e-3], "env.sigma": [10.0, 20.0]}})
+    assert program_groups(dynamic) == [list(range(8))]
+    static = sweep_config({"base": SWEEP_BASE, "grid": {
+        "network.hidden_sizes": [[8], [16, 16]], "run.seed": [0, 1],
+        "env.grid_size": [[32, 32], [48, 48]]}})
+    # hidden sizes x grid size: four programs of two seeds each (the grid's product
+    # order is hidden size, seed, grid size)
+    assert program_groups(static) == [[0, 2], [1, 3], [4, 6], [5, 7]]
+    assert static.names[:2] == ["hidden_sizes=8,seed=0,grid_size=32x32",
+                                "hidden_sizes=8,seed=0,grid_size=48x48"]
+
+
+def test_sweep_setup_refuses_members_of_different_programs():
     sweep = sweep_config({"base": SWEEP_BASE, "grid": {"env.grid_size": [[32, 32], [64, 64]]}})
     with pytest.raises(ValidationError) as info:
         setup(sweep)
     assert info.value.parameter == "env.grid_size"
+    assert setup(sweep, [1]).members == [1]
 
 
 def test_sweep_refuses_unknown_top_level_keys():
@@ -203,8 +221,207 @@ def test_cli_train_reports_a_bad_config_with_exit_code_2(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
-def test_cli_sweep_reports_a_static_grid_key_with_exit_code_2(tmp_path, capsys):
+def test_cli_sweep_reports_a_bad_grid_value_with_exit_code_2(tmp_path, capsys):
     bad = tmp_path / "sweep.yaml"
-    bad.write_text(yaml.safe_dump({"base": SWEEP_BASE, "grid": {"algo.num_steps": [8, 16]}}))
-    assert main(["sweep", "--config", str(bad)]) == 2
-    assert "grid.algo.num_steps" in capsys.readouterr().err
+    bad.write_text(yaml.safe_dump({"base": SWEEP_BASE, "grid": {"algo.num_steps": [8, 0]}}))
+    assert main(["sweep", "--config", str(bad), "--out", str(tmp_path / "out")]) == 2
+    assert "sweep member 1 {'algo.num_steps': 0}: algo.num_steps=0" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_sweep_refuses_a_non_empty_out_folder_before_touching_it(tmp_path, capsys):
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"base": SWEEP_BASE, "grid": {"run.seed": [0, 1]}}))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.json").write_text("{}")
+    assert main(["sweep", "--config", str(sweep), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--out=" in err and "--overwrite" in err
+    assert [p.name for p in out.iterdir()] == ["results.json"]
+    assert (out / "results.json").read_text() == "{}"
+
+
+# ------------------------------------------------------------------- --set
+def test_dotted_names_set_sections_env_overrides_and_slot_parameters():
+    from plume_jax.train.config import with_overrides
+
+    data = with_overrides(MINIMAL, {"algo.learning_rate": "3e-4", "env.overrides.sigma": 10,
+                                    "env.reward.goal_reward": 2.0, "env.overrides.actions.type":
+                                    "discrete_grid", "network.hidden_sizes": [8]})
+    cfg = train_config(data)
+    assert cfg.algo["learning_rate"] == 3e-4 and cfg.network.hidden_sizes == (8,)
+    assert cfg.env["overrides"] == {"sigma": 10, "reward": {"goal_reward": 2.0},
+                                    "actions": {"type": "discrete_grid"}}
+    assert MINIMAL == {"env": {"id": "PlumeNav-Gaussian-v0"}, "algo": {"total_steps": 100_000}}
+    env, params = cfg.make_env()
+    assert float(params.reward.goal_reward) == 2.0
+
+
+@pytest.mark.parametrize("item, message", [
+    ("algo.learning_rat=1e-3", "algo.learning_rat='1e-3' is invalid: expected a known algo "
+                               "setting"),
+    ("optimiser.lr=1", "optimiser="),
+    ("algo.learning_rate=-1", "algo.learning_rate=-1"),
+    ("learning_rate=1e-3", "--set='learning_rate' is invalid: expected a dotted name"),
+    ("algo.learning_rate", "--set='algo.learning_rate' is invalid: expected NAME=VALUE"),
+    ("algo.learning_rate=[1e-3", "--set='algo.learning_rate=[1e-3' is invalid: expected "
+                                 "NAME=VALUE with VALUE in plain YAML syntax"),
+    ("algo.learning_rate=!!python/object/apply:os.system ['echo owned']",
+     "tags that build Python objects (!!python/...) are refused"),
+    ("env.overrides.a.b.c=1", "env.overrides.NAME or env.overrides.SLOT.PARAM"),
+])
+def test_cli_set_errors_name_the_key_and_never_trace_back(item, message, tmp_path, capsys):
+    config = tmp_path / "train.yaml"
+    config.write_text(yaml.safe_dump(MINIMAL))
+    out = tmp_path / "out"
+    assert main(["train", "--config", str(config), "--out", str(out), "--set", item]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("plume-jax: error: ") and message in err, err
+    assert not out.exists()
+
+
+def test_sweep_set_overrides_the_base_the_grid_and_the_mode():
+    from plume_jax.train.sweep import _split_sweep_overrides
+
+    data = {"base": SWEEP_BASE, "grid": {"run.seed": [0, 1], "algo.ent_coef": [0.0, 0.01]}}
+    s = sweep_config(data, overrides={"algo.total_steps": 20_000, "grid.run.seed": [3, 4],
+                                      "mode": "zip"})
+    assert s.mode == "zip" and s.members == [{"run.seed": 3, "algo.ent_coef": 0.0},
+                                             {"run.seed": 4, "algo.ent_coef": 0.01}]
+    assert s.base.algo["total_steps"] == 20_000
+    with pytest.raises(ValidationError) as info:
+        _split_sweep_overrides({"grid": 1})
+    assert info.value.parameter == "--set"
+
+
+# ------------------------------------------------------------------- CLI inputs
+@pytest.mark.parametrize("content, message", [
+    (b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe", "a readable text file"),
+    (b"env: {id: [unclosed\n", "a YAML file ("),
+    (b"", "a YAML file holding a mapping"),
+    (b"- a list\n", "a YAML file holding a mapping"),
+    (b"env: !!python/object/apply:os.system ['echo owned']\n", "a YAML file ("),
+])
+def test_cli_bad_config_files_are_clear_errors(content, message, tmp_path, capsys):
+    """Regression: a binary or malformed YAML raised a traceback."""
+    config = tmp_path / "train.yaml"
+    config.write_bytes(content)
+    for command in ("train", "sweep"):
+        assert main([command, "--config", str(config), "--out", str(tmp_path / "o")]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("plume-jax: error: --config=") and message in err, err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--seed", str(2**63)], "run.seed=9223372036854775808 is invalid"),
+    (["--seed", "-1"], "run.seed=-1 is invalid"),
+    (["--total-steps", "0"], "algo.total_steps=0 is invalid"),
+])
+def test_cli_train_checks_seeds_and_budgets(args, message, tmp_path, capsys):
+    """Regression: seeds >= 2**63 raised a traceback."""
+    config = tmp_path / "train.yaml"
+    config.write_text(yaml.safe_dump(MINIMAL))
+    assert main(["train", "--config", str(config), "--out", str(tmp_path / "o"), *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cli_train_needs_a_config_or_a_run_to_resume(tmp_path, capsys):
+    assert main(["train"]) == 2
+    assert "--config=None is invalid" in capsys.readouterr().err
+    assert main(["train", "--resume", str(tmp_path / "nothing")]) == 2
+    assert "--resume=" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["train", "--resume", str(tmp_path / "empty")]) == 2
+    assert "a run folder with a checkpoint/ folder" in capsys.readouterr().err
+
+
+def test_wandb_asked_for_but_not_installed_is_refused(monkeypatch):
+    import importlib.util
+
+    from plume_jax.train.loggers import check_wandb
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "wandb" else real(name, *a))
+    check_wandb(None)
+    with pytest.raises(ValidationError) as info:
+        check_wandb("my-project")
+    assert info.value.parameter == "run.wandb_project" and "pip install wandb" in str(info.value)
+
+
+# ------------------------------------------------------------------- resume rules
+def test_resume_differences_name_what_may_not_change():
+    from plume_jax.train.config import resume_differences
+
+    saved = train_config(_with("env", overrides={"sigma": 5.0})).to_dict()
+    same_problem = train_config(saved).replace(
+        algo={"total_steps": 10**7}, run={"log_every": 3, "checkpoint_minutes": None,
+                                          "devices": 1, "tensorboard": False},
+        eval={"num_envs": 10})
+    assert resume_differences(saved, same_problem) == {}
+    changed = train_config(saved).replace(algo={"learning_rate": 1e-3},
+                                          env={"overrides": {"sigma": 6.0, "max_steps": 50}},
+                                          run={"seed": 1})
+    assert resume_differences(saved, changed) == {
+        "algo.learning_rate": (3e-4, 1e-3), "env.overrides.max_steps": ("<unset>", 50),
+        "env.overrides.sigma": (5.0, 6.0), "run.seed": (0, 1)}
+
+
+def test_chunk_lengths_follow_the_budget_checkpoints_and_measured_speed():
+    from plume_jax.train.chunks import REPORT_SECONDS, next_chunk
+
+    def chunk(done, spu, left=None, every=None, total=1000):
+        return next_chunk(done, total, every=every, seconds_per_update=spu,
+                          seconds_to_checkpoint=left, max_chunk=4096)
+
+    assert chunk(0, None) == 1                                 # first: measure the speed
+    assert chunk(1, 0.001) == 999                              # fast: to the end
+    assert chunk(1, 1.0) == int(REPORT_SECONDS)                # slow: report every ~30 s
+    assert chunk(1, 0.001, left=0.05) == 50                    # a timed checkpoint is due
+    assert chunk(1, 0.001, left=-1.0) == 1                     # overdue: one more update
+    assert chunk(10, 0.001, every=12) == 2                     # the next checkpoint_every
+    assert chunk(12, 0.001, every=12) == 12
+    assert chunk(990, 0.0001) == 10                            # never past the budget
+
+
+# ------------------------------------------------------------------- metrics files
+def test_metrics_files_tolerate_a_torn_last_line_and_name_a_damaged_one(tmp_path):
+    from plume_jax.train.progress import read_jsonl, trim_jsonl
+
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"update": 1}\n{"update": 2}\n{"update": 3}\n{"upd')
+    assert read_jsonl(path) == [{"update": 1}, {"update": 2}, {"update": 3}]
+    assert trim_jsonl(path, 2) == [{"update": 1}, {"update": 2}]
+    assert path.read_text() == '{"update": 1}\n{"update": 2}\n'
+    path.write_text('{"update": 1}\n{"upd\n{"update": 3}\n')
+    with pytest.raises(ValidationError) as info:
+        read_jsonl(path)
+    assert f"{path}:2" in str(info.value)
+
+
+# ------------------------------------------------------------------- member folder names
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_values = st.one_of(st.integers(-10**6, 10**6), st.floats(allow_nan=False, width=32),
+                    st.text(max_size=30), st.booleans(), st.none(),
+                    st.lists(st.integers(0, 999), max_size=4),
+                    st.dictionaries(st.text(max_size=8), st.integers(), max_size=2))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.dictionaries(st.sampled_from(
+    ["run.seed", "algo.learning_rate", "env.reward.scale", "env.overrides.reward.scale",
+     "network.hidden_sizes", "env.id", "env.x/y"]), _values, min_size=1, max_size=3),
+    min_size=1, max_size=12))
+def test_member_folder_names_are_safe_file_names_and_unique(members):
+    import re
+
+    from plume_jax.train.sweep import member_names
+
+    names = member_names(members)
+    assert len(names) == len(members)
+    assert len({n.casefold() for n in names}) == len(names)
+    for name in names:
+        assert re.fullmatch(r"[A-Za-z0-9._=+,-]{1,100}", name), name
+        assert not name.startswith(".") and name not in (".", "..")

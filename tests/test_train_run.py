@@ -33,7 +33,7 @@ CONFIG = {
              "update_epochs": 2, "num_minibatches": 2, "learning_rate": 3e-3,
              "normalize_obs": True, "ent_coef": 0.0},
     "network": {"hidden_sizes": [16, 16]},
-    "run": {"seed": 0, "log_every": 8, "checkpoint_every": 12},
+    "run": {"seed": 0, "log_every": 4, "checkpoint_every": 12},
     "eval": {"num_envs": 64},
 }
 
@@ -50,7 +50,8 @@ def run(tmp_path_factory):
 
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
-        code = main(["train", "--config", str(path), "--out", str(out)])
+        code = main(["train", "--config", str(path), "--out", str(out),
+                     "--set", "run.log_every=8", "--set", "env.overrides.max_steps=40"])
     assert code == 0, buffer.getvalue()
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     return {"out": out, "stdout": buffer.getvalue(), "rows": rows, "config": path,
@@ -64,6 +65,8 @@ def test_train_writes_every_output(run):
                  "checkpoints/update_00000012/runner.msgpack", "policy/policy.npz",
                  "policy/policy.json"):
         assert (out / name).is_file(), name
+    assert list((out / "tensorboard").glob("events.out.tfevents.*"))
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["update_00000012"]
     assert (out / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert [r["update"] for r in run["rows"]] == list(range(1, NUM_UPDATES + 1))
     assert len((out / "metrics.csv").read_text().splitlines()) == NUM_UPDATES + 1
@@ -87,11 +90,22 @@ def test_short_training_improves_return_on_a_trivial_preset(run):
 
 
 def test_progress_lines_come_from_inside_the_compiled_program(run):
-    lines = [line for line in run["stdout"].splitlines() if line.startswith("[train] update")]
-    # log_every=8 over two compiled chunks of 12 updates, plus the last update
-    assert [line.split()[2] for line in lines] == ["8/24", "16/24", "24/24"]
-    assert all("SPS" in line and "success" in line for line in lines)
+    lines = [line for line in run["stdout"].splitlines()
+             if line.startswith("[train]") and "| update " in line]
+    # log_every=8 (from --set) over the compiled chunks, plus the last update; not a
+    # terminal, so plain lines of the progress bar, with the env steps and an ETA
+    assert [line.split("| update ")[1].split()[0] for line in lines] == ["8/24", "16/24", "24/24"]
+    assert lines[0].startswith("[train] 4,096/12,288 steps (33.3%)")
+    assert all("ETA" in line and "SPS" in line and "success" in line for line in lines)
+    assert "compiling the training program" in run["stdout"]
     assert "greedy evaluation on 64 fresh episodes" in run["stdout"]
+
+
+def test_set_overrides_are_recorded_in_the_run_config(run):
+    saved = yaml.safe_load((run["out"] / "config.yaml").read_text())
+    assert saved["run"]["log_every"] == 8            # --set run.log_every=8 (file: 4)
+    assert saved["env"]["overrides"]["max_steps"] == 40
+    assert saved["run"]["checkpoint_minutes"] == 5.0  # the default, spelled out
 
 
 def test_resume_from_a_checkpoint_continues_exactly(run, tmp_path):
@@ -260,3 +274,252 @@ def test_save_load_gives_identical_actions(run):
     a, _ = policy_step(sampled.spec, sampled.params, initial_carry(sampled.spec), obs[0],
                        jax.random.key(1), greedy=False)
     assert 0 <= int(a) < env.num_actions
+
+
+# ------------------------------------------------ run folders, resume, kills (issue 13)
+def _snapshot(folder: pathlib.Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+def _cli(args: list[str], capsys) -> tuple[int, str, str]:
+    code = main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_train_refuses_a_non_empty_out_folder_before_touching_anything(run, tmp_path, capsys):
+    """Regression: --out on an existing folder deleted its metrics.jsonl and
+    rewrote its config.yaml and summary.json before compiling anything."""
+    folder = tmp_path / "unrelated"
+    folder.mkdir()
+    (folder / "config.yaml").write_text("mine: true\n")
+    (folder / "summary.json").write_text("{}")
+    (folder / "metrics.jsonl").write_text('{"update": 1}\n')
+    before = _snapshot(folder)
+    code, _, err = _cli(["train", "--config", str(run["config"]), "--out", str(folder)], capsys)
+    assert code == 2
+    assert "--out=" in err and "--resume" in err and "--overwrite" in err
+    assert _snapshot(folder) == before
+    with pytest.raises(ValidationError) as info:  # the Python API keeps the same rule
+        train(load_train_config(run["config"]), folder, progress=False)
+    assert info.value.parameter == "--out"
+    assert _snapshot(folder) == before
+
+
+def test_resume_refuses_a_config_that_changes_the_problem_or_the_algorithm(run, capsys):
+    """Regression: a checkpoint resumed with another preset and learning rate
+    just continued. The differing keys are named; the run is untouched."""
+    before = _snapshot(run["out"])
+    code, _, err = _cli(["train", "--resume", str(run["out"]),
+                         "--set", "env.id=PlumeNav-GaussianBinary-v0",
+                         "--set", "algo.learning_rate=0.01",
+                         "--set", "env.overrides.sigma=6.0"], capsys)
+    assert code == 2
+    for key in ("env.id", "algo.learning_rate", "env.overrides.sigma"):
+        assert key in err, err
+    assert "algo.total_steps" in err  # says what may change
+    assert _snapshot(run["out"]) == before
+
+
+def test_resume_allows_a_new_budget_and_says_what_it_does_to_the_annealed_rate(run):
+    from plume_jax.train.trainer import learning_rate_note, resume_point
+
+    cfg = load_train_config(run["out"] / "config.yaml").replace(
+        algo={"total_steps": 16 * 32 * 48}, eval={"num_envs": 8}, run={"log_every": 1})
+    point = resume_point(run["out"], cfg)
+    assert (point.update, point.num_updates) == (NUM_UPDATES, NUM_UPDATES)
+    note = learning_rate_note(cfg, point)
+    # the linear decay now runs over 48 updates: at update 25 the rate is 3e-3 * (1 - 24/48)
+    assert "48 updates instead of 24" in note and "0.0015" in note and "0 under" in note
+    shorter = cfg.replace(algo={"total_steps": 16 * 32 * 12})
+    with pytest.raises(ValidationError) as info:
+        resume_point(run["out"], shorter)
+    assert info.value.parameter == "algo.total_steps"
+
+
+@pytest.mark.parametrize("damage, name", [
+    ("truncate", "runner.msgpack"), ("empty", "runner.msgpack"), ("delete", "runner.msgpack"),
+    ("garbage", "runner.msgpack"), ("truncate", "meta.json"), ("delete", "meta.json"),
+])
+def test_damaged_checkpoint_is_a_clear_error_naming_the_file(run, tmp_path, capsys, damage,
+                                                             name):
+    """Regression: a truncated, empty or missing runner.msgpack raised a
+    traceback on --resume."""
+    import shutil
+
+    folder = tmp_path / "run"
+    shutil.copytree(run["out"] / "checkpoint", folder / "checkpoint")
+    shutil.copy(run["out"] / "config.yaml", folder / "config.yaml")
+    path = folder / "checkpoint" / name
+    data = path.read_bytes()
+    if damage == "truncate":
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "empty":
+        path.write_bytes(b"")
+    elif damage == "garbage":
+        path.write_bytes(b"\x93\x01\x02\x03")
+    else:
+        path.unlink()
+    code, _, err = _cli(["train", "--resume", str(folder)], capsys)
+    assert code == 2, err
+    assert err.startswith("plume-jax: error: ") and str(path) in err
+    assert "Traceback" not in err
+
+
+@pytest.fixture(scope="module")
+def killed_and_resumed(run, tmp_path_factory):
+    """The run as a kill would leave it between a metrics append and the next
+    checkpoint: metrics of all 24 updates plus a torn line, the checkpoint at
+    update 12, temporary files of an interrupted checkpoint write, no
+    summary. Then ``plume-jax train --resume RUN`` (no --config)."""
+    import contextlib
+    import io
+    import shutil
+
+    folder = tmp_path_factory.mktemp("killed") / "run"
+    shutil.copytree(run["out"], folder)
+    shutil.rmtree(folder / "checkpoint")
+    shutil.copytree(folder / "checkpoints" / "update_00000012", folder / "checkpoint")
+    for name in ("summary.json", "metrics.csv", "learning_curve.png"):
+        (folder / name).unlink()
+    shutil.rmtree(folder / "policy")
+    with (folder / "metrics.jsonl").open("a") as f:
+        f.write('{"update": 25, "env_steps": 12')          # torn by the kill
+    strays = [folder / "checkpoint" / ".runner.msgpack.tmp-k3j2h1g0",
+              folder / "checkpoint" / "runner.msgpack.a1b2c3d4"]  # an older version's name
+    for stray in strays:
+        stray.write_bytes(b"partial")
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        code = main(["train", "--resume", str(folder)])
+    return {"out": folder, "code": code, "stdout": buffer.getvalue(), "strays": strays}
+
+
+def test_resume_after_a_kill_writes_every_update_once(run, killed_and_resumed):
+    """Regression: a kill between the metrics append and the checkpoint
+    duplicated update rows on resume."""
+    out = killed_and_resumed["out"]
+    assert killed_and_resumed["code"] == 0, killed_and_resumed["stdout"]
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["update"] for r in rows] == list(range(1, NUM_UPDATES + 1))
+    assert rows == run["rows"]  # and bit for bit the uninterrupted run's
+    csv_rows = (out / "metrics.csv").read_text().splitlines()
+    assert len(csv_rows) == NUM_UPDATES + 1
+
+
+def test_resume_tolerates_a_torn_last_metrics_line_and_finishes_every_output(killed_and_resumed):
+    """Regression: a partial last JSONL line made the resumed run train to the
+    end and exit 1 without its summary, CSV or plot."""
+    out = killed_and_resumed["out"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["resumed_at_update"] == 12 and summary["updates_this_call"] == 12
+    assert summary["evaluation"]["success_rate"] == 1.0
+    for name in ("metrics.csv", "learning_curve.png", "policy/policy.npz"):
+        assert (out / name).is_file(), name
+    assert "outputs in" in killed_and_resumed["stdout"]
+
+
+def test_stray_temporary_checkpoint_files_left_by_a_kill_are_removed(killed_and_resumed):
+    assert not any(p.exists() for p in killed_and_resumed["strays"])
+    names = sorted(p.name for p in (killed_and_resumed["out"] / "checkpoint").iterdir())
+    assert names == ["meta.json", "runner.msgpack"]
+
+
+def test_tensorboard_events_hold_the_metrics_csv_scalars_once_per_update(run,
+                                                                         killed_and_resumed):
+    """TensorBoard files read back (tbparse) with the scalars of metrics.csv;
+    the resumed run purged the events after its checkpoint, so every update
+    is there once."""
+    import csv
+
+    from tbparse import SummaryReader
+
+    with (run["out"] / "metrics.csv").open() as f:
+        table = list(csv.DictReader(f))
+    for folder in (run["out"], killed_and_resumed["out"]):
+        scalars = SummaryReader(str(folder / "tensorboard")).scalars
+        tags = set(scalars["tag"])
+        assert {f"train/{c}" for c in table[0]} <= tags
+        assert {"eval/success_rate", "eval/mean_steps_to_goal"} <= tags
+        success = scalars[scalars["tag"] == "train/success_rate"].sort_values("step")
+        assert list(success["step"]) == [16 * 32 * u for u in range(1, NUM_UPDATES + 1)]
+        np.testing.assert_allclose(success["value"], [float(r["success_rate"]) for r in table],
+                                   rtol=1e-6)
+
+
+def test_overwrite_replaces_the_run_and_intermediate_checkpoints_do_not_change_results(
+        run, tmp_path, monkeypatch, capsys):
+    """--overwrite deletes the earlier run's outputs (and only those) and
+    trains afresh; this run writes no intermediate checkpoint (one chunk
+    after the first update) and still reproduces the run that did, bit for
+    bit. Also: --quiet prints no progress, --wandb logs to W&B (offline)."""
+    import shutil
+
+    folder = tmp_path / "run"
+    shutil.copytree(run["out"], folder)
+    (folder / "notes.txt").write_text("my notes")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    fake_wandb = None if _wandb_installed() else _install_fake_wandb(monkeypatch)
+    code, out, err = _cli(["train", "--config", str(run["config"]), "--out", str(folder),
+                           "--overwrite", "--quiet", "--set", "run.log_every=8",
+                           "--set", "run.checkpoint_every=null",
+                           "--set", "run.checkpoint_minutes=null",
+                           "--wandb", "plume-jax-tests"], capsys)
+    assert code == 0, err
+    assert "[train]" not in out
+    assert (folder / "notes.txt").read_text() == "my notes"
+    assert not (folder / "checkpoints").exists()
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["checkpoints_written"] == 1 and "resumed_from" not in summary
+    rows = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+    assert rows == run["rows"]
+    if fake_wandb is None:
+        (wandb_file,) = (folder / "wandb").glob("offline-run-*/run-*.wandb")
+        assert b"train/success_rate" in wandb_file.read_bytes()
+    else:  # wandb is optional: the calls plume-jax makes, recorded
+        assert fake_wandb.init_kwargs["project"] == "plume-jax-tests"
+        assert any("train/success_rate" in logged for logged, _ in fake_wandb.logged)
+        assert fake_wandb.finished
+
+
+def _wandb_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("wandb") is not None
+
+
+def _install_fake_wandb(monkeypatch):
+    """A stand-in ``wandb`` module (W&B is an optional extra, not installed in
+    CI) recording what plume-jax asks of it: ``init``, ``log``, ``finish``."""
+    import importlib.machinery
+    import sys
+    import types
+
+    class Run:
+        def __init__(self, **kwargs):
+            self.init_kwargs, self.logged, self.summary, self.finished = kwargs, [], {}, False
+
+        def log(self, values, step=None):
+            self.logged.append((dict(values), step))
+
+        def finish(self):
+            self.finished = True
+
+    module = types.ModuleType("wandb")
+    module.__spec__ = importlib.machinery.ModuleSpec("wandb", None)
+    runs = []
+
+    def init(**kwargs):
+        runs.append(Run(**kwargs))
+        return runs[-1]
+
+    module.init = init
+    monkeypatch.setitem(sys.modules, "wandb", module)
+
+    class Recorder:
+        def __getattr__(self, name):
+            return getattr(runs[-1], name)
+
+    return Recorder()

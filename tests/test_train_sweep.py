@@ -1,11 +1,14 @@
-"""``plume-jax sweep``: several trainings as one compiled program, its output
-files, and agreement of a sweep member with the single run of the same
-seed and hyperparameters."""
+"""``plume-jax sweep`` end to end, as a researcher uses it: a tiny sweep of
+2 settings (network sizes: a static setting, so two compiled programs) x 2
+seeds; four member run folders whose policies load and whose checkpoints
+resume; a summary naming the best setting; TensorBoard files per member;
+agreement of a sweep member with the single run of the same config."""
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import csv
 import io
 import json
 import math
@@ -14,6 +17,7 @@ import numpy as np
 import pytest
 import yaml
 
+from agents.trained import TrainedPolicy
 from plume_jax.cli import main
 from plume_jax.train.config import train_config
 from plume_jax.train.trainer import train
@@ -23,14 +27,16 @@ TRIVIAL_ENV = {"grid_size": [16, 16], "sigma": 4.0, "goal_radius": 1.5, "max_ste
 NUM_UPDATES = 10
 BASE = {
     "env": {"id": "PlumeNav-Gaussian-v0", "overrides": TRIVIAL_ENV},
-    "algo": {"total_steps": 16 * 32 * NUM_UPDATES, "num_envs": 16, "num_steps": 32,
+    "algo": {"total_steps": 16 * 32 * 4, "num_envs": 16, "num_steps": 32,
              "update_epochs": 2, "num_minibatches": 2, "learning_rate": 3e-3,
              "normalize_obs": True, "ent_coef": 0.0},
     "network": {"hidden_sizes": [16, 16]},
-    "run": {"seed": 0, "log_every": 5},
+    "run": {"seed": 0, "log_every": 5, "checkpoint_every": 5},
     "eval": {"num_envs": 32},
 }
-GRID = {"run.seed": [0, 1], "algo.learning_rate": [0.001, 0.003], "env.max_steps": [40]}
+GRID = {"network.hidden_sizes": [[8], [16, 16]], "run.seed": [0, 1]}
+NAMES = ["hidden_sizes=8,seed=0", "hidden_sizes=8,seed=1", "hidden_sizes=16x16,seed=0",
+         "hidden_sizes=16x16,seed=1"]
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +47,8 @@ def sweep_run(tmp_path_factory):
     out = folder / "out"
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
-        code = main(["sweep", "--config", str(path), "--out", str(out)])
+        code = main(["sweep", "--config", str(path), "--out", str(out),
+                     "--set", f"algo.total_steps={16 * 32 * NUM_UPDATES}"])
     assert code == 0, buffer.getvalue()
     return {"out": out, "stdout": buffer.getvalue(),
             "results": json.loads((out / "results.json").read_text()),
@@ -49,39 +56,187 @@ def sweep_run(tmp_path_factory):
                      (out / "metrics.jsonl").read_text().splitlines()]}
 
 
-def test_sweep_writes_results_table_and_learning_curves(sweep_run):
+def test_sweep_writes_its_tables_plots_and_one_run_folder_per_member(sweep_run):
     out, results = sweep_run["out"], sweep_run["results"]
     assert results["members"] == 4
-    assert [r["member"] for r in results["results"]] == [0, 1, 2, 3]
-    assert [(r["run.seed"], r["algo.learning_rate"]) for r in results["results"]] == \
-        [(0, 0.001), (0, 0.003), (1, 0.001), (1, 0.003)]
+    assert [r["name"] for r in results["results"]] == NAMES
+    assert [(r["network.hidden_sizes"], r["run.seed"]) for r in results["results"]] == \
+        [([8], 0), ([8], 1), ([16, 16], 0), ([16, 16], 1)]
     csv_lines = (out / "results.csv").read_text().splitlines()
     assert len(csv_lines) == 5 and "eval_success_rate" in csv_lines[0]
-    assert (out / "learning_curves.png").read_bytes()[:4] == b"\x89PNG"
+    for name in ("eval_success.png", "eval_steps.png", "train_success.png", "train_return.png"):
+        assert (out / name).read_bytes()[:4] == b"\x89PNG", name
     assert len(sweep_run["rows"]) == 4 * NUM_UPDATES
-    assert results["compile_seconds"] > 0 and results["train_seconds"] > 0
-    lines = [line for line in sweep_run["stdout"].splitlines() if line.startswith("[sweep]")]
-    assert [line.split()[2] for line in lines] == ["5/10", "10/10"]
-    assert "4 members" in lines[-1]
+    assert yaml.safe_load((out / "sweep.yaml").read_text())["base"]["algo"]["total_steps"] == \
+        16 * 32 * NUM_UPDATES  # --set recorded
+    for name in NAMES:
+        member = out / "members" / name
+        for file in ("config.yaml", "metrics.jsonl", "metrics.csv", "summary.json",
+                     "checkpoint/runner.msgpack", "checkpoint/meta.json", "policy/policy.npz",
+                     "policy/policy.json"):
+            assert (member / file).is_file(), (name, file)
+    for k in ("1", "2"):  # each program's stacked state, and the one kept at update 5
+        assert json.loads((out / "programs" / k / "checkpoint" / "meta.json").read_text())[
+            "update"] == NUM_UPDATES
+        assert (out / "programs" / k / "checkpoints" / "update_00000005").is_dir()
+        rows = [json.loads(x) for x in (member / "metrics.jsonl").read_text().splitlines()]
+        assert [r["update"] for r in rows] == list(range(1, NUM_UPDATES + 1))
+    lines = [line for line in sweep_run["stdout"].splitlines()
+             if line.startswith("[sweep]") and "| update " in line]
+    assert [line.split("| update ")[1].split()[0] for line in lines] == ["5/10", "10/10"] * 2
+    assert "program 2/2" in lines[-1] and "2 members" in lines[-1] and "ETA" in lines[-1]
 
 
-def test_every_member_learned_the_trivial_task(sweep_run):
+def test_sweep_says_which_members_shared_a_compiled_program(sweep_run):
+    programs = sweep_run["results"]["programs"]
+    assert [p["members"] for p in programs] == [NAMES[:2], NAMES[2:]]
+    assert [p["static_settings"] for p in programs] == [{"network.hidden_sizes": [8]},
+                                                        {"network.hidden_sizes": [16, 16]}]
+    assert (f"program 1 (hidden_sizes=[8]) shared by 2 members: {NAMES[0]}, {NAMES[1]}"
+            in sweep_run["stdout"])
+    md = (sweep_run["out"] / "summary.md").read_text()
+    assert "2 compiled programs" in md
+    assert f"| 2 | hidden_sizes=[16, 16] | {NAMES[2]}, {NAMES[3]} |" in md
+
+
+def test_summary_ranks_the_settings_and_names_the_best(sweep_run):
+    settings = sweep_run["results"]["settings"]
+    assert [s["label"] for s in settings] in (["hidden_sizes=[8]", "hidden_sizes=[16, 16]"],
+                                              ["hidden_sizes=[16, 16]", "hidden_sizes=[8]"])
+    results = sweep_run["results"]["results"]
+    for s in settings:
+        success = [results[i]["eval_success_rate"] for i in s["members"]]
+        assert s["eval_success_rate"]["mean"] == pytest.approx(np.mean(success))
+        assert s["eval_success_rate"]["sd"] == pytest.approx(np.std(success, ddof=1))
+        assert s["seeds"] == [0, 1]
+    key = [(-s["eval_success_rate"]["mean"], s["eval_mean_steps_to_goal"]["mean"])
+           for s in settings]
+    assert key == sorted(key)
+    best = settings[0]["label"]
+    md = (sweep_run["out"] / "summary.md").read_text()
+    assert f"**Best setting: {best} — greedy success" in md
+    assert f"Best setting: {best}" in sweep_run["stdout"].splitlines()[-2]
+
+
+def test_every_member_policy_loads_and_learned_the_trivial_task(sweep_run):
     for r in sweep_run["results"]["results"]:
         assert r["eval_success_rate"] == 1.0, r
+        policy = TrainedPolicy.load(sweep_run["out"] / "members" / r["name"] / "policy")
+        assert policy.spec["network"]["hidden_sizes"] == r["network.hidden_sizes"]
+        assert policy.spec["env"]["id"] == "PlumeNav-Gaussian-v0"
+        action, _ = policy.act(policy.init(None), np.asarray([0.5], np.float32), None)
+        assert 0 <= int(action) < 5
 
 
-def _member_config(seed: int, lr: float):
-    data = copy.deepcopy(BASE)
-    data["run"]["seed"] = seed
-    data["algo"]["learning_rate"] = lr
-    return train_config(data)
+def test_every_member_has_its_own_tensorboard_run_with_the_metrics_csv_scalars(sweep_run):
+    from tbparse import SummaryReader
+
+    for name in NAMES:
+        member = sweep_run["out"] / "members" / name
+        with (member / "metrics.csv").open() as f:
+            table = list(csv.DictReader(f))
+        scalars = SummaryReader(str(member / "tensorboard")).scalars
+        assert {f"train/{c}" for c in table[0]} | {"eval/success_rate"} <= set(scalars["tag"])
+        ret = scalars[scalars["tag"] == "train/return_mean"].sort_values("step")
+        np.testing.assert_allclose(ret["value"], [float(r["return_mean"]) for r in table],
+                                   rtol=1e-6)
+
+
+def test_a_member_folder_resumes_as_a_training_run(sweep_run, tmp_path, capsys):
+    """``plume-jax train --resume <member folder>`` continues the member (no
+    --config: the member's own config.yaml), with a larger budget."""
+    import shutil
+
+    member = tmp_path / "member"
+    shutil.copytree(sweep_run["out"] / "members" / NAMES[3], member)
+    before = [json.loads(x) for x in (member / "metrics.jsonl").read_text().splitlines()]
+    assert main(["train", "--resume", str(member), "--total-steps", str(16 * 32 * 12),
+                 "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "note: algo.anneal_lr: the learning rate decays linearly to 0 over the whole " \
+           "budget, now 12 updates instead of 10" in out
+    rows = [json.loads(x) for x in (member / "metrics.jsonl").read_text().splitlines()]
+    assert [r["update"] for r in rows] == list(range(1, 13)) and rows[:10] == before
+    assert json.loads((member / "checkpoint" / "meta.json").read_text())["update"] == 12
+    assert json.loads((member / "summary.json").read_text())["resumed_at_update"] == 10
+
+
+def test_the_winner_is_compared_with_two_baselines_in_one_evaluate_call(sweep_run, tmp_path,
+                                                                       capsys):
+    """The researcher's next step: the best setting's first member (named in
+    summary.md) against klinotaxis and a random walk, one ``plume-jax
+    evaluate`` call, one table."""
+    best = sweep_run["results"]["settings"][0]["member_names"][0]
+    assert f"`members/{best}/`" in (sweep_run["out"] / "summary.md").read_text()
+    scenario = tmp_path / "trivial.yaml"
+    scenario.write_text(yaml.safe_dump({
+        "name": "trivial_gaussian", "env": {"preset": "PlumeNav-Gaussian-v0",
+                                            "overrides": TRIVIAL_ENV},
+        "agent": {"name": "klinotaxis"}, "episodes": 16, "seed": 0}))
+    out = tmp_path / "eval"
+    policy = sweep_run["out"] / "members" / best / "policy"
+    assert main(["evaluate", "--scenario", str(scenario), "--agent", "winner=trained",
+                 "klinotaxis", "random_walk", "--agent-param", f"winner.path={policy}",
+                 "--out", str(out), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("### trivial_gaussian") == 1  # one scenario, one table
+    rows = [line.split("|")[1:-1] for line in printed.splitlines()
+            if line.startswith("| ") and "episodes" not in line]
+    assert [r[0].strip() for r in rows] == ["winner (trained)", "klinotaxis", "random_walk"]
+    assert rows[0][2].strip().startswith("1.000")  # the winner learned the trivial task
+    assert (out / "summary.md").is_file() and (out / "trivial_gaussian.png").is_file()
+
+
+def test_a_killed_sweep_resumes_from_its_programs_checkpoints(sweep_run, tmp_path, capsys):
+    """A sweep killed in its second program (its checkpoint at update 5, the
+    members' metrics ahead of it with a torn line, no summary) resumes with
+    ``plume-jax sweep --resume DIR``: the finished program is not trained
+    again, the other continues from update 5, and the results are the
+    uninterrupted sweep's, bit for bit."""
+    import shutil
+
+    folder = tmp_path / "sweep"
+    shutil.copytree(sweep_run["out"], folder)
+    program = folder / "programs" / "2"
+    shutil.rmtree(program / "checkpoint")
+    shutil.copytree(program / "checkpoints" / "update_00000005", program / "checkpoint")
+    (program / "checkpoint" / ".runner.msgpack.tmp-abcd1234").write_bytes(b"partial")
+    for name in ("results.json", "results.csv", "summary.md", "metrics.jsonl"):
+        (folder / name).unlink()
+    for name in NAMES[2:]:
+        shutil.rmtree(folder / "members" / name / "policy")
+        (folder / "members" / name / "summary.json").unlink()
+        with (folder / "members" / name / "metrics.jsonl").open("a") as f:
+            f.write('{"update": 11, "env_st')
+    assert main(["sweep", "--resume", str(folder), "--set", "algo.ent_coef=0.1"]) == 2
+    assert "--resume=" in capsys.readouterr().err
+    assert main(["sweep", "--resume", str(folder), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "Best setting:" in out
+    results = json.loads((folder / "results.json").read_text())
+    assert [p["resumed_at_update"] for p in results["programs"]] == [10, 5]
+    assert results["env_steps_this_call"] == 2 * 5 * 16 * 32
+    assert [r["eval_success_rate"] for r in results["results"]] == \
+        [r["eval_success_rate"] for r in sweep_run["results"]["results"]]
+    for name in NAMES:
+        member = folder / "members" / name
+        rows = [json.loads(x) for x in (member / "metrics.jsonl").read_text().splitlines()]
+        original = (sweep_run["out"] / "members" / name / "metrics.jsonl").read_text()
+        assert rows == [json.loads(x) for x in original.splitlines()], name
+        assert (member / "policy" / "policy.npz").is_file()
+    assert not (program / "checkpoint" / ".runner.msgpack.tmp-abcd1234").exists()
+    assert json.loads((program / "checkpoint" / "meta.json").read_text())["update"] == 10
 
 
 def test_a_sweep_member_agrees_with_the_single_run_on_the_first_updates(sweep_run):
-    """Member 3 (seed 1, lr 0.003) against the plain, un-vmapped run of the
-    same config: vmap only changes the order of float reductions, so the
-    first updates agree to float tolerance (later ones may drift apart)."""
-    single = train(_member_config(1, 0.003), None, progress=False, evaluate=False)
+    """Member 3 (seed 1, hidden sizes [16, 16]) against the plain, un-vmapped
+    run of its config (the member's config.yaml): vmap only changes the
+    order of float reductions, so the first updates agree to float
+    tolerance (later ones may drift apart)."""
+    config = train_config(yaml.safe_load(
+        (sweep_run["out"] / "members" / NAMES[3] / "config.yaml").read_text()))
+    assert config.run["seed"] == 1 and config.network.hidden_sizes == (16, 16)
+    single = train(config, None, progress=False, evaluate=False)
     member = [r for r in sweep_run["rows"] if r["member"] == 3]
     keys = ("return_mean", "success_rate", "length_mean", "loss", "pg_loss", "vf_loss",
             "entropy", "approx_kl", "value_mean", "learning_rate")

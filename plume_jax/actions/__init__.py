@@ -1,21 +1,12 @@
 """Action models (layer 1), each obeying the action-processor contract.
 
-An action model is a frozen dataclass with:
-
-- ``action_space`` (a :mod:`plume_jax.spaces` space, the same object on
-  every access), ``action_names`` (list, in id order), ``action_ids`` (dict);
-- ``validate_action(action) -> bool[]`` — agrees with
-  ``action_space.contains``; never raises;
-- ``process_action(key, action, agent, grid, params, probe=None) -> AgentState``
-  — pure; an invalid action is executed as ``noop`` (no movement); the
-  result is always inside the grid; ``key`` is the only source of
-  randomness; ``probe`` (a :class:`plume_jax.types.PlumeProbe`, passed by
-  the env) is read by wind-relative models and ignored by the others;
-- ``executed_action(action) -> i32[]`` — the id actually executed
-  (the noop id, or -1 when the model has no noop, for invalid actions);
-- ``get_metadata() -> dict`` — JSON: ``type``, ``modality``, ``parameters``,
-  ``orientation_dependent``;
-- ``on_grid`` — True when positions stay on integer cells.
+The interface every action model implements is
+:class:`plume_jax.actions.base.ActionModel` (``action_space``,
+``action_names``, ``action_ids``, ``noop_id``, ``validate_action``,
+``process_action``, ``executed_action``, ``on_grid``, ``get_metadata``;
+contracts, units and dtypes in its docstrings); models with named discrete
+actions derive from :class:`~plume_jax.actions.base.NamedDiscreteActions`.
+``ACTIONS`` maps config type names to the classes.
 
 =================  ====================================  ==================
 type name          actions                               positions
@@ -29,22 +20,23 @@ type name          actions                               positions
 =================  ====================================  ==================
 """
 
+from plume_jax.actions.base import ActionModel, NamedDiscreteActions
 from plume_jax.actions.continuous import ContinuousActions
 from plume_jax.actions.discrete_grid import DiscreteGridActions
 from plume_jax.actions.oriented_grid import OrientedGridActions
 from plume_jax.actions.run_tumble import RunTumbleActions
 from plume_jax.actions.surge_cast import SurgeCastActions
+from plume_jax.settings import type_table
 
-ACTIONS = {
-    cls.type_name: cls
-    for cls in (DiscreteGridActions, OrientedGridActions, RunTumbleActions, ContinuousActions,
-                SurgeCastActions)
-}
+ACTIONS = type_table(DiscreteGridActions, OrientedGridActions, RunTumbleActions, ContinuousActions,
+                     SurgeCastActions)
 
 __all__ = [
     "ACTIONS",
+    "ActionModel",
     "ContinuousActions",
     "DiscreteGridActions",
+    "NamedDiscreteActions",
     "OrientedGridActions",
     "RunTumbleActions",
     "SurgeCastActions",

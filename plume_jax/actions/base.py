@@ -1,17 +1,22 @@
-"""Shared machinery of the action models: named discrete action sets, exact
-validation of concrete integers, and cell-snapped moves."""
+"""The action-model interface (layer 1) and what action models share:
+named discrete action sets, exact validation of concrete integers, and
+cell-snapped moves."""
 
 from __future__ import annotations
 
+import abc
 import functools
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from plume_jax.spaces import Discrete, is_integer_scalar
-from plume_jax.types import Grid
+from plume_jax.settings import MAX_GRID_SIDE, Configurable, boolean, integer, setting
+from plume_jax.spaces import Box, Discrete, is_integer_scalar
+from plume_jax.types import AgentState, Grid, PlumeProbe
+
+ParamsT = TypeVar("ParamsT")
 
 TWO_PI = 2.0 * np.pi
 
@@ -54,38 +59,113 @@ def cell_step(position: jax.Array, angle: jax.Array, step_size: Any, grid: Grid)
     return grid.clamp(position + delta)
 
 
-class NamedDiscreteActions:
-    """Mixin for action models with a ``Discrete`` space of named actions.
+class ActionModel(Configurable, abc.ABC, Generic[ParamsT]):
+    """An action model (the action-processor contract): ``ActionModel[Params]``.
 
-    A subclass defines ``_names() -> list[str]`` (in id order; ``noop``
-    first when present). It gets ``action_names``, ``action_ids``, a cached
-    ``action_space``, ``noop_id``, ``validate_action`` and
-    ``executed_action`` that agree with each other and with the space.
+    Required: ``action_space`` (the same object on every access),
+    :meth:`process_action`, :meth:`executed_action`, and the class
+    attributes ``modality`` (str) and ``orientation_dependent`` (bool) of
+    the JSON metadata. Optional, with defaults: ``on_grid`` (False),
+    ``action_names`` / ``action_ids`` (empty), ``noop_id`` (-1),
+    :meth:`validate_action` (``action_space.contains``).
     """
 
-    def _names(self) -> list[str]:
-        raise NotImplementedError
+    #: How actions are interpreted (metadata): ``"absolute_cardinal"``, ...
+    modality: ClassVar[str]
+    #: Whether the result depends on the agent's heading (metadata).
+    orientation_dependent: ClassVar[bool]
+    #: True when positions stay on integer cells (the Gymnasium layer then
+    #: reports them as ints and start positions must be cells).
+    on_grid: ClassVar[bool] = False
 
-    def named_metadata(self, modality: str, orientation_dependent: bool,
-                       **extra: Any) -> dict[str, Any]:
-        """The contract's JSON metadata: type, modality, static parameters
-        with the number and names of the actions, dynamic parameter names,
-        ``orientation_dependent``, then any ``extra`` keys."""
-        return {
-            "type": self.type_name,
-            "modality": modality,
-            "parameters": {**static_parameters(self),
-                           "num_actions": len(self.action_names),
-                           "action_names": list(self.action_names)},
-            "dynamic_parameters": dynamic_parameter_names(self),
-            "orientation_dependent": orientation_dependent,
-            **extra,
-        }
+    @property
+    @abc.abstractmethod
+    def action_space(self) -> Discrete | Box:
+        """The action space (a :mod:`plume_jax.spaces` space), the same object
+        on every access."""
+
+    @property
+    def action_names(self) -> list[str]:
+        """Action names in id order (fixed per configuration); empty without named ids."""
+        return []
+
+    @property
+    def action_ids(self) -> dict[str, int]:
+        """``name -> id`` (empty without named ids)."""
+        return {}
+
+    @property
+    def noop_id(self) -> int:
+        """The id of ``noop``, or -1 when there is none."""
+        return -1
+
+    def validate_action(self, action: Any) -> jax.Array:
+        """bool[]: whether ``action`` lies in ``action_space``; never raises."""
+        return self.action_space.contains(action)
+
+    @abc.abstractmethod
+    def executed_action(self, action: Any) -> jax.Array:
+        """i32[]: the id actually executed (the noop id, or -1 without noop,
+        for an invalid action)."""
+
+    @abc.abstractmethod
+    def process_action(self, key: jax.Array, action: Any, agent: AgentState, grid: Grid,
+                       params: ParamsT, probe: PlumeProbe | None = None) -> AgentState:
+        """The agent after ``action``: pure, inside the grid, an invalid
+        action executed as noop (no movement); ``key`` is the only randomness;
+        ``probe`` (passed by the env) is read by wind-relative models."""
+
+    def metadata_parameters(self) -> dict[str, Any]:
+        """Entries added to ``parameters`` in the metadata; none by default."""
+        return {}
+
+    def get_metadata(self) -> dict[str, Any]:
+        """JSON: ``type``, ``modality``, ``parameters`` (static settings and
+        :meth:`metadata_parameters`), ``dynamic_parameters``,
+        ``orientation_dependent``, then any extras."""
+        return {"type": self.type_name, "modality": self.modality,
+                "parameters": {**self.static_settings(), **self.metadata_parameters()},
+                "dynamic_parameters": self.dynamic_setting_names(),
+                "orientation_dependent": self.orientation_dependent,
+                **self.metadata_extras()}
+
+
+def step_size_setting(move: str = "move") -> Any:
+    """The static ``step_size`` setting: cells per ``move``."""
+    return setting(1, integer(low=1, high=MAX_GRID_SIDE),
+                   doc=f"cells per {move}, in [1, {MAX_GRID_SIDE}]")
+
+
+def include_noop_setting() -> Any:
+    """The static ``include_noop`` setting: whether action 0 is ``noop``."""
+    return setting(True, boolean(), doc="action 0 is noop")
+
+
+class NamedDiscreteActions(ActionModel[ParamsT]):
+    """An action model with a ``Discrete`` space of named actions.
+
+    A subclass declares the ``include_noop`` setting
+    (:func:`include_noop_setting`) and defines ``moves() -> list[str]``, its
+    other actions in id order (after ``noop`` when included). It gets
+    ``action_names``, ``action_ids``, a cached ``action_space``,
+    ``noop_id``, ``validate_action`` and ``executed_action`` that agree with
+    each other and with the space, and the number and names of its actions
+    in the metadata's ``parameters``.
+    """
+
+    include_noop: bool
+
+    @abc.abstractmethod
+    def moves(self) -> list[str]:
+        """The action names after ``noop``, in id order."""
+
+    def metadata_parameters(self) -> dict[str, Any]:
+        return {"num_actions": len(self.action_names), "action_names": list(self.action_names)}
 
     @functools.cached_property
     def action_names(self) -> list[str]:
         """Action names in id order (fixed per configuration)."""
-        return list(self._names())
+        return (["noop"] if self.include_noop else []) + list(self.moves())
 
     @functools.cached_property
     def action_ids(self) -> dict[str, int]:
@@ -101,11 +181,6 @@ class NamedDiscreteActions:
     def noop_id(self) -> int:
         """The id of ``noop``, or -1 when there is none."""
         return self.action_ids.get("noop", -1)
-
-    def validate_action(self, action: Any) -> jax.Array:
-        """bool[]: whether ``action`` is an integer scalar in ``[0, n)``.
-        Agrees with ``action_space.contains``; never raises."""
-        return self.action_space.contains(action)
 
     def executed_action(self, action: Any) -> jax.Array:
         """i32[]: ``action`` when valid, else the noop id (-1 without noop)."""
@@ -125,15 +200,3 @@ class NamedDiscreteActions:
         if name not in self.action_ids:
             return jnp.asarray(False)
         return one_hot[self.action_ids[name]] > 0.5
-
-
-def static_parameters(component: Any) -> dict[str, Any]:
-    """``name -> value`` of a component's static settings (its dataclass
-    fields), as plain Python values."""
-    return {name: getattr(component, name)
-            for name, setting in component.SETTINGS.items() if setting.static}
-
-
-def dynamic_parameter_names(component: Any) -> list[str]:
-    """Names of a component's dynamic settings (leaves of its params)."""
-    return [name for name, setting in component.SETTINGS.items() if not setting.static]

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-from plume_jax.actions.base import static_parameters, unit, wrap_angle
-from plume_jax.errors import ValidationError
-from plume_jax.settings import Configurable, Setting, real
+from plume_jax.actions.base import ActionModel, unit, wrap_angle
+from plume_jax.settings import MAX_LENGTH, real, setting
 from plume_jax.spaces import Box
 from plume_jax.types import AgentState, Grid, NoParams, PlumeProbe
 
 
 @dataclasses.dataclass(frozen=True)
-class ContinuousActions(Configurable):
+class ContinuousActions(ActionModel[NoParams]):
     """A ``Box`` action ``(forward_speed, turn_rate)``; continuous positions.
 
     The action is f32[2]:
@@ -41,56 +41,26 @@ class ContinuousActions(Configurable):
     invalid one (replaced by the no-op).
     """
 
-    min_speed: float = 0.0
-    max_speed: float = 1.0
-    max_turn_rate: float = 1.0
+    min_speed: float = setting(0.0, real(low=-MAX_LENGTH, high=MAX_LENGTH), below="max_speed",
+                               doc=f"lowest forward speed, cells/step (negative allows reversing), "
+                                   f"in [-{MAX_LENGTH:g}, {MAX_LENGTH:g}]")
+    max_speed: float = setting(1.0, real(low=0.0, high=MAX_LENGTH, low_inclusive=False),
+                               doc=f"highest forward speed, cells/step, in (0, {MAX_LENGTH:g}]")
+    max_turn_rate: float = setting(1.0, real(low=0.0, high=math.pi, low_inclusive=False),
+                                   doc="largest |turn rate|, radians/step, in (0, pi]")
 
     type_name = "continuous"
-    SETTINGS = {
-        "min_speed": Setting(0.0, real(), static=True,
-                             doc="lowest forward speed, cells/step (negative allows reversing)"),
-        "max_speed": Setting(1.0, real(low=0.0, low_inclusive=False), static=True,
-                             doc="highest forward speed, cells/step"),
-        "max_turn_rate": Setting(1.0, real(low=0.0, high=3.141592653589793,
-                                           low_inclusive=False),
-                                 static=True, doc="largest |turn rate|, radians/step"),
-    }
-    Params = NoParams
+    modality = "continuous_velocity"
+    orientation_dependent = True
     on_grid = False
     #: Names of the action vector's components, in index order.
     action_components = ("forward_speed", "turn_rate")
-
-    @classmethod
-    def build(cls, values, grid, prefix):
-        component, params, resolved = super().build(values, grid, prefix)
-        if resolved["min_speed"] >= resolved["max_speed"]:
-            raise ValidationError.for_parameter(
-                f"{prefix}.min_speed", resolved["min_speed"],
-                f"a speed below max_speed={resolved['max_speed']}")
-        return component, params, resolved
 
     @functools.cached_property
     def action_space(self) -> Box:
         """``Box(low=(min_speed, -max_turn_rate), high=(max_speed, max_turn_rate))``."""
         return Box(low=(float(self.min_speed), -float(self.max_turn_rate)),
                    high=(float(self.max_speed), float(self.max_turn_rate)), shape=(2,))
-
-    @property
-    def action_names(self) -> list[str]:
-        """Empty: continuous actions have no named ids (see ``action_components``)."""
-        return []
-
-    @property
-    def action_ids(self) -> dict[str, int]:
-        return {}
-
-    @property
-    def noop_id(self) -> int:
-        return -1
-
-    def validate_action(self, action: Any) -> jax.Array:
-        """bool[]: ``action_space.contains(action)``; never raises."""
-        return self.action_space.contains(action)
 
     def executed_action(self, action: Any) -> jax.Array:
         """i32[]: 0 when ``action`` is executed as given, -1 when it was
@@ -122,12 +92,6 @@ class ContinuousActions(Configurable):
         return agent.replace(position=position.astype(jnp.float32),
                              heading=jnp.asarray(heading, jnp.float32))
 
-    def get_metadata(self) -> dict[str, Any]:
-        return {
-            "type": self.type_name,
-            "modality": "continuous_velocity",
-            "parameters": {**static_parameters(self),
-                           "action_components": list(self.action_components)},
-            "dynamic_parameters": [],
-            "orientation_dependent": True,
-        }
+    def metadata_parameters(self) -> dict[str, Any]:
+        """The names of the action vector's components."""
+        return {"action_components": list(self.action_components)}

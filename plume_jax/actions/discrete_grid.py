@@ -8,8 +8,13 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from plume_jax.actions.base import NamedDiscreteActions, discrete_index
-from plume_jax.settings import Configurable, Setting, boolean, integer
+from plume_jax.actions.base import (
+    NamedDiscreteActions,
+    discrete_index,
+    include_noop_setting,
+    step_size_setting,
+)
+from plume_jax.settings import boolean, setting
 from plume_jax.types import AgentState, Grid, NoParams, PlumeProbe
 
 #: Unit displacement ``(dx, dy)`` of every named move (x east, y north).
@@ -27,7 +32,7 @@ MOVES: dict[str, tuple[int, int]] = {
 
 
 @dataclasses.dataclass(frozen=True)
-class DiscreteGridActions(NamedDiscreteActions, Configurable):
+class DiscreteGridActions(NamedDiscreteActions[NoParams]):
     """Absolute cardinal (and optionally diagonal) moves of ``step_size`` cells.
 
     Action ids, fixed and pinned by a test:
@@ -46,23 +51,18 @@ class DiscreteGridActions(NamedDiscreteActions, Configurable):
     invalid actions leave the agent unchanged.
     """
 
-    step_size: int = 1
-    include_noop: bool = True
-    diagonals: bool = False
+    step_size: int = step_size_setting("move")
+    include_noop: bool = include_noop_setting()
+    diagonals: bool = setting(False, boolean(), doc="add the 4 diagonal moves")
 
     type_name = "discrete_grid"
-    SETTINGS = {
-        "step_size": Setting(1, integer(low=1), static=True, doc="cells per move"),
-        "include_noop": Setting(True, boolean(), static=True, doc="action 0 is noop"),
-        "diagonals": Setting(False, boolean(), static=True, doc="add the 4 diagonal moves"),
-    }
-    Params = NoParams
+    modality = "absolute_cardinal"
+    orientation_dependent = False
     #: Positions stay on integer cells.
     on_grid = True
 
-    def _names(self) -> list[str]:
-        names = ["noop"] if self.include_noop else []
-        names += ["move_north", "move_south", "move_east", "move_west"]
+    def moves(self) -> list[str]:
+        names = ["move_north", "move_south", "move_east", "move_west"]
         if self.diagonals:
             names += ["move_northeast", "move_northwest", "move_southeast", "move_southwest"]
         return names
@@ -82,7 +82,3 @@ class DiscreteGridActions(NamedDiscreteActions, Configurable):
         position = grid.clamp(agent.position + self.step_size * delta)
         heading = jnp.where(moved, jnp.arctan2(delta[1], delta[0]), agent.heading)
         return agent.replace(position=position, heading=heading.astype(jnp.float32))
-
-    def get_metadata(self) -> dict[str, Any]:
-        return self.named_metadata("absolute_cardinal", False)
-

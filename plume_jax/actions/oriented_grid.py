@@ -12,9 +12,11 @@ import jax.numpy as jnp
 from plume_jax.actions.base import (
     NamedDiscreteActions,
     cell_step,
+    include_noop_setting,
+    step_size_setting,
     wrap_angle,
 )
-from plume_jax.settings import Configurable, Setting, boolean, integer, real
+from plume_jax.settings import real, setting
 from plume_jax.types import AgentState, Grid, PlumeProbe
 
 
@@ -25,11 +27,12 @@ class OrientedGridParams:
             (in ``(0, 180]``).
     """
 
-    turn_angle_deg: jax.Array
+    turn_angle_deg: jax.Array = setting(90.0, real(low=0.0, high=180.0, low_inclusive=False),
+                                        doc="degrees turned by turn_left / turn_right, in (0, 180]")
 
 
 @dataclasses.dataclass(frozen=True)
-class OrientedGridActions(NamedDiscreteActions, Configurable):
+class OrientedGridActions(NamedDiscreteActions[OrientedGridParams]):
     """Egocentric moves: step forward along the heading, or turn in place.
 
     Action ids (fixed):
@@ -51,21 +54,17 @@ class OrientedGridActions(NamedDiscreteActions, Configurable):
     - ``noop`` and invalid actions leave the agent unchanged.
     """
 
-    step_size: int = 1
-    include_noop: bool = True
+    step_size: int = step_size_setting("forward move")
+    include_noop: bool = include_noop_setting()
 
     type_name = "oriented_grid"
-    SETTINGS = {
-        "step_size": Setting(1, integer(low=1), static=True, doc="cells per forward move"),
-        "include_noop": Setting(True, boolean(), static=True, doc="action 0 is noop"),
-        "turn_angle_deg": Setting(90.0, real(low=0.0, high=180.0, low_inclusive=False),
-                                  doc="degrees turned by turn_left / turn_right"),
-    }
+    modality = "orientation_relative"
+    orientation_dependent = True
     Params = OrientedGridParams
     on_grid = True
 
-    def _names(self) -> list[str]:
-        return (["noop"] if self.include_noop else []) + ["forward", "turn_left", "turn_right"]
+    def moves(self) -> list[str]:
+        return ["forward", "turn_left", "turn_right"]
 
     def process_action(self, key: jax.Array, action: Any, agent: AgentState, grid: Grid,
                        params: OrientedGridParams, probe: PlumeProbe | None = None) -> AgentState:
@@ -80,7 +79,3 @@ class OrientedGridActions(NamedDiscreteActions, Configurable):
         position = jnp.where(self._is("forward", one_hot), moved, agent.position)
         return agent.replace(position=position.astype(jnp.float32),
                              heading=jnp.asarray(turned, jnp.float32))
-
-    def get_metadata(self) -> dict[str, Any]:
-        return self.named_metadata("orientation_relative", True)
-

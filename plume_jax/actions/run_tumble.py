@@ -9,12 +9,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from plume_jax.actions.base import (
-    TWO_PI,
-    NamedDiscreteActions,
-    unit,
-)
-from plume_jax.settings import Configurable, Setting, boolean, real
+from plume_jax.actions.base import TWO_PI, NamedDiscreteActions, include_noop_setting, unit
+from plume_jax.settings import MAX_LENGTH, real, setting
 from plume_jax.types import AgentState, Grid, PlumeProbe
 
 
@@ -24,11 +20,12 @@ class RunTumbleParams:
         run_length: f32[] > 0, cells travelled by one ``run``.
     """
 
-    run_length: jax.Array
+    run_length: jax.Array = setting(1.0, real(low=0.0, high=MAX_LENGTH, low_inclusive=False),
+                                    doc=f"cells travelled by one run, in (0, {MAX_LENGTH:g}]")
 
 
 @dataclasses.dataclass(frozen=True)
-class RunTumbleActions(NamedDiscreteActions, Configurable):
+class RunTumbleActions(NamedDiscreteActions[RunTumbleParams]):
     """Bacterial-style run and tumble (cf. Berg & Brown 1972).
 
     Action ids (fixed):
@@ -49,20 +46,17 @@ class RunTumbleActions(NamedDiscreteActions, Configurable):
     - ``noop`` and invalid actions leave the agent unchanged.
     """
 
-    include_noop: bool = True
+    include_noop: bool = include_noop_setting()
 
     type_name = "run_tumble"
-    SETTINGS = {
-        "include_noop": Setting(True, boolean(), static=True, doc="action 0 is noop"),
-        "run_length": Setting(1.0, real(low=0.0, low_inclusive=False),
-                              doc="cells travelled by one run"),
-    }
+    modality = "orientation_relative"
+    orientation_dependent = True
     Params = RunTumbleParams
     #: Positions are continuous.
     on_grid = False
 
-    def _names(self) -> list[str]:
-        return (["noop"] if self.include_noop else []) + ["run", "tumble"]
+    def moves(self) -> list[str]:
+        return ["run", "tumble"]
 
     def process_action(self, key: jax.Array, action: Any, agent: AgentState, grid: Grid,
                        params: RunTumbleParams, probe: PlumeProbe | None = None) -> AgentState:
@@ -79,5 +73,5 @@ class RunTumbleActions(NamedDiscreteActions, Configurable):
         return agent.replace(position=position.astype(jnp.float32),
                              heading=jnp.asarray(heading, jnp.float32))
 
-    def get_metadata(self) -> dict[str, Any]:
-        return self.named_metadata("orientation_relative", True, stochastic=True)
+    def metadata_extras(self) -> dict[str, Any]:
+        return {"stochastic": True}

@@ -11,17 +11,18 @@ import jax.numpy as jnp
 from plume_jax.actions.base import (
     NamedDiscreteActions,
     cell_step,
+    include_noop_setting,
+    step_size_setting,
     wrap_angle,
 )
 from plume_jax.errors import ValidationError
-from plume_jax.settings import Configurable, Setting, boolean, integer
 from plume_jax.types import AgentState, Grid, NoParams, PlumeProbe
 
 HALF_PI = 0.5 * 3.141592653589793
 
 
 @dataclasses.dataclass(frozen=True)
-class SurgeCastActions(NamedDiscreteActions, Configurable):
+class SurgeCastActions(NamedDiscreteActions[NoParams]):
     """Two semantic moves defined by the wind at the agent: surge upwind, or
     cast crosswind (to either side).
 
@@ -53,19 +54,16 @@ class SurgeCastActions(NamedDiscreteActions, Configurable):
     call without one raises ``ValidationError`` at trace time.
     """
 
-    step_size: int = 1
-    include_noop: bool = True
+    step_size: int = step_size_setting("move")
+    include_noop: bool = include_noop_setting()
 
     type_name = "surge_cast"
-    SETTINGS = {
-        "step_size": Setting(1, integer(low=1), static=True, doc="cells per move"),
-        "include_noop": Setting(True, boolean(), static=True, doc="action 0 is noop"),
-    }
-    Params = NoParams
+    modality = "wind_relative"
+    orientation_dependent = False
     on_grid = True
 
-    def _names(self) -> list[str]:
-        return (["noop"] if self.include_noop else []) + ["surge", "cast_left", "cast_right"]
+    def moves(self) -> list[str]:
+        return ["surge", "cast_left", "cast_right"]
 
     def upwind_direction(self, agent: AgentState, probe: PlumeProbe) -> jax.Array:
         """f32[], radians: the direction the wind comes from at the agent
@@ -95,6 +93,5 @@ class SurgeCastActions(NamedDiscreteActions, Configurable):
         return agent.replace(position=position.astype(jnp.float32),
                              heading=jnp.asarray(heading, jnp.float32))
 
-    def get_metadata(self) -> dict[str, Any]:
-        return self.named_metadata("wind_relative", False, wind_dependent=True,
-                                   calm_reference="heading")
+    def metadata_extras(self) -> dict[str, Any]:
+        return {"wind_dependent": True, "calm_reference": "heading"}

@@ -1,8 +1,10 @@
 """Helpers shared by the ``plume-jax`` subcommands: ``--set NAME=VALUE``
-parsing and the default output folder."""
+parsing, the default output folder, and checks of output paths made before
+any long work starts."""
 
 from __future__ import annotations
 
+import os
 import pathlib
 from typing import Any
 
@@ -11,18 +13,71 @@ from plume_jax.errors import ValidationError
 
 def parse_overrides(items: list[str], option: str = "--set") -> dict[str, Any]:
     """``["sigma=10", "grid_size=[64, 64]"]`` -> dict, values parsed as YAML
-    (``yaml.safe_load``)."""
+    (``yaml.safe_load``: a malformed value or a ``!!python/...`` tag is a
+    ``ValidationError`` naming ``option``). A name given twice keeps the
+    last value."""
     import yaml
 
     out = {}
     for item in items:
         name, sep, raw = item.partition("=")
-        if not sep or not name:
+        if not sep or not name.strip():
             raise ValidationError.for_parameter(option, item, "NAME=VALUE (VALUE in YAML syntax)")
-        out[name.strip()] = yaml.safe_load(raw)
+        try:
+            out[name.strip()] = yaml.safe_load(raw)
+        except yaml.YAMLError as error:
+            raise ValidationError.for_parameter(
+                option, item, f"NAME=VALUE with VALUE in plain YAML syntax; tags that build "
+                f"Python objects (!!python/...) are refused "
+                f"({' '.join(str(error).split())[:200]})") from None
     return out
 
 
 def default_out(config: str) -> str:
     """``runs/<config file stem>``."""
     return str(pathlib.Path("runs") / pathlib.Path(config).stem)
+
+
+def check_output_folder(path: str, option: str) -> str:
+    """Create the folder ``path`` (and its parents) now, and check that files
+    can be written in it, so that a bad ``--out`` fails before any long work.
+
+    Raises:
+        ValidationError: naming ``option``.
+    """
+    import tempfile
+
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValidationError.for_parameter(option, path, "a folder (this is an existing file)")
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as error:
+        raise ValidationError.for_parameter(
+            option, path, f"a folder that can be created and written ({error.strerror or error})"
+        ) from None
+    return path
+
+
+def check_output_file(path: str, option: str, suffixes: tuple[str, ...] | None = None) -> str:
+    """Check, before any long work, that the file ``path`` can be written: its
+    folder exists and is writable, ``path`` is not a folder, and (when
+    ``suffixes`` is given) it ends in one of them.
+
+    Raises:
+        ValidationError: naming ``option``.
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise ValidationError.for_parameter(option, path, "a file name (this is a folder)")
+    if suffixes is not None and os.path.splitext(path)[1].lower() not in suffixes:
+        raise ValidationError.for_parameter(option, path,
+                                            f"a file name ending in one of {list(suffixes)}")
+    if not os.path.isdir(folder):
+        raise ValidationError.for_parameter(option, path,
+                                            f"a file in an existing folder ({folder} does not exist)")
+    if not os.access(folder, os.W_OK):
+        raise ValidationError.for_parameter(option, path,
+                                            f"a file in a writable folder ({folder} is not)")
+    return path

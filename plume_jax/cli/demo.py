@@ -2,19 +2,23 @@
 
 Thousands of seeded episodes of a klinotaxis (run-and-tumble) policy on
 ``PlumeNav-Gaussian-v0`` in one jitted, vmapped rollout; prints the success
-rate, mean steps to source and env steps per second, and writes a PNG of
-one trajectory over the plume.
+rate, mean steps to source and env steps per second, and writes a figure of
+several episodes' paths over the plume (title with the outcome, a colour bar
+for concentration). Every option is checked before the rollout compiles.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from typing import Any
 
-from plume_jax.cli.common import parse_overrides
+from plume_jax.cli.common import check_output_file, parse_overrides
 from plume_jax.errors import ValidationError
+from plume_jax.multi_agent import MultiAgentPlumeEnv
+from plume_jax.seeding import seed_key
 
 DEMO_DEFAULTS = {
     "preset": "PlumeNav-Gaussian-v0",
@@ -32,60 +36,80 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                       help="episodes run in parallel (default %(default)s)")
     demo.add_argument("--num-steps", type=int, default=None,
                       help="steps per env (default: the preset's max_steps)")
-    demo.add_argument("--seed", type=int, default=DEMO_DEFAULTS["seed"])
+    demo.add_argument("--seed", type=int, default=DEMO_DEFAULTS["seed"],
+                      help="an integer in [0, 2**63) (default %(default)s)")
     demo.add_argument("--out", default=DEMO_DEFAULTS["out"],
-                      help="PNG of env 0's trajectory ('' to skip; default %(default)s)")
-    demo.add_argument("--scale", type=int, default=DEMO_DEFAULTS["scale"], help="pixels per cell")
+                      help="figure of the first episodes' paths: .png, .pdf, .svg, ... "
+                      "('' to skip; default %(default)s)")
+    demo.add_argument("--scale", type=int, default=DEMO_DEFAULTS["scale"],
+                      help="pixels per grid cell of the figure's map, 1-64 (the map is kept "
+                      "between about 4 and 16 inches wide; default %(default)s)")
     demo.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                       help="override a preset setting, e.g. --set sigma=10 (repeatable)")
     demo.add_argument("--json", action="store_true", help="print the figures as JSON")
+    demo.add_argument("--quiet", action="store_true", help="no progress bar or lines")
 
 
 def run_demo(preset: str, num_envs: int, num_steps: int | None, seed: int, out: str | None,
-             scale: int, overrides: dict[str, Any]) -> dict[str, Any]:
-    """Run the demo and return its figures (also used by tests)."""
+             scale: int, overrides: dict[str, Any], quiet: bool = True) -> dict[str, Any]:
+    """Run the demo and return its figures (also used by tests).
+
+    ``quiet=False`` shows a progress bar (plain lines when stderr is not a
+    terminal) while the rollout compiles and runs.
+    """
     import jax
     import numpy as np
 
     import plume_jax
+    from plume_jax.agents_package import check_agents_package
+
+    check_agents_package()
     from agents import KlinotaxisPolicy
     from plume_jax.evaluate import rollout
-    from plume_jax.png import write_png
-    from plume_jax.render import render_frame
+    from plume_jax.evaluate.figures import outcome_text, run_figure
+    from plume_jax.evaluate.scenario import summarise
+    from plume_jax.progress import ProgressBar
 
     env, params = plume_jax.make(preset, **overrides)
     num_steps = int(params.max_steps) if num_steps is None else num_steps
     policy = KlinotaxisPolicy.for_env(env)
-    key = jax.random.key(seed)
+    key = seed_key(seed)
 
-    t0 = time.perf_counter()
-    compiled = rollout.lower(env, params, policy, key, num_envs, num_steps).compile()
-    compile_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    result = jax.block_until_ready(compiled(params, key))
-    run_s = time.perf_counter() - t0
+    with ProgressBar(num_steps, "demo", unit="steps", quiet=quiet, stream=sys.stderr) as bar:
+        progress = None if quiet else (lambda steps, finished: bar.update(
+            int(steps), f"{int(finished):,}/{num_envs:,} first episodes ended"))
+        bar.update(0, "compiling")
+        t0 = time.perf_counter()
+        compiled = rollout.lower(env, params, policy, key, num_envs, num_steps,
+                                 progress=progress).compile()
+        compile_s = time.perf_counter() - t0
+        bar.restart_clock()
+        t0 = time.perf_counter()
+        result = jax.block_until_ready(compiled(params, key))
+        run_s = time.perf_counter() - t0
 
-    success = np.asarray(result.success)
-    lengths = np.asarray(result.episode_length)
+    metrics = summarise(result, float(params.goal_radius), team=isinstance(env, MultiAgentPlumeEnv))
     figures = {
         "preset": preset,
         "policy": "klinotaxis",
         "num_envs": num_envs,
         "num_steps": num_steps,
         "seed": seed,
-        "success_rate": float(success.mean()),
-        "successes": int(success.sum()),
-        "mean_steps_to_source": float(lengths[success].mean()) if success.any() else None,
+        "success_rate": metrics["success_rate"],
+        "success_ci95": metrics["success_ci95"],
+        "successes": metrics["successes"],
+        "mean_steps_to_source": metrics["mean_steps"],
+        "sem_steps_to_source": metrics["sem_steps"],
         "env_steps": num_envs * num_steps,
         "run_seconds": run_s,
         "compile_seconds": compile_s,
         "env_steps_per_second": num_envs * num_steps / run_s,
     }
     if out:
-        image = render_frame(env, result.final_plume, result.final_agent, params,
-                             trail=result.trajectory, trail_valid=result.trajectory_valid,
-                             scale=scale)
-        write_png(out, np.asarray(image))
+        cells = max(env.grid.width, env.grid.height)
+        title = f"plume-jax demo: {preset} — klinotaxis\n{outcome_text(metrics)}"
+        run_figure(env, params, result, title,
+                   panel_inches=min(max(cells * scale / 110.0, 4.0), 16.0)).savefig(out, dpi=110)
         figures["png"] = out
     return figures
 
@@ -100,17 +124,26 @@ def print_demo(f: dict[str, Any]) -> None:
     print(f"env steps per second: {f['env_steps_per_second']:,.0f} "
           f"({f['env_steps']:,} steps in {f['run_seconds']:.2f} s; compile {f['compile_seconds']:.1f} s)")
     if "png" in f:
-        print(f"trajectory image:     {f['png']}")
+        print(f"trajectory figure:    {f['png']}")
 
 
 def run(args: argparse.Namespace) -> int:
-    for name in ("num_envs", "num_steps", "scale"):
+    from plume_jax.evaluate.scenario import validate_seed
+
+    for name, high in (("num_envs", 2**24), ("num_steps", 2**31 - 1), ("scale", 64)):
         value = getattr(args, name)
-        if value is not None and value < 1:
+        if value is not None and not 1 <= value <= high:
             raise ValidationError.for_parameter(f"--{name.replace('_', '-')}", value,
-                                                "an integer >= 1")
+                                                f"an integer in [1, {high}]")
+    validate_seed(args.seed, "--seed")
+    overrides = parse_overrides(args.set)
+    if args.out:
+        from matplotlib.backend_bases import FigureCanvasBase
+
+        formats = tuple("." + s for s in sorted(FigureCanvasBase.get_supported_filetypes()))
+        check_output_file(args.out, "--out", formats)
     figures = run_demo(args.preset, args.num_envs, args.num_steps, args.seed,
-                       args.out or None, args.scale, parse_overrides(args.set))
+                       args.out or None, args.scale, overrides, quiet=args.quiet)
     if args.json:
         print(json.dumps(figures, indent=2))
     else:

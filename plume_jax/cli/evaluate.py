@@ -1,82 +1,228 @@
 """``plume-jax evaluate``: evaluation scenarios (agent x scenario x seeds),
-see :mod:`plume_jax.evaluate.scenario`."""
+see :mod:`plume_jax.evaluate.scenario`.
+
+Agents, each with its own parameters::
+
+    plume-jax evaluate --scenario configs/scenarios/filament_cast_and_surge.yaml \\
+        --agent trained klinotaxis cast_and_surge \\
+        --agent-param trained.path=runs/train_filament_gru/policy
+
+``--agent`` takes registry names, or ``LABEL=NAME`` to run one agent twice
+under two labels (``--agent gru=trained mlp=trained``); ``--agent-param
+LABEL.KEY=VALUE`` gives a parameter to one of them (``KEY=VALUE`` when only
+one agent is named). Every input — options, scenario files, the baseline,
+the output folder, and every (scenario, agent) pair, built against the
+scenario's env — is checked before the first rollout; all problems are
+reported together and nothing runs.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import sys
+from typing import Any
 
-from plume_jax.cli.common import parse_overrides
+from plume_jax.cli.common import check_output_file, check_output_folder, parse_overrides
 from plume_jax.errors import ValidationError
+
+#: ``--agent`` labels: what ``--agent-param LABEL.KEY=VALUE`` refers to.
+_LABEL = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    ev = sub.add_parser("evaluate", help="run evaluation scenarios (agent x scenario x seeds)")
+    ev = sub.add_parser(
+        "evaluate", help="run evaluation scenarios (agent x scenario x seeds)",
+        description="Run evaluation scenarios and compare agents: a table and a figure per "
+        "scenario. Scenario files and SB3 models may run code: use only ones you trust.")
     ev.add_argument("--scenario", nargs="+", required=True,
                     help="scenario YAML file(s) or folder(s) of them (configs/scenarios/)")
-    ev.add_argument("--agent", nargs="+", default=None,
-                    help="agent name(s) to run instead of each scenario's own agent")
-    ev.add_argument("--agent-param", action="append", default=[], metavar="NAME=VALUE",
-                    help="parameter for --agent (repeatable, VALUE in YAML syntax)")
+    ev.add_argument("--agent", nargs="+", action="extend", default=None, metavar="[LABEL=]NAME",
+                    help="agent(s) to run instead of each scenario's own (repeatable); "
+                    "LABEL=NAME runs NAME under another label, e.g. gru=trained")
+    ev.add_argument("--agent-param", action="append", default=[], metavar="[LABEL.]KEY=VALUE",
+                    help="a parameter of one --agent, e.g. trained.path=runs/x/policy "
+                    "(repeatable; VALUE in YAML syntax; LABEL. may be left out when one agent "
+                    "is named)")
     ev.add_argument("--episodes", type=int, default=None, help="override each scenario's episodes")
-    ev.add_argument("--seed", type=int, default=None, help="override each scenario's seed")
-    ev.add_argument("--out", default="eval_out", help="folder for JSON, summary.md and PNGs")
+    ev.add_argument("--seed", type=int, default=None,
+                    help="override each scenario's seed (an integer in [0, 2**63))")
+    ev.add_argument("--out", default="eval_out",
+                    help="folder for the JSON reports, summary.md and a figure per scenario")
     ev.add_argument("--baseline", default=None, help="saved report JSON to compare against")
     ev.add_argument("--save-baseline", default=None, help="write this run's reports as a baseline")
+    ev.add_argument("--quiet", action="store_true", help="no progress bar or lines")
 
 
 def scenario_files(paths: list[str]) -> list[str]:
-    """The YAML files named, folders expanded (sorted)."""
+    """The YAML files named, folders expanded (sorted).
+
+    Raises:
+        ValidationError: a folder without YAML files.
+    """
     files = []
     for path in paths:
         if os.path.isdir(path):
-            files += sorted(os.path.join(path, f) for f in os.listdir(path)
-                            if f.endswith((".yaml", ".yml")))
+            found = sorted(os.path.join(path, f) for f in os.listdir(path)
+                           if f.endswith((".yaml", ".yml")))
+            if not found:
+                raise ValidationError.for_parameter("--scenario", path,
+                                                    "a YAML file or a folder holding some")
+            files += found
         else:
             files.append(path)
     return files
 
 
-def run(args: argparse.Namespace) -> int:
-    """Exit 0 when every expectation holds and nothing regressed against
-    ``--baseline``, 1 otherwise (2 for bad input)."""
+def parse_agent_choices(agents: list[str] | None, params: list[str]) -> list[Any] | None:
+    """``--agent`` and ``--agent-param`` -> :class:`AgentChoice` list (``None``
+    when no ``--agent`` was given: each scenario runs its own agent).
+
+    Raises:
+        ValidationError: an unknown agent name, a bad or repeated label, a
+            parameter for no named agent, or an unprefixed parameter when
+            several agents are named.
+    """
+    from plume_jax.agents_package import check_agents_package
+
+    check_agents_package()
+    from agents.registry import agent_names
+    from plume_jax.evaluate.scenario import AgentChoice
+
+    if not agents:
+        if params:
+            raise ValidationError.for_parameter("--agent-param", params,
+                                                "to be used together with --agent")
+        return None
+    named: dict[str, str] = {}
+    for item in agents:
+        label, sep, name = item.rpartition("=")
+        if not sep:
+            label = name
+        if name not in agent_names():
+            raise ValidationError.for_parameter("--agent", item,
+                                                f"[LABEL=]NAME with NAME one of {agent_names()}")
+        if not _LABEL.match(label):
+            raise ValidationError.for_parameter(
+                "--agent", item, "LABEL=NAME with LABEL made of letters, digits, '_' and '-'")
+        if label in named:
+            raise ValidationError.for_parameter(
+                "--agent", item, f"distinct labels (label {label!r} is used twice; name runs of "
+                f"one agent apart with LABEL=NAME, e.g. a={name} b={name})")
+        named[label] = name
+    given: dict[str, dict[str, Any]] = {label: {} for label in named}
+    for item in params:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValidationError.for_parameter("--agent-param", item,
+                                                "[LABEL.]KEY=VALUE (VALUE in YAML syntax)")
+        label, dot, key = key.strip().rpartition(".")
+        if not dot:
+            if len(named) != 1:
+                raise ValidationError.for_parameter(
+                    "--agent-param", item, f"LABEL.KEY=VALUE with LABEL one of {list(named)} "
+                    "(several agents are named, so say whose parameter it is)")
+            label = next(iter(named))
+        if label not in named:
+            raise ValidationError.for_parameter(
+                "--agent-param", item, f"LABEL.KEY=VALUE with LABEL one of {list(named)}")
+        given[label].update(parse_overrides([f"{key}{sep}{value}"], "--agent-param"))
+    return [AgentChoice(name, label, given[label]) for label, name in named.items()]
+
+
+def plan_runs(files: list[str], choices: list[Any] | None, episodes: int | None,
+              seed: int | None) -> list[Any]:
+    """Load every scenario and build every (scenario, agent) pair.
+
+    Raises:
+        ValidationError: listing every file or pair that cannot run (the
+            first problem's parameter is the error's).
+    """
     from plume_jax.evaluate import scenario as sc
 
-    if args.episodes is not None and args.episodes < 1:
-        raise ValidationError.for_parameter("--episodes", args.episodes, "an integer >= 1")
-    agent_params = parse_overrides(args.agent_param, "--agent-param") if args.agent_param \
-        else None
-    if agent_params and not args.agent:
-        raise ValidationError.for_parameter("--agent-param", args.agent_param,
-                                            "to be used together with --agent")
-    baseline = {}
-    if args.baseline:
+    plans, problems = [], []
+    for path in files:
         try:
-            with open(args.baseline) as f:
-                baseline = {(r["scenario"], r["agent"]["name"]): r["metrics"]
-                            for r in json.load(f)["reports"]}
-        except (OSError, KeyError, ValueError) as error:
-            raise ValidationError.for_parameter("--baseline", args.baseline,
-                                                f"a report JSON written by --save-baseline ({error})")
-    reports = []
-    for path in scenario_files(args.scenario):
-        scenario = sc.load_scenario(path)
-        for agent in (args.agent or [None]):
-            report = sc.run_scenario(scenario, agent=agent, agent_params=agent_params,
-                                     episodes=args.episodes, seed=args.seed)
-            key = (report["scenario"], report["agent"]["name"])
-            report["regressions"] = sc.compare_to_baseline(report["metrics"], baseline[key]) \
-                if key in baseline else []
+            scenario = sc.load_scenario(path)
+            built = sc.scenario_env(scenario)
+        except ValidationError as error:
+            problems.append((f"{path}", error))
+            continue
+        for choice in choices or [None]:
+            label = scenario["agent"]["name"] if choice is None else choice.label
+            try:
+                plans.append(sc.plan_run(scenario, choice, episodes=episodes, seed=seed,
+                                         built_env=built))
+            except ValidationError as error:
+                problems.append((f"{path} (scenario {scenario['name']!r}), agent {label!r}",
+                                 error))
+    if problems:
+        lines = "\n".join(f"  - {where}: {error}" for where, error in problems)
+        first = problems[0][1]
+        raise ValidationError(f"{len(problems)} problem(s) found before running anything; "
+                              f"nothing was run:\n{lines}", parameter=first.parameter,
+                              value=first.value, allowed=first.allowed)
+    return plans
+
+
+class RunProgress:
+    """Host progress function of one run: reports ``offset`` + the episodes
+    finished so far to a shared :class:`~plume_jax.progress.ProgressBar`.
+    Hashable by identity (a static argument of the jitted rollout)."""
+
+    def __init__(self, bar: Any, offset: int, message: str):
+        self.bar, self.offset, self.message = bar, offset, message
+
+    def __call__(self, steps: Any, finished: Any) -> None:
+        self.bar.update(self.offset + int(finished), f"{self.message} (step {int(steps):,})")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Exit 0 when every checked expectation holds and nothing regressed
+    against ``--baseline``, 1 otherwise (2 for bad input)."""
+    from plume_jax.evaluate import scenario as sc
+    from plume_jax.progress import ProgressBar
+
+    if args.episodes is not None and not 1 <= args.episodes <= sc.MAX_EPISODES:
+        raise ValidationError.for_parameter("--episodes", args.episodes,
+                                            f"an integer in [1, {sc.MAX_EPISODES}]")
+    seed = None if args.seed is None else sc.validate_seed(args.seed, "--seed")
+    choices = parse_agent_choices(args.agent, args.agent_param)
+    files = scenario_files(args.scenario)
+    baseline = sc.load_baseline(args.baseline) if args.baseline else None
+    check_output_folder(args.out, "--out")
+    if args.save_baseline:
+        check_output_file(args.save_baseline, "--save-baseline")
+    plans = plan_runs(files, choices, args.episodes, seed)
+
+    reports, groups = [], {id(p.scenario): i for i, p in enumerate(plans)}
+    total = sum(p.episodes for p in plans)
+    with ProgressBar(total, "evaluate", unit="episodes", quiet=args.quiet,
+                     stream=sys.stderr) as bar:
+        done = 0
+        for i, plan in enumerate(plans):
+            message = f"run {i + 1}/{len(plans)}: {plan.scenario['name']} / {plan.label}"
+            bar.update(done, f"{message} (compiling)")
+            report = sc.execute_run(plan, progress=None if args.quiet
+                                    else RunProgress(bar, done, message))
+            report["_group"] = groups[id(plan.scenario)]
+            sc.attach_baseline(report, baseline)
             reports.append(report)
+            done += plan.episodes
+            bar.update(done, message)
     sc.write_outputs(reports, args.out)
     if args.save_baseline:
-        with open(args.save_baseline, "w") as f:
+        with open(args.save_baseline, "w", encoding="utf-8") as f:
             json.dump({"reports": [sc.public(r) for r in reports]}, f, indent=2)
     print(sc.markdown_table(reports))
-    print(f"\nreports, summary.md and trajectory PNGs in {args.out}/")
-    failed = [r for r in reports if r["failures"] or r["regressions"]]
+    print(f"\nreports, summary.md and a comparison figure per scenario in {args.out}/")
+    failed = [r for r in reports if sc.failed(r)]
+    missing = [r for r in reports if r["baseline"]["status"] == "missing"]
+    if missing:
+        print(f"{len(missing)} of {len(reports)} runs have no baseline to compare with",
+              file=sys.stderr)
     if failed:
         print(f"{len(failed)} of {len(reports)} runs failed an expectation or regressed",
               file=sys.stderr)

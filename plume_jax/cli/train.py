@@ -1,53 +1,112 @@
 """``plume-jax train`` and ``plume-jax sweep``: PPO training from a YAML
-config (:mod:`plume_jax.train.trainer`) and a grid of trainings as one
-compiled program (:mod:`plume_jax.train.sweep`)."""
+config (:mod:`plume_jax.train.trainer`) and a grid of trainings, one
+compiled program per static structure (:mod:`plume_jax.train.sweep`).
+
+Every input (config files, ``--set`` values, the output folder, the
+checkpoint to resume and its config) is checked before anything is
+written or compiled."""
 
 from __future__ import annotations
 
 import argparse
+import pathlib
 
-from plume_jax.cli.common import default_out
+from plume_jax.cli.common import default_out, parse_overrides
 from plume_jax.errors import ValidationError
+
+_SET_HELP = ("override one setting by its dotted name, VALUE in YAML syntax (repeatable), e.g. "
+             "--set algo.learning_rate=3e-4 --set env.overrides.sigma=10 "
+             "--set env.overrides.reward.scale=0.05")
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     train = sub.add_parser("train", help="train a PPO policy from a YAML config (see configs/)")
-    train.add_argument("--config", required=True, help="training config YAML, e.g. "
-                       "configs/train_gaussian.yaml")
+    train.add_argument("--config", default=None, help="training config YAML, e.g. "
+                       "configs/train_gaussian.yaml (with --resume: default the run's own "
+                       "config.yaml)")
+    train.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help=_SET_HELP)
     train.add_argument("--total-steps", type=int, default=None,
-                       help="env steps to train (overrides algo.total_steps)")
-    train.add_argument("--seed", type=int, default=None, help="training seed (overrides run.seed)")
+                       help="env steps to train (same as --set algo.total_steps=N)")
+    train.add_argument("--seed", type=int, default=None,
+                       help="training seed (same as --set run.seed=S)")
     train.add_argument("--out", default=None,
-                       help="output folder (default runs/<config name>)")
-    train.add_argument("--resume", default=None, metavar="CHECKPOINT",
-                       help="continue from a checkpoint folder (e.g. runs/x/checkpoint)")
-    train.add_argument("--quiet", action="store_true", help="no progress lines")
+                       help="output folder, new or empty (default runs/<config name>; with "
+                       "--resume: the resumed run's folder)")
+    train.add_argument("--resume", default=None, metavar="RUN",
+                       help="continue a run: its folder (e.g. runs/train_gaussian, or a sweep "
+                       "member's folder) or one of its checkpoint folders")
+    train.add_argument("--overwrite", action="store_true",
+                       help="replace the outputs of an earlier run in --out (other files stay)")
+    train.add_argument("--wandb", default=None, metavar="PROJECT",
+                       help="also log to this Weights & Biases project (needs wandb)")
+    train.add_argument("--quiet", action="store_true", help="no progress bar or lines")
 
-    sweep = sub.add_parser("sweep", help="train a grid of configurations as one compiled program")
-    sweep.add_argument("--config", required=True, help="sweep YAML, e.g. "
+    sweep = sub.add_parser("sweep", help="train a grid of configurations (one compiled program "
+                           "per static structure)")
+    sweep.add_argument("--config", default=None, help="sweep YAML, e.g. "
                        "configs/sweep_gaussian.yaml")
-    sweep.add_argument("--out", default=None, help="output folder (default runs/<config name>)")
-    sweep.add_argument("--quiet", action="store_true", help="no progress lines")
+    sweep.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="override a setting of the base config by its dotted name (e.g. "
+                       "--set algo.total_steps=500000), or the sweep's own grid.KEY=[...] or "
+                       "mode=zip; VALUE in YAML syntax (repeatable)")
+    sweep.add_argument("--out", default=None,
+                       help="output folder, new or empty (default runs/<config name>)")
+    sweep.add_argument("--overwrite", action="store_true",
+                       help="replace the outputs of an earlier sweep in --out (other files stay)")
+    sweep.add_argument("--resume", default=None, metavar="DIR",
+                       help="continue a killed sweep in its folder, from its programs' "
+                       "checkpoints (its own sweep.yaml; no --config or --set)")
+    sweep.add_argument("--wandb", default=None, metavar="PROJECT",
+                       help="also log every member to this Weights & Biases project (needs "
+                       "wandb)")
+    sweep.add_argument("--quiet", action="store_true", help="no progress bar or lines")
+
+
+def train_overrides(args: argparse.Namespace) -> dict:
+    """The dotted overrides of ``train``'s command line, in order: ``--set``,
+    then ``--total-steps``, ``--seed``, ``--wandb``."""
+    overrides = parse_overrides(args.set)
+    if args.total_steps is not None:
+        overrides["algo.total_steps"] = args.total_steps
+    if args.seed is not None:
+        overrides["run.seed"] = args.seed
+    if args.wandb is not None:
+        overrides["run.wandb_project"] = args.wandb
+    return overrides
 
 
 def run_train(args: argparse.Namespace) -> int:
     """``plume-jax train``: see :mod:`plume_jax.train.trainer`."""
-    from plume_jax.train.config import load_train_config
+    from plume_jax.train.checkpoint import find_checkpoint, read_checkpoint
+    from plume_jax.train.config import load_train_config, train_config, with_overrides
     from plume_jax.train.trainer import print_summary, train
 
-    config = load_train_config(args.config)
-    if args.total_steps is not None:
-        if args.total_steps < 1:
-            raise ValidationError.for_parameter("--total-steps", args.total_steps,
-                                                "an integer >= 1")
-        config = config.replace(algo={"total_steps": args.total_steps})
-    if args.seed is not None:
-        config = config.replace(run={"seed": args.seed})
-    out = args.out or default_out(args.config)
-    result = train(config, out, progress=not args.quiet, resume=args.resume)
+    overrides = train_overrides(args)
+    run_dir = None
+    if args.resume is not None:
+        run_dir, ckpt = find_checkpoint(args.resume)
+        if args.config is None and not (run_dir / "config.yaml").is_file():
+            saved = read_checkpoint(ckpt)[0].get("config")
+            if not isinstance(saved, dict):
+                raise ValidationError.for_parameter(
+                    "--config", None, f"a config (the run folder {run_dir} has no config.yaml "
+                    "and the checkpoint none either)")
+            config = train_config(with_overrides(saved, overrides))
+        else:
+            config = load_train_config(args.config or run_dir / "config.yaml", overrides)
+    elif args.config is None:
+        raise ValidationError.for_parameter("--config", None,
+                                            "a training config YAML (or --resume RUN)")
+    else:
+        config = load_train_config(args.config, overrides)
+    out = pathlib.Path(args.out) if args.out else (
+        run_dir if run_dir is not None else pathlib.Path(default_out(args.config)))
+    result = train(config, out, progress=not args.quiet, resume=args.resume,
+                   overwrite=args.overwrite)
     print_summary(result.summary)
-    print(f"outputs in {out}/ (metrics.jsonl, metrics.csv, learning_curve.png, checkpoint/, "
-          "policy/, summary.json)")
+    print(f"outputs in {out}/ (config.yaml, metrics.jsonl, metrics.csv, learning_curve.png, "
+          "tensorboard/, checkpoint/, policy/, summary.json)")
     return 0
 
 
@@ -55,9 +114,32 @@ def run_sweep(args: argparse.Namespace) -> int:
     """``plume-jax sweep``: see :mod:`plume_jax.train.sweep`."""
     from plume_jax.train.sweep import load_sweep_config, print_results, run_sweep as sweep
 
-    config = load_sweep_config(args.config)
-    out = args.out or default_out(args.config)
-    result = sweep(config, out, progress=not args.quiet)
+    overrides = parse_overrides(args.set)
+    if args.wandb is not None:
+        overrides["run.wandb_project"] = args.wandb
+    if args.resume is not None:
+        folder = pathlib.Path(args.resume)
+        if args.config is not None or overrides:
+            raise ValidationError.for_parameter(
+                "--resume", args.resume, "no --config, --set or --wandb with it: a resumed sweep "
+                "continues its own sweep.yaml (train a member further with plume-jax train "
+                "--resume <member folder>)")
+        if not (folder / "sweep.yaml").is_file():
+            raise ValidationError.for_parameter("--resume", args.resume,
+                                                "the folder of a sweep (with its sweep.yaml)")
+        config = load_sweep_config(folder / "sweep.yaml")
+        out = pathlib.Path(args.out) if args.out else folder
+        if out.resolve() != folder.resolve():
+            raise ValidationError.for_parameter("--out", args.out,
+                                                f"the resumed sweep's own folder {folder}")
+    elif args.config is None:
+        raise ValidationError.for_parameter("--config", None, "a sweep YAML (or --resume DIR)")
+    else:
+        config = load_sweep_config(args.config, overrides)
+        out = pathlib.Path(args.out or default_out(args.config))
+    result = sweep(config, out, progress=not args.quiet, overwrite=args.overwrite,
+                   resume=args.resume is not None)
     print_results(result.summary)
-    print(f"outputs in {out}/ (results.csv, results.json, metrics.jsonl, learning_curves.png)")
+    print(f"outputs in {out}/ (summary.md, results.csv, results.json, metrics.jsonl, "
+          "eval_success.png, eval_steps.png, train_success.png, train_return.png, members/)")
     return 0

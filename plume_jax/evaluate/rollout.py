@@ -17,6 +17,12 @@ soon as every env's first episode has ended (``steps_run`` says when): the
 reported episodes are the same, and a long horizon (e.g. otto-benchmark's
 10 000 steps) costs only as many steps as the longest episode. Policy memory
 is re-initialised whenever an episode ends.
+
+The paths of the first ``num_tracked`` envs' first episodes are recorded in
+the same program (for trajectory plots), and an optional host ``progress``
+function is called every ``progress_every`` steps through
+``jax.debug.callback`` (it returns nothing to the program, so it cannot
+change results; without it the program has no callback at all).
 """
 
 from __future__ import annotations
@@ -35,7 +41,8 @@ from plume_jax.types import AgentState
 
 @chex.dataclass(frozen=True)
 class RolloutResult:
-    """Per-env outcome of the first episode, and env 0's path.
+    """Per-env outcome of the first episode, and the paths of the first
+    ``K = min(num_tracked, N)`` envs' first episodes.
 
     Attributes:
         success: bool[N], the first episode ended by reaching the goal.
@@ -46,11 +53,12 @@ class RolloutResult:
             did not finish).
         path_length: f32[N], distance travelled in the first episode, cells.
         start_distance: f32[N], distance from the start to the goal, cells.
-        trajectory: f32[num_steps + 1, 2], env 0's positions from the start
-            of its first episode (row 0) onwards (rows after ``steps_run``
-            are zeros).
-        trajectory_valid: bool[num_steps + 1], rows that belong to env 0's
-            first episode.
+        trajectories: f32[K, num_steps + 1, 2], env k's positions (cells,
+            ``(x, y)``; the lead agent's in a multi-agent env) from the start
+            of its first episode (column 0) onwards (entries after
+            ``steps_run`` are zeros).
+        trajectories_valid: bool[K, num_steps + 1], the entries that belong
+            to env k's first episode.
         steps_run: i32[], batched env steps taken (``num_steps`` unless the
             run stopped early with ``until_done``).
         final_agent: env 0's agent at the end of its first episode.
@@ -63,8 +71,8 @@ class RolloutResult:
     episode_return: jax.Array
     path_length: jax.Array
     start_distance: jax.Array
-    trajectory: jax.Array
-    trajectory_valid: jax.Array
+    trajectories: jax.Array
+    trajectories_valid: jax.Array
     steps_run: jax.Array
     final_agent: Any
     final_plume: Any
@@ -141,14 +149,23 @@ def track(t: dict[str, Any], state: Any, reward: jax.Array, terminated: jax.Arra
 
 def _result(t: dict[str, Any], start: jax.Array, path: jax.Array, valid: jax.Array,
             steps_run: Any) -> RolloutResult:
+    """``start`` f32[K, 2], ``path`` f32[T, K, 2] and ``valid`` bool[T, K]
+    (time-major, as ``lax.scan`` stacks them) -> episode-major fields."""
     return RolloutResult(
         steps_run=jnp.asarray(steps_run, jnp.int32),
         success=t["success"], finished=t["done"], episode_length=t["length"],
         episode_return=t["ret"], path_length=t["path"], start_distance=t["start_distance"],
-        trajectory=jnp.concatenate([start[None], path], axis=0),
-        trajectory_valid=jnp.concatenate([jnp.ones(1, bool), valid], axis=0),
+        trajectories=jnp.swapaxes(jnp.concatenate([start[None], path], axis=0), 0, 1),
+        trajectories_valid=jnp.swapaxes(
+            jnp.concatenate([jnp.ones((1,) + valid.shape[1:], bool), valid], axis=0), 0, 1),
         final_agent=t["final_agent"], final_plume=t["final_plume"],
     )
+
+
+def _tracked(t: dict[str, Any], xy: jax.Array, k: int) -> tuple[jax.Array, jax.Array]:
+    """The first ``k`` envs' positions f32[k, 2] and whether each was still in
+    its first episode before this step, bool[k]."""
+    return _lead(xy)[:k], ~t["done"][:k]
 
 
 def _reset_batch(env: Any, params: Any, key: jax.Array, num_envs: int):
@@ -160,10 +177,16 @@ def _step_batch(env: Any, params: Any, key: jax.Array, state: Any, action: jax.A
                         params)
 
 
+#: Envs whose first-episode paths a rollout records by default.
+NUM_TRACKED = 4
+
+
 @functools.partial(jax.jit, static_argnames=("env", "policy", "num_envs", "num_steps",
-                                             "until_done"))
+                                             "until_done", "num_tracked", "progress",
+                                             "progress_every"))
 def rollout(env: Any, params: Any, policy: Any, key: jax.Array, num_envs: int,
-            num_steps: int, until_done: bool = False) -> RolloutResult:
+            num_steps: int, until_done: bool = False, num_tracked: int = NUM_TRACKED,
+            progress: Any = None, progress_every: int = 0) -> RolloutResult:
     """Run ``num_envs`` envs for ``num_steps`` steps under a functional policy.
 
     Args:
@@ -176,8 +199,17 @@ def rollout(env: Any, params: Any, policy: Any, key: jax.Array, num_envs: int,
         until_done: static; stop once every env's first episode has ended
             (a ``lax.while_loop``; the same steps, keys and first episodes
             as the full ``lax.scan``).
+        num_tracked: static; record the paths of the first
+            ``min(num_tracked, num_envs)`` envs (``trajectories``).
+        progress: static, optional hashable host function
+            ``progress(steps_done: int, episodes_finished: int)``, called
+            every ``progress_every`` steps (default ``num_steps // 20``) and
+            after the last step. Each call is a host round trip (a few ms on
+            a busy CPU), so the default keeps them to about 20 per run.
     """
     k_reset, k_policy, k_run = jax.random.split(key, 3)
+    tracked = max(1, min(num_tracked, num_envs))
+    every = progress_every or max(1, num_steps // 20)
     obs, state = _reset_batch(env, params, k_reset, num_envs)
     carry = jax.vmap(policy.init)(jax.random.split(k_policy, num_envs))
 
@@ -191,13 +223,28 @@ def rollout(env: Any, params: Any, policy: Any, key: jax.Array, num_envs: int,
         ended = info["done"] if "done" in info else terminated | truncated
         carry = _select(ended, fresh, carry)
         new_t = track(t, state, reward, terminated, truncated, info)
-        return (obs, state, carry, new_t), (_lead(info["agent_xy"])[0], ~t["done"][0])
+        return (obs, state, carry, new_t), _tracked(t, info["agent_xy"], tracked)
+
+    def report(i, t):
+        """Host progress after step ``i`` (1-based) — only when asked for."""
+        if progress is not None:
+            last = (i == num_steps) | jnp.all(t["done"]) if until_done else i == num_steps
+            jax.lax.cond((i % every == 0) | last,
+                         lambda: jax.debug.callback(progress, i, jnp.sum(t["done"])),
+                         lambda: None)
 
     init = (obs, state, carry, start_tracker(env, params, state, num_steps))
     step_keys = jax.random.split(k_run, num_steps)
-    start = _lead(state.agent.position)[0]
+    start = _lead(state.agent.position)[:tracked]
     if not until_done:
-        (_, _, _, t), (path, valid) = jax.lax.scan(body, init, step_keys)
+        def scan_body(c, xs):
+            i, step_key = xs
+            c, out = body(c, step_key)
+            report(i + 1, c[3])
+            return c, out
+
+        (_, _, _, t), (path, valid) = jax.lax.scan(
+            scan_body, init, (jnp.arange(num_steps, dtype=jnp.int32), step_keys))
         return _result(t, start, path, valid, num_steps)
 
     def running(loop):
@@ -207,43 +254,51 @@ def rollout(env: Any, params: Any, policy: Any, key: jax.Array, num_envs: int,
     def advance(loop):
         i, c, path, valid = loop
         c, (xy, v) = body(c, step_keys[i])
+        report(i + 1, c[3])
         return i + 1, c, path.at[i].set(xy), valid.at[i].set(v)
 
-    empty = (jnp.zeros((num_steps, 2), jnp.float32), jnp.zeros(num_steps, bool))
+    empty = (jnp.zeros((num_steps, tracked, 2), jnp.float32),
+             jnp.zeros((num_steps, tracked), bool))
     steps, (_, _, _, t), path, valid = jax.lax.while_loop(running, advance,
                                                           (jnp.int32(0), init, *empty))
     return _result(t, start, path, valid, steps)
 
 
-@functools.partial(jax.jit, static_argnames=("env",))
-def _host_step(env: Any, params: Any, key: jax.Array, state: Any, t: dict, action: jax.Array):
+@functools.partial(jax.jit, static_argnames=("env", "tracked"))
+def _host_step(env: Any, params: Any, key: jax.Array, state: Any, t: dict, action: jax.Array,
+               tracked: int):
     obs, state, reward, terminated, truncated, info = _step_batch(env, params, key, state, action)
     ended = info["done"] if "done" in info else terminated | truncated
-    return obs, state, ended, track(t, state, reward, terminated, truncated, info), \
-        _lead(info["agent_xy"])[0]
+    xy, valid = _tracked(t, info["agent_xy"], tracked)
+    return obs, state, ended, track(t, state, reward, terminated, truncated, info), xy, valid
 
 
 def host_rollout(env: Any, params: Any, agent: Any, key: jax.Array, num_envs: int,
-                 num_steps: int, until_done: bool = False) -> RolloutResult:
+                 num_steps: int, until_done: bool = False, num_tracked: int = NUM_TRACKED,
+                 progress: Any = None, progress_every: int = 0) -> RolloutResult:
     """Like :func:`rollout` for a host-side agent with
     ``act_batch(obs[N], episode_start=bool[N]) -> actions[N]`` and ``reset()``.
     With ``until_done`` the loop ends once every env's first episode has
-    ended; the trajectory then has ``steps_run + 1`` rows."""
+    ended; the trajectories then have ``steps_run + 1`` entries."""
     k_reset, k_run = jax.random.split(key)
     obs, state = jax.jit(_reset_batch, static_argnums=(0, 3))(env, params, k_reset, num_envs)
     t = start_tracker(env, params, state, num_steps)
-    start = _lead(state.agent.position)[0]
+    tracked = max(1, min(num_tracked, num_envs))
+    every = progress_every or max(1, num_steps // 20)
+    start = _lead(state.agent.position)[:tracked]
     agent.reset()
     episode_start = np.ones(num_envs, bool)
     path, valid = [], []
-    for step_key in jax.random.split(k_run, num_steps):
+    for i, step_key in enumerate(jax.random.split(k_run, num_steps)):
         if until_done and bool(jnp.all(t["done"])):
             break
         action = agent.act_batch(np.asarray(obs), episode_start=episode_start)
-        valid.append(not bool(t["done"][0]))
-        obs, state, ended, t, xy = _host_step(env, params, step_key, state, t,
-                                              jnp.asarray(action))
+        obs, state, ended, t, xy, v = _host_step(env, params, step_key, state, t,
+                                                 jnp.asarray(action), tracked)
         episode_start = np.asarray(ended)
         path.append(xy)
-    return _result(t, start, jnp.stack(path).reshape(-1, 2), jnp.asarray(valid, bool),
-                   len(path))
+        valid.append(v)
+        if progress is not None and ((i + 1) % every == 0 or i + 1 == num_steps
+                                     or (until_done and bool(jnp.all(t["done"])))):
+            progress(i + 1, int(jnp.sum(t["done"])))
+    return _result(t, start, jnp.stack(path), jnp.stack(valid), len(path))

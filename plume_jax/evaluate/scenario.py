@@ -18,6 +18,14 @@ A scenario file (``configs/scenarios/*.yaml``)::
       min_success_rate: 0.95
       max_mean_steps: 200
 
+The scenario's ``expect`` is about its own agent: it is checked when the run
+uses that agent with the scenario's parameters, and reported as skipped,
+with the reason, when another agent (or other parameters) runs the scenario.
+``seed`` is an integer in ``[0, 2**63)``; every bit reaches the PRNG key
+(:mod:`plume_jax.seeding`).
+``name`` is shown as written; output files use a safe form of it
+(:func:`safe_name`).
+
 Metrics (first episode of every env, from the env's own step outputs):
 success rate with a Wilson 95% interval; mean (with standard error) and
 median steps to source over successful episodes; path efficiency =
@@ -31,20 +39,41 @@ time to that arrival; path efficiency is not reported.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
+import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from plume_jax.errors import ValidationError
+from plume_jax.multi_agent import MultiAgentPlumeEnv
+from plume_jax.seeding import check_seed, seed_key
 
 SCENARIO_KEYS = {"name", "description", "env", "agent", "episodes", "seed", "max_steps", "expect"}
 EXPECT_KEYS = {"min_success_rate", "max_mean_steps", "min_path_efficiency"}
+#: The most episodes one run may ask for (one vmapped batch).
+MAX_EPISODES = 2**24
+
+
+def validate_seed(value: Any, parameter: str = "seed") -> int:
+    """``value`` as a seed (``[0, 2**63)``, every bit used:
+    :mod:`plume_jax.seeding`), or a ValidationError naming ``parameter``."""
+    return check_seed(value, parameter, none_ok=False)
+
+
+def safe_name(text: str, limit: int = 80) -> str:
+    """A file-name stem for ``text``: letters, digits, ``.``, ``_`` and ``-``
+    only (anything else becomes ``_``), no leading dot, at most ``limit``
+    characters; never empty, never a path."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", str(text)).lstrip("._-")[:limit].rstrip(".")
+    return stem or "unnamed"
 
 
 def load_scenario(path: str | os.PathLike) -> dict[str, Any]:
@@ -52,20 +81,40 @@ def load_scenario(path: str | os.PathLike) -> dict[str, Any]:
     import yaml
 
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             raw = yaml.safe_load(f)
     except OSError as error:
-        raise ValidationError.for_parameter("scenario", str(path), f"a readable YAML file ({error})")
+        raise ValidationError.for_parameter(
+            "scenario", str(path), f"a readable YAML file ({error.strerror or error})") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise ValidationError.for_parameter(
+            "scenario", str(path), f"a YAML file ({' '.join(str(error).split())[:300]})") from None
     return validate_scenario(raw, source=str(path))
 
 
+def _mapping(value: Any, parameter: str, allowed: str) -> dict[str, Any]:
+    """``value`` (None -> {}) as a dict with string keys, or a ValidationError."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise ValidationError.for_parameter(parameter, value, allowed)
+    return dict(value)
+
+
 def validate_scenario(raw: Any, source: str = "<scenario>") -> dict[str, Any]:
-    """Check a scenario mapping; returns a normalised copy."""
+    """Check a scenario mapping; returns a normalised copy.
+
+    Raises:
+        ValidationError: naming the offending key (``env``, ``agent.params``,
+            ``seed``, ``expect.min_success_rate``, ...), its value and what is
+            allowed.
+    """
     if not isinstance(raw, Mapping):
         raise ValidationError.for_parameter("scenario", source, "a YAML mapping")
-    unknown = sorted(set(raw) - SCENARIO_KEYS)
+    unknown = sorted(set(map(str, raw)) - SCENARIO_KEYS)
     if unknown:
-        raise ValidationError.for_parameter(unknown[0], raw[unknown[0]],
+        value = next(v for k, v in raw.items() if str(k) == unknown[0])
+        raise ValidationError.for_parameter(unknown[0], value,
                                             f"a scenario key: one of {sorted(SCENARIO_KEYS)}")
     env = raw.get("env")
     if not isinstance(env, Mapping) or not isinstance(env.get("preset"), str) \
@@ -77,28 +126,42 @@ def validate_scenario(raw: Any, source: str = "<scenario>") -> dict[str, Any]:
     if not isinstance(agent, Mapping) or not isinstance(agent.get("name"), str) \
             or set(agent) - {"name", "params"}:
         raise ValidationError.for_parameter("agent", agent, "a mapping {name: <agent>, params: {...}}")
+    name = raw.get("name", os.path.splitext(os.path.basename(source))[0])
+    if not isinstance(name, (str, int)) or isinstance(name, bool) or not str(name).strip():
+        raise ValidationError.for_parameter("name", name, "a non-empty string")
+    description = raw.get("description", "")
+    if not isinstance(description, str):
+        raise ValidationError.for_parameter("description", description, "a string")
     out = {
-        "name": str(raw.get("name", os.path.splitext(os.path.basename(source))[0])),
-        "description": str(raw.get("description", "")),
-        "env": {"preset": env["preset"], "overrides": dict(env.get("overrides") or {})},
-        "agent": {"name": agent["name"], "params": dict(agent.get("params") or {})},
+        "name": str(name),
+        "description": description,
+        "env": {"preset": env["preset"],
+                "overrides": _mapping(env.get("overrides"), "env.overrides",
+                                      "a mapping of preset settings {name: value}")},
+        "agent": {"name": agent["name"],
+                  "params": _mapping(agent.get("params"), "agent.params",
+                                     "a mapping of agent parameters {name: value}")},
         "episodes": raw.get("episodes", 1000),
         "seed": raw.get("seed", 0),
         "max_steps": raw.get("max_steps"),
-        "expect": dict(raw.get("expect") or {}),
+        "expect": _mapping(raw.get("expect"), "expect",
+                           f"a mapping with keys among {sorted(EXPECT_KEYS)}"),
     }
-    for key in ("episodes", "seed") + (("max_steps",) if out["max_steps"] is not None else ()):
+    validate_seed(out["seed"])
+    for key, high in (("episodes", MAX_EPISODES), ("max_steps", 2**31 - 1)):
         value = out[key]
-        low = 0 if key == "seed" else 1
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValidationError.for_parameter(key, value, f"an integer >= {low}")
+        if key == "max_steps" and value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+            raise ValidationError.for_parameter(key, value, f"an integer in [1, {high}]")
     bad = sorted(set(out["expect"]) - EXPECT_KEYS)
     if bad:
         raise ValidationError.for_parameter(f"expect.{bad[0]}", out["expect"][bad[0]],
                                             f"one of {sorted(EXPECT_KEYS)}")
     for key, value in out["expect"].items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValidationError.for_parameter(f"expect.{key}", value, "a number")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value):
+            raise ValidationError.for_parameter(f"expect.{key}", value, "a finite number")
     return out
 
 
@@ -177,62 +240,290 @@ def compare_to_baseline(metrics: Mapping[str, Any], baseline: Mapping[str, Any])
     return flags
 
 
-def run_scenario(scenario: Mapping[str, Any], *, agent: str | None = None,
-                 agent_params: Mapping[str, Any] | None = None, episodes: int | None = None,
-                 seed: int | None = None) -> dict[str, Any]:
-    """Run one scenario (optionally with another agent / size / seed).
 
-    Returns a JSON-serialisable report: scenario, agent, metrics,
-    expectation failures, timing; plus ``"_rollout"``, ``"_env"`` and
-    ``"_params"`` (not serialised) for plotting.
+
+@dataclasses.dataclass(frozen=True)
+class AgentChoice:
+    """An agent asked for instead of a scenario's own (``--agent``).
+
+    Attributes:
+        name: the registry name (``agents.registry``), e.g. ``"trained"``.
+        label: what names the run in tables, files and baselines (default:
+            ``name``); distinct labels let one agent run twice with different
+            parameters (two trained policies).
+        params: parameters given for it; for the scenario's own agent they
+            are laid over the scenario's parameters.
     """
+
+    name: str
+    label: str = ""
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.label:
+            object.__setattr__(self, "label", self.name)
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannedRun:
+    """One (scenario, agent) pair, built and checked, not yet run.
+
+    Attributes:
+        scenario: the validated scenario.
+        label, agent_name, agent_params: the agent that runs it.
+        expect: the expectations checked for this run ({} when skipped).
+        expect_skipped: why the scenario's expectations are not checked
+            (``None`` when they are, or when it has none).
+        env, params, policy: the built env, its params and the agent.
+        episodes, seed, num_steps: the run's size and seed.
+    """
+
+    scenario: Mapping[str, Any]
+    label: str
+    agent_name: str
+    agent_params: Mapping[str, Any]
+    expect: Mapping[str, Any]
+    expect_skipped: str | None
+    env: Any
+    params: Any
+    policy: Any
+    episodes: int
+    seed: int
+    num_steps: int
+    overrides: Mapping[str, Any]
+
+
+def scenario_env(scenario: Mapping[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
+    """``(env, params, overrides)`` of a scenario (``max_steps`` applied)."""
     import plume_jax
-    from agents.registry import is_host_agent, make_agent
-    from plume_jax.evaluate.rollout import host_rollout, rollout
 
     overrides = dict(scenario["env"]["overrides"])
     if scenario.get("max_steps") is not None:
         overrides["max_steps"] = scenario["max_steps"]
     env, params = plume_jax.make(scenario["env"]["preset"], **overrides)
-    agent_name = agent or scenario["agent"]["name"]
-    params_for_agent = dict(agent_params if agent_params is not None
-                            else (scenario["agent"]["params"] if agent is None else {}))
-    policy = make_agent(agent_name, env, **params_for_agent)
-    n = episodes or scenario["episodes"]
-    key = jax.random.key(scenario["seed"] if seed is None else seed)
-    num_steps = int(params.max_steps)
+    return env, params, overrides
 
+
+def check_policy_traces(env: Any, params: Any, policy: Any, name: str) -> None:
+    """Trace one decision of a functional ``policy`` on the env's observation,
+    abstractly (``jax.eval_shape``: nothing compiles or runs), and check the
+    action's shape and kind — so an agent that cannot act on this env fails
+    here, not while a rollout compiles after other runs.
+
+    Raises:
+        ValidationError: (parameter ``agent``) naming the agent and what failed.
+    """
+    key = jax.random.key(0)
+    obs = jax.eval_shape(env.reset, key, params)[0]
+    try:
+        action = jax.eval_shape(lambda k, o: policy.act(policy.init(k), o, k)[0], key, obs)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as error:
+        raise ValidationError.for_parameter(
+            "agent", name, f"an agent that can act on this env's observation {obs} "
+            f"({type(error).__name__}: {' '.join(str(error).split())[:300]})") from None
+    space = env.action_space(params)
+    team = isinstance(env, MultiAgentPlumeEnv)
+    expected = ((env.num_agents,) if team else ()) + tuple(space.shape)
+    discrete = not hasattr(space, "low")
+    if tuple(action.shape) != expected or (discrete and not jnp.issubdtype(action.dtype,
+                                                                           jnp.integer)):
+        raise ValidationError.for_parameter(
+            "agent", name, f"an agent whose action fits the env's action space {space} "
+            f"(shape {expected}{', integers' if discrete else ''}), not {action}")
+
+
+def plan_run(scenario: Mapping[str, Any], agent: AgentChoice | None = None, *,
+             episodes: int | None = None, seed: int | None = None,
+             built_env: tuple[Any, Any, dict[str, Any]] | None = None) -> PlannedRun:
+    """Build the env and the agent of one run, so that every check (preset
+    overrides, agent name and parameters, the agent against the env, a
+    trained policy's or SB3 model's file) happens before anything runs.
+
+    ``agent=None`` runs the scenario's own agent. An :class:`AgentChoice`
+    with the scenario's agent name runs it with the scenario's parameters
+    updated by the choice's; the scenario's ``expect`` is checked only when
+    the result is the scenario's own agent and parameters (defaults
+    included: ``include_noop=False`` given for ``random_walk`` is its own
+    default). ``built_env``
+    reuses ``scenario_env(scenario)`` across agents.
+
+    Raises:
+        ValidationError: from the env, the agent registry or the agent.
+    """
+    from plume_jax.agents_package import check_agents_package
+
+    check_agents_package()
+    from agents.registry import default_params, is_host_agent, make_agent
+
+    env, params, overrides = built_env or scenario_env(scenario)
+    own = scenario["agent"]
+    if agent is None:
+        agent = AgentChoice(own["name"])
+    agent_params = dict(agent.params)
+    if agent.name == own["name"]:
+        agent_params = {**own["params"], **agent_params}
+    defaults = default_params(agent.name)
+    is_own = agent.name == own["name"] and \
+        {**defaults, **agent_params} == {**defaults, **own["params"]}
+    skipped = None
+    if scenario["expect"] and not is_own:
+        skipped = (f"the scenario's expectations are for agent {own['name']!r}"
+                   + (f" with parameters {own['params']}" if own["params"] else "")
+                   + f", not {agent.name!r}"
+                   + (f" with parameters {agent_params}" if agent_params else ""))
+    if episodes is not None and (isinstance(episodes, bool) or not isinstance(episodes, int)
+                                 or not 1 <= episodes <= MAX_EPISODES):
+        raise ValidationError.for_parameter("episodes", episodes,
+                                            f"an integer in [1, {MAX_EPISODES}]")
+    policy = make_agent(agent.name, env, **agent_params)
+    if not is_host_agent(agent.name):
+        check_policy_traces(env, params, policy, agent.name)
+    return PlannedRun(
+        scenario=scenario, label=agent.label, agent_name=agent.name, agent_params=agent_params,
+        expect=dict(scenario["expect"]) if is_own else {}, expect_skipped=skipped,
+        env=env, params=params, policy=policy,
+        episodes=episodes or scenario["episodes"],
+        seed=validate_seed(scenario["seed"] if seed is None else seed),
+        num_steps=int(params.max_steps), overrides=overrides)
+
+
+def execute_run(run: PlannedRun,
+                progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Run a planned (scenario, agent) pair: one rollout of ``run.episodes``
+    seeded episodes that stops when all have ended.
+
+    ``progress(steps_done, episodes_finished)`` is called on the host as the
+    rollout advances (see :func:`plume_jax.evaluate.rollout.rollout`).
+
+    Returns a JSON-serialisable report: scenario, agent, metrics,
+    expectations (checked, failed or skipped, and why), timing; plus
+    ``"_rollout"``, ``"_env"`` and ``"_params"`` (not serialised) for
+    plotting.
+    """
+    from plume_jax.agents_package import check_agents_package
+
+    check_agents_package()
+    from agents.registry import is_host_agent
+    from plume_jax.evaluate.rollout import host_rollout, rollout
+
+    env, params, n = run.env, run.params, run.episodes
+    key = seed_key(run.seed)
     t0 = time.perf_counter()
-    if is_host_agent(agent_name):
+    if is_host_agent(run.agent_name):
         compile_s = 0.0
-        result = jax.block_until_ready(host_rollout(env, params, policy, key, n, num_steps,
-                                                    until_done=True))
+        result = jax.block_until_ready(host_rollout(env, params, run.policy, key, n,
+                                                    run.num_steps, until_done=True,
+                                                    progress=progress))
     else:
-        compiled = rollout.lower(env, params, policy, key, n, num_steps,
-                                 until_done=True).compile()
+        compiled = rollout.lower(env, params, run.policy, key, n, run.num_steps,
+                                 until_done=True, progress=progress).compile()
         compile_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         result = jax.block_until_ready(compiled(params, key))
     run_s = time.perf_counter() - t0
 
-    metrics = summarise(result, float(params.goal_radius), team=hasattr(env, "num_agents"))
-    if hasattr(env, "num_agents"):
+    team = isinstance(env, MultiAgentPlumeEnv)
+    metrics = summarise(result, float(params.goal_radius), team=team)
+    if team:
         metrics["num_agents"] = env.num_agents
     metrics["env_steps_per_second"] = n * int(result.steps_run) / run_s
     metrics["episodes_per_second"] = n / run_s
+    failures = check_expectations(metrics, run.expect)
+    if run.expect_skipped:
+        expectations = {"status": "skipped", "reason": run.expect_skipped}
+    elif not run.expect:
+        expectations = {"status": "none", "reason": "the scenario sets no expectations"}
+    else:
+        expectations = {"status": "failed" if failures else "passed", "reason": ""}
     return {
-        "scenario": scenario["name"],
-        "preset": scenario["env"]["preset"],
-        "overrides": overrides,
-        "agent": {"name": agent_name, "params": params_for_agent},
-        "seed": scenario["seed"] if seed is None else seed,
-        "max_steps": num_steps,
+        "scenario": run.scenario["name"],
+        "preset": run.scenario["env"]["preset"],
+        "overrides": dict(run.overrides),
+        "agent": {"name": run.agent_name, "label": run.label, "params": dict(run.agent_params)},
+        "seed": run.seed,
+        "max_steps": run.num_steps,
         "metrics": metrics,
-        "expect": scenario["expect"] if agent is None else {},
-        "failures": check_expectations(metrics, scenario["expect"] if agent is None else {}),
+        "expect": dict(run.scenario["expect"]),
+        "expectations": expectations,
+        "failures": failures,
         "timing": {"compile_seconds": compile_s, "run_seconds": run_s},
         "_rollout": result, "_env": env, "_params": params,
     }
+
+
+def run_scenario(scenario: Mapping[str, Any], *, agent: str | None = None,
+                 agent_params: Mapping[str, Any] | None = None, episodes: int | None = None,
+                 seed: int | None = None) -> dict[str, Any]:
+    """Plan and run one scenario (optionally with another agent / size /
+    seed); see :func:`plan_run` and :func:`execute_run`."""
+    choice = None if agent is None else AgentChoice(agent, params=dict(agent_params or {}))
+    return execute_run(plan_run(scenario, choice, episodes=episodes, seed=seed))
+
+
+def baseline_key(report: Mapping[str, Any]) -> tuple[str, str]:
+    """``(scenario, agent label)``: how a saved baseline finds a run."""
+    agent = report["agent"]
+    return (str(report["scenario"]), str(agent.get("label") or agent["name"]))
+
+
+def load_baseline(path: str | os.PathLike) -> dict[tuple[str, str], dict[str, Any]]:
+    """Metrics by :func:`baseline_key` from a file written by ``--save-baseline``.
+
+    Raises:
+        ValidationError: (parameter ``--baseline``) unreadable or not such a file.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            return {baseline_key(r): r["metrics"] for r in json.load(f)["reports"]}
+    except (OSError, KeyError, TypeError, ValueError) as error:
+        raise ValidationError.for_parameter(
+            "--baseline", str(path),
+            f"a report JSON written by --save-baseline ({type(error).__name__}: {error})") from None
+
+
+def attach_baseline(report: dict[str, Any],
+                    baseline: Mapping[tuple[str, str], Mapping[str, Any]] | None) -> None:
+    """Set ``report["baseline"]`` (compared / missing / not requested) and
+    ``report["regressions"]`` from a loaded baseline (``None``: none asked for)."""
+    key = baseline_key(report)
+    if baseline is None:
+        report["baseline"], report["regressions"] = {"status": "not requested"}, []
+    elif key not in baseline:
+        report["baseline"] = {"status": "missing",
+                              "reason": f"the baseline has no run of scenario {key[0]!r} "
+                                        f"with agent {key[1]!r}"}
+        report["regressions"] = []
+    else:
+        report["regressions"] = compare_to_baseline(report["metrics"], baseline[key])
+        report["baseline"] = {"status": "regressed" if report["regressions"] else "matched"}
+
+
+def status(report: Mapping[str, Any]) -> str:
+    """One line: expectations (ok / FAIL / skipped, why / none set) and the
+    baseline comparison (matched / REGRESSED / missing) when one was asked for."""
+    parts = []
+    expectations = report.get("expectations", {"status": "none"})
+    if report["failures"]:
+        parts.append("FAIL: " + "; ".join(report["failures"]))
+    elif expectations["status"] == "passed":
+        parts.append("ok")
+    elif expectations["status"] == "skipped":
+        parts.append(f"expectations skipped ({expectations['reason']})")
+    else:
+        parts.append("no expectations")
+    base = report.get("baseline", {"status": "not requested"})
+    if report.get("regressions"):
+        parts.append("REGRESSED: " + "; ".join(report["regressions"]))
+    elif base["status"] == "matched":
+        parts.append("baseline matched")
+    elif base["status"] == "missing":
+        parts.append(f"NO BASELINE ({base['reason']})")
+    return "; ".join(parts)
+
+
+def failed(report: Mapping[str, Any]) -> bool:
+    """An expectation failed or a regression was flagged."""
+    return bool(report["failures"] or report.get("regressions"))
 
 
 def public(report: Mapping[str, Any]) -> dict[str, Any]:
@@ -240,44 +531,91 @@ def public(report: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in report.items() if not k.startswith("_")}
 
 
+def _groups(reports: list[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """Reports grouped by scenario (``"_group"`` when set, else the name), in
+    first-seen order."""
+    groups: dict[Any, list] = {}
+    for r in reports:
+        groups.setdefault(r.get("_group", r["scenario"]), []).append(r)
+    return list(groups.values())
+
+
 def markdown_table(reports: list[Mapping[str, Any]]) -> str:
-    """One row per (scenario, agent)."""
+    """One comparison table per scenario: a row per agent with success (95%
+    interval), mean steps ± SE, median steps, path efficiency and status."""
 
     def fmt(value: Any, spec: str) -> str:
         return "—" if value is None else format(value, spec)
 
-    lines = ["| scenario | agent | episodes | success (95% CI) | mean steps ± SE | median steps "
-             "| path efficiency | status |",
-             "|---|---|---:|---|---:|---:|---:|---|"]
+    sections = []
+    for group in _groups(reports):
+        first = group[0]
+        lines = [f"### {first['scenario']} ({first['preset']}, "
+                 f"{first['metrics']['episodes']} episodes, seed {first['seed']})", "",
+                 "| agent | episodes | success (95% CI) | mean steps ± SE | median steps "
+                 "| path efficiency | status |",
+                 "|---|---:|---|---:|---:|---:|---|"]
+        for r in group:
+            m = r["metrics"]
+            lo, hi = m["success_ci95"]
+            steps = fmt(m["mean_steps"], ".1f") + (f" ± {m['sem_steps']:.1f}"
+                                                   if m["sem_steps"] is not None else "")
+            agent = r["agent"]
+            name = agent.get("label") or agent["name"]
+            if name != agent["name"]:
+                name += f" ({agent['name']})"
+            lines.append(f"| {name} | {m['episodes']} | {m['success_rate']:.3f} "
+                         f"({lo:.3f}–{hi:.3f}) | {steps} | {fmt(m['median_steps'], '.0f')} | "
+                         f"{fmt(m['path_efficiency'], '.2f')} | {status(r)} |")
+        sections.append("\n".join(lines))
+    return "\n\n".join(sections)
+
+
+def output_stems(reports: list[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
+    """Safe, distinct file stems: one per report (``<scenario>__<agent>``) and
+    one per scenario group (``<scenario>``), in :func:`_groups` order."""
+    used: set[str] = set()
+
+    def unique(stem: str) -> str:
+        candidate, i = stem, 2
+        while candidate.lower() in used:
+            candidate, i = f"{stem}-{i}", i + 1
+        used.add(candidate.lower())
+        return candidate
+
+    groups = _groups(reports)
+    group_stems = [unique(safe_name(g[0]["scenario"])) for g in groups]
+    index = {id(r): (gi, g.index(r)) for gi, g in enumerate(groups) for r in g}
+    run_stems = []
     for r in reports:
-        m = r["metrics"]
-        lo, hi = m["success_ci95"]
-        status = "FAIL: " + "; ".join(r["failures"] + r.get("regressions", [])) \
-            if r["failures"] or r.get("regressions") else "ok"
-        steps = fmt(m["mean_steps"], ".1f") + (f" ± {m['sem_steps']:.1f}" if m["sem_steps"] else "")
-        lines.append(f"| {r['scenario']} | {r['agent']['name']} | {m['episodes']} | "
-                     f"{m['success_rate']:.3f} ({lo:.3f}–{hi:.3f}) | {steps} | "
-                     f"{fmt(m['median_steps'], '.0f')} | {fmt(m['path_efficiency'], '.2f')} | {status} |")
-    return "\n".join(lines)
+        gi, _ = index[id(r)]
+        agent = r["agent"].get("label") or r["agent"]["name"]
+        run_stems.append(unique(f"{group_stems[gi]}__{safe_name(agent)}"))
+    return run_stems, group_stems
 
 
-def write_outputs(reports: list[dict[str, Any]], out_dir: str, scale: int = 3) -> list[str]:
-    """JSON per report, ``summary.md`` and a trajectory PNG per report."""
-    from plume_jax.png import write_png
-    from plume_jax.render import render_frame
+def write_outputs(reports: list[dict[str, Any]], out_dir: str) -> list[str]:
+    """A JSON report per run, ``summary.md`` (a table per scenario) and a
+    comparison figure per scenario (``<scenario>.png``: success with 95%
+    intervals, mean steps ± SE, and a trajectory panel per agent). File
+    names are :func:`safe_name` forms of scenario and agent names, always
+    inside ``out_dir``."""
+    from plume_jax.evaluate.figures import scenario_figure
 
     os.makedirs(out_dir, exist_ok=True)
     written = []
-    for r in reports:
-        stem = os.path.join(out_dir, f"{r['scenario']}__{r['agent']['name']}")
-        with open(stem + ".json", "w") as f:
+    run_stems, group_stems = output_stems(reports)
+    for r, stem in zip(reports, run_stems):
+        path = os.path.join(out_dir, stem + ".json")
+        with open(path, "w", encoding="utf-8") as f:
             json.dump(public(r), f, indent=2)
-        res = r["_rollout"]
-        image = render_frame(r["_env"], res.final_plume, res.final_agent, r["_params"],
-                             trail=res.trajectory, trail_valid=res.trajectory_valid, scale=scale)
-        write_png(stem + ".png", np.asarray(image))
-        written += [stem + ".json", stem + ".png"]
-    with open(os.path.join(out_dir, "summary.md"), "w") as f:
+        written.append(path)
+    for group, stem in zip(_groups(reports), group_stems):
+        path = os.path.join(out_dir, stem + ".png")
+        scenario_figure(group).savefig(path, dpi=100)
+        written.append(path)
+    path = os.path.join(out_dir, "summary.md")
+    with open(path, "w", encoding="utf-8") as f:
         f.write(markdown_table(reports) + "\n")
-    written.append(os.path.join(out_dir, "summary.md"))
+    written.append(path)
     return written

@@ -3,7 +3,7 @@
 - :class:`PlumeGymEnv`: a ``gymnasium.Env`` with the contracts' lifecycle
   (:class:`EnvironmentState`), validation, seeding and rendering.
 - :class:`PlumeVectorEnv`: a ``gymnasium.vector.VectorEnv`` stepping N envs
-  in one compiled call (same-step autoreset).
+  in one compiled call (same-step or next-step autoreset).
 - :class:`PlumeSB3VecEnv`: an SB3 ``VecEnv`` doing the same; it lives in
   :mod:`plume_jax.gym.sb3` and is imported (with SB3) only on first access.
 

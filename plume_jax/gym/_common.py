@@ -10,9 +10,11 @@ compilation per function, whatever the params values.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import inspect
 import math
-from typing import Any
+from typing import Any, NamedTuple, Sequence
 
 import gymnasium
 import jax
@@ -20,14 +22,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from plume_jax import spaces as pj_spaces
-from plume_jax.actions import DiscreteGridActions
 from plume_jax.errors import ValidationError
-from plume_jax.render import render_frame
+from plume_jax.render import check_frame_size, render_frame
+from plume_jax.seeding import (SEED_LIMIT, check_seed, fresh_seed,  # noqa: F401  (the adapters' seeds)
+                               keys_from_seeds, seed_key)
+from plume_jax.settings import angle, grid_position
 from plume_jax.starts import FixedStart, FixedStartParams
-
-#: Largest seed accepted (exclusive). ``jax.random.key`` takes a 64-bit
-#: signed integer; Gymnasium's own seeding wants a non-negative one.
-SEED_LIMIT = 2**63
 
 #: Keys of the option dict accepted by ``reset(options=...)``.
 RESET_OPTIONS = ("start_position", "start_heading")
@@ -48,16 +48,10 @@ def to_gymnasium_space(space: Any) -> gymnasium.spaces.Space:
     if isinstance(space, pj_spaces.Box):
         return gymnasium.spaces.Box(low=space.low_array, high=space.high_array,
                                     shape=space.shape, dtype=np.float32)
-    dict_space = getattr(pj_spaces, "Dict", None)
-    if dict_space is not None and isinstance(space, dict_space):
+    if isinstance(space, pj_spaces.Dict):
         return gymnasium.spaces.Dict({k: to_gymnasium_space(v) for k, v in space.items()})
     raise TypeError(f"the Gymnasium layer cannot convert space {space!r}: "
                     "supported are plume_jax.spaces.Discrete, Box and Dict")
-
-
-def to_numpy(tree: Any) -> Any:
-    """Writable NumPy copies of every leaf of a (host) pytree."""
-    return jax.tree.map(np.array, tree)
 
 
 def batch_gymnasium_space(space: gymnasium.spaces.Space, n: int) -> gymnasium.spaces.Space:
@@ -69,16 +63,11 @@ def batch_gymnasium_space(space: gymnasium.spaces.Space, n: int) -> gymnasium.sp
 def integer_positions(env: Any) -> bool:
     """Whether the env's action model keeps the agent on integer cells.
 
-    Read from the action model's boolean ``on_grid`` attribute (part of the
-    action-model protocol); a model without one counts as on-grid only if it
-    is a ``DiscreteGridActions``. Decides whether ``agent_xy`` is reported as
-    ints and whether a start position given in ``reset(options=...)`` must
-    be an integer cell.
+    Read from the action model's ``on_grid`` (``ActionModel``, default
+    False). Decides whether ``agent_xy`` is reported as ints and whether a
+    start position given in ``reset(options=...)`` must be an integer cell.
     """
-    flag = getattr(env.actions, "on_grid", None)
-    if flag is not None:
-        return bool(flag)
-    return isinstance(env.actions, DiscreteGridActions)
+    return bool(env.actions.on_grid)
 
 
 def xy_tuple(xy: Any, as_int: bool) -> tuple:
@@ -96,22 +85,6 @@ def location_tuple(xy: Any) -> tuple:
     if x.is_integer() and y.is_integer():
         return (int(x), int(y))
     return (x, y)
-
-
-# -------------------------------------------------------------------- seeds
-def check_seed(seed: Any, name: str = "seed") -> int:
-    """A valid reset seed as a Python int, or ``ValidationError``."""
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise ValidationError.for_parameter(name, seed, f"None or an integer in [0, {SEED_LIMIT})")
-    seed = int(seed)
-    if not 0 <= seed < SEED_LIMIT:
-        raise ValidationError.for_parameter(name, seed, f"None or an integer in [0, {SEED_LIMIT})")
-    return seed
-
-
-def fresh_seed() -> int:
-    """A seed drawn from OS entropy, for a first reset without one."""
-    return int(np.random.SeedSequence().generate_state(1, np.uint32)[0])
 
 
 # ------------------------------------------------------------------ actions
@@ -149,7 +122,7 @@ def as_action_array(action: Any, shape: tuple[int, ...], allowed: str,
 
 # -------------------------------------------------------------- start option
 def fixed_start_env(env: Any) -> Any:
-    """A copy of ``env`` whose start distribution is ``FixedStart``.
+    """``env`` with a ``FixedStart`` start distribution (``dataclasses.replace``).
 
     Used to start an episode at a position given in ``reset(options=...)``
     with the env's own ``reset_env`` (same plume, sensor and key use). Its
@@ -161,26 +134,30 @@ def fixed_start_env(env: Any) -> Any:
 
 @functools.lru_cache(maxsize=64)
 def _fixed_start_env(env: Any) -> Any:
+    # NumPy placeholders: this may run while a compiled reset is traced
     params = env.default_params.replace(start=FixedStartParams(
-        position=jnp.zeros(2, jnp.float32), heading=jnp.zeros((), jnp.float32)))
-    settings = {**env.settings, "start": {"type": FixedStart.type_name}}
-    return type(env)(env.grid, env.plume, env.sensor, env.actions, env.reward, FixedStart(),
-                     params, settings)
+        position=np.zeros(2, np.float32), heading=np.zeros((), np.float32)))
+    return dataclasses.replace(env, start=FixedStart(), default_params=params,
+                               settings={**env.settings, "start": {"type": FixedStart.type_name}})
 
 
 def parse_reset_options(options: Any, env: Any) -> dict[str, Any]:
-    """Check the *form* of ``reset`` options; returns ``{}`` or
+    """Check ``reset`` options as settings are checked; returns ``{}`` or
     ``{"start_position": (x, y), "start_heading": float | None}``.
 
-    The checks that need the episode (inside the grid, outside the goal
-    region, integer cells) are made by :func:`check_start_position`.
+    ``start_position``: an ``(x, y)`` pair of real numbers (not strings, not
+    bools) inside the grid, on an integer cell for action models that keep
+    the agent on cells. ``start_heading``: a finite real number of radians
+    (the settings' ``angle`` check: very large values are wrapped into
+    ``[-pi, pi]``, so any finite value gives a finite float32 heading). The check that needs the episode (outside the goal region) is
+    :func:`check_start_outside_goal`.
     """
     if options is None:
         return {}
     if not isinstance(options, dict):
         raise ValidationError.for_parameter("options", options,
                                             f"None or a dict with keys among {list(RESET_OPTIONS)}")
-    unknown = sorted(set(options) - set(RESET_OPTIONS))
+    unknown = sorted(set(options) - set(RESET_OPTIONS), key=repr)
     if unknown:
         raise ValidationError.for_parameter(f"options[{unknown[0]!r}]", options[unknown[0]],
                                             f"a known option: one of {list(RESET_OPTIONS)}")
@@ -190,114 +167,255 @@ def parse_reset_options(options: Any, env: Any) -> dict[str, Any]:
             "to be given together with options['start_position']")
     if "start_position" not in options:
         return {}
-    position = options["start_position"]
-    allowed = "an (x, y) pair of finite numbers"
-    try:
-        xy = np.asarray(position, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValidationError.for_parameter("options['start_position']", position, allowed) from None
-    if xy.shape != (2,) or not np.all(np.isfinite(xy)) or np.asarray(position).dtype.kind == "b":
-        raise ValidationError.for_parameter("options['start_position']", position, allowed)
-    heading = options.get("start_heading")
-    if heading is not None:
-        if isinstance(heading, (bool, np.bool_)) or not isinstance(
-                heading, (int, float, np.integer, np.floating)) or not math.isfinite(float(heading)):
-            raise ValidationError.for_parameter("options['start_heading']", heading,
-                                                "None or a finite number (radians)")
-        heading = float(heading)
-    return {"start_position": (float(xy[0]), float(xy[1])), "start_heading": heading}
-
-
-def check_start_position(position: tuple[float, float], env: Any, goal: Any,
-                         goal_radius: float) -> None:
-    """``ValidationError`` unless ``position`` is a legal start: inside the
-    grid, farther than ``goal_radius`` from the goal, on an integer cell when
-    the action model keeps the agent on cells."""
     name = "options['start_position']"
-    x, y = position
-    w, h = env.grid.width, env.grid.height
-    if not (0.0 <= x <= w - 1 and 0.0 <= y <= h - 1):
-        raise ValidationError.for_parameter(
-            name, position, f"a position inside the grid, 0 <= x <= {w - 1}, 0 <= y <= {h - 1}")
+    position = options["start_position"]
+    if not isinstance(position, (tuple, list, np.ndarray)):
+        raise ValidationError.for_parameter(name, position,
+                                            "an (x, y) pair (a tuple, list or array)")
+    x, y = grid_position()(name, position, env.grid)
     if integer_positions(env) and not (x.is_integer() and y.is_integer()):
         raise ValidationError.for_parameter(
-            name, position, "integer cell coordinates (this action model keeps the agent on cells)")
+            name, options["start_position"],
+            "integer cell coordinates (this action model keeps the agent on cells)")
+    heading = options.get("start_heading")
+    if heading is not None:
+        heading = angle()("options['start_heading']", heading, env.grid)
+    return {"start_position": (x, y), "start_heading": heading}
+
+
+def check_start_outside_goal(position: tuple[float, float], goal: Any,
+                             goal_radius: float) -> None:
+    """``ValidationError`` unless ``position`` is farther than
+    ``goal_radius`` from ``goal`` (a start inside the goal region would end
+    the episode before its first step)."""
+    x, y = position
     gx, gy = (float(v) for v in np.asarray(goal).reshape(2))
     if math.hypot(x - gx, y - gy) <= goal_radius:
         raise ValidationError.for_parameter(
-            name, position,
+            "options['start_position']", position,
             f"a cell farther than goal_radius={goal_radius:g} from the goal ({gx:g}, {gy:g})")
 
 
 # --------------------------------------------------------- compiled functions
-def _start_summary(env: Any, state: Any, params: Any) -> jax.Array:
-    """f32[6]: agent position, goal location, source location (one array, so
-    that the host fetches one buffer instead of three)."""
+class StartView(NamedTuple):
+    """Where an episode starts: the agent's position (f32[2], or f32[A, 2]
+    for several agents), the goal and the source (f32[2] each)."""
+
+    agent_xy: jax.Array
+    goal_location: jax.Array
+    source_location: jax.Array
+
+
+class EpisodeView(NamedTuple):
+    """The episode's counters after a step (per agent where the state is):
+    ``step_count`` and ``episode_count`` i32, ``total_reward`` f32,
+    ``goal_reached`` bool, ``agent_xy`` f32[..., 2], ``distance_to_goal`` f32."""
+
+    step_count: jax.Array
+    episode_count: jax.Array
+    total_reward: jax.Array
+    goal_reached: jax.Array
+    agent_xy: jax.Array
+    distance_to_goal: jax.Array
+
+
+class ResetOutput(NamedTuple):
+    """What :func:`compiled_reset` returns: the advanced key, the first
+    observation and state of the episode, and its :class:`StartView`."""
+
+    key: jax.Array
+    obs: Any
+    state: Any
+    start: StartView
+
+
+class StepOutput(NamedTuple):
+    """What :func:`compiled_step` returns (one ``step_env``, no reset):
+    the advanced key, the observation and state after the step, its reward
+    and flags, ``done`` (whether the episode ended: ``env.episode_done``),
+    ``action_valid`` and the :class:`EpisodeView` after the step."""
+
+    key: jax.Array
+    obs: Any
+    state: Any
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    done: jax.Array
+    action_valid: jax.Array
+    view: EpisodeView
+
+
+def start_view(env: Any, state: Any, params: Any) -> StartView:
+    """The :class:`StartView` of an episode's first state."""
+    return StartView(agent_xy=state.agent.position,
+                     goal_location=env.goal_location(state.plume, params),
+                     source_location=env.plume.source_location(state.plume, params.plume))
+
+
+def episode_view(info: dict[str, Any]) -> EpisodeView:
+    """The :class:`EpisodeView` of a step, from the step's info."""
+    return EpisodeView(step_count=info["step_count"], episode_count=info["episode_count"],
+                       total_reward=info["total_reward"], goal_reached=info["goal_reached"],
+                       agent_xy=info["agent_xy"], distance_to_goal=info["distance_to_goal"])
+
+
+def state_view(env: Any, state: Any, params: Any) -> EpisodeView:
+    """The :class:`EpisodeView` of a (single-agent) state."""
     goal = env.goal_location(state.plume, params)
-    source = env.plume.source_location(state.plume, params.plume)
-    return jnp.concatenate([state.agent.position, goal, source]).astype(jnp.float32)
+    return EpisodeView(
+        step_count=state.step_count, episode_count=state.episode_count,
+        total_reward=state.total_reward, goal_reached=state.goal_reached,
+        agent_xy=state.agent.position,
+        distance_to_goal=jnp.linalg.norm(state.agent.position - goal).astype(jnp.float32))
 
 
-@functools.partial(jax.jit, static_argnames=("env",))
-def compiled_reset(env: Any, key: jax.Array, params: Any, episode_count: jax.Array):
-    """Advance the key stream once and start an episode with ``reset_env``.
+def pack_for_host(tree: Any) -> tuple[jax.Array, jax.Array]:
+    """Inside ``jit``: every leaf of ``tree`` raveled, in leaf order, into one
+    f32 buffer (floating leaves) and one i32 buffer (integer and bool leaves),
+    so that the host fetches two buffers whatever the tree."""
+    leaves = jax.tree.leaves(tree)
+    floats = [jnp.ravel(x).astype(jnp.float32) for x in leaves
+              if jnp.issubdtype(x.dtype, jnp.floating)]
+    ints = [jnp.ravel(x).astype(jnp.int32) for x in leaves
+            if not jnp.issubdtype(x.dtype, jnp.floating)]
+    return (jnp.concatenate(floats) if floats else jnp.zeros(0, jnp.float32),
+            jnp.concatenate(ints) if ints else jnp.zeros(0, jnp.int32))
 
-    Returns ``(next_key, obs, state, summary)``, ``summary`` f32[6]: agent
-    position, goal location, source location.
+
+class HostLayout(NamedTuple):
+    """Where each leaf of a tree packed by :func:`pack_for_host` lies:
+    ``slots[i] = (is_float, start, stop, shape, dtype)`` for leaf ``i``, and
+    the two buffers' sizes."""
+
+    treedef: Any
+    slots: tuple
+    num_floats: int
+    num_ints: int
+
+    @classmethod
+    def of(cls, like: Any) -> "HostLayout":
+        """The layout of a tree of ``jax.ShapeDtypeStruct`` (``jax.eval_shape``)."""
+        leaves, treedef = jax.tree.flatten(like)
+        slots, sizes = [], {True: 0, False: 0}
+        for leaf in leaves:
+            is_float = bool(jnp.issubdtype(leaf.dtype, jnp.floating))
+            size = math.prod(leaf.shape)
+            slots.append((is_float, sizes[is_float], sizes[is_float] + size, leaf.shape,
+                          np.dtype(leaf.dtype)))
+            sizes[is_float] += size
+        return cls(treedef, tuple(slots), sizes[True], sizes[False])
+
+    def unpack(self, floats: np.ndarray, ints: np.ndarray) -> Any:
+        """The packed tree as writable NumPy arrays, each its own copy."""
+        return jax.tree.unflatten(self.treedef, [
+            (floats if is_float else ints)[start:stop].reshape(shape).astype(dtype)
+            for is_float, start, stop, shape, dtype in self.slots])
+
+
+class HostCall:
+    """A jitted function of a ``PlumeEnv`` whose results the host reads.
+
+    ``parts(env, *arrays, **statics)`` returns a ``NamedTuple``; the fields
+    named in ``device_fields`` (keys, states) stay on the device, the others
+    (observations, rewards, flags, counters) come back as NumPy arrays,
+    fetched as two buffers (:func:`pack_for_host`): XLA's CPU client spends
+    tens of microseconds per fetched buffer, which would otherwise dominate
+    a one-env step. ``env`` and the keyword ``statics`` are static (an equal
+    env shares the compilation); calling returns the same ``NamedTuple``
+    type with device arrays and NumPy arrays in their fields.
+
+    The layout of the host fields is traced once (``jax.eval_shape``) per
+    env, statics and shape of the first array (a key, or a batch of keys),
+    and traced again if the packed sizes ever disagree with it.
     """
+
+    def __init__(self, parts: Any, device_fields: tuple[str, ...]) -> None:
+        self.parts = parts
+        self.device_fields = device_fields
+        statics = tuple(name for name, p in inspect.signature(parts).parameters.items()
+                        if p.kind is inspect.Parameter.KEYWORD_ONLY)
+
+        @functools.wraps(parts)
+        def split(env, *arrays, **kwargs):
+            out = parts(env, *arrays, **kwargs)
+            return ({name: getattr(out, name) for name in device_fields},
+                    pack_for_host(self._host_part(out)))
+
+        self.compiled = jax.jit(split, static_argnums=0, static_argnames=statics)
+        self._layouts: dict[tuple, HostLayout] = {}
+
+    def _host_part(self, out: Any) -> Any:
+        return out._replace(**{name: None for name in self.device_fields})
+
+    def layout(self, env: Any, *arrays: Any, **statics: Any) -> HostLayout:
+        """The :class:`HostLayout` of the host fields for these arguments."""
+        key = (env, np.shape(arrays[0]), tuple(sorted(statics.items())))
+        if key not in self._layouts:
+            self._layouts[key] = self._traced_layout(env, *arrays, **statics)
+        return self._layouts[key]
+
+    def _traced_layout(self, env: Any, *arrays: Any, **statics: Any) -> HostLayout:
+        if len(self._layouts) >= 64:
+            self._layouts.clear()
+        return HostLayout.of(self._host_part(jax.eval_shape(
+            functools.partial(self.parts, env, **statics), *arrays)))
+
+    def __call__(self, env: Any, *arrays: Any, **statics: Any) -> Any:
+        device, packed = self.compiled(env, *arrays, **statics)
+        floats, ints = jax.device_get(packed)
+        layout = self.layout(env, *arrays, **statics)
+        if (floats.size, ints.size) != (layout.num_floats, layout.num_ints):
+            layout = self._traced_layout(env, *arrays, **statics)
+        return layout.unpack(floats, ints)._replace(**device)
+
+
+def reset_parts(env: Any, key: jax.Array, params: Any, episode_count: jax.Array) -> ResetOutput:
+    """Advance the key stream once and start an episode with ``reset_env``."""
     key, sub = jax.random.split(key)
     obs, state = env.reset_env(sub, params)
     state = state.replace(episode_count=jnp.asarray(episode_count, jnp.int32))
-    return key, obs, state, _start_summary(env, state, params)
+    return ResetOutput(key, obs, state, start_view(env, state, params))
 
 
-@functools.partial(jax.jit, static_argnames=("env", "fixed_env"))
-def compiled_reset_at(env: Any, fixed_env: Any, key: jax.Array, params: Any,
-                      episode_count: jax.Array, position: jax.Array, heading: jax.Array,
-                      use_drawn_heading: jax.Array):
-    """Like :func:`compiled_reset` with the start position given.
-
-    The same subkey as an ordinary reset is used, so the plume, the sensor
-    and the rest of the key stream are those of ``reset`` with the same
-    seed; the heading is the one the env's own start distribution would have
-    drawn when ``use_drawn_heading`` is True.
-    """
+def reset_at_parts(env: Any, key: jax.Array, params: Any, episode_count: jax.Array,
+              position: jax.Array, heading: jax.Array, use_drawn_heading: jax.Array
+              ) -> ResetOutput:
+    """:func:`reset_parts` with the start position given (see ``compiled_reset_at``)."""
     key, sub = jax.random.split(key)
     _, drawn = env.reset_env(sub, params)
     heading = jnp.where(use_drawn_heading, drawn.agent.heading, heading).astype(jnp.float32)
     fixed = params.replace(start=FixedStartParams(position=position.astype(jnp.float32),
                                                   heading=heading))
-    obs, state = fixed_env.reset_env(sub, fixed)
+    obs, state = fixed_start_env(env).reset_env(sub, fixed)
     state = state.replace(episode_count=jnp.asarray(episode_count, jnp.int32))
-    return key, obs, state, _start_summary(env, state, params)
+    return ResetOutput(key, obs, state, start_view(env, state, params))
 
 
-@functools.partial(jax.jit, static_argnames=("env",))
-def compiled_step(env: Any, key: jax.Array, state: Any, action: Any, params: Any):
-    """Advance the key stream once and take one ``step_env`` (no auto-reset).
-
-    Returns ``(next_key, obs, next_state, floats, ints)``: ``floats`` f32[5]
-    is reward, total_reward, distance_to_goal, agent x, agent y; ``ints``
-    i32[5] is terminated, truncated, action_valid, goal_reached,
-    step_count (packed so that the host fetches two small buffers).
-    """
+def step_parts(env: Any, key: jax.Array, state: Any, action: Any, params: Any) -> StepOutput:
+    """Advance the key stream once and take one ``step_env`` (no auto-reset)."""
     key, sub = jax.random.split(key)
     obs, new_state, reward, terminated, truncated, info = env.step_env(sub, state, action, params)
-    return (key, obs, new_state) + pack_step(reward, terminated, truncated, info)
+    return StepOutput(key=key, obs=obs, state=new_state, reward=reward, terminated=terminated,
+                      truncated=truncated, done=env.episode_done(terminated, truncated, info),
+                      action_valid=info["action_valid"], view=episode_view(info))
 
 
-def pack_step(reward: Any, terminated: Any, truncated: Any, info: dict) -> tuple:
-    """``(floats f32[5], ints i32[5])`` of one step (see :func:`compiled_step`)."""
-    floats = jnp.stack([jnp.asarray(reward, jnp.float32),
-                        jnp.asarray(info["total_reward"], jnp.float32),
-                        jnp.asarray(info["distance_to_goal"], jnp.float32),
-                        info["agent_xy"][0].astype(jnp.float32),
-                        info["agent_xy"][1].astype(jnp.float32)])
-    ints = jnp.stack([jnp.asarray(terminated, jnp.int32), jnp.asarray(truncated, jnp.int32),
-                      jnp.asarray(info["action_valid"], jnp.int32),
-                      jnp.asarray(info["goal_reached"], jnp.int32),
-                      jnp.asarray(info["step_count"], jnp.int32)])
-    return floats, ints
+#: ``compiled_reset(env, key, params, episode_count) -> ResetOutput``: advance
+#: the key stream once and start an episode with ``reset_env``.
+compiled_reset = HostCall(reset_parts, ("key", "state"))
+
+#: ``compiled_reset_at(env, key, params, episode_count, position, heading,
+#: use_drawn_heading) -> ResetOutput``: like ``compiled_reset`` with the start
+#: position given (``fixed_start_env``). The same subkey as an ordinary reset
+#: is used, so the plume, the sensor and the rest of the key stream are those
+#: of ``reset`` with the same seed; the heading is the one the env's own start
+#: distribution would have drawn when ``use_drawn_heading`` is True.
+compiled_reset_at = HostCall(reset_at_parts, ("key", "state"))
+
+#: ``compiled_step(env, key, state, action, params) -> StepOutput``: advance
+#: the key stream once and take one ``step_env`` (no auto-reset).
+compiled_step = HostCall(step_parts, ("key", "state"))
 
 
 @functools.partial(jax.jit, static_argnames=("env", "scale"))
@@ -311,7 +429,9 @@ def compiled_render(env: Any, scale: int, plume_state: Any, agent: Any, params: 
 @functools.partial(jax.jit, static_argnames=("env", "scale"))
 def compiled_render_batch(env: Any, scale: int, plume_state: Any, agent: Any, params: Any,
                           trail: jax.Array, trail_valid: jax.Array) -> jax.Array:
-    """``render_frame`` vmapped over a batch of states and trails."""
+    """``render_frame`` vmapped over a batch of states and trails (all
+    frames together at most :data:`~plume_jax.render.MAX_FRAME_PIXELS`)."""
+    check_frame_size(env.grid, scale, frames=trail.shape[0], name="render_scale")
     return jax.vmap(lambda p, a, t, v: render_frame(env, p, a, params, trail=t, trail_valid=v,
                                                     scale=scale))(plume_state, agent, trail,
                                                                   trail_valid)

@@ -5,15 +5,24 @@ The engine behind :class:`~plume_jax.gym.PlumeVectorEnv` and
 the per-env key streams on the device and returns NumPy arrays.
 
 Per env, the key stream is exactly :class:`~plume_jax.gym.PlumeGymEnv`'s:
-a seeded reset starts at ``jax.random.key(seed)``, and every step and every
-reset takes ``key, sub = jax.random.split(key)``. An episode that ends is
-reset *in the same compiled call* (same-step auto-reset) with the next
-subkey, through the functional core's cheap ``auto_reset``. For a static
-plume (``PlumeNav-Gaussian-v0``) env ``i`` of a batch seeded with ``s``
-therefore follows the same trajectory as a ``PlumeGymEnv`` reset with seed
-``s + i`` and re-``reset()`` without a seed after each episode, given the
-same actions. A dynamic plume keeps running across auto-resets
-(``plume.reinit``) instead of being re-initialised as ``reset`` does.
+a seeded reset starts at ``seed_key(seed)``, and every step and every reset
+takes ``key, sub = jax.random.split(key)``. Episodes that end are reset
+through the functional core's cheap ``auto_reset``, either in the same
+compiled call (same-step autoreset) or in the next one, in place of a step
+(next-step autoreset, Gymnasium's default); either way with the next subkey
+of their stream, so both modes give each env the same episodes. For a
+static plume (``PlumeNav-Gaussian-v0``) env ``i`` of a batch seeded with
+``s`` therefore follows the same trajectory as a ``PlumeGymEnv`` reset with
+seed ``s + i`` and re-``reset()`` without a seed after each episode, given
+the same actions (what Gymnasium's ``SyncVectorEnv`` over ``PlumeGymEnv`` instances
+does). A dynamic plume keeps running across auto-resets (``plume.reinit``)
+instead of being re-initialised as ``reset`` does.
+
+Only the envs that ended are reset (:func:`plume_jax.autoreset.reset_where`:
+at most ``max_resets`` gathered, reset and scattered back, the whole batch
+when more end at once); the results are those of resetting every env
+speculatively (``speculative=True``, the reference the tests compare with),
+keys, states, counts and flags exactly, floats up to rounding.
 """
 
 from __future__ import annotations
@@ -24,65 +33,122 @@ from typing import Any, NamedTuple, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+from gymnasium.vector import AutoresetMode
 
+from plume_jax.autoreset import (default_max_resets, reset_if, reset_where, step_then_reset,
+                                 step_then_reset_batch)
 from plume_jax.errors import StateError, ValidationError
-from plume_jax.gym import _common as C
+from plume_jax.gym import _common as common
+from plume_jax.render import check_frame_size
 
-def _select(mask: jax.Array, new: Any, old: Any) -> Any:
-    return jax.tree.map(lambda a, b: jnp.where(mask, a, b), new, old)
-
-
-@functools.partial(jax.jit, static_argnames=("env",))
-def compiled_batch_reset(env: Any, keys: jax.Array, params: Any, episode_count: jax.Array):
-    """Vmapped :func:`~plume_jax.gym._common.compiled_reset`."""
-    return jax.vmap(lambda k, e: C.compiled_reset(env, k, params, e))(keys, episode_count)
+#: The autoreset modes :class:`BatchCore` implements.
+AUTORESET_MODES = (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP)
 
 
-@functools.partial(jax.jit, static_argnames=("env",))
-def compiled_batch_step(env: Any, keys: jax.Array, state: Any, actions: Any, params: Any):
-    """One step of every env, with same-step auto-reset of those that end.
+def _select_rows(mask: jax.Array, new: Any, old: Any) -> Any:
+    """Per-env choice between two batched pytrees (``mask`` bool[N])."""
+    return jax.tree.map(
+        lambda a, b: jnp.where(mask.reshape(mask.shape + (1,) * (a.ndim - 1)), a, b), new, old)
 
-    Returns ``(next_keys, next_state, obs, final_obs, floats, ints)``:
-    ``obs`` describes each env after the step (a fresh episode where one
-    ended), ``final_obs`` the step itself. ``floats`` f32[N, 9] packs the
-    step's reward, total_reward, distance_to_goal, agent x, agent y, then the
-    env's current total_reward, distance_to_goal, agent x, agent y; ``ints``
-    i32[N, 9] packs the step's terminated, truncated, action_valid,
-    goal_reached, step_count, episode_count, then the current goal_reached,
-    step_count, episode_count (two buffers for the host to fetch).
+
+def _split_each(keys: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``key, sub = jax.random.split(key)`` for every key of a batch."""
+    both = jax.vmap(jax.random.split)(keys)
+    return both[:, 0], both[:, 1]
+
+
+class BatchStepOutput(NamedTuple):
+    """What one compiled batch step returns (leading axis N on every leaf).
+
+    ``keys`` and ``state`` continue each env's stream and episode; ``obs``
+    describes each env after the call (a fresh episode where one was reset);
+    ``final_obs`` the step itself; ``reward``, ``terminated``,
+    ``truncated``, ``done`` (either) and ``action_valid`` the step;
+    ``final`` the :class:`~plume_jax.gym._common.EpisodeView` of the step,
+    ``now`` that of the env after the call; ``was_reset`` which envs started
+    a new episode in this call.
     """
 
-    def one(key, state, action):
-        key, sub = jax.random.split(key)
-        obs, stepped, reward, terminated, truncated, info = env.step_env(sub, state, action, params)
-        done = jnp.logical_or(terminated, truncated)
-        key_after_reset, sub_reset = jax.random.split(key)
-        obs_reset, fresh = env.auto_reset(sub_reset, stepped, params)
-        next_key = jnp.where(done, key_after_reset, key)
-        next_state = _select(done, fresh, stepped)
-        next_obs = _select(done, obs_reset, obs)
-        goal = env.goal_location(next_state.plume, params)
-        position = next_state.agent.position.astype(jnp.float32)
-        step_f, step_i = C.pack_step(reward, terminated, truncated, info)
-        floats = jnp.concatenate([step_f, jnp.stack([
-            next_state.total_reward.astype(jnp.float32),
-            jnp.linalg.norm(position - goal).astype(jnp.float32)]), position])
-        ints = jnp.concatenate([step_i, jnp.stack([
-            jnp.asarray(info["episode_count"], jnp.int32),
-            next_state.goal_reached.astype(jnp.int32),
-            next_state.step_count.astype(jnp.int32),
-            next_state.episode_count.astype(jnp.int32)])])
-        return next_key, next_state, next_obs, obs, floats, ints
-
-    return jax.vmap(one)(keys, state, actions)
+    keys: jax.Array
+    state: Any
+    obs: Any
+    final_obs: Any
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    done: jax.Array
+    action_valid: jax.Array
+    final: common.EpisodeView
+    now: common.EpisodeView
+    was_reset: jax.Array
 
 
-def keys_from_seeds(seeds: Sequence[int]) -> jax.Array:
-    """``jax.random.key(s)`` for each seed, stacked (one call when all < 2**32)."""
-    seeds = [int(s) for s in seeds]
-    if all(0 <= s < 2**32 for s in seeds):
-        return jax.vmap(jax.random.key)(np.asarray(seeds, np.uint32))
-    return jnp.stack([jax.random.key(s) for s in seeds])
+def batch_reset_parts(env: Any, keys: jax.Array, params: Any, episode_count: jax.Array
+                      ) -> common.ResetOutput:
+    """Vmapped :func:`~plume_jax.gym._common.reset_parts`."""
+    return jax.vmap(lambda k, e: common.reset_parts(env, k, params, e))(keys, episode_count)
+
+
+def same_step_parts(env: Any, keys: jax.Array, state: Any, actions: Any, params: Any, *,
+                    max_resets: int, speculative: bool = False) -> BatchStepOutput:
+    """One step of every env; those that end are reset in the same call,
+    with the subkey that follows the step's in their stream.
+
+    ``speculative``: compute the reset for every env and select (the
+    reference path) instead of only for those that ended.
+    """
+    keys, sub = _split_each(keys)
+    keys_after_reset, sub_reset = _split_each(keys)
+    if speculative:
+        out = jax.vmap(functools.partial(step_then_reset, env), in_axes=(0, 0, 0, 0, None))(
+            sub, sub_reset, state, actions, params)
+    else:
+        out = step_then_reset_batch(env, sub, sub_reset, state, actions, params, max_resets)
+    done = out.terminated | out.truncated
+    return BatchStepOutput(
+        keys=jax.vmap(lambda d, a, b: jnp.where(d, a, b))(done, keys_after_reset, keys),
+        state=out.state, obs=out.obs, final_obs=out.info["final_observation"],
+        reward=out.reward, terminated=out.terminated, truncated=out.truncated, done=done,
+        action_valid=out.info["action_valid"], final=common.episode_view(out.info),
+        now=jax.vmap(common.state_view, in_axes=(None, 0, None))(env, out.state, params),
+        was_reset=done)
+
+
+def next_step_parts(env: Any, keys: jax.Array, state: Any, actions: Any, pending: jax.Array,
+                    params: Any, *, max_resets: int, speculative: bool = False
+                    ) -> BatchStepOutput:
+    """Next-step autoreset: the envs whose episode ended in the previous call
+    (``pending``, bool[N]) start a new one, ignoring their action (reward 0,
+    flags False); the others step. Each takes one subkey of its stream.
+
+    ``speculative``: as for :func:`same_step_parts`.
+    """
+    keys, sub = _split_each(keys)
+    obs, stepped, reward, terminated, truncated, info = jax.vmap(
+        env.step_env, in_axes=(0, 0, 0, None))(sub, state, actions, params)
+    ended = _select_rows(pending, state, stepped)  # a pending env resets its ended episode
+    if speculative:
+        obs_next, state_next = jax.vmap(functools.partial(reset_if, env),
+                                        in_axes=(0, 0, 0, 0, None))(pending, sub, obs, ended,
+                                                                    params)
+    else:
+        obs_next, state_next = reset_where(env, pending, sub, obs, ended, params, max_resets)
+    terminated = terminated & ~pending
+    truncated = truncated & ~pending
+    return BatchStepOutput(
+        keys=keys, state=state_next, obs=obs_next, final_obs=obs,
+        reward=jnp.where(pending, 0.0, reward).astype(jnp.float32), terminated=terminated,
+        truncated=truncated, done=terminated | truncated,
+        action_valid=info["action_valid"] | pending, final=common.episode_view(info),
+        now=jax.vmap(common.state_view, in_axes=(None, 0, None))(env, state_next, params),
+        was_reset=pending)
+
+
+#: The compiled batch calls (:class:`~plume_jax.gym._common.HostCall`: keys and
+#: states stay on the device, the rest comes back as NumPy in two buffers).
+compiled_batch_reset = common.HostCall(batch_reset_parts, ("key", "state"))
+compiled_same_step = common.HostCall(same_step_parts, ("keys", "state"))
+compiled_next_step = common.HostCall(next_step_parts, ("keys", "state"))
 
 
 def row(tree: Any, i: int) -> Any:
@@ -90,8 +156,29 @@ def row(tree: Any, i: int) -> Any:
     return jax.tree.map(lambda x: x[i], tree)
 
 
+def view_arrays(view: common.EpisodeView, integer_xy: bool) -> dict[str, np.ndarray]:
+    """A host :class:`~plume_jax.gym._common.EpisodeView` as the vector info's
+    arrays: int64 counts, float64 rewards and distances, bool flags,
+    ``agent_xy`` int64 (integer cells) or float64."""
+    return {
+        "step_count": np.asarray(view.step_count, np.int64),
+        "episode_count": np.asarray(view.episode_count, np.int64),
+        "total_reward": np.asarray(view.total_reward, np.float64),
+        "goal_reached": np.asarray(view.goal_reached, bool),
+        "agent_xy": _xy(view.agent_xy, integer_xy),
+        "distance_to_goal": np.asarray(view.distance_to_goal, np.float64),
+    }
+
+
+def _xy(xy: np.ndarray, integer_xy: bool) -> np.ndarray:
+    if integer_xy:
+        return np.rint(xy).astype(np.int64)
+    return np.asarray(xy, np.float64)
+
+
 class StepResult(NamedTuple):
-    """NumPy results of one batched step (see :func:`compiled_batch_step`)."""
+    """NumPy results of one batched step (see :class:`BatchStepOutput`):
+    ``info`` describes each env after the call, ``final_info`` the step."""
 
     obs: np.ndarray
     final_obs: np.ndarray
@@ -108,30 +195,45 @@ class BatchCore:
     Args:
         env, params: the functional env and its (shared) params.
         num_envs: batch size (>= 1).
-        track_trail: keep each env's recent positions for rendering
-            (``trail_length`` of them).
+        autoreset_mode: ``AutoresetMode.SAME_STEP`` or ``NEXT_STEP``.
+        render_scale: pixels per cell of rendered frames, or None when the
+            batch is never rendered; with a scale, each env's recent
+            positions are kept (``trail_length`` of them) and the ``N``
+            frames must fit :data:`~plume_jax.render.MAX_FRAME_PIXELS`.
     """
 
-    def __init__(self, env: Any, params: Any, num_envs: int, *, track_trail: bool = False,
-                 trail_length: int = 50) -> None:
+    def __init__(self, env: Any, params: Any, num_envs: int, *,
+                 autoreset_mode: AutoresetMode = AutoresetMode.SAME_STEP,
+                 render_scale: int | None = None, trail_length: int = 50) -> None:
         if isinstance(num_envs, (bool, np.bool_)) or not isinstance(num_envs, (int, np.integer)) \
                 or num_envs < 1:
             raise ValidationError.for_parameter("num_envs", num_envs, "an integer >= 1")
+        if autoreset_mode not in AUTORESET_MODES:
+            raise ValidationError.for_parameter(
+                "autoreset_mode", autoreset_mode,
+                f"one of {[m.value for m in AUTORESET_MODES]} (AutoresetMode.SAME_STEP or "
+                "AutoresetMode.NEXT_STEP)")
         self.env = env
         self.params = env.default_params if params is None else params
         self.num_envs = int(num_envs)
-        self.single_action_space = C.to_gymnasium_space(env.actions.action_space)
-        self.single_observation_space = C.to_gymnasium_space(
+        self.autoreset_mode = autoreset_mode
+        self.max_resets = default_max_resets(self.num_envs)
+        self.single_action_space = common.to_gymnasium_space(env.actions.action_space)
+        self.single_observation_space = common.to_gymnasium_space(
             env.sensor.observation_space(self.params.sensor))
-        shape, allowed = C.action_template(self.single_action_space)
+        shape, allowed = common.action_template(self.single_action_space)
         self._action_shape = (self.num_envs, *shape)
         self._action_allowed = f"an array of shape {self._action_shape}, each entry {allowed}"
-        self.integer_xy = C.integer_positions(env)
+        self.integer_xy = common.integer_positions(env)
         self.keys: jax.Array | None = None
         self.state: Any = None
+        self._pending = np.zeros(self.num_envs, bool)
         self.closed = False
-        self.track_trail = bool(track_trail)
-        self.trail_length = max(C.check_trail_length(trail_length), 1)
+        self.render_scale = render_scale
+        self.track_trail = render_scale is not None
+        if self.track_trail:
+            check_frame_size(env.grid, render_scale, frames=self.num_envs, name="render_scale")
+        self.trail_length = max(common.check_trail_length(trail_length), 1)
         self.trail = np.zeros((self.num_envs, self.trail_length, 2), np.float32)
         self.trail_valid = np.zeros((self.num_envs, self.trail_length), bool)
         self._trail_next = np.zeros(self.num_envs, np.int64)
@@ -143,10 +245,11 @@ class BatchCore:
         if seed is None:
             return [None] * self.num_envs
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
-            base = C.check_seed(seed)
-            return [C.check_seed(base + i) for i in range(self.num_envs)]
+            base = common.check_seed(seed)
+            return [common.check_seed(base + i) for i in range(self.num_envs)]
         if isinstance(seed, (list, tuple, np.ndarray)) and len(seed) == self.num_envs:
-            return [None if s is None else C.check_seed(s, f"seed[{i}]") for i, s in enumerate(seed)]
+            return [None if s is None else common.check_seed(s, f"seed[{i}]")
+                    for i, s in enumerate(seed)]
         raise ValidationError.for_parameter(
             "seed", seed, f"None, an integer, or a sequence of {self.num_envs} integers/None")
 
@@ -161,42 +264,50 @@ class BatchCore:
             raise StateError("reset() called on a closed vector environment; create a new one")
         seeds = list(seeds)
         if self.keys is None and any(s is None for s in seeds):
-            base = C.fresh_seed()
+            base = common.fresh_seed()
             seeds = [base + i if s is None else s for i, s in enumerate(seeds)]
         given = np.asarray([s is not None for s in seeds])
         if given.all():
-            keys = keys_from_seeds(seeds)
+            keys = common.keys_from_seeds(seeds)
             episode = np.ones(self.num_envs, np.int32)
         else:
             keys = self.keys
             episode = np.asarray(jax.device_get(self.state.episode_count), np.int32) + 1
             if given.any():
                 idx = np.flatnonzero(given)
-                keys = keys.at[idx].set(keys_from_seeds([seeds[i] for i in idx]))
+                keys = keys.at[idx].set(common.keys_from_seeds([seeds[i] for i in idx]))
                 episode[idx] = 1
-        keys, obs, state, summary = compiled_batch_reset(self.env, keys, self.params,
-                                                         jnp.asarray(episode))
-        obs, summary = jax.device_get((obs, summary))
-        agent_xy, goal, source = summary[:, 0:2], summary[:, 2:4], summary[:, 4:6]
-        self.keys, self.state = keys, state
+        out = compiled_batch_reset(self.env, keys, self.params, jnp.asarray(episode))
+        self.keys, self.state = out.key, out.state
+        self._pending[:] = False
         if self.track_trail:
             self.trail_valid[:] = False
             self._trail_next[:] = 0
-            self._push_trail(agent_xy, np.ones(self.num_envs, bool))
+            self._push_trail(out.start.agent_xy)
         n = self.num_envs
         info = {
             "step_count": np.zeros(n, np.int64),
             "episode_count": episode.astype(np.int64),
             "total_reward": np.zeros(n, np.float64),
             "goal_reached": np.zeros(n, bool),
-            "agent_xy": self._xy(agent_xy),
+            "agent_xy": _xy(out.start.agent_xy, self.integer_xy),
             "seed": np.asarray([s if g else None for s, g in zip(seeds, given)], dtype=object),
-            "goal_location": np.asarray(goal, np.float64),
-            "source_location": np.asarray(source, np.float64),
+            "goal_location": np.asarray(out.start.goal_location, np.float64),
+            "source_location": np.asarray(out.start.source_location, np.float64),
         }
-        return C.to_numpy(obs), info, [s if g else None for s, g in zip(seeds, given)]
+        return out.obs, info, [s if g else None for s, g in zip(seeds, given)]
 
     # ------------------------------------------------------------------- step
+    def compiled_step(self, actions: Any, *, speculative: bool = False) -> BatchStepOutput:
+        """The compiled call of one step from the current keys and state (no
+        checks, nothing committed); ``speculative`` selects the reference path."""
+        statics = {"max_resets": self.max_resets, "speculative": speculative}
+        if self.autoreset_mode is AutoresetMode.NEXT_STEP:
+            return compiled_next_step(self.env, self.keys, self.state, actions, self._pending,
+                                      self.params, **statics)
+        return compiled_same_step(self.env, self.keys, self.state, actions, self.params,
+                                  **statics)
+
     def step(self, actions: Any) -> StepResult:
         """Step every env; raises ``ValidationError`` (changing nothing) if
         any action is invalid."""
@@ -204,67 +315,44 @@ class BatchCore:
             raise StateError("step() called on a closed vector environment; create a new one")
         if self.state is None:
             raise StateError("step() called before reset(); call reset() first")
-        arr = C.as_action_array(actions, self._action_shape, self._action_allowed, "actions")
-        keys, state, obs, final_obs, floats, ints = compiled_batch_step(
-            self.env, self.keys, self.state, arr, self.params)
-        obs, final_obs, floats, ints = jax.device_get((obs, final_obs, floats, ints))
-        valid = ints[:, 2].astype(bool)
-        if not valid.all():
-            bad = np.flatnonzero(~valid)
+        arr = common.as_action_array(actions, self._action_shape, self._action_allowed, "actions")
+        out = self.compiled_step(arr)
+        if not out.action_valid.all():
+            bad = np.flatnonzero(~out.action_valid)
             raise ValidationError.for_parameter(
                 f"actions[{int(bad[0])}]", np.asarray(actions)[bad[0]],
-                f"{C.action_template(self.single_action_space)[1]} "
+                f"{common.action_template(self.single_action_space)[1]} "
                 f"(invalid at indices {bad.tolist()[:10]})")
-        self.keys, self.state = keys, state
-        terminated, truncated = ints[:, 0].astype(bool), ints[:, 1].astype(bool)
-        done = terminated | truncated
-        now_xy = floats[:, 7:9]
+        self.keys, self.state = out.keys, out.state
+        self._pending = out.done
+        info = view_arrays(out.now, self.integer_xy)
         if self.track_trail:
-            if done.any():
-                self.trail_valid[done] = False
-                self._trail_next[done] = 0
-            self._push_trail(now_xy, np.ones(self.num_envs, bool))
-        final_info = {
-            "step_count": ints[:, 4].astype(np.int64),
-            "episode_count": ints[:, 5].astype(np.int64),
-            "total_reward": floats[:, 1].astype(np.float64),
-            "goal_reached": ints[:, 3].astype(bool),
-            "agent_xy": self._xy(floats[:, 3:5]),
-            "distance_to_goal": floats[:, 2].astype(np.float64),
-        }
-        info = {
-            "step_count": ints[:, 7].astype(np.int64),
-            "episode_count": ints[:, 8].astype(np.int64),
-            "total_reward": floats[:, 5].astype(np.float64),
-            "goal_reached": ints[:, 6].astype(bool),
-            "agent_xy": self._xy(now_xy),
-            "distance_to_goal": floats[:, 6].astype(np.float64),
-        }
-        return StepResult(obs=C.to_numpy(obs), final_obs=C.to_numpy(final_obs),
-                          reward=floats[:, 0].copy(), terminated=terminated, truncated=truncated,
-                          info=info, final_info=final_info)
-
-    def _xy(self, xy: np.ndarray) -> np.ndarray:
-        if self.integer_xy:
-            return np.rint(xy).astype(np.int64)
-        return np.asarray(xy, np.float64)
+            if out.was_reset.any():
+                self.trail_valid[out.was_reset] = False
+                self._trail_next[out.was_reset] = 0
+            self._push_trail(out.now.agent_xy)
+        return StepResult(obs=out.obs, final_obs=out.final_obs,
+                          reward=out.reward, terminated=out.terminated,
+                          truncated=out.truncated, info=info,
+                          final_info=view_arrays(out.final, self.integer_xy))
 
     # -------------------------------------------------------------- rendering
-    def _push_trail(self, xy: np.ndarray, mask: np.ndarray) -> None:
-        rows = np.flatnonzero(mask)
-        cols = self._trail_next[rows]
-        self.trail[rows, cols] = np.asarray(xy, np.float32)[rows]
+    def _push_trail(self, xy: np.ndarray) -> None:
+        cols = self._trail_next
+        rows = np.arange(self.num_envs)
+        self.trail[rows, cols] = np.asarray(xy, np.float32)
         self.trail_valid[rows, cols] = True
-        self._trail_next[rows] = (cols + 1) % self.trail_length
+        self._trail_next = (cols + 1) % self.trail_length
 
-    def render(self, scale: int) -> np.ndarray:
-        """uint8[N, H * scale, W * scale, 3], every env's current frame."""
+    def render(self) -> np.ndarray:
+        """uint8[N, H * render_scale, W * render_scale, 3], every env's current frame."""
         if self.closed:
             raise StateError("render() called on a closed vector environment")
         if self.state is None:
             raise StateError("render() called before reset(); there is nothing to draw yet")
-        frames = C.compiled_render_batch(self.env, scale, self.state.plume, self.state.agent,
-                                         self.params, self.trail, self.trail_valid)
+        frames = common.compiled_render_batch(self.env, self.render_scale, self.state.plume,
+                                              self.state.agent, self.params, self.trail,
+                                              self.trail_valid)
         return np.array(frames)
 
     def close(self) -> None:

@@ -17,7 +17,9 @@ Actions
     ``jit`` the core executes such an action as ``noop`` instead.)
 
 Seeding
-    ``reset(seed=s)`` starts a key stream at ``jax.random.key(s)``; every
+    ``reset(seed=s)``, ``s`` in ``[0, 2**63)``, starts a key stream at
+    ``jax.random.key(s)`` for ``s < 2**32``; a larger seed's high bits are
+    folded in (``_common.seed_key``), so every bit counts; every
     ``reset`` and ``step`` takes the next subkey of the stream
     (``key, sub = jax.random.split(key)``). ``reset()`` without a seed
     continues the stream, so ``reset(seed=s)`` followed by any sequence of
@@ -31,9 +33,11 @@ Info (Python types, exactly the contract's keys)
     ``goal_reached``, ``agent_xy``, ``seed`` (the seed that started this
     episode's stream at this reset, None when the stream was continued),
     ``goal_location``, ``source_location``. ``step``: the five stable keys
-    and ``distance_to_goal``. ``agent_xy`` is a tuple of ints for action
-    models that keep the agent on cells, floats otherwise; locations are
-    ints when they are whole cells.
+    and ``distance_to_goal``, plus ``is_success`` (goal reached) on the step
+    that ends an episode, where SB3's ``Monitor`` and success-rate logging
+    read it. ``agent_xy`` is a tuple of ints for action models that keep the
+    agent on cells, floats otherwise; locations are ints when they are whole
+    cells.
 
 Compilation
     ``reset_env`` and ``step_env`` (the core's step *without* auto-reset)
@@ -52,8 +56,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from plume_jax.errors import StateError, ValidationError
-from plume_jax.gym import _common as C
+from plume_jax.gym import _common as common
 from plume_jax.gym.viewer import HumanViewer
+from plume_jax.multi_agent import MultiAgentPlumeEnv
+from plume_jax.render import check_frame_size
 
 
 class EnvironmentState(enum.Enum):
@@ -95,7 +101,7 @@ class PlumeGymEnv(gymnasium.Env):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValidationError.for_parameter(
                 "render_mode", render_mode, f"None or one of {self.metadata['render_modes']}")
-        if getattr(env, "num_agents", None) is not None:
+        if isinstance(env, MultiAgentPlumeEnv):
             raise ValidationError.for_parameter(
                 "env", f"MultiAgentPlumeEnv(num_agents={env.num_agents})",
                 "a single-agent env (for several agents use "
@@ -103,13 +109,15 @@ class PlumeGymEnv(gymnasium.Env):
         self.env = env
         self.params = env.default_params if params is None else params
         self.render_mode = render_mode
-        self.render_scale = C.check_scale(render_scale)
-        self.trail_length = C.check_trail_length(trail_length)
-        self.action_space = C.to_gymnasium_space(env.actions.action_space)
-        self.observation_space = C.to_gymnasium_space(
+        self.render_scale = common.check_scale(render_scale)
+        if render_mode is not None:
+            check_frame_size(env.grid, self.render_scale, name="render_scale")
+        self.trail_length = common.check_trail_length(trail_length)
+        self.action_space = common.to_gymnasium_space(env.actions.action_space)
+        self.observation_space = common.to_gymnasium_space(
             env.sensor.observation_space(self.params.sensor))
-        self._action_shape, self._action_allowed = C.action_template(self.action_space)
-        self._integer_xy = C.integer_positions(env)
+        self._action_shape, self._action_allowed = common.action_template(self.action_space)
+        self._integer_xy = common.integer_positions(env)
         self._goal_radius = float(np.asarray(self.params.goal_radius))
         self._lifecycle = EnvironmentState.CREATED
         self._key: jax.Array | None = None
@@ -170,52 +178,49 @@ class PlumeGymEnv(gymnasium.Env):
         """
         if self._lifecycle is EnvironmentState.CLOSED:
             raise StateError("reset() called on a closed environment; create a new one")
-        start = C.parse_reset_options(options, self.env)
+        start = common.parse_reset_options(options, self.env)
         reported_seed: int | None
         if seed is not None:
-            seed = C.check_seed(seed)
-            key, episode, reported_seed = jax.random.key(seed), 1, seed
+            seed = common.check_seed(seed)
+            key, episode, reported_seed = common.seed_key(seed), 1, seed
         elif self._key is None:
-            reported_seed = C.fresh_seed()
-            key, episode = jax.random.key(reported_seed), 1
+            reported_seed = common.fresh_seed()
+            key, episode = common.seed_key(reported_seed), 1
         else:
             key, episode, reported_seed = self._key, self._episode_count + 1, None
 
         if start:
             position = start["start_position"]
             heading = start["start_heading"]
-            key, obs, state, summary = C.compiled_reset_at(
-                self.env, C.fixed_start_env(self.env), key, self.params, episode,
-                jnp.asarray(position, jnp.float32),
+            out = common.compiled_reset_at(
+                self.env, key, self.params, episode, jnp.asarray(position, jnp.float32),
                 jnp.asarray(0.0 if heading is None else heading, jnp.float32),
                 jnp.asarray(heading is None))
-            obs, summary = jax.device_get((obs, summary))
-            C.check_start_position(position, self.env, summary[2:4], self._goal_radius)
+            common.check_start_outside_goal(position, out.start.goal_location,
+                                            self._goal_radius)
         else:
-            key, obs, state, summary = C.compiled_reset(self.env, key, self.params, episode)
-            obs, summary = jax.device_get((obs, summary))
+            out = common.compiled_reset(self.env, key, self.params, episode)
 
         # Everything below commits the new episode; nothing above changed self.
         super().reset(seed=reported_seed)
-        agent_xy, goal, source = summary[0:2], summary[2:4], summary[4:6]
-        self._key, self._env_state, self._episode_count = key, state, episode
+        self._key, self._env_state, self._episode_count = out.key, out.state, episode
         self._lifecycle = EnvironmentState.READY
         self._trail_valid[:] = False
         self._trail_next = 0
-        self._push_trail(agent_xy)
+        self._push_trail(out.start.agent_xy)
         info = {
             "step_count": 0,
             "episode_count": episode,
             "total_reward": 0.0,
             "goal_reached": False,
-            "agent_xy": C.xy_tuple(agent_xy, self._integer_xy),
+            "agent_xy": common.xy_tuple(out.start.agent_xy, self._integer_xy),
             "seed": reported_seed,
-            "goal_location": C.location_tuple(goal),
-            "source_location": C.location_tuple(source),
+            "goal_location": common.location_tuple(out.start.goal_location),
+            "source_location": common.location_tuple(out.start.source_location),
         }
         if self.render_mode == "human":
             self._render_human()
-        return C.to_numpy(obs), info
+        return out.obs, info
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
         """One step of the current episode (no auto-reset).
@@ -227,33 +232,31 @@ class PlumeGymEnv(gymnasium.Env):
         """
         if self._lifecycle is not EnvironmentState.READY:
             raise StateError(self._step_refusal())
-        arr = C.as_action_array(action, self._action_shape, self._action_allowed)
-        key, obs, new_state, floats, ints = C.compiled_step(self.env, self._key, self._env_state,
-                                                            arr, self.params)
-        obs, floats, ints = jax.device_get((obs, floats, ints))
-        reward, total_reward, distance = floats[0:3]
-        agent_xy = floats[3:5]
-        terminated, truncated, valid, goal_reached, step_count = ints
-        if not valid:
+        arr = common.as_action_array(action, self._action_shape, self._action_allowed)
+        out = common.compiled_step(self.env, self._key, self._env_state, arr, self.params)
+        if not out.action_valid:
             raise ValidationError.for_parameter("action", action, self._action_allowed)
-        terminated, truncated = bool(terminated), bool(truncated)
-        self._key, self._env_state = key, new_state
+        terminated, truncated = bool(out.terminated), bool(out.truncated)
+        self._key, self._env_state = out.key, out.state
         if terminated:
             self._lifecycle = EnvironmentState.TERMINATED
         elif truncated:
             self._lifecycle = EnvironmentState.TRUNCATED
-        self._push_trail(agent_xy)
+        view = out.view
+        self._push_trail(view.agent_xy)
         info = {
-            "step_count": int(step_count),
+            "step_count": int(view.step_count),
             "episode_count": self._episode_count,
-            "total_reward": float(total_reward),
-            "goal_reached": bool(goal_reached),
-            "agent_xy": C.xy_tuple(agent_xy, self._integer_xy),
-            "distance_to_goal": float(distance),
+            "total_reward": float(view.total_reward),
+            "goal_reached": bool(view.goal_reached),
+            "agent_xy": common.xy_tuple(view.agent_xy, self._integer_xy),
+            "distance_to_goal": float(view.distance_to_goal),
         }
+        if terminated or truncated:
+            info["is_success"] = bool(view.goal_reached)
         if self.render_mode == "human":
             self._render_human()
-        return C.to_numpy(obs), float(reward), terminated, truncated, info
+        return out.obs, float(out.reward), terminated, truncated, info
 
     def close(self) -> None:
         """Release the window and the episode; idempotent."""
@@ -281,8 +284,9 @@ class PlumeGymEnv(gymnasium.Env):
         self._trail_next = (self._trail_next + 1) % self.trail_length
 
     def _frame(self) -> np.ndarray:
+        check_frame_size(self.env.grid, self.render_scale, name="render_scale")
         state = self._env_state
-        frame = C.compiled_render(self.env, self.render_scale, state.plume, state.agent,
+        frame = common.compiled_render(self.env, self.render_scale, state.plume, state.agent,
                                   self.params, self._trail, self._trail_valid)
         return np.array(frame)
 

@@ -9,47 +9,30 @@ When the episode ends — all agents arrived (``done_mode="all"``), the first
 arrived (``"any"``), or ``max_steps`` — every remaining agent is reported
 ``terminated`` or ``truncated`` and ``self.agents`` becomes empty.
 
-``step`` validates every action before anything changes and raises
-:class:`~plume_jax.errors.ValidationError` naming the agent; actions of
-agents not in ``self.agents`` must not be given. Seeding: ``reset(seed=s)``
-starts a key stream at ``jax.random.key(s)``; every reset and step takes the
-next subkey, and a seedless ``reset`` continues the stream. Observations are
-NumPy float32 arrays, rewards Python floats. ``render()`` returns an RGB
-array (``render_mode="rgb_array"``).
+``step`` takes a dict ``{agent name: action}``; anything else, an unknown
+or departed agent's name, or an invalid action raises
+:class:`~plume_jax.errors.ValidationError` naming the agent, and nothing
+changes (live agents without an action do ``noop``). Seeding is
+:class:`~plume_jax.gym.PlumeGymEnv`'s, with the same checks and the same
+compiled reset and step: ``reset(seed=s)``, ``s`` in ``[0, 2**63)``, starts
+a key stream at ``jax.random.key(s)`` (every bit of ``s`` used); every
+reset and step takes the next subkey, and a seedless ``reset`` continues
+the stream. No step resets speculatively: the episode ends with the agents
+list. Observations are NumPy float32 arrays, rewards Python floats.
+``render()`` returns an RGB array (``render_mode="rgb_array"``).
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from pettingzoo import ParallelEnv
 
 from plume_jax.errors import StateError, ValidationError
-from plume_jax.gym._common import to_gymnasium_space
-from plume_jax.render import render_state
-
-
-@functools.partial(jax.jit, static_argnames=("env",))
-def _reset(env: Any, key: jax.Array, params: Any):
-    key, sub = jax.random.split(key)
-    obs, state = env.reset_env(sub, params)
-    return key, obs, state
-
-
-@functools.partial(jax.jit, static_argnames=("env",))
-def _step(env: Any, key: jax.Array, state: Any, actions: jax.Array, params: Any):
-    key, sub = jax.random.split(key)
-    obs, state, reward, terminated, truncated, info = env.step_env(sub, state, actions, params)
-    return key, obs, state, reward, terminated, truncated, info["done"], info["agent_xy"]
-
-
-@functools.partial(jax.jit, static_argnames=("env", "scale"))
-def _render(env: Any, state: Any, params: Any, scale: int):
-    return render_state(env, state, params, scale=scale)
+from plume_jax.gym import _common as common
+from plume_jax.multi_agent import MultiAgentPlumeEnv
+from plume_jax.render import check_frame_size
 
 
 class PlumeParallelEnv(ParallelEnv):
@@ -60,7 +43,7 @@ class PlumeParallelEnv(ParallelEnv):
 
     def __init__(self, env: Any, params: Any = None, render_mode: str | None = None,
                  render_scale: int = 4):
-        if not hasattr(env, "num_agents"):
+        if not isinstance(env, MultiAgentPlumeEnv):
             raise ValidationError.for_parameter("env", type(env).__name__,
                                                 "a MultiAgentPlumeEnv (plume_jax.make(..., num_agents=N))")
         if render_mode not in (None, "rgb_array"):
@@ -68,15 +51,21 @@ class PlumeParallelEnv(ParallelEnv):
         self.env = env
         self.params = env.default_params if params is None else params
         self.render_mode = render_mode
-        self.render_scale = render_scale
+        self.render_scale = common.check_scale(render_scale)
+        if render_mode is not None:
+            check_frame_size(env.grid, self.render_scale, name="render_scale")
         self.possible_agents = [f"agent_{i}" for i in range(env.num_agents)]
         self.agents: list[str] = []
         self._index = {name: i for i, name in enumerate(self.possible_agents)}
-        self._observation_space = to_gymnasium_space(env.agent_observation_space(self.params))
-        self._action_space = to_gymnasium_space(env.actions.action_space)
-        self._noop = env.action_ids.get("noop", 0)
+        self._observation_space = common.to_gymnasium_space(
+            env.agent_observation_space(self.params))
+        self._action_space = common.to_gymnasium_space(env.actions.action_space)
+        self._action_shape, self._action_allowed = common.action_template(self._action_space)
+        self._noop = np.asarray(env.action_ids.get("noop", 0), np.int32) \
+            if self._action_shape == () else np.zeros(self._action_shape, np.float32)
         self._key = None
         self._state = None
+        self._episode_count = 0
         self._closed = False
 
     def observation_space(self, agent: str):
@@ -94,59 +83,88 @@ class PlumeParallelEnv(ParallelEnv):
         return self.env.action_ids
 
     def reset(self, seed: int | None = None, options: dict | None = None):
+        """Start an episode (see the module docstring for seeding). ``options``
+        are accepted and ignored, as PettingZoo's API test expects of an env
+        without any.
+
+        Raises:
+            StateError: after ``close()``.
+            ValidationError: a bad seed (nothing changes).
+        """
         if self._closed:
             raise StateError("reset() after close(): create a new environment")
         if seed is not None:
-            if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-                raise ValidationError.for_parameter("seed", seed, "a non-negative integer or None")
-            self._key = jax.random.key(int(seed))
+            key, episode = common.seed_key(common.check_seed(seed)), 1
         elif self._key is None:
-            self._key = jax.random.key(int(np.random.SeedSequence().generate_state(1)[0]))
-        self._key, obs, self._state = _reset(self.env, self._key, self.params)
+            key, episode = common.seed_key(common.fresh_seed()), 1
+        else:
+            key, episode = self._key, self._episode_count + 1
+        out = common.compiled_reset(self.env, key, self.params, episode)
+        self._key, self._state, self._episode_count = out.key, out.state, episode
         self.agents = list(self.possible_agents)
-        obs = np.asarray(obs)
-        observations = {a: obs[i].copy() for i, a in enumerate(self.agents)}
-        positions = np.asarray(self._state.agent.position)
-        infos = {a: {"agent_xy": tuple(positions[i].tolist())} for i, a in enumerate(self.agents)}
+        observations = {a: np.array(out.obs[i]) for i, a in enumerate(self.agents)}
+        infos = {a: {"agent_xy": tuple(out.start.agent_xy[i].tolist())}
+                 for i, a in enumerate(self.agents)}
         return observations, infos
 
     def step(self, actions: dict[str, Any]):
+        """One joint step; live agents without an action do ``noop``.
+
+        Raises:
+            StateError: after ``close()``, or without an active episode.
+            ValidationError: ``actions`` is not a dict, names an unknown or
+                departed agent, or holds an invalid action (nothing changes).
+        """
         if self._closed:
             raise StateError("step() after close(): create a new environment")
         if self._state is None or not self.agents:
             raise StateError("step() without an active episode: call reset() first")
+        if not isinstance(actions, dict):
+            raise ValidationError.for_parameter(
+                "actions", actions, f"a dict from agent names ({self.agents}) to actions")
+        joint = np.stack([self._noop] * self.env.num_agents)
         for name, action in actions.items():
             if name not in self._index:
-                raise ValidationError.for_parameter("agent", name, f"one of {self.possible_agents}")
+                raise ValidationError.for_parameter("agent", name,
+                                                    f"one of {self.possible_agents}")
             if name not in self.agents:
                 raise ValidationError.for_parameter(
                     f"actions[{name!r}]", action, "no action: this agent's episode is over")
-            if not bool(self.env.actions.validate_action(action)):
-                raise ValidationError.for_parameter(
-                    f"actions[{name!r}]", action,
-                    f"an action of {name}'s action space {self._action_space}")
-        joint = np.full(self.env.num_agents, self._noop, np.int32)
-        for name, action in actions.items():
-            joint[self._index[name]] = int(action)
-        self._key, obs, self._state, reward, terminated, truncated, done, xy = _step(
-            self.env, self._key, self._state, jnp.asarray(joint), self.params)
-        obs, reward, terminated, truncated, xy = (np.asarray(x) for x in
-                                                  (obs, reward, terminated, truncated, xy))
-        done = bool(done)
+            allowed = f"{self._action_allowed} (an action of {name}'s action space)"
+            arr = common.as_action_array(action, self._action_shape, allowed,
+                                         f"actions[{name!r}]")
+            if joint.dtype.kind != arr.dtype.kind and joint.dtype.kind == "i":
+                # a float or bool for a discrete space: invalid whatever its value
+                raise ValidationError.for_parameter(f"actions[{name!r}]", action, allowed)
+            joint[self._index[name]] = arr
+        out = common.compiled_step(self.env, self._key, self._state, joint, self.params)
+        invalid = [a for a in actions if not out.action_valid[self._index[a]]]
+        if invalid:
+            raise ValidationError.for_parameter(
+                f"actions[{invalid[0]!r}]", actions[invalid[0]],
+                f"{self._action_allowed} (an action of {invalid[0]}'s action space)")
+        self._key, self._state = out.key, out.state
+        done = bool(out.done)
         live = list(self.agents)
-        observations = {a: obs[self._index[a]].copy() for a in live}
-        rewards = {a: float(reward[self._index[a]]) for a in live}
-        terminations = {a: bool(terminated[self._index[a]]) for a in live}
-        truncations = {a: bool(truncated[self._index[a]]) or (done and not terminations[a])
-                       for a in live}
-        infos = {a: {"agent_xy": tuple(xy[self._index[a]].tolist())} for a in live}
+        index = {a: self._index[a] for a in live}
+        observations = {a: np.array(out.obs[i]) for a, i in index.items()}
+        rewards = {a: float(out.reward[i]) for a, i in index.items()}
+        terminations = {a: bool(out.terminated[i]) for a, i in index.items()}
+        truncations = {a: bool(out.truncated[i]) or (done and not terminations[a])
+                       for a, i in index.items()}
+        infos = {a: {"agent_xy": tuple(out.view.agent_xy[i].tolist())} for a, i in index.items()}
         self.agents = [a for a in live if not (terminations[a] or truncations[a])]
         return observations, rewards, terminations, truncations, infos
 
     def render(self):
+        """uint8[H * render_scale, W * render_scale, 3] of every agent
+        (``render_mode="rgb_array"``), else None; None before reset."""
         if self.render_mode != "rgb_array" or self._state is None:
             return None
-        return np.asarray(_render(self.env, self._state, self.params, self.render_scale))
+        no_trail = np.zeros((1, 2), np.float32)
+        return np.array(common.compiled_render(self.env, self.render_scale, self._state.plume,
+                                               self._state.agent, self.params, no_trail,
+                                               np.zeros(1, bool)))
 
     def close(self):
         self._closed = True

@@ -10,12 +10,35 @@ Each single-agent preset ``P`` of :data:`plume_jax.registry.PRESETS` is register
 - ``entry_point`` builds a :class:`~plume_jax.gym.PlumeGymEnv`;
   ``vector_entry_point`` a :class:`~plume_jax.gym.PlumeVectorEnv` (one
   compiled call for all envs). Both are strings, resolved on first use.
-- ``max_episode_steps`` is the preset's ``max_steps``, so ``gymnasium.make``
-  adds its ``TimeLimit`` at the same step where the env itself truncates.
-  The effective limit is the smaller of the two: to *lengthen* episodes
-  pass both ``max_steps=`` (the env's) and ``max_episode_steps=``
-  (the wrapper's). ``make_vec`` applies the same rule (it has no wrapper:
-  ``max_steps`` becomes the smaller of the two).
+- No ``OrderEnforcing`` wrapper (``order_enforce=False``): the env enforces
+  its own lifecycle, so ``step`` or ``render`` before ``reset`` raise the
+  contract's :class:`~plume_jax.errors.StateError` whichever door the user
+  came in by, not Gymnasium's ``ResetNeeded``.
+- One episode limit. ``max_episode_steps`` is registered as the preset's
+  ``max_steps``, and the env's own ``max_steps`` always equals the limit of
+  the ``TimeLimit`` that ``gymnasium.make`` wraps around it, so both end an
+  episode at the same step and the env's lifecycle is ``TRUNCATED`` there:
+  ``max_episode_steps=n`` alone sets ``max_steps`` to ``n`` (shorter or
+  longer); ``max_steps=n`` alone is accepted up to the registered limit
+  (beyond it the ``TimeLimit`` would cut episodes short silently, so it is
+  refused: pass ``max_episode_steps=n``); both together must agree
+  (``max_episode_steps=-1``, no ``TimeLimit``, leaves ``max_steps`` alone).
+  ``make_vec`` has no wrapper and follows the same rule (a
+  ``max_episode_steps`` equal to the registered one counts as not given).
+  To read the ``TimeLimit`` that ``gymnasium.make`` is about to apply, the
+  entry point looks at ``gymnasium.make``'s arguments on the call stack
+  (Gymnasium passes them nowhere else); a test pins this.
+- ``autoreset_mode=`` (``make_vec``): ``"SameStep"`` (default) or
+  ``"NextStep"`` (Gymnasium's default), see :mod:`plume_jax.gym.vector`.
+- ``make_vec(..., vectorization_mode="async")`` with the default ``fork``
+  start method would hang: JAX cannot run in a process forked after it
+  started. The entry point refuses it with a
+  :class:`~plume_jax.errors.StateError` naming the two ways that work, the
+  native vector env (``make_vec`` without ``vectorization_mode``: one
+  process, one compiled call) and ``vector_kwargs={"context": "spawn"}``:
+  in the parent, when it sees an ``AsyncVectorEnv`` with the ``fork``
+  context among its callers (before any process starts), and in any
+  process forked after JAX started.
 - Every other keyword goes to :func:`plume_jax.make` as an override and is
   validated there (a bad name or value raises ``ValidationError``);
   ``render_mode``, ``render_scale`` and ``trail_length`` go to the adapter.
@@ -26,14 +49,26 @@ Presets added to ``PRESETS`` after import are registered by calling
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import sys
 from typing import Any
 
+import gymnasium
 from gymnasium.envs.registration import register, registry
 
+from plume_jax.errors import StateError, ValidationError
 from plume_jax.registry import PRESETS, is_multi_agent
+from plume_jax.settings import integer
 
 #: Namespace of the Gymnasium ids.
 NAMESPACE = "plume_jax"
+
+# The process that imported plume_jax (and so started JAX). A process
+# forked from it inherits JAX's state without its threads: JAX hangs there.
+_JAX_STARTED_IN = os.getpid()
+
+_EPISODE_LIMIT = integer(low=1, high=2**31 - 1)
 
 
 def gym_id(preset_id: str) -> str:
@@ -41,39 +76,123 @@ def gym_id(preset_id: str) -> str:
     return f"{NAMESPACE}/{preset_id}"
 
 
+_FORK_REFUSAL = (
+    "JAX cannot run in a process forked after it started, so it would hang there. Use the "
+    "native vector env, gymnasium.make_vec(id, num_envs=N) without vectorization_mode (all "
+    "envs in one compiled call), or pass vector_kwargs={'context': 'spawn'}.")
+
+
+def _caller_frame(code: Any) -> Any:
+    """The innermost frame on the call stack running ``code``, or None."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code is not code:
+        frame = frame.f_back
+    return frame
+
+
+def _refuse_forking() -> None:
+    """``StateError`` where the env would end up in a process forked after JAX
+    started: when an ``AsyncVectorEnv`` with the ``fork`` start method is
+    being built (its first env is made in this process, before it forks:
+    refused here, before any process starts), and in such a forked process."""
+    frame = _caller_frame(gymnasium.vector.AsyncVectorEnv.__init__.__code__)
+    if frame is not None:
+        context = frame.f_locals.get("context")
+        if multiprocessing.get_context(context).get_start_method() == "fork":
+            raise StateError("gymnasium's AsyncVectorEnv with the 'fork' start method "
+                             "(make_vec(..., vectorization_mode='async')) cannot run plume_jax "
+                             "envs: " + _FORK_REFUSAL)
+    if os.getpid() != _JAX_STARTED_IN:
+        raise StateError("plume_jax cannot build an environment in a process forked after JAX "
+                         "started: " + _FORK_REFUSAL)
+
+
+def _gymnasium_make_time_limit() -> tuple[int | None, bool] | None:
+    """``(limit, given)`` of the ``TimeLimit`` that the running
+    ``gymnasium.make`` call is about to wrap around the env being built
+    (``limit`` None: no ``TimeLimit``; ``given``: passed to ``make`` as
+    ``max_episode_steps`` rather than registered), or None when not called
+    from ``gymnasium.make``. Mirrors ``make``'s own rule: an explicit
+    ``max_episode_steps`` (``-1``: none), else the spec's."""
+    frame = _caller_frame(gymnasium.envs.registration.make.__code__)
+    if frame is None:
+        return None
+    given = frame.f_locals.get("max_episode_steps")
+    if given is not None:
+        return (None if given == -1 else given), True
+    spec = frame.f_locals.get("env_spec")
+    return getattr(spec, "max_episode_steps", None), False
+
+
+def _one_episode_limit(overrides: dict[str, Any], limit: int | None, given: bool,
+                       registered: int | None) -> dict[str, Any]:
+    """``overrides`` with ``max_steps`` equal to the episode limit ``limit``
+    that a wrapper (``gymnasium.make``'s ``TimeLimit``) or ``make_vec``
+    imposes, or ``ValidationError`` for a contradiction (see the module
+    docstring). ``given``: the user passed ``limit`` as ``max_episode_steps``."""
+    if limit is None:
+        return overrides
+    limit = _EPISODE_LIMIT("max_episode_steps", limit, None)
+    if "max_steps" not in overrides:
+        return {**overrides, "max_steps": limit}
+    max_steps = overrides["max_steps"]
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps == limit:
+        return overrides  # equal, or a bad value for plume_jax.make to name
+    if given:
+        raise ValidationError.for_parameter(
+            "max_episode_steps", limit,
+            f"the same limit as max_steps={max_steps} (they are one episode limit: give one "
+            "of them, or equal values)")
+    if max_steps > limit:
+        raise ValidationError.for_parameter(
+            "max_steps", max_steps,
+            f"at most the registered max_episode_steps={registered}, at which gymnasium's "
+            f"TimeLimit ends episodes; for longer episodes pass max_episode_steps={max_steps} "
+            "(it sets max_steps too)")
+    return overrides  # shorter: the env truncates first, the TimeLimit never does
+
+
 def make_gym_env(preset: str, *, render_mode: str | None = None, render_scale: int = 4,
                  trail_length: int = 50, **overrides: Any) -> Any:
-    """Entry point: ``PlumeGymEnv`` over ``plume_jax.make(preset, **overrides)``."""
+    """Entry point: ``PlumeGymEnv`` over ``plume_jax.make(preset, **overrides)``,
+    with ``max_steps`` made equal to ``gymnasium.make``'s ``TimeLimit``."""
+    _refuse_forking()
     import plume_jax
     from plume_jax.gym.env import PlumeGymEnv
 
+    time_limit = _gymnasium_make_time_limit()
+    if time_limit is not None:
+        limit, given = time_limit
+        overrides = _one_episode_limit(overrides, limit, given,
+                                       PRESETS.get(preset, {}).get("max_steps"))
     env, params = plume_jax.make(preset, **overrides)
     return PlumeGymEnv(env, params, render_mode=render_mode, render_scale=render_scale,
                        trail_length=trail_length)
 
 
 def make_vector_env(preset: str, num_envs: int = 1, *, max_episode_steps: int | None = None,
-                    render_mode: str | None = None, render_scale: int = 2,
-                    trail_length: int = 50, **overrides: Any) -> Any:
+                    autoreset_mode: Any = "SameStep", render_mode: str | None = None,
+                    render_scale: int = 2, trail_length: int = 50, **overrides: Any) -> Any:
     """Vector entry point: ``PlumeVectorEnv`` over ``plume_jax.make(preset, **overrides)``.
 
-    ``max_episode_steps`` (passed by ``gymnasium.make_vec``) caps ``max_steps``
-    as ``TimeLimit`` does for ``gymnasium.make``: episodes are truncated at
-    the smaller of the two.
+    ``max_episode_steps`` (``gymnasium.make_vec`` passes the registered one
+    unless given) and ``max_steps`` are one limit, as for ``gymnasium.make``
+    (see the module docstring); ``autoreset_mode``: ``"SameStep"`` or
+    ``"NextStep"`` (or an ``AutoresetMode``).
     """
+    _refuse_forking()
     import plume_jax
     from plume_jax.gym.vector import PlumeVectorEnv
 
-    if max_episode_steps is not None:
-        limit = overrides.get("max_steps", PRESETS.get(preset, {}).get("max_steps"))
-        both_ints = all(isinstance(v, int) and not isinstance(v, bool)
-                        for v in (limit, max_episode_steps))
-        # A non-integer is left for plume_jax.make to reject, naming max_steps.
-        overrides["max_steps"] = min(limit, max_episode_steps) if both_ints else \
-            overrides.get("max_steps", max_episode_steps)
+    registered = PRESETS.get(preset, {}).get("max_steps")
+    if max_episode_steps is not None and max_episode_steps != -1:
+        given = max_episode_steps != registered
+        if given or "max_steps" not in overrides:
+            overrides = _one_episode_limit(overrides, max_episode_steps, given, registered)
     env, params = plume_jax.make(preset, **overrides)
-    return PlumeVectorEnv(env, params, num_envs, render_mode=render_mode,
-                          render_scale=render_scale, trail_length=trail_length)
+    return PlumeVectorEnv(env, params, num_envs, autoreset_mode=autoreset_mode,
+                          render_mode=render_mode, render_scale=render_scale,
+                          trail_length=trail_length)
 
 
 def register_presets() -> list[str]:
@@ -90,6 +209,7 @@ def register_presets() -> list[str]:
             entry_point="plume_jax.gym.registration:make_gym_env",
             vector_entry_point="plume_jax.gym.registration:make_vector_env",
             max_episode_steps=int(spec["max_steps"]),
+            order_enforce=False,
             kwargs={"preset": preset_id},
         )
         added.append(env_id)

@@ -17,6 +17,10 @@ SB3's conventions, as ``DummyVecEnv`` follows them:
   ``"episode": {"r", "l", "t"}`` (return, length, seconds since creation),
   so SB3 logs ``ep_rew_mean``, ``ep_len_mean`` and ``success_rate``
   without a ``VecMonitor`` (wrapping one anyway is harmless).
+- Only the envs that ended are reset, in the same compiled call as the
+  step (:mod:`plume_jax.gym.batch`); each env keeps ``PlumeGymEnv``'s key
+  stream, so it matches ``DummyVecEnv`` over ``PlumeGymEnv`` instances on a static
+  plume.
 - ``seed(s)`` makes the next ``reset()`` seed env ``i`` with ``s + i``;
   ``reset()`` without seeds continues each env's key stream. After
   ``reset()``, ``reset_infos[i]`` is env ``i``'s reset info with
@@ -39,7 +43,7 @@ import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
 from plume_jax.errors import StateError, ValidationError
-from plume_jax.gym import _common as C
+from plume_jax.gym import _common as common
 from plume_jax.gym.batch import BatchCore, row
 
 
@@ -51,10 +55,10 @@ def _reset_info(info: dict[str, np.ndarray], seeds: list, i: int, integer_xy: bo
         "episode_count": int(info["episode_count"][i]),
         "total_reward": float(info["total_reward"][i]),
         "goal_reached": bool(info["goal_reached"][i]),
-        "agent_xy": C.xy_tuple(info["agent_xy"][i], integer_xy),
+        "agent_xy": common.xy_tuple(info["agent_xy"][i], integer_xy),
         "seed": seeds[i],
-        "goal_location": C.location_tuple(info["goal_location"][i]),
-        "source_location": C.location_tuple(info["source_location"][i]),
+        "goal_location": common.location_tuple(info["goal_location"][i]),
+        "source_location": common.location_tuple(info["source_location"][i]),
     }
 
 
@@ -79,8 +83,9 @@ class PlumeSB3VecEnv(VecEnv):
         if render_mode not in (None, "rgb_array"):
             raise ValidationError.for_parameter("render_mode", render_mode,
                                                 "None or 'rgb_array'")
-        self.render_scale = C.check_scale(render_scale)
-        self._core = BatchCore(env, params, num_envs, track_trail=render_mode is not None,
+        self.render_scale = common.check_scale(render_scale)
+        self._core = BatchCore(env, params, num_envs,
+                               render_scale=None if render_mode is None else self.render_scale,
                                trail_length=trail_length)
         self.env = env
         self.params = self._core.params
@@ -150,7 +155,7 @@ class PlumeSB3VecEnv(VecEnv):
         """Every env's current frame (``render_mode="rgb_array"``)."""
         if self.render_mode != "rgb_array":
             return [None] * self.num_envs
-        return list(self._core.render(self.render_scale))
+        return list(self._core.render())
 
     # The sub-envs are rows of one batched state, not Python objects: every
     # attribute is shared, so get_attr answers from this adapter.

@@ -1,20 +1,12 @@
 """Plume models (layer 1).
 
-A plume is a frozen dataclass with pure methods:
-
-- ``init(key, params) -> plume_state`` — a fresh plume (may be expensive:
-  a turbulent plume warms up here);
-- ``reinit(key, plume_state, params) -> plume_state`` — the plume for the
-  next episode under auto-reset; must be cheap (a static plume re-inits, a
-  dynamic plume may keep its developed state running);
-- ``advance(key, plume_state, params) -> plume_state`` — one env step;
-- ``concentration(plume_state, points, grid, params) -> f32[...]`` — at
-  float points ``f32[..., 2]``, zero outside the grid;
-- ``wind(plume_state, points, params) -> f32[..., 2]`` — the air velocity
-  (cells per step, toward) at those points; the env exposes it to sensors,
-  actions and starts as ``PlumeProbe.wind``;
-- ``field(plume_state, grid, params) -> f32[H, W]`` — for rendering;
-- ``source_location(plume_state, params) -> f32[2]``.
+The interface every plume implements is :class:`plume_jax.plumes.base.Plume`
+(``init``, ``reinit``, ``advance``, ``concentration``, ``wind``, ``field``,
+``source_location``; units, shapes and dtypes in its docstrings). A plume is
+a frozen dataclass whose fields are its static settings and whose
+``Params`` holds the dynamic ones, each declared once with
+:func:`plume_jax.settings.setting`. ``PLUMES`` maps config type names to
+the classes; ``plume_jax.make`` and the contract tests read it.
 
 ============  ==================================================================
 type name     model
@@ -28,20 +20,23 @@ type name     model
 ============  ==================================================================
 """
 
+from plume_jax.plumes.base import Plume
 from plume_jax.plumes.filament import FilamentPlume
 from plume_jax.plumes.gaussian import GaussianPlume
 from plume_jax.plumes.movie import MoviePlume
 from plume_jax.plumes.movie_files import load_movie, save_movie
 from plume_jax.plumes.poisson import PoissonPlume
 from plume_jax.plumes.wind import WIND_KINDS, WindModel
+from plume_jax.settings import type_table
 
-PLUMES = {cls.type_name: cls for cls in (GaussianPlume, FilamentPlume, PoissonPlume, MoviePlume)}
+PLUMES = type_table(GaussianPlume, FilamentPlume, PoissonPlume, MoviePlume)
 
 __all__ = [
     "FilamentPlume",
     "GaussianPlume",
     "MoviePlume",
     "PLUMES",
+    "Plume",
     "PoissonPlume",
     "WIND_KINDS",
     "WindModel",

@@ -47,20 +47,30 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
-
 import chex
 import jax
 import jax.numpy as jnp
 
-from plume_jax.plumes.gaussian import cell_centres
+from plume_jax.plumes.base import Plume, cell_centres
 from plume_jax.plumes.sampling import capped_poisson, uniform_pairs
-from plume_jax.plumes.wind import WindModel, WindState, broadcast_wind, wind_settings
-from plume_jax.settings import Configurable, Setting, grid_position, integer, real
+from plume_jax.plumes.wind import WindModel, WindState, broadcast_wind, wind_setting
+from plume_jax.settings import (
+    MAX_LENGTH,
+    MAX_SCALE,
+    MIN_LENGTH,
+    grid_domain,
+    grid_position,
+    integer,
+    real,
+    setting,
+)
 from plume_jax.types import Grid
 
 #: A puff stays active while its centre is within this many radii of the domain.
 EXIT_RADII = 3.0
+#: The largest ``max_release`` (and ``release_rate``): above it the capped
+#: Poisson law of the releases would overflow float32.
+MAX_RELEASE = 64
 
 
 @chex.dataclass(frozen=True)
@@ -75,19 +85,30 @@ class FilamentParams:
         wind_*: the wind (see :mod:`plume_jax.plumes.wind`).
     """
 
-    source: jax.Array
-    release_rate: jax.Array
-    puff_mass: jax.Array
-    puff_radius: jax.Array
-    growth: jax.Array
-    dispersion: jax.Array
-    wind_speed: jax.Array
-    wind_direction: jax.Array
-    wind_direction_std: jax.Array
-    wind_correlation_time: jax.Array
-    wind_switch_time: jax.Array
-    wind_switch_angle: jax.Array
-    wind_switch_rate: jax.Array
+    source: jax.Array = setting(None, grid_position(none_means_centre=True),
+                                doc="(x, y) of the source, cells; default: grid centre")
+    release_rate: jax.Array = setting(
+        1.0, real(low=0.0, high=MAX_RELEASE),
+        doc=f"mean puffs released per step, in [0, {MAX_RELEASE}] (at most max_release are "
+            "released in one step)")
+    puff_mass: jax.Array = setting(2.0, real(low=0.0, high=MAX_SCALE),
+                                   doc=f"mass of each puff, in [0, {MAX_SCALE:g}]")
+    puff_radius: jax.Array = setting(1.0, real(low=MIN_LENGTH, high=MAX_LENGTH),
+                                     doc=f"radius (std) of a new puff, cells, in "
+                                         f"[{MIN_LENGTH:g}, {MAX_LENGTH:g}]")
+    growth: jax.Array = setting(0.03, real(low=0.0, high=MAX_LENGTH),
+                                doc=f"puff growth rate, cells^2 per step: r^2 = r0^2 + 2 growth "
+                                    f"age, in [0, {MAX_LENGTH:g}]")
+    dispersion: jax.Array = setting(0.3, real(low=0.0, high=MAX_LENGTH),
+                                    doc=f"centre-relative diffusivity of puff centres, cells^2 "
+                                        f"per step, in [0, {MAX_LENGTH:g}]")
+    wind_speed: jax.Array = wind_setting("wind_speed", 1.0)
+    wind_direction: jax.Array = wind_setting("wind_direction", 0.0)
+    wind_direction_std: jax.Array = wind_setting("wind_direction_std", 0.25)
+    wind_correlation_time: jax.Array = wind_setting("wind_correlation_time", 50.0)
+    wind_switch_time: jax.Array = wind_setting("wind_switch_time", 100.0)
+    wind_switch_angle: jax.Array = wind_setting("wind_switch_angle", 0.5)
+    wind_switch_rate: jax.Array = wind_setting("wind_switch_rate", 0.02)
 
 
 @chex.dataclass(frozen=True)
@@ -110,7 +131,7 @@ class FilamentState:
 
 
 @dataclasses.dataclass(frozen=True)
-class FilamentPlume(Configurable):
+class FilamentPlume(Plume[FilamentParams, FilamentState]):
     """A turbulent plume of Gaussian puffs released at the source, carried by
     a (meandering) wind (see the module docstring for the model).
 
@@ -121,35 +142,19 @@ class FilamentPlume(Configurable):
     time-averaged concentration next to the source is about 1.
     """
 
-    capacity: int = 256
-    warmup_steps: int = 160
-    max_release: int = 8
-    wind_kind: str = "meander"
+    capacity: int = setting(256, integer(low=1, high=1 << 20),
+                            doc="number of puff slots (a ring buffer), in [1, 2**20]")
+    warmup_steps: int = setting(160, integer(low=0, high=1 << 20),
+                                doc="steps simulated at init so episodes start with a developed "
+                                    "plume, in [0, 2**20]")
+    max_release: int = setting(8, integer(low=1, high=MAX_RELEASE),
+                               doc=f"cap on the puffs released in one step, in [1, {MAX_RELEASE}]")
+    wind_kind: str = wind_setting("wind_kind", "meander")
     #: ``(width, height)`` of the domain, set by ``build`` from the grid; puffs
     #: leaving it are deactivated. ``()`` (a hand-built plume) never deactivates.
-    domain: tuple = ()
+    domain: tuple = grid_domain()
 
     type_name = "filament"
-    SETTINGS = {
-        "capacity": Setting(256, integer(low=1, high=1 << 20), static=True,
-                            doc="number of puff slots (a ring buffer)"),
-        "warmup_steps": Setting(160, integer(low=0, high=1 << 20), static=True,
-                                doc="steps simulated at init so episodes start with a developed "
-                                    "plume"),
-        "max_release": Setting(8, integer(low=1, high=64), static=True,
-                               doc="cap on the puffs released in one step"),
-        "source": Setting(None, grid_position(none_means_centre=True),
-                          doc="(x, y) of the source, cells; default: grid centre"),
-        "release_rate": Setting(1.0, real(low=0.0), doc="mean puffs released per step"),
-        "puff_mass": Setting(2.0, real(low=0.0), doc="mass of each puff"),
-        "puff_radius": Setting(1.0, real(low=0.0, low_inclusive=False),
-                               doc="radius (std) of a new puff, cells"),
-        "growth": Setting(0.03, real(low=0.0),
-                          doc="puff growth rate, cells^2 per step: r^2 = r0^2 + 2 growth age"),
-        "dispersion": Setting(0.3, real(low=0.0),
-                              doc="centre-relative diffusivity of puff centres, cells^2 per step"),
-        **wind_settings(kind="meander", speed=1.0, direction_std=0.25, correlation_time=50.0),
-    }
     Params = FilamentParams
 
     @property
@@ -169,18 +174,6 @@ class FilamentPlume(Configurable):
             released=jnp.zeros((), jnp.int32),
             wind=self.wind_model.init(key, params),
         )
-
-    @classmethod
-    def build(cls, values, grid, prefix):
-        """Validate ``values``; the plume records the grid's size as its domain."""
-        component, params, resolved = super().build(values, grid, prefix)
-        return dataclasses.replace(component, domain=(grid.width, grid.height)), params, resolved
-
-    def get_metadata(self) -> dict[str, Any]:
-        """JSON: type and static settings (the domain is the env's grid)."""
-        meta = super().get_metadata()
-        meta["parameters"].pop("domain", None)
-        return meta
 
     def init(self, key: jax.Array, params: FilamentParams) -> FilamentState:
         """A developed plume: ``warmup_steps`` steps of :meth:`advance` from

@@ -8,8 +8,12 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from plume_jax.settings import Configurable, Setting, grid_position, real
+from plume_jax.plumes.base import Plume, cell_centres
+from plume_jax.plumes.wind import constant_wind, wind_setting
+from plume_jax.settings import MAX_LENGTH, MIN_LENGTH, grid_position, real, setting
 from plume_jax.types import Grid
+
+__all__ = ["GaussianPlume", "GaussianPlumeParams", "cell_centres"]
 
 
 @chex.dataclass(frozen=True)
@@ -22,19 +26,22 @@ class GaussianPlumeParams:
         wind_direction: f32[], direction the air moves toward, radians
             (0 = east, counter-clockwise positive).
 
-    The wind fields default to a calm wind (0.0) so params built by hand
-    with only ``source`` and ``sigma`` stay valid; ``make`` always sets all
-    four as float32 arrays.
+    Every field defaults to its setting's default (the wind to a calm wind),
+    so params built by hand with only ``source`` and ``sigma`` stay valid;
+    ``make`` always sets all four as float32 arrays.
     """
 
-    source: jax.Array
-    sigma: jax.Array
-    wind_speed: jax.Array = 0.0
-    wind_direction: jax.Array = 0.0
+    source: jax.Array = setting(None, grid_position(none_means_centre=True),
+                                doc="(x, y) of the source, cells; default: grid centre")
+    sigma: jax.Array = setting(20.0, real(low=MIN_LENGTH, high=MAX_LENGTH),
+                               doc=f"plume width (standard deviation), cells, in "
+                                   f"[{MIN_LENGTH:g}, {MAX_LENGTH:g}]")
+    wind_speed: jax.Array = wind_setting("wind_speed", 0.0)
+    wind_direction: jax.Array = wind_setting("wind_direction", 0.0)
 
 
 @dataclasses.dataclass(frozen=True)
-class GaussianPlume(Configurable):
+class GaussianPlume(Plume[GaussianPlumeParams, tuple]):
     """Time-invariant plume ``C(p) = exp(-|p - source|² / (2 σ²))``.
 
     Concentration is dimensionless in ``[0, 1]``: 1 at the source, falling
@@ -46,23 +53,10 @@ class GaussianPlume(Configurable):
     """
 
     type_name = "gaussian"
-    SETTINGS = {
-        "source": Setting(None, grid_position(none_means_centre=True),
-                          doc="(x, y) of the source, cells; default: grid centre"),
-        "sigma": Setting(20.0, real(low=0.0, low_inclusive=False),
-                         doc="plume width (standard deviation), cells"),
-        "wind_speed": Setting(0.0, real(low=0.0), doc="constant wind speed, cells per step"),
-        "wind_direction": Setting(0.0, real(),
-                                  doc="direction the wind blows toward, radians (0 = east, CCW)"),
-    }
     Params = GaussianPlumeParams
 
     def init(self, key: jax.Array, params: GaussianPlumeParams) -> tuple:
         """The (empty) plume state."""
-        return ()
-
-    def reinit(self, key: jax.Array, plume_state: tuple, params: GaussianPlumeParams) -> tuple:
-        """Plume state for the next episode: the same empty state."""
         return ()
 
     def advance(self, key: jax.Array, plume_state: tuple, params: GaussianPlumeParams) -> tuple:
@@ -85,21 +79,4 @@ class GaussianPlume(Configurable):
     def wind(self, plume_state: tuple, points: jax.Array, params: GaussianPlumeParams) -> jax.Array:
         """f32[..., 2], the air velocity ``(vx, vy)`` (cells/step) at points
         f32[..., 2]: the same constant vector everywhere."""
-        points = jnp.asarray(points, jnp.float32)
-        velocity = params.wind_speed * jnp.stack(
-            [jnp.cos(params.wind_direction), jnp.sin(params.wind_direction)])
-        return jnp.broadcast_to(velocity.astype(jnp.float32), points.shape)
-
-    def field(self, plume_state: tuple, grid: Grid, params: GaussianPlumeParams) -> jax.Array:
-        """f32[H, W], the concentration at every cell centre, ``field[y, x]``."""
-        return self.concentration(plume_state, cell_centres(grid), grid, params)
-
-
-def cell_centres(grid: Grid) -> jax.Array:
-    """f32[H, W, 2], the ``(x, y)`` of every cell, indexed ``[y, x]``."""
-    ys, xs = jnp.meshgrid(
-        jnp.arange(grid.height, dtype=jnp.float32),
-        jnp.arange(grid.width, dtype=jnp.float32),
-        indexing="ij",
-    )
-    return jnp.stack([xs, ys], axis=-1)
+        return constant_wind(params.wind_speed, params.wind_direction, points)

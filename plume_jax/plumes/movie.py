@@ -39,30 +39,24 @@ import jax.numpy as jnp
 import numpy as np
 
 from plume_jax.errors import ValidationError
-from plume_jax.plumes.gaussian import cell_centres
+from plume_jax.plumes.base import Plume
 from plume_jax.plumes.movie_files import BUNDLED_MOVIE, LAYOUTS, load_movie
-from plume_jax.plumes.wind import broadcast_wind
+from plume_jax.plumes.wind import constant_wind
 from plume_jax.settings import (
-    Configurable,
-    Setting,
+    MAX_LENGTH,
+    MAX_SCALE,
+    angle,
     boolean,
     choice,
+    derived,
     grid_position,
     integer,
+    is_pair,
+    optional,
     real,
-    resolve_settings,
-    to_leaf,
+    setting,
 )
 from plume_jax.types import Grid
-
-
-def _optional(check):
-    """A checker that also accepts None (resolved later from the file)."""
-
-    def wrapped(name: str, value: Any, grid: Grid) -> Any:
-        return None if value is None else check(name, value, grid)
-
-    return wrapped
 
 
 def _path(name: str, value: Any, grid: Grid) -> str | None:
@@ -84,10 +78,8 @@ def _frame_range(name: str, value: Any, grid: Grid) -> list[int] | None:
     allowed = "None or a [start, stop] pair of integers with 0 <= start < stop"
     if value is None:
         return None
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
-        raise ValidationError.for_parameter(name, value, allowed)
-    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-               for v in value):
+    if not is_pair(value) or not all(isinstance(v, (int, np.integer))
+                                     and not isinstance(v, (bool, np.bool_)) for v in value):
         raise ValidationError.for_parameter(name, value, allowed)
     start, stop = int(value[0]), int(value[1])
     if not 0 <= start < stop:
@@ -95,10 +87,16 @@ def _frame_range(name: str, value: Any, grid: Grid) -> list[int] | None:
     return [start, stop]
 
 
+#: Frame rates and step durations lie in ``[1e-6, 1e6]`` (frames per second,
+#: seconds per step), so their product and its multiples stay finite in float32.
+_RATE = real(low=1e-6, high=1e6)
+
+
 @chex.dataclass(frozen=True)
 class MovieParams:
     """Attributes:
-        frames: f32[T, H_m, W_m], the normalised movie (``[t, row, column]``).
+        frames: f32[T, H_m, W_m], the normalised movie (``[t, row, column]``),
+            loaded by ``build``.
         source: f32[2], ``(x, y)`` of the source, grid cells.
         fps: f32[], movie frames per second.
         dt: f32[], seconds per env step.
@@ -106,16 +104,29 @@ class MovieParams:
         scale: f32[], factor applied after normalisation.
         wind_speed: f32[], mean wind reported to wind sensors, cells/step.
         wind_direction: f32[], its direction (toward), radians.
+
+    The settings that default to ``None`` are resolved from the file by
+    ``build``.
     """
 
-    frames: jax.Array
-    source: jax.Array
-    fps: jax.Array
-    dt: jax.Array
-    start_frame: jax.Array
-    scale: jax.Array
-    wind_speed: jax.Array
-    wind_direction: jax.Array
+    frames: jax.Array = derived()
+    source: jax.Array = setting(None, optional(grid_position()),
+                                doc="(x, y) of the source, cells; None: the file's 'source' "
+                                    "(pixels)")
+    fps: jax.Array = setting(None, optional(_RATE),
+                             doc="movie frames per second, in [1e-6, 1e6]; None: the file's 'fps'")
+    dt: jax.Array = setting(None, optional(_RATE),
+                            doc="seconds per env step, in [1e-6, 1e6]; None: 1 / fps")
+    start_frame: jax.Array = setting(0.0, real(low=0.0, high=1e9),
+                                     doc="frame position at the episode start, in [0, 1e9]")
+    scale: jax.Array = setting(1.0, real(low=0.0, high=MAX_SCALE),
+                               doc=f"factor applied after normalisation, in [0, {MAX_SCALE:g}]")
+    wind_speed: jax.Array = setting(None, optional(real(low=0.0, high=MAX_LENGTH)),
+                                    doc=f"mean wind speed, cells/step, in [0, {MAX_LENGTH:g}]; "
+                                        "None: from 'wind_velocity'")
+    wind_direction: jax.Array = setting(None, optional(angle()),
+                                        doc="mean wind direction (toward), radians; None: from "
+                                            "'wind_velocity'")
 
 
 @chex.dataclass(frozen=True)
@@ -130,7 +141,7 @@ class MovieState:
 
 
 @dataclasses.dataclass(frozen=True)
-class MoviePlume(Configurable):
+class MoviePlume(Plume[MovieParams, MovieState]):
     """A plume played from a ``(T, H, W)`` movie (see the module docstring
     for the time and space mappings).
 
@@ -144,53 +155,29 @@ class MoviePlume(Configurable):
     ``"p99"`` by its 99th percentile, ``"none"`` keeps them.
     """
 
-    path: str | None = None
-    dataset: str | None = None
-    layout: str = "tyx"
-    frame_range: tuple | None = None
-    spatial_stride: int = 1
-    flip_y: bool = False
-    normalise: str = "max"
-    loop: str = "wrap"
-    interpolate: bool = True
-    random_start: bool = False
+    path: str | None = setting(None, _path, doc="movie file (.npz, .npy, .h5/.hdf5, .zarr); "
+                                                "None: the bundled movie")
+    dataset: str | None = setting(None, _optional_name,
+                                  doc="name of the array in the file; None: 'frames' or the only "
+                                      "one")
+    layout: str = setting("tyx", choice(LAYOUTS),
+                          doc="order of the stored axes (t = frames, y = rows, x = columns)")
+    frame_range: tuple | None = setting(None, _frame_range,
+                                        doc="[start, stop): the frames to load; None: all")
+    spatial_stride: int = setting(1, integer(low=1, high=1024),
+                                  doc="load every n-th row and column, in [1, 1024]")
+    flip_y: bool = setting(False, boolean(),
+                           doc="stored row 0 is north (image convention) rather than y = 0")
+    normalise: str = setting("max", choice(("none", "max", "p99")),
+                             doc="divide by the movie's max, its 99th percentile, or nothing")
+    loop: str = setting("wrap", choice(("wrap", "clamp")),
+                        doc="after the last frame: wrap to the first, or hold the last")
+    interpolate: bool = setting(True, boolean(),
+                                doc="linear interpolation in time (else the nearest frame)")
+    random_start: bool = setting(False, boolean(),
+                                 doc="start each episode at a uniformly random frame position")
 
     type_name = "movie"
-    SETTINGS = {
-        "path": Setting(None, _path, static=True,
-                        doc="movie file (.npz, .npy, .h5/.hdf5, .zarr); None: the bundled movie"),
-        "dataset": Setting(None, _optional_name, static=True,
-                           doc="name of the array in the file; None: 'frames' or the only one"),
-        "layout": Setting("tyx", choice(LAYOUTS), static=True,
-                          doc="order of the stored axes (t = frames, y = rows, x = columns)"),
-        "frame_range": Setting(None, _frame_range, static=True,
-                               doc="[start, stop): the frames to load; None: all"),
-        "spatial_stride": Setting(1, integer(low=1, high=1024), static=True,
-                                  doc="load every n-th row and column"),
-        "flip_y": Setting(False, boolean(), static=True,
-                          doc="stored row 0 is north (image convention) rather than y = 0"),
-        "normalise": Setting("max", choice(("none", "max", "p99")), static=True,
-                             doc="divide by the movie's max, its 99th percentile, or nothing"),
-        "loop": Setting("wrap", choice(("wrap", "clamp")), static=True,
-                        doc="after the last frame: wrap to the first, or hold the last"),
-        "interpolate": Setting(True, boolean(), static=True,
-                               doc="linear interpolation in time (else the nearest frame)"),
-        "random_start": Setting(False, boolean(), static=True,
-                                doc="start each episode at a uniformly random frame position"),
-        "fps": Setting(None, _optional(real(low=0.0, low_inclusive=False)),
-                       doc="movie frames per second; None: the file's 'fps'"),
-        "dt": Setting(None, _optional(real(low=0.0, low_inclusive=False)),
-                      doc="seconds per env step; None: 1 / fps"),
-        "start_frame": Setting(0.0, real(low=0.0), doc="frame position at the episode start"),
-        "scale": Setting(1.0, real(low=0.0), doc="factor applied after normalisation"),
-        "source": Setting(None, _optional(grid_position()),
-                          doc="(x, y) of the source, cells; None: the file's 'source' (pixels)"),
-        "wind_speed": Setting(None, _optional(real(low=0.0)),
-                              doc="mean wind speed, cells/step; None: from 'wind_velocity'"),
-        "wind_direction": Setting(None, _optional(real()),
-                                  doc="mean wind direction (toward), radians; None: from "
-                                      "'wind_velocity'"),
-    }
     Params = MovieParams
 
     @property
@@ -201,12 +188,12 @@ class MoviePlume(Configurable):
     @classmethod
     def build(cls, values: Mapping[str, Any], grid: Grid, prefix: str):
         """Validate, load and normalise the movie, and resolve the settings
-        left to the file's metadata."""
-        resolved = resolve_settings(prefix, cls.SETTINGS, values, grid)
+        left to the file's metadata (a plume that reads a file: the one
+        component whose ``build`` does more than validate and assemble)."""
+        resolved = cls.resolve(values, grid, prefix)
         static = {k: v for k, v in resolved.items() if cls.SETTINGS[k].static}
-        static["frame_range"] = None if static["frame_range"] is None else \
-            tuple(static["frame_range"])
-        component = cls(**static)
+        component = cls(**{**static, "frame_range": None if static["frame_range"] is None
+                           else tuple(static["frame_range"])})
         try:
             raw, meta = load_movie(component.file, component.dataset, layout=component.layout,
                                    frame_range=component.frame_range,
@@ -228,8 +215,7 @@ class MoviePlume(Configurable):
                     f"a value: the movie file has no {key!r} metadata to take it from")
             return convert(meta[key])
 
-        fps = from_file("fps", "fps", lambda v: real(low=0.0, low_inclusive=False)(
-            f"{prefix}.fps (file metadata)", v, grid))
+        fps = from_file("fps", "fps", lambda v: _RATE(f"{prefix}.fps (file metadata)", v, grid))
         dt = resolved["dt"] if resolved["dt"] is not None else 1.0 / fps
 
         def source_from_pixels(value):
@@ -239,17 +225,13 @@ class MoviePlume(Configurable):
         source = from_file("source", "source", source_from_pixels)
         velocity = _file_wind(meta, component, cells_per_pixel, dt)
         speed = resolved["wind_speed"] if resolved["wind_speed"] is not None else \
-            math.hypot(*velocity)
+            real(low=0.0, high=MAX_LENGTH)(f"{prefix}.wind_speed (file metadata)",
+                                           math.hypot(*velocity), grid)
         direction = resolved["wind_direction"] if resolved["wind_direction"] is not None else \
             math.atan2(velocity[1], velocity[0])
         resolved.update(fps=float(fps), dt=float(dt), source=tuple(source),
                         wind_speed=float(speed), wind_direction=float(direction))
-        params = MovieParams(
-            frames=jnp.asarray(frames), source=to_leaf(resolved["source"]),
-            fps=to_leaf(resolved["fps"]), dt=to_leaf(resolved["dt"]),
-            start_frame=to_leaf(resolved["start_frame"]), scale=to_leaf(resolved["scale"]),
-            wind_speed=to_leaf(resolved["wind_speed"]),
-            wind_direction=to_leaf(resolved["wind_direction"]))
+        component, params = cls.assemble(resolved, grid, prefix, frames=jnp.asarray(frames))
         return component, params, resolved
 
     def normalised(self, raw: np.ndarray) -> np.ndarray:
@@ -284,10 +266,6 @@ class MoviePlume(Configurable):
         else:
             start = jnp.asarray(params.start_frame, jnp.float32)
         return MovieState(step=jnp.zeros((), jnp.int32), start_frame=start)
-
-    def reinit(self, key: jax.Array, plume_state: MovieState, params: MovieParams) -> MovieState:
-        """The next episode replays from its start frame (cheap: same as init)."""
-        return self.init(key, params)
 
     def advance(self, key: jax.Array, plume_state: MovieState, params: MovieParams) -> MovieState:
         """One step: ``dt`` seconds later."""
@@ -356,21 +334,11 @@ class MoviePlume(Configurable):
 
     def wind(self, plume_state: MovieState, points: jax.Array, params: MovieParams) -> jax.Array:
         """f32[..., 2]: the movie's constant mean wind (cells/step)."""
-        velocity = params.wind_speed * jnp.stack(
-            [jnp.cos(params.wind_direction), jnp.sin(params.wind_direction)])
-        return broadcast_wind(velocity, points)
+        return constant_wind(params.wind_speed, params.wind_direction, points)
 
-    def field(self, plume_state: MovieState, grid: Grid, params: MovieParams) -> jax.Array:
-        """f32[H, W], the movie at every cell centre (``field[y, x]``)."""
-        return self.concentration(plume_state, cell_centres(grid), grid, params)
-
-    def get_metadata(self) -> dict[str, Any]:
-        """JSON: type, static settings and the file played."""
-        meta = super().get_metadata()
-        meta["parameters"]["frame_range"] = None if self.frame_range is None else \
-            list(self.frame_range)
-        meta["file"] = str(self.file)
-        return meta
+    def metadata_extras(self) -> dict[str, Any]:
+        """The file played."""
+        return {"file": str(self.file)}
 
 
 def _ratio(target: int, source: int) -> float:

@@ -15,6 +15,12 @@ suffix              storage
                     (optional extra: ``zarr``); metadata from attributes
 ==================  ==========================================================
 
+Files from elsewhere are read without pickle: ``.npz``/``.npy`` with
+``allow_pickle=False``, and a zarr folder only after every array's metadata
+(zarr 2 or 3 format) shows a real-number dtype and numeric codecs only
+(:func:`check_zarr_store`), since zarr 2 would unpickle an object array's
+chunks while reading them.
+
 Metadata keys that :class:`plume_jax.plumes.movie.MoviePlume` reads when the
 corresponding setting is not given: ``fps`` (frames per second),
 ``source`` (``[x, y]`` in pixels of the stored array: x = column, y = row)
@@ -84,6 +90,103 @@ def _checked(array: Any, path: pathlib.Path, layout: str) -> Any:
     return array
 
 
+#: Codecs a zarr movie may use — zarr 2 ``compressor``/``filters`` ids and
+#: zarr 3 ``codecs`` names (plain or ``numcodecs.``-prefixed): byte order,
+#: transposition, checksums, numeric filters and compressors. Codecs that
+#: (de)serialise Python objects (``pickle``, ``msgpack2``, ``json2``,
+#: ``vlen-*``, ``categorize``, ...) are not listed, so a store using them is
+#: refused before zarr reads a chunk.
+ZARR_CODECS = frozenset({
+    "bytes", "endian", "transpose", "sharding_indexed", "crc32c", "crc32", "adler32",
+    "fletcher32", "jenkins_lookup3", "blosc", "zlib", "gzip", "bz2", "lzma", "zstd", "lz4",
+    "delta", "fixedscaleoffset", "quantize", "bitround", "shuffle", "astype", "packbits",
+})
+#: zarr 3 ``data_type`` names of real numbers (and booleans).
+ZARR3_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
+                          "uint32", "uint64", "float16", "float32", "float64"})
+
+
+def _check_zarr_codec(path: pathlib.Path, where: str, codec: Any) -> None:
+    """Refuse a codec (a zarr 2 ``{"id": ...}`` or zarr 3 ``{"name": ...}``
+    entry) that is not in :data:`ZARR_CODECS`; recurse into sharding."""
+    name = codec.get("id", codec.get("name")) if isinstance(codec, Mapping) else codec
+    if not isinstance(name, str) or name.removeprefix("numcodecs.") not in ZARR_CODECS:
+        raise ValidationError.for_parameter(
+            "path", str(path), f"a zarr movie whose codecs are all numeric ones ({where} uses "
+            f"{name!r}; allowed: {sorted(ZARR_CODECS)})")
+    config = codec.get("configuration") if isinstance(codec, Mapping) else None
+    if isinstance(config, Mapping):
+        for key in ("codecs", "index_codecs"):
+            for inner in config.get(key) or []:
+                _check_zarr_codec(path, where, inner)
+
+
+def _check_zarr_array(path: pathlib.Path, where: str, meta: Any) -> None:
+    """Check one array's metadata (zarr 2 ``.zarray`` or zarr 3 ``zarr.json``):
+    a real-number dtype and only :data:`ZARR_CODECS`."""
+    if not isinstance(meta, Mapping):
+        raise ValidationError.for_parameter("path", str(path), f"zarr metadata ({where})")
+    if meta.get("zarr_format") == 3 or "data_type" in meta:
+        dtype = meta.get("data_type")
+        ok = isinstance(dtype, str) and dtype in ZARR3_DTYPES
+        codecs = list(meta.get("codecs") or [])
+    else:
+        dtype = meta.get("dtype")
+        try:
+            ok = isinstance(dtype, str) and np.dtype(dtype).kind in "biuf"
+        except TypeError:
+            ok = False
+        codecs = [c for c in [meta.get("compressor")] if c is not None] \
+            + list(meta.get("filters") or [])
+    if not ok:
+        raise ValidationError.for_parameter(
+            "path", str(path), f"a zarr movie of real numbers ({where} has dtype {dtype!r})")
+    for codec in codecs:
+        _check_zarr_codec(path, where, codec)
+
+
+def check_zarr_store(path: pathlib.Path) -> None:
+    """Check every array's metadata in the zarr folder ``path`` — zarr 2
+    (``.zarray``, consolidated ``.zmetadata``) and zarr 3 (``zarr.json``,
+    with consolidated metadata) — before zarr opens it: real-number dtypes
+    and only :data:`ZARR_CODECS`. Reads JSON only, never a chunk, and
+    follows no symbolic links.
+
+    Raises:
+        ValidationError: ``path`` is not a folder, a metadata file is not
+            JSON, or an array has another dtype or codec.
+    """
+    if not path.is_dir():
+        raise ValidationError.for_parameter("path", str(path), "a zarr folder (directory store)")
+    for root, _, files in os.walk(path):
+        for name in files:
+            if name not in (".zarray", ".zmetadata", "zarr.json"):
+                continue
+            file = pathlib.Path(root, name)
+            where = str(file.relative_to(path))
+            try:
+                meta = json.loads(file.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as error:
+                raise ValidationError.for_parameter(
+                    "path", str(path), f"zarr metadata in JSON ({where}: {error})") from None
+            if name == ".zarray":
+                _check_zarr_array(path, where, meta)
+                continue
+            if name == ".zmetadata":
+                nodes = (meta.get("metadata") or {}) if isinstance(meta, Mapping) else {}
+                for key, node in nodes.items():
+                    if str(key).endswith(".zarray"):
+                        _check_zarr_array(path, f"{where}[{key}]", node)
+                continue
+            if isinstance(meta, Mapping) and meta.get("node_type") == "array":
+                _check_zarr_array(path, where, meta)
+            consolidated = meta.get("consolidated_metadata") if isinstance(meta, Mapping) \
+                else None
+            for key, node in ((consolidated or {}).get("metadata") or {}).items():
+                if isinstance(node, Mapping) and node.get("node_type") == "array":
+                    _check_zarr_array(path, f"{where}[{key}]", node)
+
+
 def _open_zarr(path: pathlib.Path, dataset: str | None):
     try:
         import zarr
@@ -91,6 +194,7 @@ def _open_zarr(path: pathlib.Path, dataset: str | None):
         raise ValidationError.for_parameter(
             "path", str(path), "a movie format whose reader is installed: .zarr needs the "
             "optional 'zarr' package (pip install 'plume-jax[movies]')") from None
+    check_zarr_store(path)
     node = zarr.open(str(path), mode="r")
     attrs = dict(node.attrs)
     if hasattr(node, "shape") and hasattr(node, "dtype"):

@@ -66,14 +66,31 @@ import jax
 import jax.numpy as jnp
 
 from plume_jax.errors import ValidationError
-from plume_jax.plumes.gaussian import cell_centres
+from plume_jax.plumes.base import Plume, cell_centres
 from plume_jax.plumes.special import k0
-from plume_jax.plumes.wind import broadcast_wind
-from plume_jax.settings import Configurable, Setting, choice, grid_position, real
+from plume_jax.plumes.wind import broadcast_wind, constant_wind, wind_setting
+from plume_jax.settings import (
+    MAX_LENGTH,
+    MAX_SCALE,
+    MIN_LENGTH,
+    choice,
+    grid_centre,
+    grid_domain,
+    grid_position,
+    optional,
+    real,
+    setting,
+    to_leaf,
+)
 from plume_jax.types import Grid
 
 #: Distances are floored at this many cells (the laws diverge at the source).
 MIN_DISTANCE = 0.5
+
+
+def _centre_if_none(value: Any, grid: Grid) -> jax.Array:
+    """The params leaf of a position that may be None: the grid centre then."""
+    return to_leaf(grid_centre(grid) if value is None else value)
 
 
 @chex.dataclass(frozen=True)
@@ -82,7 +99,7 @@ class PoissonPlumeParams:
         source: f32[2], the source for ``source_mode="fixed"`` (the grid
             centre, unused, in the other modes).
         observer: f32[2], the cell of the first (non-zero) hit for
-            ``source_mode="otto"``.
+            ``source_mode="otto"`` (the grid centre, unused, otherwise).
         lambda_over_dx: isotropic dispersion length ``λ/dx``, cells.
         r_dt: isotropic emission scale ``R·dt``.
         wind_speed: windy mean wind ``V̄``, cells per step.
@@ -92,14 +109,30 @@ class PoissonPlumeParams:
         r_bar: windy emission scale ``R̄``.
     """
 
-    source: jax.Array
-    observer: jax.Array
-    lambda_over_dx: jax.Array
-    r_dt: jax.Array
-    wind_speed: jax.Array
-    wind_direction: jax.Array
-    tau: jax.Array
-    r_bar: jax.Array
+    source: jax.Array = setting(
+        None, optional(grid_position()), leaf=_centre_if_none,
+        doc="(x, y) of the source for source_mode='fixed', cells; default: grid centre")
+    observer: jax.Array = setting(
+        None, optional(grid_position()), leaf=_centre_if_none,
+        doc="cell of the first non-zero hit for source_mode='otto' (the agent's start); "
+            "default: grid centre")
+    lambda_over_dx: jax.Array = setting(
+        1.0, real(low=0.5, high=MAX_LENGTH, low_inclusive=False),
+        doc=f"isotropic dispersion length lambda/dx, cells, in (0.5, {MAX_LENGTH:g}] (the law's "
+            "ln(2 lambda/dx) must be positive)")
+    r_dt: jax.Array = setting(1.0, real(low=0.0, high=MAX_SCALE),
+                              doc=f"isotropic emission scale R*dt, in [0, {MAX_SCALE:g}]")
+    wind_speed: jax.Array = wind_setting("wind_speed", 2.0,
+                                         doc=f"windy mean wind V, cells per step, in "
+                                             f"[0, {MAX_LENGTH:g}]")
+    wind_direction: jax.Array = wind_setting(
+        "wind_direction", 0.0, doc="windy: direction the mean wind blows toward, radians")
+    tau: jax.Array = setting(
+        37.5, real(low=MIN_LENGTH, high=MAX_SCALE),
+        doc=f"windy particle lifetime tau in dx^2/D, in [{MIN_LENGTH:g}, {MAX_SCALE:g}] (the "
+            "papers' dimensionless tau_bar is V^2 tau: 150 for V = 2, tau = 37.5)")
+    r_bar: jax.Array = setting(2.5, real(low=0.0, high=MAX_SCALE),
+                               doc=f"windy emission scale R, in [0, {MAX_SCALE:g}]")
 
 
 @chex.dataclass(frozen=True)
@@ -116,7 +149,7 @@ class PoissonPlumeState:
 
 
 @dataclasses.dataclass(frozen=True)
-class PoissonPlume(Configurable):
+class PoissonPlume(Plume[PoissonPlumeParams, PoissonPlumeState]):
     """Poisson hit-rate plume of the infotaxis literature (isotropic or
     windy; see the module docstring for the laws and the source modes).
 
@@ -126,59 +159,33 @@ class PoissonPlume(Configurable):
     The plume does not change within an episode.
     """
 
-    model: str = "isotropic"
-    source_mode: str = "uniform"
+    model: str = setting("isotropic", choice(("isotropic", "windy")),
+                         doc="hit-rate law: isotropic (K0) or windy (3-D, mean wind)")
+    source_mode: str = setting("uniform", choice(("fixed", "uniform", "otto")),
+                               doc="fixed source, uniform random cell, or otto's posterior after "
+                                   "a first hit at the observer")
     #: ``(width, height)`` of the grid, set by ``build`` (the source draws need it).
-    domain: tuple = ()
+    domain: tuple = grid_domain()
 
     type_name = "poisson"
-    SETTINGS = {
-        "model": Setting("isotropic", choice(("isotropic", "windy")), static=True,
-                         doc="hit-rate law: isotropic (K0) or windy (3-D, mean wind)"),
-        "source_mode": Setting("uniform", choice(("fixed", "uniform", "otto")), static=True,
-                               doc="fixed source, uniform random cell, or otto's posterior "
-                                   "after a first hit at the observer"),
-        "source": Setting(None, grid_position(none_means_centre=True),
-                          doc="(x, y) of the source for source_mode='fixed', cells"),
-        "observer": Setting(None, grid_position(none_means_centre=True),
-                            doc="cell of the first non-zero hit for source_mode='otto' "
-                                "(the agent's start)"),
-        "lambda_over_dx": Setting(1.0, real(low=0.0, low_inclusive=False),
-                                  doc="isotropic dispersion length lambda/dx, cells"),
-        "r_dt": Setting(1.0, real(low=0.0), doc="isotropic emission scale R*dt"),
-        "wind_speed": Setting(2.0, real(low=0.0), doc="windy mean wind V, cells per step"),
-        "wind_direction": Setting(0.0, real(),
-                                  doc="windy: direction the mean wind blows toward, radians"),
-        "tau": Setting(37.5, real(low=0.0, low_inclusive=False),
-                       doc="windy particle lifetime tau in dx^2/D (the papers' "
-                           "dimensionless tau_bar is V^2 tau: 150 for V = 2, tau = 37.5)"),
-        "r_bar": Setting(2.5, real(low=0.0), doc="windy emission scale R"),
-    }
     Params = PoissonPlumeParams
 
     @classmethod
-    def build(cls, values, grid, prefix):
-        """Validate; ``source`` is only accepted with ``source_mode="fixed"``
-        (in the other modes it resolves to None: the source is drawn)."""
-        mode = values.get("source_mode", cls.SETTINGS["source_mode"].default)
-        if mode != "fixed" and values.get("source") is not None:
+    def validate(cls, resolved: dict[str, Any], grid: Grid, prefix: str) -> dict[str, Any]:
+        """``source`` is only accepted with ``source_mode="fixed"`` (where it
+        defaults to the grid centre; in the other modes the source is drawn
+        and the setting resolves to None); ``observer`` is the grid centre
+        by default with ``source_mode="otto"`` and None (unused) otherwise."""
+        mode = resolved["source_mode"]
+        if mode != "fixed" and resolved["source"] is not None:
             raise ValidationError.for_parameter(
-                f"{prefix}.source", values["source"],
+                f"{prefix}.source", list(resolved["source"]),
                 f"None (no fixed source) with source_mode={mode!r}: the source is drawn per "
                 "episode; set source_mode='fixed' to fix it")
-        component, params, resolved = super().build(values, grid, prefix)
-        if resolved["source_mode"] != "fixed":
-            resolved = {**resolved, "source": None}
-        if resolved["source_mode"] != "otto":
-            resolved = {**resolved, "observer": None}
-        component = dataclasses.replace(component, domain=(grid.width, grid.height))
-        return component, params, resolved
-
-    def get_metadata(self) -> dict[str, Any]:
-        """JSON: type and static settings (the domain is the env's grid)."""
-        meta = super().get_metadata()
-        meta["parameters"].pop("domain", None)
-        return meta
+        centre = grid_centre(grid)
+        source = (resolved["source"] or centre) if mode == "fixed" else None
+        observer = (resolved["observer"] or centre) if mode == "otto" else None
+        return {**resolved, "source": source, "observer": observer}
 
     # -- the law ---------------------------------------------------------------
     def windy_length(self, params: PoissonPlumeParams) -> jax.Array:
@@ -288,14 +295,6 @@ class PoissonPlume(Configurable):
              params: PoissonPlumeParams) -> jax.Array:
         """f32[..., 2]: ``V̄`` toward ``wind_direction`` (windy), calm (isotropic)."""
         if self.model == "isotropic":
-            velocity = jnp.zeros((2,), jnp.float32)
-        else:
-            velocity = params.wind_speed * jnp.stack(
-                [jnp.cos(params.wind_direction), jnp.sin(params.wind_direction)])
-        return broadcast_wind(velocity, points)
-
-    def field(self, plume_state: PoissonPlumeState, grid: Grid, params: PoissonPlumeParams
-              ) -> jax.Array:
-        """f32[H, W], ``μ`` at every cell (``field[y, x]``)."""
-        return self.concentration(plume_state, cell_centres(grid), grid, params)
+            return broadcast_wind(jnp.zeros((2,), jnp.float32), points)
+        return constant_wind(params.wind_speed, params.wind_direction, points)
 

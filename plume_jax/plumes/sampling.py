@@ -12,6 +12,11 @@ import jax
 import jax.numpy as jnp
 
 
+#: Means above this get the Poisson terms from their logarithms: below it
+#: ``exp(-mean)`` and ``mean^k / k!`` stay normal float32 numbers.
+LARGE_MEAN = 80.0
+
+
 def capped_poisson_pmf(mean: jax.Array, cap: int) -> jax.Array:
     """f32[..., cap + 1]: the law of ``min(H, cap)`` with ``H ~ Poisson(mean)``.
 
@@ -27,6 +32,12 @@ def capped_poisson_pmf(mean: jax.Array, cap: int) -> jax.Array:
     ratios = jnp.concatenate([jnp.ones_like(mean), jnp.broadcast_to(mean / k, (*mean.shape[:-1], cap - 1))],
                              axis=-1)
     head = jnp.exp(-mean) * jnp.cumprod(ratios, axis=-1)
+    # above LARGE_MEAN, exp(-mean) underflows and the products overflow in
+    # float32 (0 * inf): there the terms come from their logarithms
+    counts = jnp.arange(cap, dtype=jnp.float32)
+    log_head = counts * jnp.log(jnp.maximum(mean, 1.0)) - mean - jax.scipy.special.gammaln(
+        counts + 1.0)
+    head = jnp.where(mean > LARGE_MEAN, jnp.exp(log_head), head)
     tail = jnp.clip(1.0 - jnp.sum(head, axis=-1, keepdims=True), 0.0, 1.0)
     return jnp.concatenate([head, tail], axis=-1)
 

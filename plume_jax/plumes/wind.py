@@ -4,9 +4,9 @@ A :class:`WindModel` is a small frozen object (its ``kind`` is static) with
 pure methods over a :class:`WindState` carried inside the plume state. Its
 dynamic parameters are read from the owning plume's params, which carry the
 fields listed in :data:`WIND_SETTINGS` (all prefixed ``wind_``), so a plume
-that moves with the wind declares ``**wind_settings(...)`` among its
-settings and every wind parameter can be swept under ``vmap`` like any
-other.
+that moves with the wind declares them with :func:`wind_setting` (``wind_kind``
+on the plume, the others on its params), and every wind parameter can be
+swept under ``vmap`` like any other.
 
 Units: cells and steps. ``wind_speed`` is cells per step; directions are
 radians, 0 = east, counter-clockwise positive, pointing where the air moves
@@ -44,13 +44,23 @@ frequent random changes.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import chex
 import jax
 import jax.numpy as jnp
 
-from plume_jax.settings import Setting, choice, real
+from plume_jax.settings import (
+    ANGLE_WRAP,
+    MAX_INT32,
+    MAX_LENGTH,
+    MAX_SCALE,
+    angle,
+    choice,
+    real,
+    setting,
+)
 
 #: The wind kinds (static: each is its own code path).
 WIND_KINDS = ("constant", "meander", "switch_once", "switch_random")
@@ -72,36 +82,40 @@ class WindState:
     clock: jax.Array
 
 
-def wind_settings(kind: str = "constant", speed: float = 1.0, direction: float = 0.0,
-                  direction_std: float = 0.3, correlation_time: float = 40.0,
-                  switch_time: float = 100.0, switch_angle: float = 0.5,
-                  switch_rate: float = 0.02) -> dict[str, Setting]:
-    """The wind settings of a plume, with the given defaults."""
-    return {
-        "wind_kind": Setting(kind, choice(WIND_KINDS), static=True,
-                        doc="wind kind: constant, meander (OU direction), switch_once, "
-                            "switch_random"),
-        "wind_speed": Setting(speed, real(low=0.0), doc="wind speed, cells per step"),
-        "wind_direction": Setting(direction, real(),
-                                  doc="(mean) direction the air moves toward, radians "
-                                      "(0 = east, CCW)"),
-        "wind_direction_std": Setting(direction_std, real(low=0.0),
-                                      doc="meander: stationary std of the direction, radians"),
-        "wind_correlation_time": Setting(correlation_time, real(low=0.0, low_inclusive=False),
-                                         doc="meander: correlation time of the direction, steps"),
-        "wind_switch_time": Setting(switch_time, real(low=0.0),
-                                    doc="switch_once: steps after the episode start of the switch"),
-        "wind_switch_angle": Setting(switch_angle, real(low=-3.141592653589793,
-                                                        high=3.141592653589793),
-                                     doc="switch_once: change of direction; switch_random: "
-                                         "largest deviation from the mean, radians"),
-        "wind_switch_rate": Setting(switch_rate, real(low=0.0),
-                                    doc="switch_random: mean number of switches per step"),
-    }
+#: ``name -> (checker, doc)`` of the wind settings: ``wind_kind`` is static
+#: (a field of the plume), the others dynamic (fields of its params).
+_WIND_DECLARATIONS = {
+    "wind_kind": (choice(WIND_KINDS),
+                  "wind kind: constant, meander (OU direction), switch_once, switch_random"),
+    "wind_speed": (real(low=0.0, high=MAX_LENGTH),
+                   f"wind speed, cells per step, in [0, {MAX_LENGTH:g}]"),
+    "wind_direction": (angle(), "(mean) direction the air moves toward, radians (0 = east, CCW)"),
+    "wind_direction_std": (real(low=0.0, high=ANGLE_WRAP),
+                           f"meander: stationary std of the direction, radians, in "
+                           f"[0, {ANGLE_WRAP:g}]"),
+    "wind_correlation_time": (real(low=0.0, high=MAX_INT32, low_inclusive=False),
+                              "meander: correlation time of the direction, steps, in "
+                              "(0, 2**31 - 1]"),
+    "wind_switch_time": (real(low=0.0, high=MAX_INT32),
+                         "switch_once: steps after the episode start of the switch, in "
+                         "[0, 2**31 - 1]"),
+    "wind_switch_angle": (real(low=-math.pi, high=math.pi),
+                          "switch_once: change of direction; switch_random: largest deviation "
+                          "from the mean, radians, in [-pi, pi]"),
+    "wind_switch_rate": (real(low=0.0, high=MAX_SCALE),
+                         f"switch_random: mean number of switches per step, in [0, {MAX_SCALE:g}]"),
+}
+
+#: Names of the wind settings (the fields a plume carries for its ``WindModel``).
+WIND_SETTINGS = tuple(_WIND_DECLARATIONS)
 
 
-#: Names of the wind fields a plume's params must carry.
-WIND_SETTINGS = tuple(wind_settings())
+def wind_setting(name: str, default: Any, doc: str | None = None) -> Any:
+    """The field declaring wind setting ``name`` (one of :data:`WIND_SETTINGS`)
+    with the given default: a plume declares ``wind_kind`` as one of its
+    fields and the others as fields of its params."""
+    check, standard_doc = _WIND_DECLARATIONS[name]
+    return setting(default, check, doc=standard_doc if doc is None else doc)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,3 +198,9 @@ def broadcast_wind(velocity: jax.Array, points: jax.Array) -> jax.Array:
     """f32[..., 2]: a uniform wind ``velocity`` f32[2] at every point of f32[..., 2]."""
     points = jnp.asarray(points, jnp.float32)
     return jnp.broadcast_to(jnp.asarray(velocity, jnp.float32), points.shape)
+
+
+def constant_wind(speed: jax.Array, direction: jax.Array, points: jax.Array) -> jax.Array:
+    """f32[..., 2]: the constant, uniform wind of ``speed`` (cells/step)
+    toward ``direction`` (radians) at every point of f32[..., 2]."""
+    return broadcast_wind(speed * jnp.stack([jnp.cos(direction), jnp.sin(direction)]), points)

@@ -1,19 +1,13 @@
 """Sensor models (layer 1).
 
-A sensor is a frozen dataclass with pure methods:
-
-- ``observation_space(params) -> plume_jax.spaces.Box`` (or ``Dict`` for the
-  dict-form composite); its bounds come from static settings only;
-- ``init(key, agent, probe, params) -> (obs, sensor_state)`` at episode start;
-- ``observe(key, agent, probe, sensor_state, params) -> (obs, sensor_state)``
-  after every step;
-- ``observation_labels() -> list[str]``: what each index of the flattened
-  observation means;
-- ``get_metadata() -> dict`` (JSON).
-
-``probe`` is a :class:`plume_jax.types.PlumeProbe` (``concentration`` and
-``wind`` at points). Observations are float32 arrays inside
-``observation_space``; randomness comes only from ``key``.
+The interface every sensor implements is :class:`plume_jax.sensors.base.Sensor`
+(``observation_space``, ``observation_labels``, ``init``, ``observe``,
+``get_metadata``; units, shapes and dtypes in its docstrings); memoryless
+sensors derive from :class:`~plume_jax.sensors.base.MemorylessSensor` and
+write one ``read``. ``probe`` is a :class:`plume_jax.types.PlumeProbe`
+(``concentration`` and ``wind`` at points). Observations are float32 arrays
+inside ``observation_space``; randomness comes only from ``key``.
+``SENSORS`` maps config type names to the classes.
 
 ================  ======================================================
 type name         observation
@@ -35,6 +29,7 @@ type name         observation
 """
 
 from plume_jax.sensors.antennae import AntennaeSensor
+from plume_jax.sensors.base import MemorylessSensor, Sensor
 from plume_jax.sensors.belief import BeliefSensor
 from plume_jax.sensors.composite import CompositeSensor
 from plume_jax.sensors.concentration import BinarySensor, ConcentrationSensor, PoissonSensor
@@ -43,13 +38,11 @@ from plume_jax.sensors.patch import PatchSensor
 from plume_jax.sensors.position import PositionSensor
 from plume_jax.sensors.wind import WindSensor
 from plume_jax.sensors.wrappers import HistorySensor, NoiseSensor
+from plume_jax.settings import type_table
 
-SENSORS = {
-    cls.type_name: cls
-    for cls in (ConcentrationSensor, BinarySensor, PoissonSensor, AntennaeSensor, WindSensor,
-                PatchSensor, NoiseSensor, HistorySensor, CompositeSensor, HitsSensor,
-                PositionSensor, BeliefSensor)
-}
+SENSORS = type_table(ConcentrationSensor, BinarySensor, PoissonSensor, AntennaeSensor, WindSensor,
+                     PatchSensor, NoiseSensor, HistorySensor, CompositeSensor, HitsSensor,
+                     PositionSensor, BeliefSensor)
 
 __all__ = [
     "AntennaeSensor",
@@ -59,10 +52,12 @@ __all__ = [
     "ConcentrationSensor",
     "HistorySensor",
     "HitsSensor",
+    "MemorylessSensor",
     "NoiseSensor",
     "PatchSensor",
     "PoissonSensor",
     "PositionSensor",
     "SENSORS",
+    "Sensor",
     "WindSensor",
 ]

@@ -4,14 +4,13 @@ relative to its heading."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import chex
 import jax
 import jax.numpy as jnp
 
-from plume_jax.sensors.base import sensor_metadata
-from plume_jax.settings import Configurable, Setting, integer, real
+from plume_jax.sensors.base import MemorylessSensor
+from plume_jax.settings import MAX_LENGTH, integer, real, setting
 from plume_jax.spaces import Box
 from plume_jax.types import AgentState, PlumeProbe
 
@@ -25,13 +24,19 @@ class AntennaeParams:
             heading, degrees (0 = straight ahead, counter-clockwise positive).
     """
 
-    length: jax.Array
-    spacing_deg: jax.Array
-    offset_deg: jax.Array
+    length: jax.Array = setting(2.0, real(low=0.0, high=MAX_LENGTH),
+                                doc=f"distance of each tip from the agent, cells, in "
+                                    f"[0, {MAX_LENGTH:g}]")
+    spacing_deg: jax.Array = setting(90.0, real(low=0.0, high=360.0),
+                                     doc="angle between neighbouring antennae, degrees, in "
+                                         "[0, 360]")
+    offset_deg: jax.Array = setting(0.0, real(low=-180.0, high=180.0),
+                                    doc="midline angle relative to the heading, degrees, in "
+                                        "[-180, 180]")
 
 
 @dataclasses.dataclass(frozen=True)
-class AntennaeSensor(Configurable):
+class AntennaeSensor(MemorylessSensor[AntennaeParams]):
     """``count`` point sensors on a fan in front of (or around) the agent.
 
     Antenna ``i`` (``0 <= i < count``) sits at angle
@@ -45,17 +50,9 @@ class AntennaeSensor(Configurable):
     0 is 45° left of the heading and index 1 45° right. Memoryless.
     """
 
-    count: int = 2
+    count: int = setting(2, integer(low=1, high=64), doc="number of antennae, in [1, 64]")
 
     type_name = "antennae"
-    SETTINGS = {
-        "count": Setting(2, integer(low=1, high=64), static=True, doc="number of antennae"),
-        "length": Setting(2.0, real(low=0.0), doc="distance of each tip from the agent, cells"),
-        "spacing_deg": Setting(90.0, real(low=0.0, high=360.0),
-                               doc="angle between neighbouring antennae, degrees"),
-        "offset_deg": Setting(0.0, real(low=-180.0, high=180.0),
-                              doc="midline angle relative to the heading, degrees"),
-    }
     Params = AntennaeParams
 
     def observation_space(self, params: AntennaeParams) -> Box:
@@ -76,16 +73,7 @@ class AntennaeSensor(Configurable):
         offsets = jnp.stack([jnp.cos(angles), jnp.sin(angles)], axis=-1)
         return (agent.position + params.length * offsets).astype(jnp.float32)
 
-    def _read(self, agent: AgentState, probe: PlumeProbe, params: AntennaeParams) -> jax.Array:
+    def read(self, key: jax.Array, agent: AgentState, probe: PlumeProbe,
+             params: AntennaeParams) -> jax.Array:
         c = probe.concentration(self.tips(agent, params))
         return jnp.clip(jnp.reshape(c, (self.count,)), 0.0, 1.0).astype(jnp.float32)
-
-    def init(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, params: AntennaeParams):
-        return self._read(agent, probe, params), ()
-
-    def observe(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, sensor_state,
-                params: AntennaeParams):
-        return self._read(agent, probe, params), sensor_state
-
-    def get_metadata(self) -> dict[str, Any]:
-        return sensor_metadata(self)

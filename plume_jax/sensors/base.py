@@ -1,134 +1,110 @@
-"""Shared machinery of the sensors (and of other composed components):
-validated sub-component configs, static configs for metadata, clipping."""
+"""The sensor interface (layer 1) and what sensors share: a memoryless base,
+nested sensor configs, clipping into a box."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+import abc
+from typing import Any, Generic, TypeVar
 
 import jax
 import jax.numpy as jnp
 
 from plume_jax.errors import ValidationError
-from plume_jax.settings import Checker
-from plume_jax.spaces import Box
-from plume_jax.types import Grid
+from plume_jax.settings import Configurable, nested, resolve_component
+from plume_jax.spaces import Box, Dict
+from plume_jax.types import AgentState, Grid, PlumeProbe
+
+ParamsT = TypeVar("ParamsT")
+StateT = TypeVar("StateT")
 
 
-def _as_entry(name: str, value: Any, table: Mapping[str, type], kind: str) -> dict[str, Any]:
-    allowed = f"a {kind} config: a type name or a dict {{'type': one of {sorted(table)}, ...settings}}"
-    if isinstance(value, str):
-        value = {"type": value}
-    if not isinstance(value, Mapping):
-        raise ValidationError.for_parameter(name, value, allowed)
-    if "type" not in value:
-        raise ValidationError.for_parameter(f"{name}.type", None, f"one of {sorted(table)}")
-    if value["type"] not in table:
-        raise ValidationError.for_parameter(f"{name}.type", value["type"], f"one of {sorted(table)}")
-    return dict(value)
+class Sensor(Configurable, abc.ABC, Generic[ParamsT, StateT]):
+    """A sensor: what the agent observes, ``Sensor[Params, State]``.
 
-
-def resolve_component(name: str, value: Any, table: Mapping[str, type], kind: str,
-                      grid: Grid) -> tuple[Any, Any, dict[str, Any]]:
-    """Validate and build one sub-component config.
-
-    Returns ``(component, params, resolved)`` where ``resolved`` is
-    ``{"type": ..., **every setting}`` — plain Python, enough to rebuild.
-    Errors name the nested field (``sensor.sensor.threshold``).
-    """
-    entry = _as_entry(name, value, table, kind)
-    cls = table[entry.pop("type")]
-    component, params, resolved = cls.build(entry, grid, name)
-    return component, params, {"type": cls.type_name, **resolved}
-
-
-def component_config(table: Callable[[], Mapping[str, type]], kind: str) -> Checker:
-    """A checker for one nested component config (``{"type": ..., ...}`` or a
-    bare type name); returns the fully resolved config dict. ``table`` is
-    called lazily (the tables are built after the component modules)."""
-
-    def check(name: str, value: Any, grid: Grid) -> dict[str, Any]:
-        return resolve_component(name, value, table(), kind, grid)[2]
-
-    return check
-
-
-def component_list(table: Callable[[], Mapping[str, type]], kind: str, *,
-                   named: bool = False, min_length: int = 1) -> Checker:
-    """A checker for a non-empty list of nested component configs.
-
-    With ``named``, each entry may carry a ``"name"`` (a non-empty string,
-    unique in the list); entries without one are named after their type
-    (``antennae``, then ``antennae_2``, ...). The resolved entries always
-    carry their name, so a resolved list resolves to itself.
+    Required: :meth:`observation_space`, :meth:`observation_labels`,
+    :meth:`init`, :meth:`observe`. Observations are float32 arrays (or, for
+    the dict-form composite, a dict of them) inside ``observation_space``;
+    ``key`` is the only source of randomness; ``probe`` is the env's
+    read-only view of the plume (``concentration`` and ``wind`` at points).
+    ``get_metadata()`` adds the dynamic setting names and the observation
+    labels to the common metadata.
     """
 
-    def check(name: str, value: Any, grid: Grid) -> list[dict[str, Any]]:
-        allowed = f"a list of at least {min_length} {kind} config(s)"
-        if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__len__") \
-                or len(value) < min_length:
-            raise ValidationError.for_parameter(name, value, allowed)
-        out, used = [], set()
-        for i, raw in enumerate(value):
-            entry_name = f"{name}[{i}]"
-            entry = _as_entry(entry_name, raw, table(), kind)
-            label = entry.pop("name", None)
-            if named:
-                if label is not None and (not isinstance(label, str) or not label
-                                          or label in used):
-                    raise ValidationError.for_parameter(
-                        f"{entry_name}.name", label, f"a non-empty string not used before ({sorted(used)})")
-                if label is None:
-                    label, k = entry["type"], 2
-                    while label in used:
-                        label, k = f"{entry['type']}_{k}", k + 1
-                used.add(label)
-            elif label is not None:
-                raise ValidationError.for_parameter(
-                    f"{entry_name}.name", label, "no 'name' here (entries are not named)")
-            resolved = resolve_component(entry_name, entry, table(), kind, grid)[2]
-            out.append({"name": label, **resolved} if named else resolved)
-        return out
+    @abc.abstractmethod
+    def observation_space(self, params: ParamsT) -> Box | Dict:
+        """The space of one observation; its bounds come from static settings
+        only (so it is the same for every params in a sweep)."""
 
-    return check
+    @abc.abstractmethod
+    def observation_labels(self) -> list[str]:
+        """What each index of the flattened observation means (one label per index)."""
 
+    @abc.abstractmethod
+    def init(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, params: ParamsT
+             ) -> tuple[Any, StateT]:
+        """``(observation, sensor_state)`` at an episode start."""
 
-def static_config(component: Any) -> dict[str, Any]:
-    """``{"type": ..., **static settings}`` of a component, nested components
-    as their own static configs: a config ``build`` accepts and that
-    rebuilds an equal component (dynamic settings take their defaults)."""
-    out = {"type": component.type_name}
-    for name, setting in component.SETTINGS.items():
-        if setting.static:
-            out[name] = _plain(getattr(component, name))
-    return out
+    @abc.abstractmethod
+    def observe(self, key: jax.Array, agent: AgentState, probe: PlumeProbe,
+                sensor_state: StateT, params: ParamsT) -> tuple[Any, StateT]:
+        """``(observation, sensor_state)`` after a step; the state keeps its
+        structure, shapes and dtypes (``lax.scan`` and auto-reset need it)."""
+
+    def get_metadata(self) -> dict[str, Any]:
+        """JSON: type, static settings (nested sensors as static configs),
+        dynamic setting names, ``observation_labels``, then any extras."""
+        return {"type": self.type_name, "parameters": self.static_settings(),
+                "dynamic_parameters": self.dynamic_setting_names(),
+                "observation_labels": list(self.observation_labels()),
+                **self.metadata_extras()}
 
 
-def _plain(value: Any) -> Any:
-    if hasattr(value, "type_name") and hasattr(value, "SETTINGS"):
-        return static_config(value)
-    if isinstance(value, tuple):
-        return [_plain(v) for v in value]
-    return value
+class MemorylessSensor(Sensor[ParamsT, tuple]):
+    """A sensor without memory (``sensor_state == ()``): one :meth:`read`
+    serves ``init`` and ``observe`` alike."""
+
+    @abc.abstractmethod
+    def read(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, params: ParamsT) -> Any:
+        """The observation of ``agent`` now."""
+
+    def init(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, params: ParamsT
+             ) -> tuple[Any, tuple]:
+        """``(read(...), ())``."""
+        return self.read(key, agent, probe, params), ()
+
+    def observe(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, sensor_state: tuple,
+                params: ParamsT) -> tuple[Any, tuple]:
+        """``(read(...), sensor_state)``."""
+        return self.read(key, agent, probe, params), sensor_state
+
+
+def sensor_table() -> dict[str, type]:
+    """The registered sensors, ``type name -> class`` (imported lazily: the
+    table is built after the sensor modules)."""
+    from plume_jax.sensors import SENSORS
+
+    return SENSORS
+
+
+def build_box_sensor(name: str, config: Any, grid: Grid) -> tuple[Any, Any]:
+    """``(sensor, params)`` of a nested sensor config, checked to have a
+    ``Box`` observation (wrappers and the composite stack flat vectors)."""
+    sensor, params, resolved = resolve_component(name, config, sensor_table(), "sensor", grid)
+    if not isinstance(sensor.observation_space(params), Box):
+        raise ValidationError.for_parameter(
+            name, resolved, "a sensor with a Box observation (not a dict-form composite)")
+    return sensor, params
+
+
+def nested_sensors(default: Any, *, doc: str, many: bool = False) -> Any:
+    """A static setting holding one sensor config (or, with ``many``, a
+    named list of them) with a ``Box`` observation; see
+    :func:`plume_jax.settings.nested`."""
+    return nested(default, sensor_table, "sensor", doc=doc, many=many, named=many,
+                  build_one=build_box_sensor)
 
 
 def clip_to_box(obs: jax.Array, box: Box) -> jax.Array:
     """f32 ``obs`` clipped element-wise into ``box``."""
     return jnp.clip(jnp.asarray(obs, jnp.float32), jnp.asarray(box.low_array),
                     jnp.asarray(box.high_array)).astype(jnp.float32)
-
-
-def sensor_metadata(sensor: Any, **extra: Any) -> dict[str, Any]:
-    """The common JSON metadata of a sensor: type, static parameters
-    (nested sensors as static configs), dynamic parameter names, and
-    ``observation_labels`` (what each index of the flattened observation
-    means)."""
-    config = static_config(sensor)
-    config.pop("type")
-    return {
-        "type": sensor.type_name,
-        "parameters": config,
-        "dynamic_parameters": [n for n, s in sensor.SETTINGS.items() if not s.static],
-        "observation_labels": list(sensor.observation_labels()),
-        **extra,
-    }

@@ -23,26 +23,19 @@ from plume_jax.errors import ValidationError
 from plume_jax.plumes.poisson import PoissonPlume
 from plume_jax.plumes.poisson_posterior import (bayes_update, belief_summaries, likelihood_at,
                                                 likelihood_tables, plain_params, summary_bounds)
-from plume_jax.sensors.base import component_config, resolve_component, sensor_metadata
-from plume_jax.settings import (Configurable, Setting, boolean, real, resolve_settings,
-                                split_static)
+from plume_jax.sensors.base import Sensor, nested_sensors
+from plume_jax.settings import (MAX_LENGTH, boolean, derived, grid_domain, nested_params, real,
+                                resolve_component, setting)
 from plume_jax.spaces import Box
 from plume_jax.types import AgentState, Grid, PlumeProbe
-
-
-def _sensor_table():
-    from plume_jax.sensors import SENSORS
-
-    return SENSORS
-
 
 _LAW_TABLE = {"poisson": PoissonPlume}
 
 
 def _law_config(name: str, value: Any, grid: Grid) -> dict[str, Any]:
     """A Poisson plume config (``type`` may be left out; a list of
-    ``[name, value]`` pairs, as the metadata writes it, is accepted too),
-    resolved by the Poisson plume's own settings."""
+    ``[name, value]`` pairs, as the sensor's field holds it, is accepted
+    too), resolved by the Poisson plume's own settings."""
     if isinstance(value, (list, tuple)) and all(
             isinstance(pair, (list, tuple)) and len(pair) == 2 for pair in value):
         value = {k: v for k, v in value}
@@ -77,7 +70,7 @@ def _window(name: str, value: Any, grid: Grid) -> tuple[int, int] | None:
 class BeliefParams:
     """Attributes: sensor: the wrapped hits sensor's params."""
 
-    sensor: Any
+    sensor: Any = nested_params()
 
 
 @chex.dataclass(frozen=True)
@@ -91,9 +84,8 @@ class BeliefState:
     posterior: jax.Array
     sensor: Any
 
-
 @dataclasses.dataclass(frozen=True)
-class BeliefSensor(Configurable):
+class BeliefSensor(Sensor[BeliefParams, BeliefState]):
     """The exact Bayesian posterior over the source cell, updated from Poisson
     hits, observed as an image (optionally centred on the agent).
 
@@ -144,72 +136,70 @@ class BeliefSensor(Configurable):
     one window copy). Deterministic given the key.
     """
 
-    sensor: Any = None
-    plume: tuple = ()
-    goal_radius: float = 0.0
-    centred: bool = True
-    window: tuple | None = None
-    grid_channel: bool = False
-    summaries: bool = False
+    sensor: Any = nested_sensors({"type": "hits"},
+                                 doc="the hits sensor whose readings update the posterior")
+    plume: tuple = setting({"type": "poisson"}, _law_config,
+                         doc="the searcher's model of the plume: a Poisson plume config whose "
+                             "law gives the likelihood (match the env's plume)")
+    goal_radius: float = setting(0.0, real(low=0.0, high=MAX_LENGTH),
+                                 doc=f"cells, in [0, {MAX_LENGTH:g}]; the source is not within "
+                                     "this radius of a cell the search continues from (match "
+                                     "the env's goal_radius)")
+    centred: bool = setting(True, boolean(),
+                            doc="observe the posterior centred on the agent (else the grid as is)")
+    window: Any = setting(None, _window,
+                          doc="[width, height] of the centred window, odd, cells; null: "
+                              "(2W-1)x(2H-1), the whole grid always in view")
+    grid_channel: bool = setting(False, boolean(),
+                                 doc="add a second image: 1 where the window's cell is on the grid")
+    summaries: bool = setting(False, boolean(),
+                              doc="append the entropy (bits), mean distance from the agent "
+                                  "(cells) and neighbour mass of the posterior")
     #: ``(width, height)`` of the grid, set by ``build``.
-    domain: tuple = ()
+    domain: tuple = grid_domain()
     #: The hits sensor's gain the likelihood uses (its configured value), set by ``build``.
-    gain: float = 1.0
+    gain: float = derived(1.0)
 
     type_name = "belief"
-    SETTINGS = {
-        "sensor": Setting({"type": "hits"}, component_config(_sensor_table, "sensor"),
-                          static=True, doc="the hits sensor whose readings update the posterior"),
-        "plume": Setting({"type": "poisson"}, _law_config, static=True,
-                         doc="the searcher's model of the plume: a Poisson plume config whose "
-                             "law gives the likelihood (match the env's plume)"),
-        "goal_radius": Setting(0.0, real(low=0.0), static=True,
-                               doc="cells; the source is not within this radius of a cell the "
-                                   "search continues from (match the env's goal_radius)"),
-        "centred": Setting(True, boolean(), static=True,
-                           doc="observe the posterior centred on the agent (else the grid as is)"),
-        "window": Setting(None, _window, static=True,
-                          doc="[width, height] of the centred window, odd, cells; null: "
-                              "(2W-1)x(2H-1), the whole grid always in view"),
-        "grid_channel": Setting(False, boolean(), static=True,
-                                doc="add a second image: 1 where the window's cell is on the "
-                                    "grid"),
-        "summaries": Setting(False, boolean(), static=True,
-                             doc="append the entropy (bits), mean distance from the agent "
-                                 "(cells) and neighbour mass of the posterior"),
-    }
     Params = BeliefParams
 
     @classmethod
-    def build(cls, values, grid, prefix):
-        """Validate; the wrapped sensor must be a ``hits`` sensor, ``window``
-        only applies with ``centred``."""
-        resolved = resolve_settings(prefix, cls.SETTINGS, values, grid)
-        inner, inner_params, _ = resolve_component(f"{prefix}.sensor", resolved["sensor"],
-                                                   _sensor_table(), "sensor", grid)
-        if inner.type_name != "hits":
+    def validate(cls, resolved: dict[str, Any], grid: Grid, prefix: str) -> dict[str, Any]:
+        """The wrapped sensor must be a ``hits`` sensor; ``window`` only applies
+        with ``centred``."""
+        if resolved["sensor"]["type"] != "hits":
             raise ValidationError.for_parameter(
-                f"{prefix}.sensor.type", inner.type_name,
+                f"{prefix}.sensor.type", resolved["sensor"]["type"],
                 "'hits' (the posterior is updated from Poisson hit classes)")
         if not resolved["centred"] and resolved["window"] is not None:
             raise ValidationError.for_parameter(
                 f"{prefix}.window", list(resolved["window"]),
                 "null when centred is false (the observation is then the grid itself)")
-        static, _ = split_static(cls.SETTINGS, resolved)
-        static.pop("sensor")
-        static["plume"] = tuple(sorted(
-            (k, tuple(v) if isinstance(v, (list, tuple)) else v)
-            for k, v in resolved["plume"].items()))
-        component = cls(sensor=inner, domain=(grid.width, grid.height),
-                        gain=float(np.asarray(inner_params.gain)), **static)
-        return component, BeliefParams(sensor=inner_params), resolved
+        return resolved
 
-    def get_metadata(self) -> dict[str, Any]:
-        meta = sensor_metadata(self, stochastic=True)
-        meta["parameters"]["plume"] = {k: list(v) if isinstance(v, tuple) else v
-                                       for k, v in self.plume}
-        meta["parameters"]["window"] = None if self.window is None else list(self.window)
-        return meta
+    @classmethod
+    def assemble(cls, resolved: Mapping[str, Any], grid: Grid, prefix: str,
+                 **derived_params: Any) -> tuple[Any, Any]:
+        """As ``Configurable.assemble``, with the ``plume`` config held as
+        sorted ``(name, value)`` pairs (a hashable static field)."""
+        pairs = tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
+                             for k, v in resolved["plume"].items()))
+        component, params = super().assemble({**resolved, "plume": ()}, grid, prefix,
+                                             **derived_params)
+        return dataclasses.replace(component, plume=pairs), params
+
+    def static_settings(self) -> dict[str, Any]:
+        """As ``Configurable.static_settings``, ``plume`` as a config dict."""
+        return {**super().static_settings(),
+                "plume": {k: list(v) if isinstance(v, tuple) else v for k, v in self.plume}}
+
+    @classmethod
+    def derive(cls, resolved: dict[str, Any], grid: Grid) -> dict[str, Any]:
+        """The grid's size and the wrapped hits sensor's configured gain."""
+        return {**super().derive(resolved, grid), "gain": float(resolved["sensor"]["gain"])}
+
+    def metadata_extras(self) -> dict[str, Any]:
+        return {"stochastic": True}
 
     # -- geometry ----------------------------------------------------------------
     def _grid(self) -> Grid:

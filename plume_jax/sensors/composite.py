@@ -3,28 +3,28 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import chex
 import jax
 import jax.numpy as jnp
 
-from plume_jax.sensors.base import component_list, static_config
-from plume_jax.sensors.wrappers import _sensor_table, build_box_sensor
-from plume_jax.settings import Configurable, Setting, choice, resolve_settings
+from plume_jax.sensors.base import Sensor, nested_sensors
+from plume_jax.settings import choice, derived, nested_params, setting, static_config
 from plume_jax.spaces import Box, Dict
-from plume_jax.types import AgentState, PlumeProbe
+from plume_jax.types import AgentState, Grid, PlumeProbe
 
 
 @chex.dataclass(frozen=True)
 class CompositeParams:
     """Attributes: sensors: tuple of the component sensors' params, in order."""
 
-    sensors: tuple
+    sensors: tuple = nested_params(empty=())
 
 
 @dataclasses.dataclass(frozen=True)
-class CompositeSensor(Configurable):
+class CompositeSensor(Sensor[CompositeParams, tuple]):
     """Component sensors read together.
 
     ``sensors`` is a list of sensor configs (``{"type": ..., ...settings}``),
@@ -41,32 +41,19 @@ class CompositeSensor(Configurable):
     State: a tuple of the components' states.
     """
 
-    sensors: tuple = ()
-    names: tuple = ()
-    form: str = "box"
+    sensors: tuple = nested_sensors([{"type": "concentration"}], many=True,
+                                    doc="component sensor configs, each with an optional 'name'")
+    names: tuple = derived(())
+    form: str = setting("box", choice(("box", "dict")),
+                        doc="'box': one concatenated vector; 'dict': a dict keyed by name")
 
     type_name = "composite"
-    SETTINGS = {
-        "sensors": Setting([{"type": "concentration"}],
-                           component_list(_sensor_table, "sensor", named=True), static=True,
-                           doc="component sensor configs, each with an optional 'name'"),
-        "form": Setting("box", choice(("box", "dict")), static=True,
-                        doc="'box': one concatenated vector; 'dict': a dict keyed by name"),
-    }
     Params = CompositeParams
 
     @classmethod
-    def build(cls, values, grid, prefix):
-        resolved = resolve_settings(prefix, cls.SETTINGS, values, grid)
-        sensors, params, names = [], [], []
-        for i, entry in enumerate(resolved["sensors"]):
-            config = {k: v for k, v in entry.items() if k != "name"}
-            sensor, sensor_params, _ = build_box_sensor(f"{prefix}.sensors[{i}]", config, grid)
-            sensors.append(sensor)
-            params.append(sensor_params)
-            names.append(entry["name"])
-        component = cls(sensors=tuple(sensors), names=tuple(names), form=resolved["form"])
-        return component, CompositeParams(sensors=tuple(params)), resolved
+    def derive(cls, resolved: Mapping[str, Any], grid: Grid) -> dict[str, Any]:
+        """``names``: the (resolved) name of each component sensor."""
+        return {"names": tuple(entry["name"] for entry in resolved["sensors"])}
 
     def _boxes(self, params: CompositeParams) -> list[Box]:
         return [s.observation_space(p) for s, p in zip(self.sensors, params.sensors)]
@@ -106,16 +93,13 @@ class CompositeSensor(Configurable):
                 for i, (s, st, p) in enumerate(zip(self.sensors, sensor_state, params.sensors))]
         return self._combine([o for o, _ in outs]), tuple(st for _, st in outs)
 
-    def get_metadata(self) -> dict[str, Any]:
-        return {
-            "type": self.type_name,
-            "parameters": {
-                "form": self.form,
+    def static_settings(self) -> dict[str, Any]:
+        """``form`` and the component sensors' static configs, each with its name."""
+        return {"form": self.form,
                 "sensors": [{"name": n, **static_config(s)}
-                            for n, s in zip(self.names, self.sensors)],
-            },
-            "dynamic_parameters": [],
-            "observation_labels": self.observation_labels(),
-            "layout": {k: list(v) for k, v in self.layout().items()},
-            "components": [s.get_metadata() for s in self.sensors],
-        }
+                            for n, s in zip(self.names, self.sensors)]}
+
+    def metadata_extras(self) -> dict[str, Any]:
+        """The index range of each name (``layout``) and each component's metadata."""
+        return {"layout": {k: list(v) for k, v in self.layout().items()},
+                "components": [s.get_metadata() for s in self.sensors]}

@@ -10,8 +10,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from plume_jax.sensors.base import sensor_metadata
-from plume_jax.settings import Configurable, Setting, integer, real
+from plume_jax.sensors.base import MemorylessSensor
+from plume_jax.settings import MAX_SCALE, integer, real, setting
 from plume_jax.spaces import Box
 from plume_jax.types import AgentState, NoParams, PlumeProbe
 
@@ -23,7 +23,7 @@ def point_concentration(agent: AgentState, probe: PlumeProbe) -> jax.Array:
 
 
 @dataclasses.dataclass(frozen=True)
-class ConcentrationSensor(Configurable):
+class ConcentrationSensor(MemorylessSensor[NoParams]):
     """The concentration at the agent's position.
 
     Observation: f32[1], index 0 = concentration at ``agent.position``,
@@ -31,8 +31,6 @@ class ConcentrationSensor(Configurable):
     """
 
     type_name = "concentration"
-    SETTINGS = {}
-    Params = NoParams
 
     def observation_space(self, params: NoParams) -> Box:
         return Box.uniform(0.0, 1.0, (1,))
@@ -40,28 +38,21 @@ class ConcentrationSensor(Configurable):
     def observation_labels(self) -> list[str]:
         return ["concentration"]
 
-    def _read(self, agent: AgentState, probe: PlumeProbe) -> jax.Array:
+    def read(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, params: NoParams
+             ) -> jax.Array:
         return jnp.reshape(point_concentration(agent, probe), (1,))
-
-    def init(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, params: NoParams):
-        return self._read(agent, probe), ()
-
-    def observe(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, sensor_state, params: NoParams):
-        return self._read(agent, probe), sensor_state
-
-    def get_metadata(self) -> dict[str, Any]:
-        return sensor_metadata(self)
 
 
 @chex.dataclass(frozen=True)
 class BinaryParams:
     """Attributes: threshold: f32[] in ``(0, 1]``, detection threshold."""
 
-    threshold: jax.Array
+    threshold: jax.Array = setting(0.1, real(low=0.0, high=1.0, low_inclusive=False),
+                                   doc="detection threshold on the concentration, in (0, 1]")
 
 
 @dataclasses.dataclass(frozen=True)
-class BinarySensor(Configurable):
+class BinarySensor(MemorylessSensor[BinaryParams]):
     """An odour / no-odour detector at the agent's position.
 
     Observation: f32[1], index 0 = 1.0 when the concentration at
@@ -69,10 +60,6 @@ class BinarySensor(Configurable):
     """
 
     type_name = "binary"
-    SETTINGS = {
-        "threshold": Setting(0.1, real(low=0.0, high=1.0, low_inclusive=False),
-                             doc="detection threshold on the concentration, in (0, 1]"),
-    }
     Params = BinaryParams
 
     def observation_space(self, params: BinaryParams) -> Box:
@@ -81,30 +68,22 @@ class BinarySensor(Configurable):
     def observation_labels(self) -> list[str]:
         return ["detection"]
 
-    def _read(self, agent: AgentState, probe: PlumeProbe, params: BinaryParams) -> jax.Array:
+    def read(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, params: BinaryParams
+             ) -> jax.Array:
         hit = point_concentration(agent, probe) >= params.threshold
         return jnp.reshape(hit.astype(jnp.float32), (1,))
-
-    def init(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, params: BinaryParams):
-        return self._read(agent, probe, params), ()
-
-    def observe(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, sensor_state,
-                params: BinaryParams):
-        return self._read(agent, probe, params), sensor_state
-
-    def get_metadata(self) -> dict[str, Any]:
-        return sensor_metadata(self)
 
 
 @chex.dataclass(frozen=True)
 class PoissonParams:
     """Attributes: rate: f32[] > 0, mean hits per step at concentration 1."""
 
-    rate: jax.Array
+    rate: jax.Array = setting(1.0, real(low=0.0, high=MAX_SCALE, low_inclusive=False),
+                              doc=f"mean hits per step at concentration 1, in (0, {MAX_SCALE:g}]")
 
 
 @dataclasses.dataclass(frozen=True)
-class PoissonSensor(Configurable):
+class PoissonSensor(MemorylessSensor[PoissonParams]):
     """Poisson-distributed odour hits at the agent's position, for
     infotaxis-style models (cf. Vergassola et al. 2007).
 
@@ -115,15 +94,10 @@ class PoissonSensor(Configurable):
     detector with detection probability ``1 - exp(-rate * c)``.
     """
 
-    max_hits: int = 10
+    max_hits: int = setting(10, integer(low=1, high=1_000_000),
+                            doc="hit counts are capped at this value, in [1, 1000000]")
 
     type_name = "poisson"
-    SETTINGS = {
-        "max_hits": Setting(10, integer(low=1, high=1_000_000), static=True,
-                            doc="hit counts are capped at this value"),
-        "rate": Setting(1.0, real(low=0.0, low_inclusive=False),
-                        doc="mean hits per step at concentration 1"),
-    }
     Params = PoissonParams
 
     def observation_space(self, params: PoissonParams) -> Box:
@@ -132,18 +106,11 @@ class PoissonSensor(Configurable):
     def observation_labels(self) -> list[str]:
         return ["hits"]
 
-    def _read(self, key: jax.Array, agent: AgentState, probe: PlumeProbe,
-              params: PoissonParams) -> jax.Array:
+    def read(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, params: PoissonParams
+             ) -> jax.Array:
         mean = params.rate * point_concentration(agent, probe)
         hits = jax.random.poisson(key, mean, (), dtype=jnp.int32)
         return jnp.reshape(jnp.minimum(hits, self.max_hits).astype(jnp.float32), (1,))
 
-    def init(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, params: PoissonParams):
-        return self._read(key, agent, probe, params), ()
-
-    def observe(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, sensor_state,
-                params: PoissonParams):
-        return self._read(key, agent, probe, params), sensor_state
-
-    def get_metadata(self) -> dict[str, Any]:
-        return sensor_metadata(self, stochastic=True)
+    def metadata_extras(self) -> dict[str, Any]:
+        return {"stochastic": True}

@@ -10,8 +10,8 @@ import jax
 import jax.numpy as jnp
 
 from plume_jax.plumes.sampling import capped_poisson
-from plume_jax.sensors.base import sensor_metadata
-from plume_jax.settings import Configurable, Setting, boolean, integer, real
+from plume_jax.sensors.base import MemorylessSensor
+from plume_jax.settings import MAX_SCALE, boolean, integer, real, setting
 from plume_jax.spaces import Box
 from plume_jax.types import AgentState, PlumeProbe
 
@@ -20,11 +20,13 @@ from plume_jax.types import AgentState, PlumeProbe
 class HitsParams:
     """Attributes: gain: f32[] > 0, mean hits per step per unit of concentration."""
 
-    gain: jax.Array
+    gain: jax.Array = setting(1.0, real(low=0.0, high=MAX_SCALE, low_inclusive=False),
+                              doc=f"mean hits per step per unit of concentration, in "
+                                  f"(0, {MAX_SCALE:g}]")
 
 
 @dataclasses.dataclass(frozen=True)
-class HitsSensor(Configurable):
+class HitsSensor(MemorylessSensor[HitsParams]):
     """Odour hits at the agent's position, capped into ``h_max`` classes, as
     in the infotaxis literature (Vergassola et al. 2007; ``otto``).
 
@@ -47,18 +49,12 @@ class HitsSensor(Configurable):
     and use only the key passed in. Memoryless.
     """
 
-    h_max: int = 2
-    nonzero_first: bool = False
+    h_max: int = setting(2, integer(low=2, high=1024),
+                         doc="number of hit classes: counts are capped at h_max - 1; in [2, 1024]")
+    nonzero_first: bool = setting(False, boolean(),
+                                  doc="draw the episode's first observation conditioned on a hit")
 
     type_name = "hits"
-    SETTINGS = {
-        "h_max": Setting(2, integer(low=2, high=1024), static=True,
-                         doc="number of hit classes: counts are capped at h_max - 1"),
-        "nonzero_first": Setting(False, boolean(), static=True,
-                                 doc="draw the episode's first observation conditioned on a hit"),
-        "gain": Setting(1.0, real(low=0.0, low_inclusive=False),
-                        doc="mean hits per step per unit of concentration"),
-    }
     Params = HitsParams
 
     def observation_space(self, params: HitsParams) -> Box:
@@ -72,18 +68,16 @@ class HitsSensor(Configurable):
         c = jnp.reshape(jnp.asarray(probe.concentration(agent.position), jnp.float32), ())
         return params.gain * jnp.maximum(c, 0.0)
 
-    def _read(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, params: HitsParams,
-              nonzero: bool) -> jax.Array:
+    def read(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, params: HitsParams,
+             nonzero: bool = False) -> jax.Array:
+        """f32[1]: the hit class, drawn conditioned on ``h >= 1`` with ``nonzero``."""
         mean = self.hit_mean(agent, probe, params)
         hits = capped_poisson(key, mean, self.h_max - 1, nonzero=nonzero)
         return jnp.reshape(hits.astype(jnp.float32), (1,))
 
     def init(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, params: HitsParams):
-        return self._read(key, agent, probe, params, self.nonzero_first), ()
+        """The first observation (conditioned on a hit with ``nonzero_first``)."""
+        return self.read(key, agent, probe, params, self.nonzero_first), ()
 
-    def observe(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, sensor_state,
-                params: HitsParams):
-        return self._read(key, agent, probe, params, False), sensor_state
-
-    def get_metadata(self) -> dict[str, Any]:
-        return sensor_metadata(self, stochastic=True)
+    def metadata_extras(self) -> dict[str, Any]:
+        return {"stochastic": True}

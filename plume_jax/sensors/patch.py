@@ -11,8 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from plume_jax.errors import ValidationError
-from plume_jax.sensors.base import sensor_metadata
-from plume_jax.settings import Configurable, Setting, choice, real
+from plume_jax.sensors.base import MemorylessSensor
+from plume_jax.settings import MAX_LENGTH, choice, real, setting
 from plume_jax.spaces import Box
 from plume_jax.types import AgentState, Grid, PlumeProbe
 
@@ -33,11 +33,13 @@ def _patch_size(name: str, value: Any, grid: Grid) -> int:
 class PatchParams:
     """Attributes: spacing: f32[] > 0, distance between neighbouring samples, cells."""
 
-    spacing: jax.Array
+    spacing: jax.Array = setting(1.0, real(low=0.0, high=MAX_LENGTH, low_inclusive=False),
+                                 doc=f"distance between neighbouring samples, cells, in "
+                                     f"(0, {MAX_LENGTH:g}]")
 
 
 @dataclasses.dataclass(frozen=True)
-class PatchSensor(Configurable):
+class PatchSensor(MemorylessSensor[PatchParams]):
     """Concentration sampled on a ``size x size`` lattice centred on the agent.
 
     With ``h = (size - 1) / 2``, sample ``(r, c)`` (row ``r``, column ``c``,
@@ -54,17 +56,12 @@ class PatchSensor(Configurable):
     ``size`` must be odd and fit the grid. Memoryless.
     """
 
-    size: int = 5
-    frame: str = "world"
+    size: int = setting(5, _patch_size, doc="odd side length k of the patch, samples (it must "
+                                            "fit the grid)")
+    frame: str = setting("world", choice(("world", "body")),
+                         doc="'world': north-up; 'body': rotated with the heading")
 
     type_name = "patch"
-    SETTINGS = {
-        "size": Setting(5, _patch_size, static=True, doc="odd side length k of the patch, samples"),
-        "frame": Setting("world", choice(("world", "body")), static=True,
-                         doc="'world': north-up; 'body': rotated with the heading"),
-        "spacing": Setting(1.0, real(low=0.0, low_inclusive=False),
-                           doc="distance between neighbouring samples, cells"),
-    }
     Params = PatchParams
 
     def observation_space(self, params: PatchParams) -> Box:
@@ -89,16 +86,7 @@ class PatchSensor(Configurable):
         offsets = ahead[..., None] * forward + right[..., None] * rightward
         return (agent.position + offsets).astype(jnp.float32)
 
-    def _read(self, agent: AgentState, probe: PlumeProbe, params: PatchParams) -> jax.Array:
+    def read(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, params: PatchParams
+             ) -> jax.Array:
         c = probe.concentration(self.points(agent, params))
         return jnp.clip(jnp.reshape(c, (self.size * self.size,)), 0.0, 1.0).astype(jnp.float32)
-
-    def init(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, params: PatchParams):
-        return self._read(agent, probe, params), ()
-
-    def observe(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, sensor_state,
-                params: PatchParams):
-        return self._read(agent, probe, params), sensor_state
-
-    def get_metadata(self) -> dict[str, Any]:
-        return sensor_metadata(self)

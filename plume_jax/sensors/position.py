@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from plume_jax.errors import ValidationError
-from plume_jax.sensors.base import sensor_metadata
-from plume_jax.settings import Configurable
+from plume_jax.sensors.base import MemorylessSensor
+from plume_jax.settings import grid_domain
 from plume_jax.spaces import Box
 from plume_jax.types import AgentState, NoParams, PlumeProbe
 
 
 @dataclasses.dataclass(frozen=True)
-class PositionSensor(Configurable):
+class PositionSensor(MemorylessSensor[NoParams]):
     """Where the agent is: its ``(x, y)`` position in grid cells.
 
     Bayesian searchers (``agents/infotaxis.py``) need to know where each
@@ -32,17 +31,9 @@ class PositionSensor(Configurable):
     """
 
     #: ``(width, height)`` of the grid, set by ``build`` (the bounds of the space).
-    domain: tuple = ()
+    domain: tuple = grid_domain()
 
     type_name = "position"
-    SETTINGS = {}
-    Params = NoParams
-
-    @classmethod
-    def build(cls, values, grid, prefix):
-        """No settings; the grid fixes the observation bounds."""
-        component, params, resolved = super().build(values, grid, prefix)
-        return dataclasses.replace(component, domain=(grid.width, grid.height)), params, resolved
 
     def _upper(self) -> tuple[float, float]:
         if not self.domain:
@@ -58,16 +49,7 @@ class PositionSensor(Configurable):
     def observation_labels(self) -> list[str]:
         return ["position_x", "position_y"]
 
-    def _read(self, agent: AgentState) -> jax.Array:
+    def read(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, params: NoParams
+             ) -> jax.Array:
         upper = jnp.asarray(self._upper(), jnp.float32)
         return jnp.clip(jnp.asarray(agent.position, jnp.float32).reshape(2), 0.0, upper)
-
-    def init(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, params: NoParams):
-        return self._read(agent), ()
-
-    def observe(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, sensor_state,
-                params: NoParams):
-        return self._read(agent), sensor_state
-
-    def get_metadata(self) -> dict[str, Any]:
-        return sensor_metadata(self)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import chex
 import jax
 import jax.numpy as jnp
 
-from plume_jax.sensors.base import sensor_metadata
-from plume_jax.settings import Configurable, Setting, choice, real
+from plume_jax.sensors.base import MemorylessSensor
+from plume_jax.settings import MAX_LENGTH, choice, real, setting
 from plume_jax.spaces import Box
 from plume_jax.types import AgentState, PlumeProbe
 
@@ -20,11 +19,13 @@ class WindSensorParams:
     """Attributes: noise_std: f32[] >= 0, std of additive Gaussian noise on
     each component, cells/step."""
 
-    noise_std: jax.Array
+    noise_std: jax.Array = setting(0.0, real(low=0.0, high=MAX_LENGTH),
+                                   doc=f"std of additive Gaussian noise, cells/step, in "
+                                       f"[0, {MAX_LENGTH:g}]")
 
 
 @dataclasses.dataclass(frozen=True)
-class WindSensor(Configurable):
+class WindSensor(MemorylessSensor[WindSensorParams]):
     """The wind velocity at the agent's position (read through
     ``probe.wind``: where the air moves toward, cells per step).
 
@@ -40,17 +41,13 @@ class WindSensor(Configurable):
     Memoryless.
     """
 
-    frame: str = "body"
-    max_speed: float = 5.0
+    frame: str = setting("body", choice(("body", "world")),
+                         doc="'body': (along heading, to the left); 'world': (east, north)")
+    max_speed: float = setting(5.0, real(low=0.0, high=MAX_LENGTH, low_inclusive=False),
+                               doc=f"readings are clipped to [-max_speed, max_speed], cells/step; "
+                                   f"in (0, {MAX_LENGTH:g}]")
 
     type_name = "wind"
-    SETTINGS = {
-        "frame": Setting("body", choice(("body", "world")), static=True,
-                         doc="'body': (along heading, to the left); 'world': (east, north)"),
-        "max_speed": Setting(5.0, real(low=0.0, low_inclusive=False), static=True,
-                             doc="readings are clipped to [-max_speed, max_speed], cells/step"),
-        "noise_std": Setting(0.0, real(low=0.0), doc="std of additive Gaussian noise, cells/step"),
-    }
     Params = WindSensorParams
 
     def observation_space(self, params: WindSensorParams) -> Box:
@@ -59,21 +56,11 @@ class WindSensor(Configurable):
     def observation_labels(self) -> list[str]:
         return ["wind_forward", "wind_left"] if self.frame == "body" else ["wind_east", "wind_north"]
 
-    def _read(self, key: jax.Array, agent: AgentState, probe: PlumeProbe,
-              params: WindSensorParams) -> jax.Array:
+    def read(self, key: jax.Array, agent: AgentState, probe: PlumeProbe,
+             params: WindSensorParams) -> jax.Array:
         wind = jnp.reshape(jnp.asarray(probe.wind(agent.position), jnp.float32), (2,))
         if self.frame == "body":
             c, s = jnp.cos(agent.heading), jnp.sin(agent.heading)
             wind = jnp.stack([c * wind[0] + s * wind[1], -s * wind[0] + c * wind[1]])
         noisy = wind + params.noise_std * jax.random.normal(key, (2,), jnp.float32)
         return jnp.clip(noisy, -self.max_speed, self.max_speed).astype(jnp.float32)
-
-    def init(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, params: WindSensorParams):
-        return self._read(key, agent, probe, params), ()
-
-    def observe(self, key: jax.Array, agent: AgentState, probe: PlumeProbe, sensor_state,
-                params: WindSensorParams):
-        return self._read(key, agent, probe, params), sensor_state
-
-    def get_metadata(self) -> dict[str, Any]:
-        return sensor_metadata(self)

@@ -9,43 +9,10 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from plume_jax.errors import ValidationError
-from plume_jax.sensors.base import clip_to_box, component_config, resolve_component, sensor_metadata
-from plume_jax.settings import Configurable, Setting, integer, real, resolve_settings, split_static, to_leaf
+from plume_jax.sensors.base import Sensor, clip_to_box, nested_sensors
+from plume_jax.settings import MAX_LENGTH, integer, nested_params, real, setting
 from plume_jax.spaces import Box
-from plume_jax.types import AgentState, Grid, PlumeProbe
-
-
-def _sensor_table():
-    from plume_jax.sensors import SENSORS
-
-    return SENSORS
-
-
-def build_box_sensor(name: str, config: Any, grid: Grid) -> tuple[Any, Any, dict]:
-    """Build a nested sensor from its config and check that it has a
-    ``Box`` observation (wrappers and the composite stack flat vectors)."""
-    sensor, params, resolved = resolve_component(name, config, _sensor_table(), "sensor", grid)
-    if not isinstance(sensor.observation_space(params), Box):
-        raise ValidationError.for_parameter(
-            name, resolved, "a sensor with a Box observation (not a dict-form composite)")
-    return sensor, params, resolved
-
-
-class _Wrapper(Configurable):
-    """Build logic shared by sensors with one nested ``sensor`` setting."""
-
-    @classmethod
-    def build(cls, values, grid, prefix):
-        resolved = resolve_settings(prefix, cls.SETTINGS, values, grid)
-        inner, inner_params, _ = build_box_sensor(f"{prefix}.sensor", resolved["sensor"], grid)
-        static, dynamic = split_static(cls.SETTINGS, resolved)
-        static.pop("sensor")
-        params = cls.Params(sensor=inner_params, **{k: to_leaf(v) for k, v in dynamic.items()})
-        return cls(sensor=inner, **static), params, resolved
-
-    def get_metadata(self) -> dict[str, Any]:
-        return sensor_metadata(self)
+from plume_jax.types import AgentState, PlumeProbe
 
 
 @chex.dataclass(frozen=True)
@@ -55,12 +22,13 @@ class NoiseParams:
         std: f32[] >= 0, standard deviation of the additive noise.
     """
 
-    sensor: Any
-    std: jax.Array
+    sensor: Any = nested_params()
+    std: jax.Array = setting(0.05, real(low=0.0, high=MAX_LENGTH),
+                             doc=f"standard deviation of the noise, in [0, {MAX_LENGTH:g}]")
 
 
 @dataclasses.dataclass(frozen=True)
-class NoiseSensor(_Wrapper):
+class NoiseSensor(Sensor[NoiseParams, Any]):
     """Another sensor's reading plus i.i.d. Gaussian noise.
 
     Observation: the wrapped sensor's (same shape and indices), each element
@@ -70,14 +38,10 @@ class NoiseSensor(_Wrapper):
     in. State: the wrapped sensor's.
     """
 
-    sensor: Any = None
+    sensor: Any = nested_sensors({"type": "concentration"},
+                                 doc="the sensor whose reading gets noise")
 
     type_name = "noise"
-    SETTINGS = {
-        "sensor": Setting({"type": "concentration"}, component_config(_sensor_table, "sensor"),
-                          static=True, doc="the sensor whose reading gets noise"),
-        "std": Setting(0.05, real(low=0.0), doc="standard deviation of the noise"),
-    }
     Params = NoiseParams
 
     def observation_space(self, params: NoiseParams) -> Box:
@@ -105,7 +69,7 @@ class NoiseSensor(_Wrapper):
 class HistoryParams:
     """Attributes: sensor: the wrapped sensor's params."""
 
-    sensor: Any
+    sensor: Any = nested_params()
 
 
 @chex.dataclass(frozen=True)
@@ -120,7 +84,7 @@ class HistoryState:
 
 
 @dataclasses.dataclass(frozen=True)
-class HistorySensor(_Wrapper):
+class HistorySensor(Sensor[HistoryParams, HistoryState]):
     """The last ``length`` readings of another sensor, in a fixed-size buffer
     carried in the sensor state.
 
@@ -131,16 +95,12 @@ class HistorySensor(_Wrapper):
     first reading repeated.
     """
 
-    sensor: Any = None
-    length: int = 4
+    sensor: Any = nested_sensors({"type": "concentration"},
+                                 doc="the sensor whose readings are stacked")
+    length: int = setting(4, integer(low=1, high=1024),
+                          doc="number of readings kept (including the current one), in [1, 1024]")
 
     type_name = "history"
-    SETTINGS = {
-        "sensor": Setting({"type": "concentration"}, component_config(_sensor_table, "sensor"),
-                          static=True, doc="the sensor whose readings are stacked"),
-        "length": Setting(4, integer(low=1, high=1024), static=True,
-                          doc="number of readings kept (including the current one)"),
-    }
     Params = HistoryParams
 
     def _inner_box(self, params: HistoryParams) -> Box:

@@ -10,10 +10,17 @@ all local devices.
 - :mod:`plume_jax.train.config`: YAML configs, validated.
 - :mod:`plume_jax.train.ppo`: the algorithm (``PPO``, ``gae``).
 - :mod:`plume_jax.train.networks`: the flax actor-critics and distributions.
-- :mod:`plume_jax.train.trainer`: ``train(config)`` (``plume-jax train``).
-- :mod:`plume_jax.train.sweep`: ``sweep(config)`` (``plume-jax sweep``).
+- :mod:`plume_jax.train.trainer`: ``train(config)`` (``plume-jax train``):
+  chunked runs of one compiled program, periodic checkpoints, resume.
+- :mod:`plume_jax.train.sweep`: ``run_sweep(config)`` (``plume-jax sweep``):
+  one program per static structure, member run folders, ranked summary.
 - :mod:`plume_jax.train.checkpoint`: save / resume, policy export
   (loaded by ``agents.trained``).
+- :mod:`plume_jax.train.run_folder`: output folders are never replaced
+  silently (``--resume`` / ``--overwrite``).
+- :mod:`plume_jax.train.progress`, :mod:`plume_jax.train.loggers`,
+  :mod:`plume_jax.train.plots`: progress from inside the program, metrics
+  files, TensorBoard / W&B, figures.
 - :mod:`plume_jax.train.sharding`: multi-device (and multi-host) notes.
 """
 

@@ -4,9 +4,18 @@ A checkpoint is a folder::
 
     runner.msgpack   every leaf of the Runner (network, optimiser state,
                      observation statistics, env batch, recurrent states,
-                     PRNG key, update counter), flax msgpack serialisation
-    meta.json        the resolved training config, the update count, the
-                     runner's tree structure (checked on load)
+                     PRNG key, update counter) and the checkpoint's metadata,
+                     flax msgpack serialisation
+    meta.json        a readable copy of the metadata: the resolved training
+                     config, the update count, the runner's tree structure
+
+``runner.msgpack`` is the checkpoint: it is replaced atomically (written to
+a temporary file in the same folder, then ``os.replace``), so a kill at any
+moment leaves either the previous checkpoint or the new one, whole; the
+metadata inside it is the one a resume trusts. Temporary files a kill left
+behind (``.runner.msgpack.tmp-*``) are removed by the next save or load.
+A missing, empty, truncated or corrupt ``runner.msgpack`` or ``meta.json``
+is a ``ValidationError`` naming the file.
 
 Resuming restores the exact runner, so a run resumed from a checkpoint
 continues bit-for-bit like an uninterrupted one on the same machine.
@@ -23,9 +32,11 @@ An exported policy is a folder readable without flax (``agents.trained``)::
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pathlib
+import re
 import tempfile
 from typing import Any
 
@@ -36,20 +47,44 @@ from flax import serialization, traverse_util
 
 from plume_jax.errors import ValidationError
 
-CHECKPOINT_FORMAT = "plume_jax.checkpoint/1"
+CHECKPOINT_FORMAT = "plume_jax.checkpoint/2"
+#: Earlier checkpoints (metadata only in meta.json) still load.
+_FORMATS = (CHECKPOINT_FORMAT, "plume_jax.checkpoint/1")
 POLICY_FORMAT = "plume_jax.trained_policy/1"
+
+#: Temporary files of an interrupted write: ours (``.NAME.tmp-XXXX``) and
+#: those of earlier versions (``NAME.XXXXXXXX``, ``tmpXXXXXXXX.npz``).
+_TEMPORARY = re.compile(r"^(\..+\.tmp-[A-Za-z0-9_]+|(runner\.msgpack|meta\.json|policy\.json)"
+                        r"\.[A-Za-z0-9_]{8}|tmp[A-Za-z0-9_]{8}\.npz)$")
 
 
 def _atomic_write(path: pathlib.Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder
+    and ``os.replace`` (readers see the old file or the new one, whole)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.tmp-")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         pathlib.Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def remove_temporaries(directory: str | pathlib.Path) -> list[pathlib.Path]:
+    """Delete the temporary files an interrupted write left in ``directory``
+    (see :data:`_TEMPORARY`); returns what was removed."""
+    directory = pathlib.Path(directory)
+    removed = []
+    if directory.is_dir():
+        for path in directory.iterdir():
+            if path.is_file() and _TEMPORARY.match(path.name):
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed
 
 
 def _leaf_to_numpy(x: Any) -> np.ndarray:
@@ -59,28 +94,77 @@ def _leaf_to_numpy(x: Any) -> np.ndarray:
 
 
 def save_checkpoint(directory: str | pathlib.Path, runner: Any, meta: dict[str, Any]) -> pathlib.Path:
-    """Write ``runner`` (any pytree) and ``meta`` (JSON) to ``directory``."""
+    """Write ``runner`` (any pytree) and ``meta`` (JSON) to ``directory``
+    (``runner.msgpack`` first: it holds the metadata too, so the checkpoint
+    is whole as soon as it is replaced)."""
     directory = pathlib.Path(directory)
+    remove_temporaries(directory)
     leaves, treedef = jax.tree.flatten(runner)
-    state = {"leaves": {str(i): _leaf_to_numpy(x) for i, x in enumerate(leaves)}}
-    _atomic_write(directory / "runner.msgpack", serialization.msgpack_serialize(state))
     meta = {"format": CHECKPOINT_FORMAT, **meta, "treedef": str(treedef),
             "num_leaves": len(leaves)}
+    state = {"meta": json.dumps(meta),
+             "leaves": {str(i): _leaf_to_numpy(x) for i, x in enumerate(leaves)}}
+    _atomic_write(directory / "runner.msgpack", serialization.msgpack_serialize(state))
     _atomic_write(directory / "meta.json", json.dumps(meta, indent=2).encode())
     return directory
 
 
+def _bad_file(path: pathlib.Path, what: str) -> ValidationError:
+    return ValidationError.for_parameter("checkpoint", str(path), what)
+
+
 def read_meta(directory: str | pathlib.Path) -> dict[str, Any]:
-    path = pathlib.Path(directory) / "meta.json"
+    """The metadata of the checkpoint in ``directory`` (``meta.json``),
+    checked: ``ValidationError`` naming the file if it is missing, torn or
+    not a plume_jax checkpoint's."""
+    directory = pathlib.Path(directory)
+    path = directory / "meta.json"
+    if not directory.is_dir():
+        raise _bad_file(directory, "a checkpoint folder (runner.msgpack and meta.json)")
     try:
-        meta = json.loads(path.read_text())
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise _bad_file(path, "an existing file (is this a checkpoint folder?)") from None
     except (OSError, ValueError) as exc:
-        raise ValidationError.for_parameter("checkpoint", str(directory),
-                                            f"a checkpoint folder with meta.json ({exc})") from None
-    if meta.get("format") != CHECKPOINT_FORMAT:
-        raise ValidationError.for_parameter("checkpoint", str(directory),
-                                            f"a {CHECKPOINT_FORMAT} checkpoint")
+        raise _bad_file(path, f"the JSON metadata of a checkpoint (it is damaged: {exc})") \
+            from None
+    if not isinstance(meta, dict) or meta.get("format") not in _FORMATS:
+        raise _bad_file(path, f"the metadata of a {CHECKPOINT_FORMAT} checkpoint")
     return meta
+
+
+def read_checkpoint(directory: str | pathlib.Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(meta, leaves)`` of the checkpoint in ``directory``, every file
+    checked (see the module docstring); ``leaves`` maps the leaf index (a
+    string) to its array. Removes temporary files of an interrupted write."""
+    directory = pathlib.Path(directory)
+    meta = read_meta(directory)
+    remove_temporaries(directory)
+    path = directory / "runner.msgpack"
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise _bad_file(path, "an existing file (the checkpoint's runner state)") from None
+    except OSError as exc:
+        raise _bad_file(path, f"a readable file ({exc.strerror or exc})") from None
+    if not data:
+        raise _bad_file(path, "a checkpoint's runner state (the file is empty)")
+    try:
+        state = serialization.msgpack_restore(data)
+    except Exception as exc:  # msgpack raises ValueError subclasses and more
+        raise _bad_file(path, f"a checkpoint's runner state (it is truncated or damaged: "
+                        f"{exc})") from None
+    if not isinstance(state, dict) or not isinstance(state.get("leaves"), dict):
+        raise _bad_file(path, "a checkpoint's runner state (no leaves found)")
+    if "meta" in state:
+        try:
+            meta = json.loads(state["meta"])
+        except (TypeError, ValueError):
+            raise _bad_file(path, "a checkpoint's runner state (damaged metadata)") from None
+    if meta.get("num_leaves") != len(state["leaves"]):
+        raise _bad_file(path, f"{meta.get('num_leaves')} runner leaves as its metadata says "
+                        f"(found {len(state['leaves'])})")
+    return meta, state["leaves"]
 
 
 def load_checkpoint(directory: str | pathlib.Path, template: Any) -> tuple[Any, dict[str, Any]]:
@@ -88,19 +172,19 @@ def load_checkpoint(directory: str | pathlib.Path, template: Any) -> tuple[Any, 
 
     ``template``: a runner (or ``jax.eval_shape`` of one) with the same
     structure, shapes and dtypes. Raises ``ValidationError`` if the
-    checkpoint does not match it (another network, env or batch size).
+    checkpoint is damaged (naming the file) or does not match the template
+    (another network, env or batch size).
     """
     directory = pathlib.Path(directory)
-    meta = read_meta(directory)
+    meta, stored = read_checkpoint(directory)
     leaves, treedef = jax.tree.flatten(template)
     if meta.get("num_leaves") != len(leaves) or meta.get("treedef") != str(treedef):
         raise ValidationError.for_parameter(
             "checkpoint", str(directory),
             "a checkpoint of the same network, env and batch sizes as this config")
-    state = serialization.msgpack_restore((directory / "runner.msgpack").read_bytes())
     restored = []
     for i, t in enumerate(leaves):
-        value = np.asarray(state["leaves"][str(i)])
+        value = np.asarray(stored[str(i)])
         if jnp.issubdtype(t.dtype, jax.dtypes.prng_key):
             restored.append(jax.random.wrap_key_data(value))
             continue
@@ -111,6 +195,25 @@ def load_checkpoint(directory: str | pathlib.Path, template: Any) -> tuple[Any, 
                 f"(found {value.shape} {value.dtype})")
         restored.append(jnp.asarray(value))
     return jax.tree.unflatten(treedef, restored), meta
+
+
+def find_checkpoint(path: str | pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
+    """``(run folder, checkpoint folder)`` for what ``--resume`` names: a
+    run folder (its ``checkpoint/``), a checkpoint folder (``RUN/checkpoint``
+    or ``RUN/checkpoints/update_N``) or ``ValidationError``."""
+    path = pathlib.Path(path)
+    if not path.is_dir():
+        raise ValidationError.for_parameter("--resume", str(path),
+                                            "an existing run folder or checkpoint folder")
+    if (path / "checkpoint").is_dir():
+        return path, path / "checkpoint"
+    if (path / "meta.json").exists() or (path / "runner.msgpack").exists():
+        run = path.parent.parent if path.parent.name == "checkpoints" else path.parent
+        return run, path
+    raise ValidationError.for_parameter(
+        "--resume", str(path), "a run folder with a checkpoint/ folder (written by plume-jax "
+        "train or sweep), or a checkpoint folder itself; a run killed before its first "
+        "checkpoint cannot resume: start it again with --overwrite")
 
 
 # ------------------------------------------------------------------- export
@@ -151,12 +254,12 @@ def export_policy(directory: str | pathlib.Path, algo: Any, runner: Any,
                   extra: dict[str, Any] | None = None) -> pathlib.Path:
     """Write ``policy.npz`` and ``policy.json`` for ``agents.trained``."""
     directory = pathlib.Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    remove_temporaries(directory)
     arrays = policy_arrays(runner.params,
                            runner.obs_stats if algo.static.normalize_obs else None)
-    with tempfile.NamedTemporaryFile(dir=directory, suffix=".npz", delete=False) as f:
-        np.savez(f, **arrays)
-    os.replace(f.name, directory / "policy.npz")
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    _atomic_write(directory / "policy.npz", buffer.getvalue())
     spec = policy_spec(algo, env_settings, extra)
     _atomic_write(directory / "policy.json", json.dumps(spec, indent=2).encode())
     return directory

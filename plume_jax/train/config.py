@@ -51,10 +51,16 @@ A training config has five sections; every key is optional except
     run:
       seed: 0
       log_every: 10            # updates between progress lines
-      checkpoint_every: null   # updates between checkpoints (null: at the end)
+      checkpoint_minutes: 5.0  # minutes between checkpoints to checkpoint/
+                               # (null: only at the end)
+      checkpoint_every: null   # updates between checkpoints, each also kept
+                               # in checkpoints/update_N/ (null: none)
       devices: auto            # auto | N: shard the env batch (a sweep: its
                                # members) over N local devices; auto: as many
                                # as divide the batch
+      tensorboard: true        # TensorBoard event files in tensorboard/
+      wandb_project: null      # a Weights & Biases project to log to (needs
+                               # the wandb package); null: no W&B
     eval:                      # greedy evaluation on fresh seeds after training
       num_envs: 1000           # episodes (one per env)
       num_steps: null          # null: the env's max_steps
@@ -65,7 +71,12 @@ Unknown keys and bad values raise :class:`plume_jax.errors.ValidationError`
 naming the key (``algo.learning_rate``), the value and what is allowed.
 *Static* settings fix shapes or code paths and are compiled in; the others
 are leaves of :class:`plume_jax.train.ppo.Hparams` and can be swept in one
-program (see :mod:`plume_jax.train.sweep`).
+program (see :mod:`plume_jax.train.sweep`, which runs members that differ in
+static settings as separate programs).
+
+Any setting can also be given by its dotted name (``algo.learning_rate``,
+``env.overrides.sigma``, ``env.reward.scale``): :func:`apply_dotted`, used by
+``--set`` on the command line and by sweep grids.
 """
 
 from __future__ import annotations
@@ -270,8 +281,11 @@ NETWORK_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
 RUN_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
     "seed": (0, integer(0, 2**31 - 1), False),
     "log_every": (10, integer(1, 10**9), True),
-    "checkpoint_every": (None, integer(1, 10**9, none_ok=True), True),
+    "checkpoint_minutes": (5.0, real(0.0, 10**6, low_open=True, none_ok=True), False),
+    "checkpoint_every": (None, integer(1, 10**9, none_ok=True), False),
     "devices": ("auto", devices_check, True),
+    "tensorboard": (True, boolean(), False),
+    "wandb_project": (None, string_or_none, False),
 }
 
 EVAL_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
@@ -450,29 +464,93 @@ def train_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None
                        eval=sections["eval"])
 
 
-def read_yaml(path: str | pathlib.Path) -> dict[str, Any]:
-    """Read a YAML mapping; ``ValidationError`` for a missing file, bad YAML
-    or a non-mapping."""
-    path = pathlib.Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ValidationError.for_parameter("--config", str(path), f"a readable file ({exc})") \
-            from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ValidationError.for_parameter(
-            "--config", str(path), f"a YAML file ({str(exc).splitlines()[0]})") from None
+def read_yaml(path: str | pathlib.Path, parameter: str = "--config") -> dict[str, Any]:
+    """Read a YAML mapping (:func:`plume_jax.config.read_yaml`:
+    ``yaml.safe_load``, so a ``!!python/`` tag is refused); ``ValidationError``
+    naming ``parameter`` and the file for a missing, unreadable or binary
+    file, bad YAML or a document that is not a mapping."""
+    from plume_jax.config import read_yaml as read_yaml_document
+
+    data = read_yaml_document(path, parameter)
     if not isinstance(data, Mapping):
-        raise ValidationError.for_parameter("--config", str(path),
+        raise ValidationError.for_parameter(parameter, str(path),
                                             "a YAML file holding a mapping")
     return dict(data)
 
 
-def load_train_config(path: str | pathlib.Path) -> TrainConfig:
-    """Read and validate a training config YAML file."""
-    return train_config(read_yaml(path), base_dir=pathlib.Path(path).parent)
+def apply_dotted(data: dict[str, Any], key: str, value: Any, where: str) -> None:
+    """Set one setting of a raw (unvalidated) config mapping by its dotted
+    name, in place:
+
+    - ``SECTION.KEY`` (``algo.learning_rate``, ``run.seed``,
+      ``network.hidden_sizes``, ``env.id``);
+    - ``env.overrides.NAME`` or ``env.NAME``: a ``plume_jax.make`` override
+      (``env.sigma``);
+    - ``env.overrides.SLOT.PARAM`` or ``env.SLOT.PARAM``: one parameter of a
+      component slot (``env.reward.scale``).
+
+    Unknown sections and keys are left for :func:`train_config` to name;
+    ``where`` names the source in errors about the key's form.
+    """
+    if not isinstance(key, str):
+        raise ValidationError.for_parameter(where, key, "a dotted name SECTION.KEY")
+    parts = key.split(".")
+    if len(parts) < 2 or not all(parts):
+        raise ValidationError.for_parameter(
+            where, key, "a dotted name SECTION.KEY (e.g. algo.learning_rate, "
+            "env.overrides.sigma)")
+    section = parts[0]
+    if section == "env" and parts[1] not in ("id", "config") and not (
+            parts[1] == "overrides" and len(parts) == 2):
+        names = parts[2:] if parts[1] == "overrides" else parts[1:]
+        if len(names) not in (1, 2):
+            raise ValidationError.for_parameter(
+                where, key, "env.overrides.NAME or env.overrides.SLOT.PARAM")
+        env = data.setdefault("env", {})
+        if not isinstance(env, dict):
+            raise ValidationError.for_parameter("env", env, "a mapping")
+        overrides = env.get("overrides") or {}
+        if not isinstance(overrides, Mapping):
+            raise ValidationError.for_parameter("env.overrides", overrides, "a mapping")
+        overrides = dict(overrides)
+        if len(names) == 1:
+            overrides[names[0]] = copy.deepcopy(value)
+        else:
+            slot = overrides.get(names[0])
+            slot = {"type": slot} if isinstance(slot, str) else dict(slot or {})
+            slot[names[1]] = copy.deepcopy(value)
+            overrides[names[0]] = slot
+        env["overrides"] = overrides
+        return
+    if len(parts) != 2:
+        raise ValidationError.for_parameter(
+            where, key, "SECTION.KEY (e.g. algo.learning_rate), env.overrides.NAME or "
+            "env.overrides.SLOT.PARAM")
+    target = data.setdefault(section, {})
+    if target is None:
+        target = data[section] = {}
+    if not isinstance(target, dict):
+        raise ValidationError.for_parameter(section, target, "a mapping")
+    target[parts[1]] = copy.deepcopy(value)
+
+
+def with_overrides(data: Mapping[str, Any], overrides: Mapping[str, Any] | None,
+                   where: str = "--set") -> dict[str, Any]:
+    """A copy of a raw config mapping with dotted overrides applied (see
+    :func:`apply_dotted`)."""
+    out = copy.deepcopy(dict(data))
+    for key, value in (overrides or {}).items():
+        apply_dotted(out, key, value, where)
+    return out
+
+
+def load_train_config(path: str | pathlib.Path, overrides: Mapping[str, Any] | None = None
+                      ) -> TrainConfig:
+    """Read and validate a training config YAML file, with optional dotted
+    ``overrides`` (``{"algo.learning_rate": 3e-4}``, see
+    :func:`apply_dotted`) applied before validation."""
+    data = with_overrides(read_yaml(path), overrides)
+    return train_config(data, base_dir=pathlib.Path(path).parent)
 
 
 def dump_yaml(data: Any) -> str:
@@ -480,8 +558,9 @@ def dump_yaml(data: Any) -> str:
 
 
 def static_signature(config: TrainConfig) -> dict[str, Any]:
-    """The settings compiled into the program: sweep members must agree on
-    all of them."""
+    """The settings compiled into the program (``section.key -> value``):
+    sweep members that agree on all of them, and on the env's static
+    structure, share one compiled program."""
     out = {}
     for section, schema in SCHEMAS.items():
         if section in ("env", "eval"):
@@ -491,3 +570,41 @@ def static_signature(config: TrainConfig) -> dict[str, Any]:
             if static:
                 out[f"{section}.{key}"] = values[key]
     return out
+
+
+#: Settings a resumed run may change: the budget, logging, checkpointing,
+#: devices and the final evaluation. Everything else defines the problem or
+#: the algorithm and must equal the checkpoint's.
+RESUME_MAY_CHANGE = ("algo.total_steps", "run.log_every", "run.checkpoint_minutes",
+                     "run.checkpoint_every", "run.devices", "run.tensorboard",
+                     "run.wandb_project", "eval.*")
+
+
+def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(data, Mapping) and data:
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            out.update(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    if isinstance(data, tuple):
+        data = list(data)
+    return {prefix: data}
+
+
+def resume_differences(saved: Mapping[str, Any], config: TrainConfig
+                       ) -> dict[str, tuple[Any, Any]]:
+    """``name -> (saved value, new value)`` of the settings where ``config``
+    differs from ``saved`` (a checkpoint's resolved config) in a way a resume
+    may not change (see :data:`RESUME_MAY_CHANGE`), sorted by name; an unset
+    value is ``"<unset>"``."""
+    import json
+
+    def may_change(name: str) -> bool:
+        return any(name == k or (k.endswith(".*") and name.startswith(k[:-1]))
+                   for k in RESUME_MAY_CHANGE)
+
+    old = _flatten(json.loads(json.dumps(saved)))
+    new = _flatten(json.loads(json.dumps(config.to_dict())))
+    return {k: (old.get(k, "<unset>"), new.get(k, "<unset>"))
+            for k in sorted(set(old) | set(new))
+            if not may_change(k) and old.get(k, "<unset>") != new.get(k, "<unset>")}

@@ -19,7 +19,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agents.trained import initial_carry, policy_step
+from plume_jax.agents_package import check_agents_package
+
+check_agents_package()
+from agents.trained import initial_carry, policy_step  # noqa: E402  (after the check)
 
 
 #: The spec keys the forward pass reads (the rest, e.g. env settings, is

@@ -62,9 +62,10 @@ from plume_jax.actions.discrete_grid import MOVES
 from plume_jax.env import batched_step
 from plume_jax.errors import ValidationError
 from plume_jax.plumes.poisson_posterior import belief_summaries, search_time_estimate
+from plume_jax.sensors.belief import BeliefSensor
 from plume_jax.train import networks as N
 from plume_jax.train.normalize import ObsStats, transform
-from plume_jax.train.ppo import Hparams, PPOStatic, _typed_key
+from plume_jax.train.ppo import Hparams, PPOStatic, _typed_key, scan_updates
 
 #: The parameters (under ``params["params"]``) that hold the look-ahead's model, not trained.
 MODEL_KEY = "lookahead"
@@ -140,10 +141,10 @@ class LookaheadVI:
     def __init__(self, env: Any, env_params: Any, static: PPOStatic, epsilon: float = 0.1):
         sensor = env.sensor
         net = static.network
-        if getattr(sensor, "type_name", None) != "belief" or not sensor.centred \
+        if not isinstance(sensor, BeliefSensor) or not sensor.centred \
                 or sensor.window is not None or not sensor.grid_channel:
             raise ValidationError.for_parameter(
-                "env.sensor", getattr(sensor, "type_name", sensor),
+                "env.sensor", sensor.type_name,
                 "a 'belief' sensor with centred: true, window: null and grid_channel: true "
                 "(algo.algorithm 'lookahead_vi' predicts the posterior after each move)")
         if net.recurrent or net.prev_action or net.obs_delta:
@@ -346,23 +347,17 @@ class LookaheadVI:
         return new_runner, metrics
 
     def run(self, runner: LookaheadRunner, hp: Hparams, env_params: Any, num_updates: int,
-            callback: Callable | None = None, log_every: int = 1, batched: bool = False):
+            callback: Callable | None = None, log_every: int = 1, batched: bool = False,
+            count: Any = None):
         """``num_updates`` updates in one ``lax.scan`` (jit it with
-        ``num_updates`` static); ``callback`` as in ``PPO.run``. Sweeps
-        (``batched``) are not supported."""
+        ``num_updates`` static); ``callback``, ``log_every`` and ``count`` as
+        in ``PPO.run``. Sweeps (``batched``) are not supported."""
         if batched:
             raise ValidationError.for_parameter("algo.algorithm", "lookahead_vi",
                                                 "'ppo' in a sweep (lookahead_vi trains one run)")
-        last = self.static.num_updates
-
-        def body(r, _):
-            r, m = self.update(r, hp, env_params)
-            if callback is not None:
-                jax.lax.cond((r.update % log_every == 0) | (r.update == last),
-                             lambda: jax.debug.callback(callback, m), lambda: None)
-            return r, m
-
-        return jax.lax.scan(body, runner, None, length=num_updates)
+        return scan_updates(lambda r: self.update(r, hp, env_params), runner,
+                            num_updates=num_updates, last=self.static.num_updates,
+                            callback=callback, log_every=log_every, count=count)
 
 
 __all__ = ["LookaheadRunner", "LookaheadVI", "MODEL_KEY"]

@@ -41,7 +41,7 @@ from gymnax.environments import spaces as gymnax_spaces
 
 from plume_jax.env import batched_step
 from plume_jax.errors import ValidationError
-from plume_jax.train import networks as N
+from plume_jax.train import networks
 from plume_jax.train.config import NetworkConfig
 from plume_jax.train.normalize import ObsStats, normalize, transform
 
@@ -226,9 +226,9 @@ class PPO:
             env, env_params)
         self.obs_dim = obs_dim(env, env_params)
         self.feat_dim = self.obs_dim * (2 if static.network.obs_delta else 1)
-        self.net = N.ActorCritic(static.network, self.action_dim, self.discrete)
-        self.in_dim = N.input_size(self.feat_dim, static.network, self.action_dim)
-        self.hidden_dim = N.hidden_size(static.network)
+        self.net = networks.ActorCritic(static.network, self.action_dim, self.discrete)
+        self.in_dim = networks.input_size(self.feat_dim, static.network, self.action_dim)
+        self.hidden_dim = networks.hidden_size(static.network)
         self.mesh = mesh
         self.axis = axis
         s = static
@@ -263,7 +263,7 @@ class PPO:
                   start: jax.Array) -> jax.Array:
         x = normalize(feat, stats)
         if self.static.network.prev_action:
-            pa = N.action_features(self.discrete, self.action_dim, prev_action)
+            pa = networks.action_features(self.discrete, self.action_dim, prev_action)
             pa = jnp.where(start[:, None], 0.0, pa)
             x = jnp.concatenate([x, pa], axis=-1)
         return x
@@ -289,7 +289,7 @@ class PPO:
         """A fresh runner: network init, env batch reset."""
         s = self.static
         k_net, k_env, k_run = jax.random.split(_typed_key(key), 3)
-        params = N.init_params(self.net, k_net, self.in_dim)
+        params = networks.init_params(self.net, k_net, self.in_dim)
         opt_state = self.tx(hp, hp.learning_rate).init(params)
         obs, env_state = jax.vmap(self.env.reset, in_axes=(0, None))(
             jax.random.split(k_env, s.num_envs), env_params)
@@ -340,9 +340,9 @@ class PPO:
             feat = self.features(tobs, prev_tobs, start)
             x = self.net_input(feat, stats, prev_action, start)
             hidden, dist, value = self.step_net(params, hidden, x, start)
-            action = N.sample(self.discrete, dist, k_act)
-            logp = N.log_prob(self.discrete, dist, action)
-            env_action = N.to_env_action(self.discrete, action, self.action_low,
+            action = networks.sample(self.discrete, dist, k_act)
+            logp = networks.log_prob(self.discrete, dist, action)
+            env_action = networks.to_env_action(self.discrete, action, self.action_low,
                                          self.action_high)
             obs2, env_state, reward, term, trunc, info = self.env_step(
                 jax.random.split(k_env, s.num_envs), env_state, env_action, env_params, vmapped)
@@ -389,8 +389,8 @@ class PPO:
             _, dist, value = self.net.apply(params, h, mb["x"][None], mb["start"][None])
             dist = jax.tree.map(lambda a: a[0], dist)
             value = value[0]
-        logp = N.log_prob(self.discrete, dist, mb["action"])
-        ent = jnp.mean(N.entropy(self.discrete, dist))
+        logp = networks.log_prob(self.discrete, dist, mb["action"])
+        ent = jnp.mean(networks.entropy(self.discrete, dist))
         log_ratio = logp - mb["logp"]
         ratio = jnp.exp(log_ratio)
         adv = mb["adv"]
@@ -487,10 +487,19 @@ class PPO:
 
     # ------------------------------------------------------------ many updates
     def run(self, runner: Runner, hp: Hparams, env_params: Any, num_updates: int,
-            callback: Callable | None = None, log_every: int = 1, batched: bool = False):
+            callback: Callable | None = None, log_every: int = 1, batched: bool = False,
+            count: Any = None):
         """``num_updates`` updates in one ``lax.scan`` (jit it, with
         ``num_updates`` static). With ``batched``, every argument carries a
         leading sweep axis and the update is ``vmap``ped over it.
+
+        ``count`` (optional, an i32[] that may be traced): run only the first
+        ``count`` (<= ``num_updates``) updates; the later steps of the scan
+        leave the runner as it is (``lax.cond``) and their metrics rows are
+        filler (NaN; 0 for integers). One compiled program then serves every
+        chunk length, and splitting a run into chunks of any lengths gives
+        bit-for-bit the results of one call (the update is the same
+        computation; the runner carries the PRNG key and the update count).
 
         ``callback(metrics)`` (host side, via ``jax.debug.callback``) gets the
         metrics of every ``log_every``-th update and of the last update of the
@@ -499,17 +508,41 @@ class PPO:
         """
         update = jax.vmap(functools.partial(self.update, vmapped=True)) if batched \
             else self.update
-        last = self.static.num_updates
+        return scan_updates(lambda r: update(r, hp, env_params), runner,
+                            num_updates=num_updates, last=self.static.num_updates,
+                            callback=callback, log_every=log_every, batched=batched,
+                            count=count)
 
-        def body(r, _):
-            r, m = update(r, hp, env_params)
-            if callback is not None:
-                u = r.update[0] if batched else r.update
-                jax.lax.cond((u % log_every == 0) | (u == last),
-                             lambda: jax.debug.callback(callback, m), lambda: None)
-            return r, m
 
+def scan_updates(update: Callable, runner: Any, *, num_updates: int, last: int,
+                 callback: Callable | None, log_every: int, batched: bool = False,
+                 count: Any = None):
+    """``update(runner) -> (runner, metrics)`` applied ``num_updates`` times in
+    one ``lax.scan``: the loop of ``PPO.run`` (see there for ``callback``,
+    ``log_every`` and ``count``), shared by every training algorithm.
+    ``last`` is the run's final update number (its metrics always reach the
+    callback); with ``batched`` the runner's update count has a leading axis."""
+
+    def body(r, _):
+        r, m = update(r)
+        if callback is not None:
+            u = r.update[0] if batched else r.update
+            jax.lax.cond((u % log_every == 0) | (u == last),
+                         lambda: jax.debug.callback(callback, m), lambda: None)
+        return r, m
+
+    if count is None:
         return jax.lax.scan(body, runner, None, length=num_updates)
+    n = jnp.asarray(count, jnp.int32)
+
+    def maybe(r, i):  # updates past ``count`` leave the runner as it is
+        return jax.lax.cond(i < n, lambda: body(r, None), lambda: (r, filler))
+
+    shapes = jax.eval_shape(lambda r: body(r, None)[1], runner)
+    filler = jax.tree.map(lambda x: jnp.full(x.shape, jnp.nan, x.dtype)
+                          if jnp.issubdtype(x.dtype, jnp.floating)
+                          else jnp.zeros(x.shape, x.dtype), shapes)
+    return jax.lax.scan(maybe, runner, jnp.arange(num_updates))
 
 
 def resolve_gamma(env: Any, env_params: Any, gamma: float | None) -> float:

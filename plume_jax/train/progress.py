@@ -1,12 +1,14 @@
-"""Progress lines from inside the compiled program, metrics files, plots.
+"""Progress from inside the compiled program, and the metrics files.
 
 :class:`Progress` is the host function that ``PPO.run`` hands to
 ``jax.debug.callback``: the compiled program calls it with the metrics of
 every ``log_every``-th update (it never returns anything to the program, so
-it cannot break ``jit`` or change results). It prints one line: updates,
-env steps, env steps per second since the last line, mean return, success
-rate, episode length and the approximate KL. For a sweep it gets the
-metrics of all members and prints their mean and range.
+it cannot break ``jit`` or change results). It feeds a
+:class:`plume_jax.progress.ProgressBar` (a rich bar with ETA on a terminal,
+plain lines otherwise, nothing when quiet) with the env steps done and a
+message: update, env steps per second since the last report, mean return,
+success rate, episode length and the approximate KL. For a sweep it gets
+the metrics of all members of a program and reports their mean and range.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ import csv
 import json
 import math
 import pathlib
-import sys
 import time
-from typing import Any, Iterable, TextIO
+from typing import Any, Iterable
 
 import numpy as np
+
+from plume_jax.errors import ValidationError
+from plume_jax.progress import ProgressBar
 
 
 def _fmt(x: float, spec: str) -> str:
@@ -27,23 +31,33 @@ def _fmt(x: float, spec: str) -> str:
 
 
 class Progress:
-    """Prints progress lines (see the module docstring).
+    """The ``jax.debug.callback`` of a training program (module docstring).
 
     Args:
-        num_updates: total updates of the run (for ``update u/N``).
-        stream: where to print (default stdout).
-        label: prefix of every line.
+        bar: the bar to feed (shared by the programs of a sweep).
+        num_updates: updates of the run (for ``update u/N``).
+        steps_per_update: env steps of one update (of one member).
+        offset: the bar's count before this program (a sweep's earlier
+            programs).
+        members: members trained by this program (the bar counts the env
+            steps of all of them).
+        prefix: text before the message (``"program 2/3"``).
     """
 
-    def __init__(self, num_updates: int, stream: TextIO | None = None, label: str = "train"):
+    def __init__(self, bar: ProgressBar, num_updates: int, steps_per_update: int,
+                 offset: float = 0.0, members: int = 1, prefix: str = ""):
+        self.bar = bar
         self.num_updates = num_updates
-        self.stream = stream or sys.stdout
-        self.label = label
+        self.steps_per_update = steps_per_update
+        self.offset = offset
+        self.members = members
+        self.prefix = prefix
         self.lines: list[dict[str, float]] = []
         self.restart()
 
     def restart(self, env_steps: float = 0.0) -> None:
-        """Reset the SPS clock (call right before running a compiled chunk)."""
+        """Reset the SPS clock (call right before running a compiled chunk);
+        ``env_steps``: the steps done so far (of one member)."""
         self._t = time.perf_counter()
         self._steps = env_steps
 
@@ -53,7 +67,7 @@ class Progress:
         update = int(m["update"].reshape(-1)[0])
         steps = float(m["env_steps"].reshape(-1)[0])
         now = time.perf_counter()
-        sps = (steps - self._steps) / max(now - self._t, 1e-9)
+        sps = self.members * (steps - self._steps) / max(now - self._t, 1e-9)
         self._t, self._steps = now, steps
 
         def agg(name: str) -> tuple[float, float, float]:
@@ -65,15 +79,16 @@ class Progress:
 
         ret, succ, length, kl = agg("return_mean"), agg("success_rate"), agg("length_mean"), \
             agg("approx_kl")
-        line = (f"[{self.label}] update {update}/{self.num_updates} | steps {steps:,.0f} | "
-                f"SPS {sps:,.0f} | return {_fmt(ret[0], '.3f')} | "
-                f"success {_fmt(100 * succ[0], '.1f')}% | length {_fmt(length[0], '.0f')} | "
-                f"kl {_fmt(kl[0], '.4f')}")
+        message = (f"update {update}/{self.num_updates} | SPS {sps:,.0f} | "
+                   f"return {_fmt(ret[0], '.3f')} | success {_fmt(100 * succ[0], '.1f')}% | "
+                   f"length {_fmt(length[0], '.0f')} | kl {_fmt(kl[0], '.4f')}")
         if batched:
-            line += (f" | {m['update'].size} members, success range "
-                     f"[{_fmt(100 * succ[1], '.0f')}, {_fmt(100 * succ[2], '.0f')}]%")
+            message += (f" | {m['update'].size} members, success range "
+                        f"[{_fmt(100 * succ[1], '.0f')}, {_fmt(100 * succ[2], '.0f')}]%")
+        if self.prefix:
+            message = f"{self.prefix} | {message}"
         self.lines.append({"update": update, "env_steps": steps, "sps": sps})
-        print(line, file=self.stream, flush=True)
+        self.bar.update(self.offset + self.members * steps, message=message)
 
 
 def metric_rows(metrics: dict[str, Any]) -> list[dict[str, float]]:
@@ -107,10 +122,48 @@ def append_jsonl(path: str | pathlib.Path, rows: Iterable[dict[str, Any]]) -> No
 
 
 def read_jsonl(path: str | pathlib.Path) -> list[dict[str, Any]]:
+    """The rows of a metrics file. A torn last line (a kill during the
+    append) is skipped; a damaged line before it is a ``ValidationError``
+    naming the file and the line."""
     path = pathlib.Path(path)
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    rows = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            if not isinstance(row, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as exc:
+            if i == len(lines) - 1:
+                break  # torn by a kill: the checkpoint never covers it
+            raise ValidationError.for_parameter(
+                "metrics", f"{path}:{i + 1}", f"one JSON object per line ({exc})") from None
+        rows.append(row)
+    return rows
+
+
+def write_jsonl(path: str | pathlib.Path, rows: Iterable[dict[str, Any]]) -> None:
+    """Replace the metrics file with ``rows`` (atomically)."""
+    from plume_jax.train.checkpoint import _atomic_write
+
+    text = "".join(json.dumps(row) + "\n" for row in rows)
+    _atomic_write(pathlib.Path(path), text.encode())
+
+
+def trim_jsonl(path: str | pathlib.Path, last_update: int) -> list[dict[str, Any]]:
+    """Keep the rows of updates ``<= last_update`` (a checkpoint's) and drop
+    the rest and any torn line: the metrics then match the checkpoint a run
+    resumes from, so no update is counted twice. Returns the rows kept."""
+    path = pathlib.Path(path)
+    rows = read_jsonl(path)
+    kept = [r for r in rows if int(r.get("update", 0)) <= last_update]
+    if path.exists():
+        write_jsonl(path, kept)
+    return kept
 
 
 def write_csv(path: str | pathlib.Path, rows: list[dict[str, Any]]) -> None:
@@ -124,46 +177,3 @@ def write_csv(path: str | pathlib.Path, rows: list[dict[str, Any]]) -> None:
         writer.writeheader()
         for row in rows:
             writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in fields})
-
-
-def _smooth(y: np.ndarray, window: int) -> np.ndarray:
-    """Running mean over up to ``window`` finite points (NaNs skipped)."""
-    out = np.full(y.shape, np.nan)
-    for i in range(len(y)):
-        seg = y[max(0, i - window + 1): i + 1]
-        seg = seg[np.isfinite(seg)]
-        if seg.size:
-            out[i] = seg.mean()
-    return out
-
-
-def plot_learning_curves(path: str | pathlib.Path, curves: dict[str, list[dict[str, Any]]],
-                         title: str = "", smooth: int = 5) -> pathlib.Path:
-    """PNG with success rate and mean episode return against env steps, one
-    line per curve (``label -> metric rows``)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for label, rows in curves.items():
-        x = np.asarray([r["env_steps"] for r in rows], np.float64)
-        for ax, name, scale in ((axes[0], "success_rate", 100.0), (axes[1], "return_mean", 1.0)):
-            y = np.asarray([np.nan if r.get(name) is None else r[name] for r in rows], np.float64)
-            ax.plot(x, scale * _smooth(y, smooth), label=label, linewidth=1.2)
-    axes[0].set_ylabel("success rate of finished episodes (%)")
-    axes[1].set_ylabel("mean episode return (training reward)")
-    for ax in axes:
-        ax.set_xlabel("env steps")
-        ax.grid(alpha=0.3)
-    if 1 < len(curves) <= 16:
-        axes[1].legend(fontsize=7, loc="best")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path

@@ -1,16 +1,19 @@
-"""Sweeps: many training runs as ONE compiled program.
+"""Sweeps: a grid of training runs, one compiled program per static
+structure, every member a run folder you can evaluate, load and resume.
 
 ``PPO.update`` is ``vmap``ped over a leading *member* axis of the runner, of
 the hyperparameters (:class:`~plume_jax.train.ppo.Hparams`) and of the env
 params, and ``lax.scan``ned over updates: one XLA program trains every
-member. Members may differ in anything that is an array leaf — the seed,
-the dynamic algorithm settings (``algo.learning_rate``, ``algo.ent_coef``,
-``algo.gamma``, ``algo.gae_lambda``, ``algo.clip_eps``, ``algo.vf_coef``,
-``algo.max_grad_norm``) and every dynamic env setting (``env.sigma``,
-``env.max_steps``, ``env.goal_radius``, ``env.reward.scale``, ...). Static
-settings (network shape, batch sizes, grid size, component types) fix the
-program and must be the same for all members; a sweep over one is refused
-with a ``ValidationError`` naming it.
+member of a *program group*. Members whose static settings (network shape,
+batch sizes, ``algo.total_steps``, grid size, component types, ...) and env
+structure are equal form one group; members that differ only in array
+leaves — the seed, the dynamic algorithm settings (``algo.learning_rate``,
+``algo.ent_coef``, ``algo.gamma``, ``algo.gae_lambda``, ``algo.clip_eps``,
+``algo.vf_coef``, ``algo.max_grad_norm``) and dynamic env settings
+(``env.sigma``, ``env.max_steps``, ``env.reward.scale``, ...) — share a
+program. A sweep over static settings runs one program per group, one after
+the other, and writes one summary for all; the output says which members
+shared a program.
 
 Sweep YAML::
 
@@ -18,26 +21,44 @@ Sweep YAML::
                                    # this file), or an inline mapping
     set:                           # optional: overrides of the base
       algo.total_steps: 500000
-    grid:                          # the swept values
-      run.seed: [0, 1]
+    grid:                          # the swept values (any setting by its
+      run.seed: [0, 1]             # dotted name, see config.apply_dotted)
       algo.learning_rate: [0.0003, 0.001]
       env.reward.scale: [0.05, 0.1]
+      network.hidden_sizes: [[32], [64, 64]]    # static: two programs
     mode: product                  # product (every combination) | zip
 
-``env.NAME`` is a ``plume_jax.make`` override (a bare parameter such as
-``env.sigma``), ``env.SLOT.PARAM`` sets one parameter of a component slot
-(``env.reward.scale``).
+Output folder::
+
+    sweep.yaml           the resolved sweep (base config, grid, mode)
+    summary.md           settings ranked by greedy evaluation success (mean
+                         and spread over seeds), the best named; programs
+    results.csv/.json    one row per member; results.json has everything
+    metrics.jsonl        per-update metrics of every member
+    eval_success.png     greedy success per setting (seeds as dots)
+    eval_steps.png       mean steps to the goal per setting
+    train_success.png    training success rate per setting (seed mean, range)
+    train_return.png     training return per setting
+    members/<name>/      one run folder per member, named by its grid values:
+                         config.yaml, metrics.jsonl/.csv, tensorboard/,
+                         checkpoint/ (resume with plume-jax train --resume),
+                         policy/ (agents.trained.TrainedPolicy.load),
+                         summary.json
+    programs/<k>/        checkpoint/ of program k (its members' stacked
+                         training state), every run.checkpoint_minutes;
+                         plume-jax sweep --resume DIR continues from them
 
 Vmapped members run in lock-step: on a CPU with few cores a sweep of M
 members costs about M single runs (the work is the same and a single run
-already keeps the cores busy), but it compiles once and runs as one
+already keeps the cores busy), but each group compiles once and runs as one
 program; with several devices the members are sharded across them
 (``run.devices``) and nothing is communicated, so the sweep scales with the
 device count. Because ``vmap`` changes the order of floating-point
 reductions, a member agrees with the single run of the same seed and
 hyperparameters to float tolerance over the first updates; over long runs
 the two drift apart (PPO is chaotic in its parameters) and agree only
-statistically.
+statistically. A member resumed with ``plume-jax train --resume`` continues
+as a single run.
 """
 
 from __future__ import annotations
@@ -47,7 +68,10 @@ import dataclasses
 import functools
 import itertools
 import json
+import math
 import pathlib
+import re
+import shutil
 import time
 from collections.abc import Mapping
 from typing import Any, TextIO
@@ -57,74 +81,84 @@ import jax.numpy as jnp
 import numpy as np
 
 from plume_jax.errors import ValidationError
-from plume_jax.train.checkpoint import policy_arrays, policy_spec
-from plume_jax.train.config import (DYNAMIC_KEYS, TrainConfig, dump_yaml, read_yaml,
-                                    static_signature, train_config)
+from plume_jax.progress import ProgressBar
+from plume_jax.train.checkpoint import export_policy, load_checkpoint, policy_arrays, \
+    policy_spec, save_checkpoint
+from plume_jax.train.chunks import run_in_chunks
+from plume_jax.train.config import TrainConfig, apply_dotted, dump_yaml, read_yaml, \
+    static_signature, train_config
 from plume_jax.train.evaluation import evaluate
+from plume_jax.train.loggers import RunLoggers, check_wandb
+from plume_jax.train.plots import plot_setting_bars, plot_setting_curves
 from plume_jax.train.ppo import PPO
-from plume_jax.train.progress import Progress, append_jsonl, metric_rows, \
-    plot_learning_curves, write_csv
+from plume_jax.train.progress import Progress, append_jsonl, metric_rows, trim_jsonl, \
+    write_csv, write_jsonl
+from plume_jax.train.run_folder import check_out_dir, clear_outputs, make_out_dir
 from plume_jax.train.sharding import mesh as make_mesh, resolve_devices, shard_members
 from plume_jax.train.trainer import hparams, machine_info, ppo_static
 
 SWEEP_KEYS = ("base", "set", "grid", "mode")
 
+#: What ``sweep`` writes into its folder (``overwrite`` deletes these).
+SWEEP_OUTPUTS = ("sweep.yaml", "summary.md", "results.csv", "results.json", "metrics.jsonl",
+                 "eval_success.png", "eval_steps.png", "train_success.png", "train_return.png",
+                 "members", "programs")
+
+SEED_KEY = "run.seed"
+
 
 @dataclasses.dataclass(frozen=True)
 class SweepConfig:
-    """A validated sweep: the base config and one assignment dict per member."""
+    """A validated sweep: the base config, one assignment dict, config and
+    folder name per member."""
 
     base: TrainConfig
     grid: dict[str, list[Any]]
     mode: str
     members: list[dict[str, Any]]
     configs: list[TrainConfig]
+    names: list[str] = dataclasses.field(default_factory=list)
 
 
-def _apply(data: dict[str, Any], key: str, value: Any, where: str) -> None:
-    """Set ``section.key`` (or ``env.NAME`` / ``env.SLOT.PARAM``) in a raw
-    config mapping."""
-    parts = key.split(".")
-    if len(parts) < 2:
-        raise ValidationError.for_parameter(where, key, "SECTION.KEY (e.g. algo.learning_rate)")
-    section = parts[0]
-    if section == "env" and parts[1] not in ("id", "config", "overrides"):
-        overrides = data.setdefault("env", {}).setdefault("overrides", {}) or {}
-        data["env"]["overrides"] = overrides
-        if len(parts) == 2:
-            overrides[parts[1]] = copy.deepcopy(value)
-        elif len(parts) == 3:
-            slot = overrides.get(parts[1])
-            slot = {"type": slot} if isinstance(slot, str) else dict(slot or {})
-            slot[parts[2]] = copy.deepcopy(value)
-            overrides[parts[1]] = slot
+def _split_sweep_overrides(overrides: Mapping[str, Any]) -> tuple[dict, dict, Any]:
+    """Command-line ``--set`` items of a sweep -> (base settings, grid
+    entries, mode)."""
+    sets, grid, mode = {}, {}, None
+    for key, value in overrides.items():
+        if key == "mode":
+            mode = value
+        elif key.startswith("grid."):
+            grid[key.removeprefix("grid.")] = value
+        elif key in SWEEP_KEYS:
+            raise ValidationError.for_parameter(
+                "--set", key, "a dotted setting of the base config, grid.KEY=[...] or mode=...")
         else:
-            raise ValidationError.for_parameter(where, key, "env.NAME or env.SLOT.PARAM")
-        return
-    if len(parts) != 2:
-        raise ValidationError.for_parameter(where, key, "SECTION.KEY (e.g. algo.learning_rate)")
-    target = data.setdefault(section, {})
-    if not isinstance(target, dict):
-        raise ValidationError.for_parameter(section, target, "a mapping")
-    target[parts[1]] = copy.deepcopy(value)
+            sets[key] = value
+    return sets, grid, mode
 
 
-def sweep_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None = None
-                 ) -> SweepConfig:
-    """Validate a sweep mapping (see the module docstring)."""
+def sweep_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None = None,
+                 overrides: Mapping[str, Any] | None = None) -> SweepConfig:
+    """Validate a sweep mapping (see the module docstring).
+
+    ``overrides``: dotted ``--set`` items: a setting of the base config
+    (added to ``set``), ``grid.KEY`` (replaces or adds a grid entry) or
+    ``mode``.
+    """
     if not isinstance(data, Mapping):
         raise ValidationError.for_parameter("sweep", data, f"a mapping with keys {SWEEP_KEYS}")
     unknown = sorted(set(data) - set(SWEEP_KEYS))
     if unknown:
         raise ValidationError.for_parameter(unknown[0], data[unknown[0]],
                                             f"a sweep key: one of {list(SWEEP_KEYS)}")
+    extra_set, extra_grid, extra_mode = _split_sweep_overrides(overrides or {})
     base = data.get("base")
     base_dir = pathlib.Path(base_dir) if base_dir is not None else pathlib.Path(".")
     if isinstance(base, str):
         path = pathlib.Path(base)
         if not path.is_absolute() and not path.exists():
             path = base_dir / path
-        raw = read_yaml(path)
+        raw = read_yaml(path, parameter="base")
         raw_dir = path.parent
     elif isinstance(base, Mapping):
         raw, raw_dir = copy.deepcopy(dict(base)), base_dir
@@ -134,26 +168,21 @@ def sweep_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None
     sets = data.get("set") or {}
     if not isinstance(sets, Mapping):
         raise ValidationError.for_parameter("set", sets, "a mapping of SECTION.KEY: value")
-    for key, value in sets.items():
-        _apply(raw, key, value, "set")
+    for key, value in {**sets, **extra_set}.items():
+        apply_dotted(raw, key, value, "set")
     base_cfg = train_config(raw, base_dir=raw_dir)
 
-    mode = data.get("mode", "product")
+    mode = extra_mode if extra_mode is not None else data.get("mode", "product")
     if mode not in ("product", "zip"):
         raise ValidationError.for_parameter("mode", mode, "'product' or 'zip'")
     grid = data.get("grid")
-    if not isinstance(grid, Mapping) or not grid:
+    if not isinstance(grid, Mapping) or not (grid or extra_grid):
         raise ValidationError.for_parameter("grid", grid,
                                             "a non-empty mapping of SECTION.KEY: [values]")
-    allowed = ("run.seed",) + DYNAMIC_KEYS + ("env.<setting>",)
+    grid = {**grid, **extra_grid}
     for key, values in grid.items():
         if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple)) or not values:
             raise ValidationError.for_parameter(f"grid.{key}", values, "a non-empty list")
-        if not (key == "run.seed" or key in DYNAMIC_KEYS or key.startswith("env.")):
-            raise ValidationError.for_parameter(
-                f"grid.{key}", values,
-                "a key that is an array leaf of the compiled program (static settings such as "
-                f"network size or batch sizes cannot vary within one program): one of {allowed}")
     keys = list(grid)
     if mode == "zip":
         lengths = {len(v) for v in grid.values()}
@@ -168,47 +197,113 @@ def sweep_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None
     if base_cfg.algo["algorithm"] != "ppo":
         raise ValidationError.for_parameter("base.algo.algorithm", base_cfg.algo["algorithm"],
                                             "'ppo' (a sweep trains PPO members in one program)")
-    signature = static_signature(base_cfg)
     for i, assignment in enumerate(members):
         member_raw = copy.deepcopy(raw)
         for key, value in assignment.items():
-            _apply(member_raw, key, value, f"grid.{key}")
+            apply_dotted(member_raw, key, value, f"grid.{key}")
         try:
             cfg = train_config(member_raw, base_dir=raw_dir)
         except ValidationError as exc:
             raise ValidationError(f"sweep member {i} {assignment}: {exc}", parameter=exc.parameter,
                                   value=exc.value, allowed=exc.allowed) from None
-        if static_signature(cfg) != signature:
-            diff = [k for k in signature if static_signature(cfg)[k] != signature[k]]
-            raise ValidationError.for_parameter(diff[0], static_signature(cfg)[diff[0]],
-                                                "the same value in every member (static)")
         configs.append(cfg)
     return SweepConfig(base=base_cfg, grid={k: list(v) for k, v in grid.items()}, mode=mode,
-                       members=members, configs=configs)
+                       members=members, configs=configs, names=member_names(members))
 
 
-def load_sweep_config(path: str | pathlib.Path) -> SweepConfig:
-    return sweep_config(read_yaml(path), base_dir=pathlib.Path(path).parent)
+def load_sweep_config(path: str | pathlib.Path, overrides: Mapping[str, Any] | None = None
+                      ) -> SweepConfig:
+    """Read and validate a sweep YAML file, with optional ``--set`` items
+    (see :func:`sweep_config`)."""
+    return sweep_config(read_yaml(path), base_dir=pathlib.Path(path).parent, overrides=overrides)
 
 
+# ------------------------------------------------------------------ names
+def short_key(key: str) -> str:
+    """``algo.learning_rate`` -> ``learning_rate``; ``env.overrides.reward.scale``
+    and ``env.reward.scale`` -> ``reward.scale``."""
+    parts = key.split(".")
+    if parts[0] == "env" and len(parts) > 1:
+        parts = parts[2:] if parts[1] == "overrides" and len(parts) > 2 else parts[1:]
+    elif len(parts) > 1:
+        parts = parts[1:]
+    return ".".join(parts)
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "x".join(_value_text(v) for v in value)
+    if isinstance(value, Mapping):
+        return "+".join(f"{k}={_value_text(v)}" for k, v in value.items())
+    return str(value)
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
+
+
+def member_names(members: list[dict[str, Any]], max_length: int = 100) -> list[str]:
+    """Folder names from the grid values (``learning_rate=0.001,seed=0``):
+    safe on every file system (letters, digits and ``._=+-,`` only, no
+    leading dot, at most ``max_length`` characters) and unique (a clash,
+    also one that differs only in case, gets ``-<member index>``)."""
+    names, seen = [], set()
+    for i, assignment in enumerate(members):
+        short = {k: short_key(k) for k in assignment}
+        if len(set(short.values())) < len(short):  # two keys with one short name
+            short = {k: k for k in assignment}
+        parts = [_UNSAFE.sub("_", f"{short[k]}={_value_text(v)}") for k, v in assignment.items()]
+        name = ",".join(parts).lstrip(".") or f"member{i}"
+        if len(name) > max_length:
+            name = name[:max_length]
+        if name.casefold() in seen:
+            name = f"{name[:max_length - 8]}-{i}"
+        seen.add(name.casefold())
+        names.append(name)
+    return names
+
+
+def member_label(assignment: dict[str, Any]) -> str:
+    """``learning_rate=0.001, seed=0``."""
+    return ", ".join(f"{short_key(k)}={v}" for k, v in assignment.items())
+
+
+# ------------------------------------------------------------------ programs
 def _env_structure(env: Any) -> Any:
-    fields = ("grid", "plume", "sensor", "actions", "reward", "start")
-    if all(hasattr(env, f) for f in fields):
-        return tuple(getattr(env, f) for f in fields)
-    return env
+    """What members must share to run in one program: the env's static
+    structure (``PlumeEnv.structure``: everything but its default params)."""
+    return env.structure
+
+
+def _program_key(cfg: TrainConfig, env: Any) -> tuple[str, Any]:
+    static = {**static_signature(cfg), **{f"eval.{k}": v for k, v in cfg.eval.items()}}
+    return json.dumps(static, sort_keys=True, default=str), _env_structure(env)
+
+
+def program_groups(sweep: SweepConfig) -> list[list[int]]:
+    """The members of each compiled program, in member order: members share
+    a program when their static settings and env structure are equal."""
+    keys: list[tuple[str, Any]] = []
+    groups: list[list[int]] = []
+    for i, cfg in enumerate(sweep.configs):
+        env, _ = cfg.make_env()
+        key = _program_key(cfg, env)
+        for k, group in zip(keys, groups):
+            if k == key:
+                group.append(i)
+                break
+        else:
+            keys.append(key)
+            groups.append([i])
+    return groups
 
 
 def _stack(trees: list[Any]) -> Any:
     return jax.tree.map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *trees)
 
 
-def member_label(assignment: dict[str, Any]) -> str:
-    return ", ".join(f"{k.split('.', 1)[1]}={v}" for k, v in assignment.items())
-
-
 @dataclasses.dataclass
 class SweepSetup:
-    """Everything the sweep program needs (see :func:`setup`)."""
+    """Everything one sweep program needs (see :func:`setup`)."""
 
     sweep: SweepConfig
     algo: PPO
@@ -217,34 +312,41 @@ class SweepSetup:
     env_params: Any    # EnvParams with a leading member axis
     keys: jax.Array    # one key per member
     mesh: Any
+    members: list[int] = dataclasses.field(default_factory=list)   # member indices
+    envs: list[Any] = dataclasses.field(default_factory=list)      # each member's env
 
 
-def setup(sweep: SweepConfig) -> SweepSetup:
-    """Build the envs of every member, check they share one structure, and
-    stack hyperparameters, env params and keys along the member axis."""
+def setup(sweep: SweepConfig, members: list[int] | None = None) -> SweepSetup:
+    """Build the envs of ``members`` (default: all), check they share one
+    program (:func:`program_groups`), and stack hyperparameters, env params
+    and keys along the member axis."""
+    members = list(range(len(sweep.configs))) if members is None else list(members)
     envs, params, hps = [], [], []
     ref = None
-    for i, cfg in enumerate(sweep.configs):
+    for i in members:
+        cfg = sweep.configs[i]
         env, env_params = cfg.make_env()
+        key = _program_key(cfg, env)
         if ref is None:
-            ref = _env_structure(env)
-        elif _env_structure(env) != ref:
+            ref = key
+        elif key != ref:
             changed = [k for k in sweep.members[i] if k.startswith("env.")]
             raise ValidationError.for_parameter(
-                changed[0] if changed else "env", sweep.members[i],
-                "env settings that leave the env's static structure (grid size, component "
-                "types and static settings) unchanged; sweep static settings in separate runs")
+                changed[0] if changed else "sweep", sweep.members[i],
+                "members of one program: the same static settings and env structure (grid size, "
+                "component types); run_sweep groups members into programs by these")
         envs.append(env)
         params.append(env_params)
         hps.append(hparams(cfg, env, env_params))
-    base = sweep.configs[0]
-    m = len(sweep.configs)
+    base = sweep.configs[members[0]]
+    m = len(members)
     n_dev = resolve_devices(base.run["devices"], m, "number of sweep members")
     mesh = make_mesh(n_dev, "members") if n_dev > 1 else None
     algo = PPO(envs[0], params[0], ppo_static(base))
-    keys = jnp.stack([jax.random.key(cfg.run["seed"]) for cfg in sweep.configs])
+    keys = jnp.stack([jax.random.key(sweep.configs[i].run["seed"]) for i in members])
     return SweepSetup(sweep=sweep, algo=algo, env=envs[0], hp=_stack(hps),
-                      env_params=_stack(params), keys=keys, mesh=mesh)
+                      env_params=_stack(params), keys=keys, mesh=mesh, members=members,
+                      envs=envs)
 
 
 def init_members(s: SweepSetup) -> Any:
@@ -256,133 +358,511 @@ def init_members(s: SweepSetup) -> Any:
 
 
 @dataclasses.dataclass
+class ProgramResult:
+    """One compiled program of a sweep: its members, final stacked
+    ``runner`` (leading member axis), per-member metrics ``rows`` (one list
+    of per-update rows per member, in ``setup.members`` order), timings, and
+    the update it resumed from (0: a fresh start)."""
+
+    setup: SweepSetup
+    runner: Any
+    rows: list[list[dict[str, Any]]]
+    init_seconds: float
+    compile_seconds: float
+    train_seconds: float
+    resumed_at_update: int = 0
+
+    @property
+    def metrics(self) -> dict[str, np.ndarray]:
+        """The rows as arrays [updates, members] (NaN where a value is None)."""
+        names = list(self.rows[0][0]) if self.rows and self.rows[0] else []
+        return {n: np.asarray([[np.nan if r[u].get(n) is None else r[u][n] for r in self.rows]
+                               for u in range(len(self.rows[0]))], np.float64) for n in names}
+
+
+@dataclasses.dataclass
 class SweepResult:
-    """What :func:`run_sweep` returns: ``summary`` (also ``results.json``),
-    the final stacked ``runner`` (leading member axis), the per-update
-    ``metrics`` (arrays [updates, members]) and the :class:`SweepSetup`."""
+    """What :func:`run_sweep` returns: ``summary`` (also ``results.json``)
+    and one :class:`ProgramResult` per program. ``runner``, ``metrics`` and
+    ``setup`` are those of a one-program sweep."""
 
     summary: dict[str, Any]
-    runner: Any
-    metrics: dict[str, np.ndarray]
-    setup: SweepSetup
+    programs: list[ProgramResult]
+
+    def _only(self) -> ProgramResult:
+        if len(self.programs) != 1:
+            raise ValidationError.for_parameter("programs", len(self.programs),
+                                                "one program (use .programs)")
+        return self.programs[0]
+
+    @property
+    def runner(self) -> Any:
+        return self._only().runner
+
+    @property
+    def metrics(self) -> dict[str, np.ndarray]:
+        return self._only().metrics
+
+    @property
+    def setup(self) -> SweepSetup:
+        return self._only().setup
+
+
+# ------------------------------------------------------------------ running
+def _program_meta(s: SweepSetup, update: int) -> dict[str, Any]:
+    sweep = s.sweep
+    return {"members": [sweep.names[i] for i in s.members],
+            "configs": [sweep.configs[i].to_dict() for i in s.members], "update": update,
+            "num_updates": sweep.configs[s.members[0]].num_updates}
+
+
+def _resume_program(s: SweepSetup, folder: pathlib.Path) -> tuple[Any, int, list[list[dict]]]:
+    """The stacked runner of a program's checkpoint in ``folder``, its update
+    and the members' metrics rows up to it (their metrics files trimmed)."""
+    template = jax.eval_shape(jax.vmap(s.algo.init), s.keys, s.hp, s.env_params)
+    runner, meta = load_checkpoint(folder / "checkpoint", template)
+    expected = _program_meta(s, 0)
+    for key in ("members", "configs"):
+        if meta.get(key) != json.loads(json.dumps(expected[key])):
+            raise ValidationError.for_parameter(
+                "--resume", str(folder / "checkpoint"),
+                f"a checkpoint of this sweep's program (its {key} differ from sweep.yaml's)")
+    done = int(meta["update"])
+    members = s.sweep.names
+    rows = [trim_jsonl(folder.parent.parent / "members" / members[i] / "metrics.jsonl", done)
+            for i in s.members]
+    for kept in (folder / "checkpoints").glob("update_*"):  # an abandoned continuation's
+        suffix = kept.name.removeprefix("update_")
+        if suffix.isdigit() and int(suffix) > done:
+            shutil.rmtree(kept)
+    return runner, done, rows
+
+
+def _run_program(s: SweepSetup, bar: ProgressBar, offset: float, prefix: str,
+                 folder: pathlib.Path | None, resume: bool) -> ProgramResult:
+    """Train the members of one program (``folder``: where its checkpoints
+    go, ``out/programs/<k>``; None: nothing written), from its checkpoint
+    when ``resume`` and there is one."""
+    cfg = s.sweep.configs[s.members[0]]
+    num_updates = cfg.num_updates
+    t0 = time.perf_counter()
+    if resume and folder is not None and (folder / "checkpoint").exists():
+        runner, done, rows = _resume_program(s, folder)
+    else:
+        runner, done, rows = jax.block_until_ready(init_members(s)), 0, [[] for _ in s.members]
+        if folder is not None:  # rows of a killed attempt that reached no checkpoint
+            for i in s.members:
+                (folder.parent.parent / "members" / s.sweep.names[i] / "metrics.jsonl").unlink(
+                    missing_ok=True)
+    hp, env_params = s.hp, s.env_params
+    if s.mesh is not None:
+        runner = shard_members(runner, s.mesh, "members")
+        hp = shard_members(hp, s.mesh, "members")
+        env_params = shard_members(env_params, s.mesh, "members")
+    init_s = time.perf_counter() - t0
+    start = done
+    members_dir = None if folder is None else folder.parent.parent / "members"
+
+    def on_chunk(metrics: dict[str, Any], _: int) -> None:
+        for j, i in enumerate(s.members):
+            new = [{k: v for k, v in r.items() if k != "member"} for r in
+                   metric_rows({n: np.asarray(v)[:, j] for n, v in metrics.items()})]
+            rows[j].extend(new)
+            if members_dir is not None:
+                append_jsonl(members_dir / s.sweep.names[i] / "metrics.jsonl", new)
+
+    def on_checkpoint(state: Any, update: int, kept: bool) -> None:
+        save_checkpoint(folder / "checkpoint", state, _program_meta(s, update))
+        if kept:
+            save_checkpoint(folder / "checkpoints" / f"update_{update:08d}", state,
+                            _program_meta(s, update))
+
+    printer = Progress(bar, num_updates, cfg.steps_per_update, offset=offset,
+                       members=len(s.members), prefix=prefix)
+    runner, stats = run_in_chunks(
+        s.algo, runner, hp, env_params, done=done, num_updates=num_updates,
+        log_every=cfg.run["log_every"], bar=bar, printer=printer, bar_offset=offset,
+        bar_scale=len(s.members), on_chunk=on_chunk,
+        on_checkpoint=on_checkpoint if folder is not None else None,
+        every=cfg.run["checkpoint_every"], minutes=cfg.run["checkpoint_minutes"], batched=True,
+        label=prefix)
+    return ProgramResult(setup=s, runner=runner, rows=rows, init_seconds=init_s,
+                         compile_seconds=stats.compile_seconds,
+                         train_seconds=stats.train_seconds, resumed_at_update=start)
+
+
+def _evaluate_program(p: ProgramResult) -> dict[str, Any]:
+    s = p.setup
+    cfg = s.sweep.configs[s.members[0]]
+    spec = policy_spec(s.algo)
+    arrays = policy_arrays(p.runner.params, p.runner.obs_stats
+                           if s.algo.static.normalize_obs else None)
+    num_steps = cfg.eval["num_steps"] or int(np.max(np.asarray(s.env_params.max_steps)))
+    return evaluate(s.env, spec, arrays, s.env_params, cfg.eval["seed"], cfg.eval["num_envs"],
+                    num_steps, greedy=cfg.eval["greedy"], batched=True)
+
+
+def _member_evaluation(evaluation: dict[str, Any], j: int) -> dict[str, Any]:
+    steps = evaluation["mean_steps_to_goal"]
+    step = None if steps is None or not np.isfinite(steps[j]) else float(steps[j])
+    return {"episodes": evaluation["episodes"], "max_steps": evaluation["max_steps"],
+            "seed": evaluation["seed"], "greedy": evaluation["greedy"],
+            "success_rate": float(evaluation["success_rate"][j]),
+            "successes": int(evaluation["successes"][j]), "mean_steps_to_goal": step,
+            "mean_return": float(evaluation["mean_return"][j])}
+
+
+def _tail_mean(rows: list[dict[str, Any]], name: str) -> float | None:
+    """Mean of a metric over the last 10% of updates (None values skipped)."""
+    tail = rows[-max(1, len(rows) // 10):]
+    v = [r[name] for r in tail if r.get(name) is not None and math.isfinite(r[name])]
+    return float(np.mean(v)) if v else None
+
+
+def _write_member(out: pathlib.Path, sweep: SweepConfig, p: ProgramResult, j: int,
+                  program: int, evaluation: dict[str, Any] | None, sweep_name: str) -> None:
+    """Member ``j`` of program ``p`` as a finished run folder (see the module
+    docstring; its config.yaml and metrics.jsonl are written as it trains)."""
+    s = p.setup
+    i = s.members[j]
+    cfg = sweep.configs[i]
+    folder = out / "members" / sweep.names[i]
+    rows = p.rows[j]
+    write_csv(folder / "metrics.csv", rows)
+    runner = jax.tree.map(lambda x: x[j], p.runner)
+    num_updates = cfg.num_updates
+    env = s.envs[j]
+    save_checkpoint(folder / "checkpoint", runner,
+                    {"config": cfg.to_dict(), "update": num_updates, "num_updates": num_updates})
+    export_policy(folder / "policy", s.algo, runner, env.settings,
+                  {"trained_env_steps": num_updates * cfg.steps_per_update})
+    summary = {"env": env.settings.get("id", env.name), "config": cfg.to_dict(),
+               "sweep": str(out), "member": i, "grid_values": sweep.members[i],
+               "program": program, "num_updates": num_updates,
+               "env_steps_total": num_updates * cfg.steps_per_update}
+    if evaluation is not None:
+        summary["evaluation"] = evaluation
+    (folder / "summary.json").write_text(json.dumps(summary, indent=2))
+    # history=[]: the TensorBoard files are written anew from all rows (a
+    # resumed sweep's member has some from before)
+    with RunLoggers(folder, tensorboard=cfg.run["tensorboard"],
+                    wandb_project=cfg.run["wandb_project"], name=f"{sweep_name}/{sweep.names[i]}",
+                    config=cfg.to_dict(), group=sweep_name, history=[]) as loggers:
+        loggers.log_rows(rows)
+        if evaluation is not None:
+            loggers.log_evaluation(evaluation, num_updates * cfg.steps_per_update)
+
+
+def _static_differences(sweep: SweepConfig, groups: list[list[int]]) -> list[dict[str, Any]]:
+    """Per program: what sets it apart from the other programs — the static
+    settings whose values differ between programs, and the swept env
+    settings that are constant within every program but not across them
+    (those changed the env's structure)."""
+    sigs = [static_signature(sweep.configs[g[0]]) for g in groups]
+    keys = [k for k in sigs[0] if len({json.dumps(s[k]) for s in sigs}) > 1]
+    values = [{k: sig[k] for k in keys} for sig in sigs]
+    for k in (k for k in sweep.grid if k.startswith("env.")):
+        per_program = [{json.dumps(sweep.members[i][k], default=str) for i in g} for g in groups]
+        if all(len(v) == 1 for v in per_program) and len(set().union(*per_program)) > 1:
+            for d, g in zip(values, groups):
+                d[k] = sweep.members[g[0]][k]
+    return values
 
 
 def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
               progress: bool = True, stream: TextIO | None = None,
-              evaluate_members: bool = True) -> SweepResult:
-    """Train every member of ``sweep`` in one compiled program; write
-    ``results.csv``, ``results.json``, ``metrics.jsonl`` and
-    ``learning_curves.png`` to ``out_dir``."""
+              evaluate_members: bool = True, overwrite: bool = False,
+              resume: bool = False) -> SweepResult:
+    """Train every member of ``sweep``, one compiled program per group of
+    :func:`program_groups`; write the outputs of the module docstring to
+    ``out_dir`` (new or empty unless ``overwrite``: then the outputs of an
+    earlier sweep there, :data:`SWEEP_OUTPUTS`, are deleted first).
+
+    Each program checkpoints its members' stacked training state to
+    ``out_dir/programs/<k>/checkpoint`` every ``run.checkpoint_minutes``
+    (and ``run.checkpoint_every`` updates); ``resume`` continues the sweep in
+    ``out_dir`` from them (programs that finished are evaluated and written
+    again, those that had not started start). Everything is checked before
+    anything is written or compiled."""
     t_wall = time.perf_counter()
-    s = setup(sweep)
-    base = sweep.base
-    m = len(sweep.members)
-    num_updates = base.num_updates
+    out = pathlib.Path(out_dir) if out_dir is not None else None
+    if resume and out is None:
+        raise ValidationError.for_parameter("out_dir", None, "the folder of the sweep to resume")
+    if out is not None:
+        check_out_dir(out, overwrite=overwrite, resuming_here=resume, command="sweep")
+    for cfg in sweep.configs:
+        check_wandb(cfg.run["wandb_project"])
+    groups = program_groups(sweep)
+    setups = [setup(sweep, g) for g in groups]
+    if out is not None:
+        if overwrite and out.exists():
+            clear_outputs(out, SWEEP_OUTPUTS)
+        make_out_dir(out)
+        (out / "sweep.yaml").write_text(dump_yaml({"base": sweep.base.to_dict(),
+                                                   "grid": sweep.grid, "mode": sweep.mode}))
+        for i, name in enumerate(sweep.names):
+            make_out_dir(out / "members" / name)
+            (out / "members" / name / "config.yaml").write_text(
+                dump_yaml(sweep.configs[i].to_dict()))
+    sizes = [len(g) * sweep.configs[g[0]].num_updates * sweep.configs[g[0]].steps_per_update
+             for g in groups]
+    bar = ProgressBar(sum(sizes), "sweep", unit="member steps", quiet=not progress,
+                      stream=stream, min_interval_s=0.0)
+    programs: list[ProgramResult] = []
+    evaluations: list[dict[str, Any] | None] = []
+    try:
+        for k, s in enumerate(setups):
+            prefix = f"program {k + 1}/{len(setups)}" if len(setups) > 1 else ""
+            folder = None if out is None else out / "programs" / str(k + 1)
+            programs.append(_run_program(s, bar, float(sum(sizes[:k])), prefix, folder, resume))
+            evaluations.append(_evaluate_program(programs[-1]) if evaluate_members else None)
+    finally:
+        bar.close()
 
-    t0 = time.perf_counter()
-    runner = jax.block_until_ready(init_members(s))
-    hp, env_params = s.hp, s.env_params
-    if s.mesh is not None:
-        hp = shard_members(hp, s.mesh, "members")
-        env_params = shard_members(env_params, s.mesh, "members")
-    init_s = time.perf_counter() - t0
+    results: list[dict[str, Any] | None] = [None] * len(sweep.members)
+    all_rows: list[dict[str, Any]] = []
+    name = out.name if out is not None else "sweep"
+    for k, (p, evaluation) in enumerate(zip(programs, evaluations)):
+        for j, i in enumerate(p.setup.members):
+            member_eval = _member_evaluation(evaluation, j) if evaluation is not None else None
+            rows = p.rows[j]
+            row = {"member": i, "name": sweep.names[i], "program": k + 1, **sweep.members[i],
+                   "train_success_rate_last10pct": _tail_mean(rows, "success_rate"),
+                   "train_return_last10pct": _tail_mean(rows, "return_mean"),
+                   "train_length_last10pct": _tail_mean(rows, "length_mean")}
+            if member_eval is not None:
+                row["eval_success_rate"] = member_eval["success_rate"]
+                row["eval_mean_steps_to_goal"] = member_eval["mean_steps_to_goal"]
+            results[i] = row
+            all_rows += [{"member": i, "name": sweep.names[i], **r} for r in rows]
+            if out is not None:
+                _write_member(out, sweep, p, j, k + 1, member_eval, name)
 
-    printer = Progress(num_updates, stream, label="sweep") if progress else None
-    t0 = time.perf_counter()
-    fn = jax.jit(functools.partial(s.algo.run, num_updates=num_updates, callback=printer,
-                                   log_every=base.run["log_every"], batched=True))
-    compiled = fn.lower(runner, hp, env_params).compile()
-    compile_s = time.perf_counter() - t0
-    if printer is not None:
-        printer.restart()
-    t0 = time.perf_counter()
-    runner, metrics = compiled(runner, hp, env_params)
-    jax.block_until_ready(runner)
-    run_s = time.perf_counter() - t0
-    metrics = jax.device_get(metrics)
-    rows = metric_rows(metrics)
-
-    per_update = base.steps_per_update
-    evaluation = None
-    if evaluate_members:
-        spec = policy_spec(s.algo)
-        arrays = policy_arrays(runner.params, runner.obs_stats
-                               if s.algo.static.normalize_obs else None)
-        num_steps = base.eval["num_steps"] or int(np.max(np.asarray(s.env_params.max_steps)))
-        evaluation = evaluate(s.env, spec, arrays, s.env_params, base.eval["seed"],
-                              base.eval["num_envs"], num_steps, greedy=base.eval["greedy"],
-                              batched=True)
-
-    tail = max(1, num_updates // 10)
-    results = []
-    for j, assignment in enumerate(sweep.members):
-        def tail_mean(name: str) -> float | None:
-            v = np.asarray(metrics[name])[-tail:, j].astype(np.float64)
-            v = v[np.isfinite(v)]
-            return float(v.mean()) if v.size else None
-
-        row = {"member": j, **assignment,
-               "train_success_rate_last10pct": tail_mean("success_rate"),
-               "train_return_last10pct": tail_mean("return_mean"),
-               "train_length_last10pct": tail_mean("length_mean")}
-        if evaluation is not None:
-            row["eval_success_rate"] = float(evaluation["success_rate"][j])
-            steps = evaluation["mean_steps_to_goal"]
-            row["eval_mean_steps_to_goal"] = (None if steps is None
-                                              or not np.isfinite(steps[j]) else float(steps[j]))
-        results.append(row)
-
+    statics = _static_differences(sweep, groups)
+    steps_total = sum(sizes)
+    steps_trained = sum(len(g) * (sweep.configs[g[0]].num_updates - p.resumed_at_update)
+                        * sweep.configs[g[0]].steps_per_update for g, p in zip(groups, programs))
+    train_s = sum(p.train_seconds for p in programs)
+    per_member = [sweep.configs[g[0]].num_updates * sweep.configs[g[0]].steps_per_update
+                  for g in groups]
     summary = {
-        "members": m,
+        "members": len(sweep.members),
         "grid": sweep.grid,
         "mode": sweep.mode,
-        "num_updates": num_updates,
-        "env_steps_per_member": num_updates * per_update,
-        "env_steps_total": num_updates * per_update * m,
-        "devices": 1 if s.mesh is None else s.mesh.size,
-        "init_seconds": init_s,
-        "compile_seconds": compile_s,
-        "train_seconds": run_s,
-        "steps_per_second_excl_compile": num_updates * per_update * m / run_s,
-        "wall_seconds": time.perf_counter() - t_wall,
-        "base_config": base.to_dict(),
+        "num_updates": sweep.base.num_updates,
+        "env_steps_per_member": per_member[0] if len(set(per_member)) == 1 else per_member,
+        "env_steps_total": steps_total,
+        "env_steps_this_call": steps_trained,
+        "programs": [{"program": k + 1, "members": [sweep.names[i] for i in g],
+                      "static_settings": statics[k], "devices": 1 if p.setup.mesh is None
+                      else p.setup.mesh.size, "init_seconds": p.init_seconds,
+                      "compile_seconds": p.compile_seconds, "train_seconds": p.train_seconds,
+                      "env_steps_per_member": per_member[k],
+                      "resumed_at_update": p.resumed_at_update}
+                     for k, (g, p) in enumerate(zip(groups, programs))],
+        "devices": max(1 if p.setup.mesh is None else p.setup.mesh.size for p in programs),
+        "init_seconds": sum(p.init_seconds for p in programs),
+        "compile_seconds": sum(p.compile_seconds for p in programs),
+        "train_seconds": train_s,
+        "steps_per_second_excl_compile": steps_trained / train_s if train_s > 0 else None,
+        "base_config": sweep.base.to_dict(),
         "results": results,
-        "machine": machine_info(),
+        "settings": rank_settings(sweep, results),
     }
-    if evaluation is not None:
-        summary["eval"] = {"episodes": evaluation["episodes"], "seed": evaluation["seed"],
-                           "greedy": evaluation["greedy"],
-                           "seconds_incl_compile": evaluation["seconds_incl_compile"]}
-    if out_dir is not None:
-        out = pathlib.Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "sweep.yaml").write_text(dump_yaml({"base": base.to_dict(), "grid": sweep.grid,
-                                                   "mode": sweep.mode}))
-        (out / "metrics.jsonl").unlink(missing_ok=True)
-        append_jsonl(out / "metrics.jsonl", rows)
+    if evaluate_members:
+        e = evaluations[0]
+        summary["eval"] = {"episodes": e["episodes"], "seed": e["seed"], "greedy": e["greedy"],
+                           "seconds_incl_compile": sum(v["seconds_incl_compile"]
+                                                       for v in evaluations)}
+    summary["wall_seconds"] = time.perf_counter() - t_wall
+    summary["machine"] = machine_info()
+    if out is not None:
+        write_jsonl(out / "metrics.jsonl", all_rows)
         write_csv(out / "results.csv", results)
+        (out / "summary.md").write_text(summary_markdown(summary, sweep))
+        _plots(out, sweep, summary, all_rows)
+        summary["wall_seconds"] = time.perf_counter() - t_wall
         (out / "results.json").write_text(json.dumps(summary, indent=2))
-        curves = {member_label(a): [r for r in rows if r["member"] == j]
-                  for j, a in enumerate(sweep.members)}
-        plot_learning_curves(out / "learning_curves.png", curves,
-                             title=f"sweep of {m} members ({base.env.get('id') or 'env'})")
-    return SweepResult(summary=summary, runner=runner, metrics=metrics, setup=s)
+    return SweepResult(summary=summary, programs=programs)
+
+
+# ------------------------------------------------------------------ summary
+def _stats(values: list[float | None]) -> dict[str, Any]:
+    v = np.asarray([x for x in values if x is not None], np.float64)
+    if v.size == 0:
+        return {"mean": None, "sd": None, "min": None, "max": None, "n": 0}
+    return {"mean": float(v.mean()), "sd": float(v.std(ddof=1)) if v.size > 1 else 0.0,
+            "min": float(v.min()), "max": float(v.max()), "n": int(v.size)}
+
+
+def rank_settings(sweep: SweepConfig, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per setting (a grid point without ``run.seed``), ranked:
+    by greedy evaluation success (mean over seeds, highest first), then mean
+    steps to the goal (fewest first); by training success over the last 10%
+    of updates when there is no evaluation."""
+    settings: dict[str, dict[str, Any]] = {}
+    for i, assignment in enumerate(sweep.members):
+        point = {k: v for k, v in assignment.items() if k != SEED_KEY}
+        key = json.dumps(point, sort_keys=True, default=str)
+        entry = settings.setdefault(key, {"setting": point, "label": member_label(point)
+                                          or "(base config)", "members": []})
+        entry["members"].append(i)
+    ranked = []
+    for entry in settings.values():
+        rows = [results[i] for i in entry["members"]]
+        entry["seeds"] = [sweep.configs[i].run["seed"] for i in entry["members"]]
+        entry["member_names"] = [sweep.names[i] for i in entry["members"]]
+        entry["programs"] = sorted({r["program"] for r in rows})
+        entry["eval_success_rate"] = _stats([r.get("eval_success_rate") for r in rows])
+        entry["eval_mean_steps_to_goal"] = _stats([r.get("eval_mean_steps_to_goal") for r in rows])
+        entry["train_success_rate_last10pct"] = _stats(
+            [r.get("train_success_rate_last10pct") for r in rows])
+        ranked.append(entry)
+    evaluated = any(e["eval_success_rate"]["n"] for e in ranked)
+    primary = "eval_success_rate" if evaluated else "train_success_rate_last10pct"
+
+    def order(e: dict[str, Any]) -> tuple[float, float]:
+        success = e[primary]["mean"]
+        steps = e["eval_mean_steps_to_goal"]["mean"]
+        return (-(success if success is not None else -1.0),
+                steps if steps is not None else math.inf)
+
+    ranked.sort(key=order)
+    for rank, e in enumerate(ranked, 1):
+        e["rank"] = rank
+        e["ranked_by"] = primary
+    return ranked
+
+
+def _pct(s: dict[str, Any]) -> str:
+    if s["mean"] is None:
+        return "n/a"
+    text = f"{100 * s['mean']:.1f}"
+    if s["n"] > 1:
+        text += f" ± {100 * s['sd']:.1f} ({100 * s['min']:.1f}–{100 * s['max']:.1f})"
+    return text
+
+
+def _num(s: dict[str, Any]) -> str:
+    if s["mean"] is None:
+        return "n/a"
+    return f"{s['mean']:.1f}" + (f" ± {s['sd']:.1f}" if s["n"] > 1 else "")
+
+
+def best_setting_line(summary: dict[str, Any]) -> str:
+    """One sentence naming the best setting and its figures."""
+    best = summary["settings"][0]
+    if best["ranked_by"] == "eval_success_rate":
+        what = (f"greedy success {_pct(best['eval_success_rate'])} %, mean steps to the goal "
+                f"{_num(best['eval_mean_steps_to_goal'])}")
+    else:
+        what = (f"training success (last 10% of updates) "
+                f"{_pct(best['train_success_rate_last10pct'])} % (no evaluation was run)")
+    seeds = len(best["members"])
+    return (f"Best setting: {best['label']} — {what} (mean ± sd over {seeds} "
+            f"seed{'s' if seeds > 1 else ''})")
+
+
+def summary_markdown(summary: dict[str, Any], sweep: SweepConfig) -> str:
+    """``summary.md``: the ranked settings, the best named, the programs and
+    the members."""
+    lines = [f"# Sweep: {summary['members']} members, {len(summary['settings'])} settings, "
+             f"{len(summary['programs'])} compiled program"
+             f"{'s' if len(summary['programs']) > 1 else ''}", ""]
+    ev = summary.get("eval")
+    if ev:
+        lines.append(f"Greedy evaluation: {ev['episodes']} fresh episodes per member (evaluation "
+                     f"seed {ev['seed']}). Figures are mean ± sd over seeds (min–max).")
+    else:
+        lines.append("No evaluation was run: settings are ranked by training success.")
+    lines += ["", f"**{best_setting_line(summary)}.** Its members: "
+              + ", ".join(f"`members/{n}/`" for n in summary["settings"][0]["member_names"]), "",
+              "## Settings, ranked", "",
+              "| rank | setting | seeds | greedy success % | mean steps to goal | training "
+              "success % (last 10%) | program |", "|---|---|---|---|---|---|---|"]
+    for e in summary["settings"]:
+        lines.append(f"| {e['rank']} | {e['label']} | {len(e['members'])} | "
+                     f"{_pct(e['eval_success_rate'])} | {_num(e['eval_mean_steps_to_goal'])} | "
+                     f"{_pct(e['train_success_rate_last10pct'])} | "
+                     f"{', '.join(map(str, e['programs']))} |")
+    lines += ["", "## Compiled programs", "",
+              "Members of one program were trained together, vmapped, by one compiled XLA "
+              "program.", "", "| program | static settings | members | compile s | train s |",
+              "|---|---|---|---|---|"]
+    for p in summary["programs"]:
+        static = ", ".join(f"{short_key(k)}={v}" for k, v in p["static_settings"].items()) \
+            or "(all the same)"
+        lines.append(f"| {p['program']} | {static} | {', '.join(p['members'])} | "
+                     f"{p['compile_seconds']:.1f} | {p['train_seconds']:.1f} |")
+    lines += ["", "## Members", "", "| member | folder | greedy success % | mean steps to goal | "
+              "training success % (last 10%) | program |", "|---|---|---|---|---|---|"]
+    for r in summary["results"]:
+        ev_s = r.get("eval_success_rate")
+        steps = r.get("eval_mean_steps_to_goal")
+        tr = r.get("train_success_rate_last10pct")
+        lines.append(f"| {r['member']} | `members/{r['name']}/` | "
+                     f"{'n/a' if ev_s is None else f'{100 * ev_s:.1f}'} | "
+                     f"{'n/a' if steps is None else f'{steps:.1f}'} | "
+                     f"{'n/a' if tr is None else f'{100 * tr:.1f}'} | {r['program']} |")
+    lines += ["", "Each member folder is a run folder: `agents.trained.TrainedPolicy.load("
+              "\"<folder>/policy\")` loads its policy, `plume-jax evaluate --agent trained "
+              "--agent-param path=<folder>/policy` evaluates it, `plume-jax train --resume "
+              "<folder> --total-steps N` trains it further.", ""]
+    return "\n".join(lines)
+
+
+def _plots(out: pathlib.Path, sweep: SweepConfig, summary: dict[str, Any],
+           rows: list[dict[str, Any]]) -> None:
+    settings = summary["settings"]
+    labels = [e["label"] for e in settings]
+    results = summary["results"]
+    if "eval" in summary:
+        plot_setting_bars(out / "eval_success.png", labels,
+                          [[results[i]["eval_success_rate"] for i in e["members"]]
+                           for e in settings],
+                          "greedy evaluation success (%)", scale=100.0,
+                          title=f"Greedy success on {summary['eval']['episodes']} fresh episodes "
+                          "per member (bar: seed mean, dots: seeds)")
+        plot_setting_bars(out / "eval_steps.png", labels,
+                          [[results[i]["eval_mean_steps_to_goal"] for i in e["members"]]
+                           for e in settings],
+                          "mean steps to the goal (successful greedy episodes)",
+                          title="Steps to the goal (bar: seed mean, dots: seeds)")
+    by_member: dict[int, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_member.setdefault(r["member"], []).append(r)
+    curves = {e["label"]: [by_member[i] for i in e["members"]] for e in settings}
+    plot_setting_curves(out / "train_success.png", curves, "success_rate",
+                        "training success rate of finished episodes (%)", scale=100.0,
+                        title="Training success per setting (line: seed mean, band: range)")
+    plot_setting_curves(out / "train_return.png", curves, "return_mean",
+                        "mean episode return (training reward)",
+                        title="Training return per setting (line: seed mean, band: range)")
 
 
 def print_results(summary: dict[str, Any], stream: TextIO | None = None) -> None:
+    """The programs, the settings ranked and the best setting."""
     import sys
 
     stream = stream or sys.stdout
     p = functools.partial(print, file=stream)
-    p(f"sweep: {summary['members']} members x {summary['env_steps_per_member']:,} env steps, "
-      f"one program: compile {summary['compile_seconds']:.1f} s, train "
-      f"{summary['train_seconds']:.1f} s ({summary['steps_per_second_excl_compile']:,.0f} "
-      f"env steps/s over all members), wall {summary['wall_seconds']:.1f} s")
-    for r in summary["results"]:
-        label = ", ".join(f"{k}={v}" for k, v in r.items()
-                          if k not in ("member",) and not k.startswith(("train_", "eval_")))
-        ev = r.get("eval_success_rate")
-        tr = r.get("train_success_rate_last10pct")
-        p(f"  [{r['member']}] {label}: eval success "
-          f"{'n/a' if ev is None else f'{100 * ev:.1f}%'}, training success (last 10%) "
-          f"{'n/a' if tr is None else f'{100 * tr:.1f}%'}")
+    n_prog = len(summary["programs"])
+    sps = summary["steps_per_second_excl_compile"]
+    p(f"sweep: {summary['members']} members in {n_prog} compiled program"
+      f"{'s' if n_prog > 1 else ''}: compile {summary['compile_seconds']:.1f} s, train "
+      f"{summary['train_seconds']:.1f} s"
+      + (f" ({sps:,.0f} env steps/s over all members)" if sps else "")
+      + f", wall {summary['wall_seconds']:.1f} s")
+    for prog in summary["programs"]:
+        static = ", ".join(f"{short_key(k)}={v}" for k, v in prog["static_settings"].items())
+        p(f"  program {prog['program']}{' (' + static + ')' if static else ''} shared by "
+          f"{len(prog['members'])} members: {', '.join(prog['members'])}")
+    p("settings ranked" + (" by greedy evaluation success (mean ± sd over seeds):"
+                          if summary["settings"][0]["ranked_by"] == "eval_success_rate"
+                          else " by training success (no evaluation):"))
+    for e in summary["settings"]:
+        p(f"  {e['rank']}. {e['label']}: greedy success {_pct(e['eval_success_rate'])} %, "
+          f"steps {_num(e['eval_mean_steps_to_goal'])}, training success "
+          f"{_pct(e['train_success_rate_last10pct'])} % ({len(e['members'])} seed"
+          f"{'s' if len(e['members']) > 1 else ''})")
+    p(best_setting_line(summary))

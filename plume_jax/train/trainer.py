@@ -1,26 +1,38 @@
 """``train(config)``: one training run from a validated config, as used by
 ``plume-jax train``.
 
-The run compiles ``PPO.run`` over a chunk of updates once — rollout, GAE and
-the minibatch epochs of every update in the chunk are one XLA program — and
-calls it until the update budget is spent. A chunk is the whole run unless
-``run.checkpoint_every`` asks for checkpoints in between (a shorter last
-chunk compiles once more). Progress lines come from inside the program
-(``jax.debug.callback``). Afterwards the policy is exported, reloaded from
-disk as an ``agents.trained.TrainedPolicy`` and evaluated greedily on fresh
-seeds (:mod:`plume_jax.train.evaluation`).
+The run compiles ``PPO.run`` once — rollout, GAE and the minibatch epochs of
+every update are one XLA program, with the number of updates per call an
+argument — and calls it in chunks until the update budget is spent
+(:mod:`plume_jax.train.chunks`). Between chunks (about every 30 s) the
+metrics rows are appended to ``metrics.jsonl`` and TensorBoard; every
+``run.checkpoint_minutes`` (and every ``run.checkpoint_every`` updates, when
+set) the whole training state is checkpointed. The chunk lengths never
+change results: splitting a run into chunks of any lengths gives
+bit-for-bit the same run (tested).
+Progress comes from inside the program (``jax.debug.callback``) to a
+:class:`plume_jax.progress.ProgressBar`. Afterwards the policy is
+exported, reloaded from disk as an ``agents.trained.TrainedPolicy`` and
+evaluated greedily on fresh seeds (:mod:`plume_jax.train.evaluation`).
 
-Output folder (``out_dir``)::
+Output folder (``out_dir``, a *run folder*)::
 
     config.yaml          the resolved config (every default spelled out)
-    metrics.jsonl        one JSON object per update (appended on resume)
+    metrics.jsonl        one JSON object per update
     metrics.csv          the same as a table
     learning_curve.png   success rate and mean return against env steps
-    checkpoint/          the last checkpoint (resume with --resume)
-    checkpoints/         the intermediate checkpoints (update_<N>/), when
-                         run.checkpoint_every is set
+    tensorboard/         TensorBoard event files (run.tensorboard)
+    checkpoint/          the latest checkpoint (resume with --resume)
+    checkpoints/         checkpoints kept every run.checkpoint_every updates
+                         (update_<N>/), when that is set
     policy/              the exported policy (agents.trained)
     summary.json         budget, timings, throughput, evaluation
+
+Run folder rules (:mod:`plume_jax.train.run_folder`): a fresh run needs a
+new or empty folder, or ``overwrite``; a resumed run continues in its own
+folder (or a new one). Resuming trims ``metrics.jsonl`` to the checkpoint's
+update (the rows of updates after it, and a line torn by a kill, are
+dropped: they are trained again), so no update is counted twice.
 """
 
 from __future__ import annotations
@@ -31,20 +43,33 @@ import functools
 import json
 import pathlib
 import platform
+import shutil
 import time
 from typing import Any, TextIO
 
 import jax
 import numpy as np
 
-from plume_jax.train.checkpoint import export_policy, load_checkpoint, policy_arrays, \
-    policy_spec, save_checkpoint
-from plume_jax.train.config import TrainConfig, dump_yaml
+from plume_jax.errors import ValidationError
+from plume_jax.progress import ProgressBar
+from plume_jax.train.chunks import run_in_chunks
+from plume_jax.train.checkpoint import export_policy, find_checkpoint, load_checkpoint, \
+    policy_arrays, policy_spec, read_checkpoint, save_checkpoint
+from plume_jax.train.config import RESUME_MAY_CHANGE, TrainConfig, dump_yaml, \
+    resume_differences, train_config
 from plume_jax.train.evaluation import evaluate as evaluate_episodes
+from plume_jax.train.loggers import RunLoggers, check_wandb
 from plume_jax.train.ppo import PPO, Hparams, PPOStatic, resolve_gamma
-from plume_jax.train.progress import Progress, append_jsonl, metric_rows, \
-    plot_learning_curves, read_jsonl, write_csv
+from plume_jax.train.plots import plot_learning_curves
+from plume_jax.train.progress import Progress, append_jsonl, metric_rows, read_jsonl, \
+    trim_jsonl, write_csv, write_jsonl
+from plume_jax.train.run_folder import check_out_dir, clear_outputs, make_out_dir
 from plume_jax.train.sharding import mesh as make_mesh, resolve_devices, shard_runner
+
+#: What ``train`` writes into a run folder (``overwrite`` deletes these).
+RUN_OUTPUTS = ("config.yaml", "metrics.jsonl", "metrics.csv", "learning_curve.png",
+               "summary.json", "checkpoint", "checkpoints", "policy", "tensorboard", "wandb",
+               "wandb_run_id")
 
 
 def ppo_static(config: TrainConfig) -> PPOStatic:
@@ -110,20 +135,96 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+@dataclasses.dataclass(frozen=True)
+class ResumePoint:
+    """Where a resumed run starts: the checkpoint, its run folder, the update
+    it holds and its config."""
+
+    checkpoint: pathlib.Path
+    run_dir: pathlib.Path
+    update: int
+    num_updates: int
+    config: dict[str, Any]
+
+
+def resume_point(resume: str | pathlib.Path, config: TrainConfig) -> ResumePoint:
+    """Check that ``config`` may resume from ``resume`` (a run folder or a
+    checkpoint folder): the checkpoint's files are whole, its config equals
+    ``config`` in everything but what a resume may change
+    (:data:`plume_jax.train.config.RESUME_MAY_CHANGE`), and the new budget
+    is not below the updates already done. ``ValidationError`` otherwise,
+    naming the differing settings."""
+    run_dir, ckpt = find_checkpoint(resume)
+    meta, _ = read_checkpoint(ckpt)
+    saved = meta.get("config")
+    if not isinstance(saved, dict):
+        raise ValidationError.for_parameter("--resume", str(ckpt),
+                                            "a checkpoint whose metadata holds its config")
+    diffs = resume_differences(saved, config)
+    if diffs:
+        listed = "; ".join(f"{k}: checkpoint {a!r}, now {b!r}" for k, (a, b) in diffs.items())
+        name = next(iter(diffs))
+        raise ValidationError(
+            f"--resume {ckpt}: the config differs from the checkpoint's in {len(diffs)} "
+            f"setting(s) that define the problem or the algorithm ({listed}). A resumed run may "
+            f"change only {', '.join(RESUME_MAY_CHANGE)}; train a changed config as a new run "
+            "(another --out).",
+            parameter=name, value=diffs[name][1], allowed=f"{diffs[name][0]!r} (the checkpoint's)")
+    update = int(meta.get("update", 0))
+    if update > config.num_updates:
+        raise ValidationError.for_parameter(
+            "algo.total_steps", config.algo["total_steps"],
+            f"at least the {update * config.steps_per_update:,} env steps ({update} updates) "
+            f"the checkpoint {ckpt} has already trained")
+    old_updates = int(meta.get("num_updates") or train_config(saved).num_updates)
+    return ResumePoint(checkpoint=ckpt, run_dir=run_dir, update=update,
+                       num_updates=old_updates, config=saved)
+
+
+def learning_rate_note(config: TrainConfig, point: ResumePoint) -> str | None:
+    """What a changed budget does to an annealed learning rate (the linear
+    decay runs to 0 over the *current* total, so the rate jumps), or None."""
+    if not config.algo["anneal_lr"] or point.num_updates == config.num_updates:
+        return None
+    lr = config.algo["learning_rate"]
+    u = point.update
+    before = lr * (1.0 - u / point.num_updates)
+    after = lr * (1.0 - u / config.num_updates)
+    return (f"algo.anneal_lr: the learning rate decays linearly to 0 over the whole budget, now "
+            f"{config.num_updates} updates instead of {point.num_updates}: at update {u + 1} it "
+            f"is {after:.3g} (it would have been {before:.3g} under the old budget)")
+
+
 def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
           progress: bool = True, stream: TextIO | None = None,
-          resume: str | pathlib.Path | None = None, evaluate: bool = True) -> TrainResult:
+          resume: str | pathlib.Path | None = None, evaluate: bool = True,
+          overwrite: bool = False) -> TrainResult:
     """Train with ``config``; see the module docstring for the output folder.
 
     Args:
         config: a validated :class:`TrainConfig`.
-        out_dir: output folder (None: write nothing, return only).
-        progress: print progress lines (to ``stream``, default stdout).
-        resume: a checkpoint folder to continue from (same config).
+        out_dir: output folder (None: write nothing, return only). It must be
+            new or empty, unless ``overwrite`` or it is the folder of the run
+            being resumed.
+        progress: show a progress bar (a terminal) or progress lines (to
+            ``stream``, default stdout).
+        resume: a run folder or checkpoint folder to continue from; the
+            config may differ from the checkpoint's only in the budget,
+            logging, checkpointing, devices and evaluation settings.
         evaluate: run the greedy evaluation at the end.
+        overwrite: delete the outputs of an earlier run in ``out_dir``
+            (:data:`RUN_OUTPUTS`; other files stay) before writing.
+
+    Everything is checked (the folder, the env, the checkpoint and its
+    config) before anything is written or compiled.
     """
     t_wall = time.perf_counter()
     out = pathlib.Path(out_dir) if out_dir is not None else None
+    point = resume_point(resume, config) if resume is not None else None
+    if out is not None:
+        here = point is not None and out.resolve() == point.run_dir.resolve()
+        check_out_dir(out, overwrite=overwrite, resuming_here=here)
+    check_wandb(config.run["wandb_project"])
     env, env_params = config.make_env()
     static = ppo_static(config)
     hp = hparams(config, env, env_params)
@@ -141,93 +242,138 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
     per_update = config.steps_per_update
 
     t0 = time.perf_counter()
-    if resume is not None:
+    if point is not None:
         template = jax.eval_shape(algo.init, key, hp, env_params)
-        runner, _ = load_checkpoint(resume, template)
+        runner, _ = load_checkpoint(point.checkpoint, template)
     else:
         runner = jax.block_until_ready(jax.jit(algo.init)(key, hp, env_params))
     if mesh is not None:
         runner = shard_runner(runner, mesh, "envs")
     init_s = time.perf_counter() - t0
-
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "config.yaml").write_text(dump_yaml(config.to_dict()))
-        if resume is None:
-            (out / "metrics.jsonl").unlink(missing_ok=True)
-
-    printer = Progress(num_updates, stream) if progress else None
-    chunk = config.run["checkpoint_every"] or num_updates
-    programs: dict[int, Any] = {}
-    compile_s = run_s = 0.0
-    rows: list[dict[str, Any]] = []
     done = int(runner.update)
     start_update = done
-    while done < num_updates:
-        n = min(chunk, num_updates - done)
-        if n not in programs:
-            t0 = time.perf_counter()
-            fn = jax.jit(functools.partial(algo.run, num_updates=n, callback=printer,
-                                           log_every=config.run["log_every"]))
-            programs[n] = fn.lower(runner, hp, env_params).compile()
-            compile_s += time.perf_counter() - t0
-        if printer is not None:
-            printer.restart(done * per_update)
-        t0 = time.perf_counter()
-        runner, metrics = programs[n](runner, hp, env_params)
-        jax.block_until_ready(runner)
-        run_s += time.perf_counter() - t0
-        new_rows = metric_rows(jax.device_get(metrics))
-        rows += new_rows
-        done += n
+    notes = [n for n in [learning_rate_note(config, point) if point else None] if n]
+
+    loggers = None
+    if out is not None:
+        if overwrite and out.exists():
+            clear_outputs(out, RUN_OUTPUTS)
+        history = _prepare_run_folder(out, config, point)
+        loggers = RunLoggers(out, tensorboard=config.run["tensorboard"],
+                             wandb_project=config.run["wandb_project"], name=out.name,
+                             config=config.to_dict(), history=history)
+
+    bar = ProgressBar(num_updates * per_update, "train", unit="steps", quiet=not progress,
+                      stream=stream, min_interval_s=0.0)
+    printer = Progress(bar, num_updates, per_update)
+    for note in notes:
+        bar.update(done * per_update, message=f"note: {note}")
+    rows: list[dict[str, Any]] = []
+
+    def on_chunk(metrics: dict[str, Any], _: int) -> None:
+        new_rows = metric_rows(metrics)
+        rows.extend(new_rows)
         if out is not None:
             append_jsonl(out / "metrics.jsonl", new_rows)
-            meta = {"config": config.to_dict(), "update": done, "num_updates": num_updates}
-            save_checkpoint(out / "checkpoint", runner, meta)
-            if done < num_updates:
-                save_checkpoint(out / "checkpoints" / f"update_{done:08d}", runner, meta)
+            loggers.log_rows(new_rows)
 
-    trained_steps = (done - start_update) * per_update
-    summary: dict[str, Any] = {
-        "env": env.settings.get("id", env.name),
-        "config": config.to_dict(),
-        "num_updates": num_updates,
-        "updates_this_call": done - start_update,
-        "env_steps_total": done * per_update,
-        "env_steps_this_call": trained_steps,
-        "devices": n_dev,
-        "init_seconds": init_s,
-        "compile_seconds": compile_s,
-        "train_seconds": run_s,
-        "steps_per_second_excl_compile": trained_steps / run_s if run_s > 0 else None,
-        "steps_per_second_incl_compile": (trained_steps / (run_s + compile_s + init_s)
-                                          if trained_steps else None),
-    }
-    result = TrainResult(config=config, algo=algo, runner=runner, rows=rows, summary=summary,
-                         out_dir=out)
-    if out is not None:
-        export_policy(out / "policy", algo, runner, env.settings,
-                      {"trained_env_steps": done * per_update})
-    summary["train_wall_seconds"] = time.perf_counter() - t_wall
-    if evaluate:
-        from agents.trained import TrainedPolicy
+    def on_checkpoint(state: Any, update: int, kept: bool) -> None:
+        meta = {"config": config.to_dict(), "update": update, "num_updates": num_updates}
+        save_checkpoint(out / "checkpoint", state, meta)
+        if kept:
+            save_checkpoint(out / "checkpoints" / f"update_{update:08d}", state, meta)
 
-        policy = (TrainedPolicy.load(out / "policy", greedy=config.eval["greedy"])
-                  if out is not None else result.policy(greedy=config.eval["greedy"]))
-        num_steps = config.eval["num_steps"] or int(np.asarray(env_params.max_steps))
-        summary["evaluation"] = evaluate_episodes(env, policy.spec, policy.params, env_params,
-                                         config.eval["seed"], config.eval["num_envs"],
-                                         num_steps, greedy=config.eval["greedy"])
-    summary["wall_seconds"] = time.perf_counter() - t_wall
-    summary["machine"] = machine_info()
-    summary["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    if out is not None:
-        all_rows = read_jsonl(out / "metrics.jsonl")
-        write_csv(out / "metrics.csv", all_rows)
-        plot_learning_curves(out / "learning_curve.png", {summary["env"]: all_rows},
-                             title=f"PPO ({config.network.type}) on {summary['env']}")
-        (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    try:
+        runner, stats = run_in_chunks(
+            algo, runner, hp, env_params, done=done, num_updates=num_updates,
+            log_every=config.run["log_every"], bar=bar, printer=printer, bar_offset=0.0,
+            bar_scale=1.0, on_chunk=on_chunk,
+            on_checkpoint=on_checkpoint if out is not None else None,
+            every=config.run["checkpoint_every"], minutes=config.run["checkpoint_minutes"])
+        done = int(runner.update)
+        compile_s, run_s = stats.compile_seconds, stats.train_seconds
+        trained_steps = (done - start_update) * per_update
+        summary: dict[str, Any] = {
+            "env": env.settings.get("id", env.name),
+            "config": config.to_dict(),
+            "num_updates": num_updates,
+            "updates_this_call": done - start_update,
+            "env_steps_total": done * per_update,
+            "env_steps_this_call": trained_steps,
+            "devices": n_dev,
+            "init_seconds": init_s,
+            "compile_seconds": compile_s,
+            "train_seconds": run_s,
+            "checkpoints_written": stats.checkpoints,
+            "checkpoint_seconds": stats.checkpoint_seconds,
+            "steps_per_second_excl_compile": trained_steps / run_s if run_s > 0 else None,
+            "steps_per_second_incl_compile": (trained_steps / (run_s + compile_s + init_s)
+                                              if trained_steps else None),
+        }
+        if point is not None:
+            summary["resumed_from"] = str(point.checkpoint)
+            summary["resumed_at_update"] = point.update
+        if notes:
+            summary["notes"] = notes
+        result = TrainResult(config=config, algo=algo, runner=runner, rows=rows,
+                             summary=summary, out_dir=out)
+        if out is not None:
+            if done == start_update:  # nothing trained: the checkpoint is the final state
+                save_checkpoint(out / "checkpoint", runner, {
+                    "config": config.to_dict(), "update": done, "num_updates": num_updates})
+            export_policy(out / "policy", algo, runner, env.settings,
+                          {"trained_env_steps": done * per_update})
+        summary["train_wall_seconds"] = time.perf_counter() - t_wall
+        if evaluate:
+            from agents.trained import TrainedPolicy
+
+            policy = (TrainedPolicy.load(out / "policy", greedy=config.eval["greedy"])
+                      if out is not None else result.policy(greedy=config.eval["greedy"]))
+            num_steps = config.eval["num_steps"] or int(np.asarray(env_params.max_steps))
+            summary["evaluation"] = evaluate_episodes(
+                env, policy.spec, policy.params, env_params, config.eval["seed"],
+                config.eval["num_envs"], num_steps, greedy=config.eval["greedy"])
+            if loggers is not None:
+                loggers.log_evaluation(summary["evaluation"], done * per_update)
+        summary["wall_seconds"] = time.perf_counter() - t_wall
+        summary["machine"] = machine_info()
+        summary["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        if out is not None:
+            all_rows = read_jsonl(out / "metrics.jsonl")
+            write_csv(out / "metrics.csv", all_rows)
+            plot_learning_curves(out / "learning_curve.png", {summary["env"]: all_rows},
+                                 title=f"PPO ({config.network.type}) on {summary['env']}")
+            (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    finally:
+        bar.close()
+        if loggers is not None:
+            loggers.close()
     return result
+
+
+def _prepare_run_folder(out: pathlib.Path, config: TrainConfig, point: ResumePoint | None
+                        ) -> list[dict[str, Any]] | None:
+    """Create the run folder and write its config; on resume make its metrics
+    match the checkpoint (trimmed here, or copied from the resumed run's
+    folder), drop kept checkpoints past it (they belong to the run's
+    abandoned continuation) and return the metrics rows kept."""
+    make_out_dir(out)
+    (out / "config.yaml").write_text(dump_yaml(config.to_dict()))
+    if point is None:
+        return None
+    if out.resolve() == point.run_dir.resolve():
+        kept = trim_jsonl(out / "metrics.jsonl", point.update)
+    else:
+        kept = [r for r in read_jsonl(point.run_dir / "metrics.jsonl")
+                if int(r.get("update", 0)) <= point.update]
+        write_jsonl(out / "metrics.jsonl", kept)
+    kept_dir = out / "checkpoints"
+    if kept_dir.is_dir():
+        for folder in kept_dir.glob("update_*"):
+            suffix = folder.name.removeprefix("update_")
+            if suffix.isdigit() and int(suffix) > point.update:
+                shutil.rmtree(folder)
+    return kept
 
 
 def print_summary(summary: dict[str, Any], stream: TextIO | None = None) -> None:
@@ -247,4 +393,6 @@ def print_summary(summary: dict[str, Any], stream: TextIO | None = None) -> None
         p(f"{kind} evaluation on {ev['episodes']} fresh episodes (seed {ev['seed']}): "
           f"success {100 * ev['success_rate']:.1f}% ({ev['successes']}/{ev['episodes']})"
           + (f", mean steps to goal {steps:.1f}" if steps is not None else ""))
+    for note in summary.get("notes", []):
+        p(f"note: {note}")
     p(f"wall time {summary['wall_seconds']:.1f} s")

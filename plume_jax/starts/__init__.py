@@ -1,0 +1,54 @@
+"""Start-position distributions (layer 1).
+
+The interface every start distribution implements is
+:class:`plume_jax.starts.base.StartDistribution`: a pure
+``sample(key, grid, goal, goal_radius, params, probe=None) -> AgentState``
+(``probe``, a :class:`plume_jax.types.PlumeProbe` passed by the env, is read
+by ``downwind``; the others ignore it) and a classmethod
+``check_compatible(grid, source, goal_radius, settings, on_grid)`` that
+``make`` calls to refuse configurations it cannot sample. Start positions
+lie on integer cells inside the grid and outside the goal region (distance
+to the goal ``> goal_radius``), so no episode starts solved.
+
+============  ==============================================================
+type name     start position
+============  ==============================================================
+``uniform``   (near-)uniform over the cells outside the goal region
+``fixed``     always the same position and heading
+``annulus``   uniform (by area) in ``r_min <= distance to source <= r_max``
+``downwind``  a box downwind of the source (wind from the plume or a param)
+============  ==============================================================
+"""
+
+from plume_jax.settings import type_table
+from plume_jax.starts.annulus import AnnulusStart, AnnulusStartParams
+from plume_jax.starts.base import StartDistribution
+from plume_jax.starts.candidates import (
+    CandidateStart,
+    cardinal_heading_from_bits,
+    cells_from_bits,
+    farthest_corner,
+    pick_candidate,
+)
+from plume_jax.starts.downwind import DownwindStart, DownwindStartParams
+from plume_jax.starts.fixed import FixedStart, FixedStartParams
+from plume_jax.starts.uniform import UniformStart
+
+STARTS = type_table(UniformStart, FixedStart, AnnulusStart, DownwindStart)
+
+__all__ = [
+    "AnnulusStart",
+    "AnnulusStartParams",
+    "CandidateStart",
+    "DownwindStart",
+    "DownwindStartParams",
+    "FixedStart",
+    "FixedStartParams",
+    "STARTS",
+    "StartDistribution",
+    "UniformStart",
+    "cardinal_heading_from_bits",
+    "cells_from_bits",
+    "farthest_corner",
+    "pick_candidate",
+]

@@ -1,0 +1,136 @@
+"""Running one compiled training program in chunks, with checkpoints in
+between (used by ``train`` and by every program of a ``sweep``).
+
+The program is ``PPO.run`` compiled once with a *dynamic* number of updates
+per call (``count``), so any chunk length reuses it, and splitting a run
+into chunks of any lengths gives bit-for-bit the results of one call. The
+host chooses each chunk's length (:func:`next_chunk`): up to the end, the
+next ``checkpoint_every`` multiple, about :data:`REPORT_SECONDS` of
+training (so metrics reach the disk regularly) and the time left until a
+timed checkpoint (``checkpoint_minutes``) is due. After every chunk
+``on_chunk`` gets its metrics; when a checkpoint is due ``on_checkpoint``
+gets the runner.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import time
+from typing import Any, Callable
+
+import jax
+
+from plume_jax.progress import ProgressBar
+
+#: Seconds of training between two host visits (metrics written, checkpoint
+#: due?); the chunk lengths follow from the measured speed.
+REPORT_SECONDS = 30.0
+
+#: Most updates one call of the compiled program runs (the length of its
+#: metrics buffer).
+MAX_CHUNK = 4096
+
+
+def next_chunk(done: int, num_updates: int, *, every: int | None, seconds_per_update: float | None,
+               seconds_to_checkpoint: float | None, max_chunk: int = MAX_CHUNK) -> int:
+    """How many updates the next call runs (see the module docstring); the
+    first chunk (speed not measured yet) is one update."""
+    n = min(num_updates - done, max_chunk)
+    if every:
+        n = min(n, every - done % every)
+    if seconds_per_update is None:
+        return 1
+    spu = max(seconds_per_update, 1e-9)
+    n = min(n, max(1, math.floor(REPORT_SECONDS / spu)))
+    if seconds_to_checkpoint is not None:
+        n = min(n, max(1, math.ceil(seconds_to_checkpoint / spu)))
+    return max(1, n)
+
+
+@dataclasses.dataclass
+class ChunkStats:
+    """Timings of :func:`run_in_chunks`."""
+
+    compile_seconds: float = 0.0
+    train_seconds: float = 0.0
+    checkpoint_seconds: float = 0.0
+    checkpoints: int = 0
+
+
+def compile_program(algo: Any, runner: Any, hp: Any, env_params: Any, num_updates: int,
+                    callback: Callable | None, log_every: int, batched: bool = False) -> Any:
+    """``PPO.run`` with a dynamic update count, compiled once."""
+    fn = jax.jit(functools.partial(algo.run, num_updates=min(num_updates, MAX_CHUNK),
+                                   callback=callback, log_every=log_every, batched=batched))
+    return fn.lower(runner, hp, env_params, count=1).compile()
+
+
+def run_in_chunks(algo: Any, runner: Any, hp: Any, env_params: Any, *, done: int,
+                  num_updates: int, log_every: int, bar: ProgressBar, printer: Any,
+                  bar_offset: float, bar_scale: float,
+                  on_chunk: Callable[[dict[str, Any], int], None] | None = None,
+                  on_checkpoint: Callable[[Any, int, bool], None] | None = None,
+                  every: int | None = None, minutes: float | None = None,
+                  batched: bool = False, label: str = "") -> tuple[Any, ChunkStats]:
+    """Train from update ``done`` to ``num_updates``.
+
+    Args:
+        algo, runner, hp, env_params: as for ``PPO.run`` (``batched``: with
+            a leading member axis).
+        bar, printer: the progress bar and the program's callback
+            (:class:`plume_jax.train.progress.Progress`); the bar is at
+            ``bar_offset + bar_scale * env_steps``.
+        on_chunk: ``(metrics, done)`` after every chunk, metrics stacked
+            over the chunk's updates (host arrays).
+        on_checkpoint: ``(runner, done, kept)`` when a checkpoint is due
+            (``kept``: a ``checkpoint_every`` multiple before the end) and at
+            the end. None: no chunks but the first, no checkpoints.
+        every, minutes: ``run.checkpoint_every`` / ``run.checkpoint_minutes``.
+
+    Returns ``(runner, stats)``.
+    """
+    stats = ChunkStats()
+    if done >= num_updates:
+        return runner, stats
+    steps = algo.static.num_envs * algo.static.num_steps
+    bar.update(bar_offset + bar_scale * done * steps,
+               message=f"{label + ' | ' if label else ''}compiling the training program")
+    t0 = time.perf_counter()
+    program = compile_program(algo, runner, hp, env_params, num_updates, printer, log_every,
+                              batched)
+    stats.compile_seconds = time.perf_counter() - t0
+    bar.restart_clock(bar_offset + bar_scale * done * steps)
+    interval = None if minutes is None or on_checkpoint is None else 60.0 * minutes
+    last_checkpoint = time.monotonic()
+    seconds_per_update = None
+    while done < num_updates:
+        if on_checkpoint is None:  # nothing to write between chunks
+            n = min(num_updates - done, MAX_CHUNK)
+        else:
+            left = None if interval is None else interval - (time.monotonic() - last_checkpoint)
+            n = next_chunk(done, num_updates, every=every, seconds_per_update=seconds_per_update,
+                           seconds_to_checkpoint=left)
+        printer.restart(done * steps)
+        t0 = time.perf_counter()
+        runner, metrics = program(runner, hp, env_params, count=n)
+        jax.block_until_ready(runner)
+        elapsed = time.perf_counter() - t0
+        stats.train_seconds += elapsed
+        seconds_per_update = elapsed / n
+        done += n
+        if on_chunk is not None:
+            on_chunk(jax.device_get(jax.tree.map(lambda x: x[:n], metrics)), done)
+        if on_checkpoint is None:
+            continue
+        kept = bool(every) and done % every == 0 and done < num_updates
+        timed = interval is not None and (time.monotonic() - last_checkpoint
+                                          + 0.5 * seconds_per_update >= interval)
+        if kept or timed or done == num_updates:
+            t0 = time.perf_counter()
+            on_checkpoint(runner, done, kept)
+            stats.checkpoint_seconds += time.perf_counter() - t0
+            stats.checkpoints += 1
+            last_checkpoint = time.monotonic()
+    return runner, stats

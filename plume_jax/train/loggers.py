@@ -1,0 +1,131 @@
+"""Where a run's metrics go besides ``metrics.jsonl`` / ``metrics.csv``:
+TensorBoard event files (written by ``tensorboardX``) and, when asked for
+and installed, Weights & Biases.
+
+Scalars are the columns of ``metrics.csv`` under ``train/`` (``train/
+success_rate``, ``train/return_mean``, ...; every one of
+:data:`plume_jax.train.ppo.METRIC_NAMES`), and the final greedy evaluation
+under ``eval/``; the step is the env step count (of one run, or of one
+sweep member). A resumed run rewrites its TensorBoard files from the
+metrics kept up to the checkpoint it resumed from, so they hold every update
+once for any reader (W&B keeps what it received first for a step).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import pathlib
+import shutil
+import uuid
+from typing import Any, Iterable
+
+from plume_jax.errors import ValidationError
+
+#: Columns of a metrics row that are not logged as scalars.
+_NOT_SCALARS = ("member",)
+
+
+def check_wandb(project: str | None, parameter: str = "run.wandb_project") -> None:
+    """``ValidationError`` if W&B logging is asked for (``project`` set) but
+    the ``wandb`` package is not installed."""
+    if project is not None and importlib.util.find_spec("wandb") is None:
+        raise ValidationError.for_parameter(
+            parameter, project, "null, or the wandb package installed (pip install wandb, or "
+            "pip install 'plume-jax[wandb]') to log to Weights & Biases")
+
+
+def _scalars(row: dict[str, Any], prefix: str) -> dict[str, float]:
+    out = {}
+    for name, value in row.items():
+        if name in _NOT_SCALARS or isinstance(value, bool) or value is None:
+            continue
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            out[f"{prefix}/{name}"] = float(value)
+    return out
+
+
+class RunLoggers:
+    """The TensorBoard writer and W&B run of one training run (or sweep
+    member).
+
+    Args:
+        folder: the run folder; event files go to ``folder/tensorboard/``,
+            W&B's files to ``folder/wandb/``.
+        tensorboard: write TensorBoard event files.
+        wandb_project: a W&B project, or None.
+        name: the run's name (W&B).
+        config: the resolved config (W&B's run config).
+        history: a resumed run's metrics rows up to its checkpoint: the
+            TensorBoard files are deleted and written anew from them.
+        group: a W&B group (a sweep's members share one).
+    """
+
+    def __init__(self, folder: str | pathlib.Path, *, tensorboard: bool = True,
+                 wandb_project: str | None = None, name: str = "", config: dict | None = None,
+                 history: list[dict[str, Any]] | None = None, group: str | None = None):
+        self.folder = pathlib.Path(folder)
+        self.writer: Any = None
+        self.wandb_run: Any = None
+        if tensorboard:
+            from tensorboardX import SummaryWriter
+
+            logdir = self.folder / "tensorboard"
+            if history is not None and logdir.exists():
+                shutil.rmtree(logdir)
+            self.writer = SummaryWriter(logdir=str(logdir), flush_secs=30)
+            if history:
+                self._tensorboard_rows(history)
+                self.writer.flush()
+        if wandb_project is not None:
+            check_wandb(wandb_project)
+            import wandb
+
+            id_file = self.folder / "wandb_run_id"
+            run_id = id_file.read_text().strip() if id_file.exists() else uuid.uuid4().hex[:12]
+            id_file.write_text(run_id)
+            self.wandb_run = wandb.init(project=wandb_project, name=name or None, group=group,
+                                        dir=str(self.folder), config=config, id=run_id,
+                                        resume="allow")
+
+    def log_rows(self, rows: Iterable[dict[str, Any]]) -> None:
+        """One metrics row per update (``env_steps`` is the step)."""
+        rows = list(rows)
+        if self.writer is not None:
+            self._tensorboard_rows(rows)
+            self.writer.flush()
+        if self.wandb_run is not None:
+            for row in rows:
+                self.wandb_run.log(_scalars(row, "train"), step=int(row["env_steps"]))
+
+    def _tensorboard_rows(self, rows: Iterable[dict[str, Any]]) -> None:
+        for row in rows:
+            step = int(row["env_steps"])
+            for tag, value in _scalars(row, "train").items():
+                self.writer.add_scalar(tag, value, global_step=step)
+
+    def log_evaluation(self, evaluation: dict[str, Any], step: int) -> None:
+        """The final evaluation's numbers under ``eval/``."""
+        values = _scalars(evaluation, "eval")
+        if self.writer is not None:
+            for tag, value in values.items():
+                self.writer.add_scalar(tag, value, global_step=int(step))
+            self.writer.flush()
+        if self.wandb_run is not None:
+            self.wandb_run.log(values, step=int(step))
+            for tag, value in values.items():
+                self.wandb_run.summary[tag] = value
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+        if self.wandb_run is not None:
+            self.wandb_run.finish()
+            self.wandb_run = None
+
+    def __enter__(self) -> "RunLoggers":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
