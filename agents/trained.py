@@ -179,7 +179,8 @@ def preprocess(spec: dict[str, Any], params: dict, carry: TrainedCarry, obs: jax
 
 def forward(spec: dict[str, Any], params: dict, carry: TrainedCarry, obs: jax.Array):
     """``(hidden', (logits_or_mean, log_std | None), value, transformed obs)``
-    for one observation."""
+    for one observation (``value`` is None for a policy trained with a
+    centralised critic, which needs every agent's features)."""
     net = spec["network"]
     act = {"tanh": jnp.tanh, "relu": jax.nn.relu}[net["activation"]]
     x, tobs = preprocess(spec, params, carry, obs)
@@ -198,10 +199,6 @@ def forward(spec: dict[str, Any], params: dict, carry: TrainedCarry, obs: jax.Ar
         feats, heads = _conv_torso(params, net, act, x), net["hidden_sizes"]
     else:
         feats, heads = x, net["hidden_sizes"]
-    c = feats
-    for i in range(len(heads)):
-        c = act(_dense(params, f"critic_{i}", c))
-    value = _dense(params, "critic_out", c)[0]
     if "actor_out/kernel" in params:
         a = feats
         for i in range(len(heads)):
@@ -209,6 +206,12 @@ def forward(spec: dict[str, Any], params: dict, carry: TrainedCarry, obs: jax.Ar
         out = _dense(params, "actor_out", a)
     else:  # a value-only network (acted on by look-ahead)
         out = jnp.zeros(spec["action_dim"], jnp.float32)
+    value = None  # a centralised critic reads every agent's features: not one agent's to give
+    if net.get("critic", "decentralised") != "centralised":
+        c = feats
+        for i in range(len(heads)):
+            c = act(_dense(params, f"critic_{i}", c))
+        value = _dense(params, "critic_out", c)[0]
     log_std = None if spec["discrete"] else params["log_std"]
     return hidden, (out, log_std), value, tobs
 
@@ -408,7 +411,19 @@ class TrainedPolicy:
         return policy_step(self.spec, self.params, carry, obs, key, self.greedy)
 
     def value(self, carry: TrainedCarry, obs: jax.Array) -> jax.Array:
-        """The critic's value estimate of ``obs`` (for inspection)."""
+        """The critic's value estimate of ``obs`` (for inspection).
+
+        Raises:
+            ValidationError: the policy was trained with a centralised critic
+                (its value needs every agent's features, not one observation).
+        """
+        if self.spec["network"].get("critic", "decentralised") == "centralised":
+            from plume_jax.errors import ValidationError
+
+            raise ValidationError.for_parameter(
+                "network.critic", "centralised",
+                "a decentralised critic: a centralised critic's value reads every agent's "
+                "features and is not defined for one agent's observation")
         return forward(self.spec, self.params, carry, obs)[2]
 
 

@@ -106,12 +106,13 @@ def measure(env: Any, params: Any, num_envs: int, num_steps: int, repeats: int,
     compiled = run.lower(state, key).compile()
     compile_s = time.perf_counter() - t0
     jax.block_until_ready(compiled(state, key))  # warm-up run
-    times = []
+    times, cpu_times = [], []
     for i in range(repeats):
         k = jax.random.key(i + 1)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         jax.block_until_ready(compiled(state, k))
         times.append(time.perf_counter() - t0)
+        cpu_times.append(time.process_time() - c0)
     median = statistics.median(times)
     return {
         "num_envs": num_envs,
@@ -120,6 +121,11 @@ def measure(env: Any, params: Any, num_envs: int, num_steps: int, repeats: int,
         "run_seconds": times,
         "median_run_seconds": median,
         "steps_per_second": num_envs * num_steps / median,
+        # CPU time of this process (all its threads) per run: on a machine
+        # shared with other jobs, steps per CPU-second is less distorted by
+        # their load than steps per wall-clock second
+        "cpu_seconds": cpu_times,
+        "steps_per_cpu_second": num_envs * num_steps / statistics.median(cpu_times),
     }
 
 
@@ -194,7 +200,9 @@ def main(argv: list[str] | None = None) -> int:
                        **measure(env, params, n, args.steps, args.repeats, form)}
                 results.append(row)
                 print(f"{name:40s} batch {n:5d} {form:10s}: "
-                      f"{row['steps_per_second']:14,.0f} steps/s (median of {args.repeats}), "
+                      f"{row['steps_per_second']:14,.0f} steps/s, "
+                      f"{row['steps_per_cpu_second']:14,.0f} per CPU-second "
+                      f"(medians of {args.repeats}), "
                       f"compile {row['compile_seconds']:.2f} s", flush=True)
 
     multi_agent = []

@@ -66,6 +66,15 @@ def machine() -> dict[str, Any]:
     }
 
 
+def save(payload: dict[str, Any], path: str | pathlib.Path) -> None:
+    """Record the load average at the end in ``payload`` and write it as JSON."""
+    payload["load_at_end"] = load()
+    out = pathlib.Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(payload, indent=2))
+    print(f"saved {out}")
+
+
 def matched_config(preset: str, num_envs: int, num_steps: int, epochs: int, minibatches: int,
                    updates: int) -> dict[str, Any]:
     """The plume-jax config matched to SB3's PPO settings (see module docstring)."""
@@ -284,11 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_sweep:
         payload["sweep"] = bench_sweep(pathlib.Path(args.sweep_config).resolve(),
                                        args.sweep_updates)
-    payload["load_at_end"] = load()
-    out = pathlib.Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(payload, indent=2))
-    print(f"saved {out}")
+    save(payload, args.out)
     return 0
 
 

@@ -56,3 +56,19 @@ def test_core_table_ignores_step_env_rows():
     text = render(payload)
     assert "| A | 1,000 | 1.00 |" in text
     assert "4,000" not in text
+
+
+def test_multi_agent_training_benchmark_uses_the_shipped_swarm_config():
+    """The benchmark's configs are configs/train_swarm.yaml with only the
+    agent count, the budget and (for "mlp") the network type changed."""
+    from plume_jax.train.config import load_train_config, train_config
+    from scripts.benchmark_multi_agent_training import ROOT, swarm_config
+
+    shipped = load_train_config(ROOT / "configs" / "train_swarm.yaml")
+    for network in ("gru", "mlp"):
+        cfg = train_config(swarm_config(64, network, 2))
+        assert cfg.env["overrides"]["num_agents"] == 64
+        assert cfg.num_updates == 2
+        assert cfg.network.type == network
+        assert cfg.algo["num_envs"] == shipped.algo["num_envs"]
+        assert cfg.env["id"] == shipped.env["id"] == "PlumeNav-Swarm-v0"

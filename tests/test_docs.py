@@ -25,6 +25,8 @@ DEDICATED = {
     "movie-plif": ("test_plumes_movie", "test_docs_loading_example_runs"),
     "adding-a-component": ("test_docs_adding_a_component",
                            "test_adding_a_component_page_runs_and_leaves_the_tables_as_they_were"),
+    "pettingzoo-trained": ("test_train_multi_agent",
+                           "test_trained_agents_act_in_the_pettingzoo_env"),
 }
 
 RUNNABLE = [page for page in PAGES if any(b.tag is None for b in blocks(page))]

@@ -30,22 +30,27 @@ def movie_path(tmp_path_factory):
     return str(path)
 
 
-#: type -> (config, a dynamic param to sweep, two values for it)
+#: case -> (config, a dynamic param to sweep, two values for it); a case is a
+#: plume type, or ``type-variant`` for a variant of one
 def configs(movie_path):
     return {
         "gaussian": ({"source": [6, 7], "sigma": 3.0}, "sigma", (2.0, 5.0)),
         "filament": ({"source": [2, 7], "capacity": 24, "warmup_steps": 15, "wind_speed": 0.8,
                       "release_rate": 1.5}, "release_rate", (0.5, 3.0)),
+        "filament-field": ({"source": [2, 7], "capacity": 24, "warmup_steps": 15,
+                            "wind_speed": 0.8, "wind_model": "field", "kernel": "3d",
+                            "wind_gust_std": 0.6, "wind_gust_diffusivity": 5.0},
+                           "wind_gust_std", (0.2, 1.5)),
         "poisson": ({"source_mode": "otto", "observer": [10, 7], "lambda_over_dx": 2.0},
                     "lambda_over_dx", (1.0, 3.0)),
         "movie": ({"path": movie_path, "dt": 0.1, "random_start": True}, "scale", (0.5, 2.0)),
     }
 
 
-@pytest.fixture(scope="module", params=sorted(PLUMES))
+@pytest.fixture(scope="module", params=sorted(PLUMES) + ["filament-field"])
 def plume_case(request, movie_path):
     cfg, name, values = configs(movie_path)[request.param]
-    plume, params, _ = PLUMES[request.param].build(cfg, GRID, "plume")
+    plume, params, _ = PLUMES[request.param.split("-")[0]].build(cfg, GRID, "plume")
 
     def run(key, p, points):
         """init, 3 advances, then concentration at points and the field."""
@@ -133,7 +138,7 @@ NEW_PRESETS = sorted(p for p in plume_jax.PRESETS
 
 
 def test_new_presets_are_registered_and_described():
-    assert len(NEW_PRESETS) == 10
+    assert len(NEW_PRESETS) == 12
     for pid in NEW_PRESETS:
         assert len(plume_jax.PRESETS[pid]["description"]) > 60
 

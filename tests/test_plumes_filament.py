@@ -49,8 +49,10 @@ def build(**values):
 @pytest.fixture(scope="module")
 def physics():
     """Concentration samples of two plumes compiled once: a meander with
-    std 0 (a constant wind) and one with std 0.3 rad."""
+    std 0 (a constant wind) and one with std 0.3 rad; the transects also
+    through the 3-D kernel (same puffs)."""
     plume, params = build()
+    plume3d = build(kernel="3d")[0]
     batch = jax.tree.map(lambda x: jnp.stack([x, x]), params)
     batch = batch.replace(wind_direction_std=jnp.asarray([0.0, 0.3], jnp.float32))
     transect = np.stack(np.meshgrid(SOURCE[0] + XS, SOURCE[1] + YS, indexing="ij"), -1)
@@ -66,7 +68,8 @@ def physics():
 
             def body(s, kk):
                 s = plume.advance(kk, s, p)
-                return s, plume.concentration(s, points, GRID, p)
+                return s, (plume.concentration(s, points, GRID, p),
+                           plume3d.concentration(s, points[:XS.size * YS.size], GRID, p))
 
             state, samples = jax.lax.scan(body, state, jax.random.split(k1, STEPS))
             return samples, state.released - released0
@@ -74,10 +77,11 @@ def physics():
         return jax.vmap(one)(jax.random.split(key, ENVS))
 
     out = jax.vmap(run, in_axes=(None, 0))(jax.random.key(0), batch)
-    samples, released = (np.asarray(x) for x in out)
+    (samples, samples3d), released = (np.asarray(x) for x in out[0]), np.asarray(out[1])
     n_t = XS.size * YS.size
     return {
         "transect": samples[0, :, :, :n_t].reshape(-1, XS.size, YS.size),
+        "transect_3d": samples3d[0].reshape(-1, XS.size, YS.size),
         "centre_meander": samples[1, :, :, n_t:].reshape(-1, CENTRELINE.size),
         "released": released,
     }
@@ -87,6 +91,17 @@ def test_mass_flux_equals_the_emission_rate(physics):
     mean = physics["transect"].mean(0)
     flux = SPEED * mean.sum(-1) * DY
     np.testing.assert_allclose(flux, RELEASE * MASS, rtol=0.03)
+
+
+def test_3d_kernel_flux_is_the_emission_through_the_plane(physics):
+    """3-D puffs: the plane holds ``m / (√(2π) r)`` of each, so
+    ``U ∫ C̄ dy · √(2π) r(x / U)`` is the emission rate; and it falls off
+    faster than the 2-D plume's flux (constant)."""
+    mean = physics["transect_3d"].mean(0)
+    flux = SPEED * mean.sum(-1) * DY
+    radius = np.sqrt(R0**2 + 2 * GROWTH * XS / SPEED)
+    np.testing.assert_allclose(flux * np.sqrt(2 * np.pi) * radius, RELEASE * MASS, rtol=0.03)
+    assert np.all(np.diff(flux) < 0)
 
 
 def test_crosswind_profile_is_gaussian_and_widens_with_distance(physics):
@@ -256,7 +271,7 @@ def test_switch_once_does_not_switch_during_the_warm_up():
     plume, params = build(wind_kind="switch_once", wind_switch_time=10.0,
                           wind_switch_angle=0.5, warmup_steps=40, capacity=48)
     state = jax.jit(plume.init)(jax.random.key(0), params)
-    model = plume.wind_model
+    model = plume.large_scale_wind
     assert int(state.wind.clock) == 0
     assert float(model.direction(state.wind, params)) == 0.0
     # the developed plume lies along the first direction: puffs on the source's row

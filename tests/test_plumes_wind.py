@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import plume_jax
+from chains import run_chains
 from plume_jax.plumes.wind import WIND_KINDS, WindModel
 
 
@@ -38,22 +39,9 @@ def params(**kw) -> P:
 def directions(kind: str, p: P, steps: int, chains: int, seed: int = 0) -> np.ndarray:
     """f32[chains, steps]: the direction after each advance."""
     model = WindModel(kind)
-
-    @jax.jit
-    def run(key):
-        def chain(k):
-            k0, k1 = jax.random.split(k)
-            state = model.init(k0, p)
-
-            def body(s, kk):
-                s = model.advance(kk, s, p)
-                return s, model.direction(s, p)
-
-            return jax.lax.scan(body, state, jax.random.split(k1, steps))[1]
-
-        return jax.vmap(chain)(jax.random.split(key, chains))
-
-    return np.asarray(run(jax.random.key(seed)))
+    return np.asarray(run_chains(lambda k: model.init(k, p), lambda k, s: model.advance(k, s, p),
+                                 lambda s: model.direction(s, p), steps=steps, chains=chains,
+                                 key=jax.random.key(seed)))
 
 
 def test_kinds_and_bad_kind():

@@ -17,7 +17,7 @@ import plume_jax
 from agents.trained import TrainedAgent, TrainedPolicy, forward, initial_carry, policy_step
 from plume_jax.cli import main
 from plume_jax.errors import ValidationError
-from plume_jax.train import networks as N
+from plume_jax.train import networks
 from plume_jax.train.checkpoint import load_checkpoint, policy_arrays, policy_spec
 from plume_jax.train.config import NetworkConfig, load_train_config, train_config
 from plume_jax.train.normalize import ObsStats
@@ -218,7 +218,8 @@ def test_exported_forward_pass_equals_the_training_network(kind, actions_type):
                                       network=net))
     # random parameters of the right shapes (no init program to compile), so
     # biases and log_std are non-zero too
-    shapes = jax.eval_shape(lambda k: N.init_params(algo.net, k, algo.in_dim), jax.random.key(3))
+    shapes = jax.eval_shape(lambda k: networks.init_params(algo.net, k, algo.in_dim),
+                            jax.random.key(3))
     rng = np.random.default_rng(1)
     net_params = jax.tree.map(
         lambda x: jnp.asarray(rng.normal(0.0, 0.5, x.shape).astype(np.float32)), shapes)

@@ -14,7 +14,7 @@ import dataclasses
 import functools
 import inspect
 import math
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import gymnasium
 import jax
@@ -197,6 +197,23 @@ def check_start_outside_goal(position: tuple[float, float], goal: Any,
 
 
 # --------------------------------------------------------- compiled functions
+class ActionNames:
+    """Mixin of the Gymnasium, vector, SB3 and PettingZoo adapters: the action
+    names and ids of the functional env they wrap (``self.env``)."""
+
+    env: Any
+
+    @property
+    def action_names(self) -> list[str]:
+        """Action names in id order (the action model's, fixed)."""
+        return self.env.action_names
+
+    @property
+    def action_ids(self) -> dict[str, int]:
+        """``name -> id``."""
+        return self.env.action_ids
+
+
 class StartView(NamedTuple):
     """Where an episode starts: the agent's position (f32[2], or f32[A, 2]
     for several agents), the goal and the source (f32[2] each)."""
@@ -443,6 +460,16 @@ def check_scale(scale: Any) -> int:
             or not 1 <= int(scale) <= 64:
         raise ValidationError.for_parameter("render_scale", scale, "an integer in [1, 64]")
     return int(scale)
+
+
+def check_render(env: Any, render_mode: str | None, scale: Any) -> int:
+    """The render scale checked (:func:`check_scale`) and, when the env will
+    render (``render_mode`` not None), the frame it gives checked against
+    :data:`plume_jax.render.MAX_FRAME_PIXELS` before anything is drawn."""
+    scale = check_scale(scale)
+    if render_mode is not None:
+        check_frame_size(env.grid, scale, name="render_scale")
+    return scale
 
 
 def check_trail_length(length: Any) -> int:

@@ -76,7 +76,7 @@ class EnvironmentState(enum.Enum):
 RENDER_FPS = 10
 
 
-class PlumeGymEnv(gymnasium.Env):
+class PlumeGymEnv(common.ActionNames, gymnasium.Env):
     """Gymnasium environment over a functional env and its params.
 
     Args:
@@ -109,9 +109,7 @@ class PlumeGymEnv(gymnasium.Env):
         self.env = env
         self.params = env.default_params if params is None else params
         self.render_mode = render_mode
-        self.render_scale = common.check_scale(render_scale)
-        if render_mode is not None:
-            check_frame_size(env.grid, self.render_scale, name="render_scale")
+        self.render_scale = common.check_render(env, render_mode, render_scale)
         self.trail_length = common.check_trail_length(trail_length)
         self.action_space = common.to_gymnasium_space(env.actions.action_space)
         self.observation_space = common.to_gymnasium_space(
@@ -140,16 +138,6 @@ class PlumeGymEnv(gymnasium.Env):
         """The functional ``EnvState`` of the current episode (None before the
         first reset and after close)."""
         return self._env_state
-
-    @property
-    def action_names(self) -> list[str]:
-        """Action names in id order (the action model's, fixed)."""
-        return self.env.action_names
-
-    @property
-    def action_ids(self) -> dict[str, int]:
-        """``name -> id``."""
-        return self.env.action_ids
 
     @property
     def trail(self) -> np.ndarray:

@@ -32,10 +32,9 @@ from pettingzoo import ParallelEnv
 from plume_jax.errors import StateError, ValidationError
 from plume_jax.gym import _common as common
 from plume_jax.multi_agent import MultiAgentPlumeEnv
-from plume_jax.render import check_frame_size
 
 
-class PlumeParallelEnv(ParallelEnv):
+class PlumeParallelEnv(common.ActionNames, ParallelEnv):
     """PettingZoo parallel env over a multi-agent plume env (see the module docstring)."""
 
     metadata = {"render_modes": ["rgb_array"], "name": "plume_jax_multi_agent_v0",
@@ -51,9 +50,7 @@ class PlumeParallelEnv(ParallelEnv):
         self.env = env
         self.params = env.default_params if params is None else params
         self.render_mode = render_mode
-        self.render_scale = common.check_scale(render_scale)
-        if render_mode is not None:
-            check_frame_size(env.grid, self.render_scale, name="render_scale")
+        self.render_scale = common.check_render(env, render_mode, render_scale)
         self.possible_agents = [f"agent_{i}" for i in range(env.num_agents)]
         self.agents: list[str] = []
         self._index = {name: i for i, name in enumerate(self.possible_agents)}
@@ -73,14 +70,6 @@ class PlumeParallelEnv(ParallelEnv):
 
     def action_space(self, agent: str):
         return self._action_space
-
-    @property
-    def action_names(self) -> list[str]:
-        return self.env.action_names
-
-    @property
-    def action_ids(self) -> dict[str, int]:
-        return self.env.action_ids
 
     def reset(self, seed: int | None = None, options: dict | None = None):
         """Start an episode (see the module docstring for seeding). ``options``

@@ -62,7 +62,7 @@ def _reset_info(info: dict[str, np.ndarray], seeds: list, i: int, integer_xy: bo
     }
 
 
-class PlumeSB3VecEnv(VecEnv):
+class PlumeSB3VecEnv(common.ActionNames, VecEnv):
     """SB3 ``VecEnv`` over ``num_envs`` copies of a functional env.
 
     Args:
@@ -96,16 +96,6 @@ class PlumeSB3VecEnv(VecEnv):
         self._t0 = time.perf_counter()
         if seed is not None:
             self.seed(seed)
-
-    @property
-    def action_names(self) -> list[str]:
-        """Action names in id order."""
-        return self.env.action_names
-
-    @property
-    def action_ids(self) -> dict[str, int]:
-        """``name -> id``."""
-        return self.env.action_ids
 
     # ------------------------------------------------------------ VecEnv API
     def reset(self) -> np.ndarray:

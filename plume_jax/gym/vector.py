@@ -71,7 +71,7 @@ def _with_masks(info: dict[str, Any], mask: np.ndarray) -> dict[str, Any]:
     return out
 
 
-class PlumeVectorEnv(gymnasium.vector.VectorEnv):
+class PlumeVectorEnv(common.ActionNames, gymnasium.vector.VectorEnv):
     """``num_envs`` copies of a functional env, stepped by one jitted vmapped call.
 
     Args:
@@ -118,16 +118,6 @@ class PlumeVectorEnv(gymnasium.vector.VectorEnv):
     def autoreset_mode(self) -> AutoresetMode:
         """The autoreset mode (see the module docstring)."""
         return self._core.autoreset_mode
-
-    @property
-    def action_names(self) -> list[str]:
-        """Action names in id order."""
-        return self.env.action_names
-
-    @property
-    def action_ids(self) -> dict[str, int]:
-        """``name -> id``."""
-        return self.env.action_ids
 
     @property
     def env_state(self) -> Any:

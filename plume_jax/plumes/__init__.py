@@ -13,7 +13,9 @@ type name     model
 ============  ==================================================================
 ``gaussian``  static isotropic Gaussian, constant wind (:mod:`.gaussian`)
 ``filament``  turbulent puff plume, Farrell et al. 2002 style; constant,
-              meandering (OU) or switching wind (:mod:`.filament`, :mod:`.wind`)
+              meandering (OU) or switching wind (:mod:`.filament`, :mod:`.wind`),
+              optionally with a 2-D gust field that travels with the puffs
+              (:mod:`.wind_field`); 2-D or 3-D puff kernels
 ``poisson``   infotaxis Poisson hit-rate law, isotropic (K0) or windy; the
               source may be drawn per episode (:mod:`.poisson`)
 ``movie``     a recorded or precomputed ``(T, H, W)`` movie (:mod:`.movie`)

@@ -14,8 +14,12 @@ Model (units: cells and steps, one env step = one time unit)
   law, below 1e-6 with the defaults). A puff released during a step starts
   at ``source + u·U`` with age ``u``, ``u ~ U(0, 1)``, so a fast wind does
   not bunch puffs at step boundaries.
-- Transport: ``x' = x + U + ξ`` with ``U`` the wind of
-  :mod:`plume_jax.plumes.wind` (updated first, then applied) and ``ξ`` an
+- Transport: ``x' = x + U + ξ`` with ``U`` the wind at the puff (updated
+  first, then applied): with ``wind_model="uniform"`` the wind of
+  :mod:`plume_jax.plumes.wind`, the same everywhere; with
+  ``wind_model="field"`` that wind plus the gust field of
+  :mod:`plume_jax.plumes.wind_field` read at the puff's centre, so puffs
+  released together stay in the same gust as it travels downwind; ``ξ`` an
   independent zero-mean increment per puff and axis of variance
   ``2 dispersion`` (uniform on ``±√(6 dispersion)``: a puff's displacement
   after a few steps is Gaussian by the central limit theorem, and the
@@ -24,9 +28,14 @@ Model (units: cells and steps, one env step = one time unit)
   normal per puff, which cost two thirds of a step).
 - Growth: radius ``r(age) = √(puff_radius² + 2 growth age)`` (Fickian growth
   of each puff by the eddies smaller than it).
-- Kernel: ``c(p) = Σ_i m / (2π r_i²) · exp(-|p - x_i|² / (2 r_i²))`` with
+- Kernel (``kernel``, static): ``2d``,
+  ``c(p) = Σ_i m / (2π r_i²) · exp(-|p - x_i|² / (2 r_i²))`` with
   ``m = puff_mass`` — a normalised 2-D Gaussian, so each puff carries mass
-  ``m`` and the source emits ``release_rate · puff_mass`` per step.
+  ``m`` in the plane and the source emits ``release_rate · puff_mass`` per
+  step through it; or ``3d``, ``m / ((2π)^{3/2} r_i³) · exp(...)`` — Farrell's
+  3-D Gaussian puff of mass ``m`` centred in the sampling plane, which holds
+  ``m / (√(2π) r)`` of it (mass per cell³; the rest lies above and below, so
+  the in-plane concentration falls faster downwind, as ``r⁻³``).
 - Buffer: ``capacity`` (static) slots used as a ring: new puffs overwrite the
   oldest slots; a puff whose centre leaves the domain by more than
   ``3 r`` is deactivated (it contributes nothing) until its slot is reused.
@@ -39,8 +48,8 @@ Cost per step is ``O(capacity)`` (no grid-sized work); ``concentration`` at
 
 ``init`` warms the plume up with ``warmup_steps`` scanned steps so an
 episode starts with a developed plume; ``reinit`` (the auto-reset path)
-keeps the developed puffs running and only restarts the wind's episode
-clock, so the warm-up never runs inside ``step``.
+keeps the developed puffs (and gust field) running and only restarts the
+wind's episode clock, so the warm-up never runs inside ``step``.
 """
 
 from __future__ import annotations
@@ -54,10 +63,13 @@ import jax.numpy as jnp
 from plume_jax.plumes.base import Plume, cell_centres
 from plume_jax.plumes.sampling import capped_poisson, uniform_pairs
 from plume_jax.plumes.wind import WindModel, WindState, broadcast_wind, wind_setting
+from plume_jax.plumes.wind_field import GustState, WindField, field_setting
+from plume_jax.errors import ValidationError
 from plume_jax.settings import (
     MAX_LENGTH,
     MAX_SCALE,
     MIN_LENGTH,
+    choice,
     grid_domain,
     grid_position,
     integer,
@@ -71,6 +83,8 @@ EXIT_RADII = 3.0
 #: The largest ``max_release`` (and ``release_rate``): above it the capped
 #: Poisson law of the releases would overflow float32.
 MAX_RELEASE = 64
+#: The values of the static ``kernel`` setting.
+KERNELS = ("2d", "3d")
 
 
 @chex.dataclass(frozen=True)
@@ -82,7 +96,9 @@ class FilamentParams:
         puff_radius: radius of a new puff, cells.
         growth: puff growth, cells² per step (``r² = r0² + 2 growth age``).
         dispersion: centre-relative diffusivity of puff centres, cells² per step.
-        wind_*: the wind (see :mod:`plume_jax.plumes.wind`).
+        wind_*: the wind (see :mod:`plume_jax.plumes.wind`); ``wind_gust_*``
+            the gust field of ``wind_model="field"`` (see
+            :mod:`plume_jax.plumes.wind_field`; unused otherwise).
     """
 
     source: jax.Array = setting(None, grid_position(none_means_centre=True),
@@ -109,6 +125,10 @@ class FilamentParams:
     wind_switch_time: jax.Array = wind_setting("wind_switch_time", 100.0)
     wind_switch_angle: jax.Array = wind_setting("wind_switch_angle", 0.5)
     wind_switch_rate: jax.Array = wind_setting("wind_switch_rate", 0.02)
+    wind_gust_std: jax.Array = field_setting("wind_gust_std", 1.6)
+    wind_gust_damping: jax.Array = field_setting("wind_gust_damping", 0.1)
+    wind_gust_bandwidth: jax.Array = field_setting("wind_gust_bandwidth", 0.2)
+    wind_gust_diffusivity: jax.Array = field_setting("wind_gust_diffusivity", 10.0)
 
 
 @chex.dataclass(frozen=True)
@@ -119,7 +139,9 @@ class FilamentState:
         active: bool[capacity], whether each slot holds a live puff.
         head: i32[], the next slot to (over)write.
         released: i32[], puffs released since ``init`` (warm-up included).
-        wind: the wind state.
+        wind: the (large-scale, uniform) wind state.
+        gusts: the gust field (:class:`~plume_jax.plumes.wind_field.GustState`)
+            with ``wind_model="field"``; ``()`` otherwise.
     """
 
     positions: jax.Array
@@ -128,6 +150,7 @@ class FilamentState:
     head: jax.Array
     released: jax.Array
     wind: WindState
+    gusts: GustState | tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,7 +159,8 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
     a (meandering) wind (see the module docstring for the model).
 
     Static: ``capacity`` (puff slots), ``warmup_steps`` (scanned at ``init``),
-    ``max_release`` (cap on puffs per step), ``wind_kind``.
+    ``max_release`` (cap on puffs per step), ``kernel``, ``wind_kind``,
+    ``wind_model`` and ``wind_field_spacing``.
     Dynamic: everything else. Concentration is in mass per cell²; with the
     defaults a new puff peaks at ``puff_mass / (2π puff_radius²) ≈ 0.32`` and the
     time-averaged concentration next to the source is about 1.
@@ -149,7 +173,13 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
                                     "plume, in [0, 2**20]")
     max_release: int = setting(8, integer(low=1, high=MAX_RELEASE),
                                doc=f"cap on the puffs released in one step, in [1, {MAX_RELEASE}]")
+    kernel: str = setting("2d", choice(KERNELS),
+                          doc="puff kernel: 2d (m / (2 pi r^2) exp(-d^2 / 2r^2), the puff's mass "
+                              "in the plane) or 3d (m / ((2 pi)^1.5 r^3) exp(-d^2 / 2r^2), a 3-D "
+                              "puff centred in the plane, Farrell et al. 2002)")
     wind_kind: str = wind_setting("wind_kind", "meander")
+    wind_model: str = field_setting("wind_model", "uniform")
+    wind_field_spacing: float = field_setting("wind_field_spacing", 8.0)
     #: ``(width, height)`` of the domain, set by ``build`` from the grid; puffs
     #: leaving it are deactivated. ``()`` (a hand-built plume) never deactivates.
     domain: tuple = grid_domain()
@@ -157,22 +187,51 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
     type_name = "filament"
     Params = FilamentParams
 
+    @classmethod
+    def validate(cls, resolved: dict, grid: Grid, prefix: str) -> dict:
+        """With ``wind_model="field"``, the gust field's explicit update must
+        be stable: ``wind_speed² <= wind_gust_diffusivity <= 1 / (1/hx² + 1/hy²)``."""
+        if resolved["wind_model"] == "field":
+            field = WindField.for_grid((grid.width, grid.height), resolved["wind_field_spacing"])
+            field.check_stable(resolved["wind_gust_diffusivity"], resolved["wind_speed"],
+                               f"{prefix}.wind_gust_diffusivity")
+        return resolved
+
     @property
-    def wind_model(self) -> WindModel:
-        """The wind dynamics of this plume's ``wind`` kind."""
+    def large_scale_wind(self) -> WindModel:
+        """The dynamics of the uniform wind of this plume's ``wind_kind`` (with
+        ``wind_model="field"``, the large-scale wind the gusts ride on)."""
         return WindModel(self.wind_kind)
+
+    @property
+    def gust_field(self) -> WindField | None:
+        """The gust field of ``wind_model="field"`` (None with ``uniform``)."""
+        if self.wind_model != "field":
+            return None
+        if not self.domain:
+            raise ValidationError.for_parameter(
+                "wind_model", self.wind_model,
+                "'uniform' for a plume built without a grid (the gust field spans the grid: "
+                "build the plume with FilamentPlume.build(values, grid, prefix))")
+        return WindField.for_grid(self.domain, self.wind_field_spacing)
 
     # -- state ---------------------------------------------------------------
     def empty(self, key: jax.Array, params: FilamentParams) -> FilamentState:
         """A plume with no puffs yet and a fresh wind (no warm-up)."""
         n = self.capacity
+        field = self.gust_field
+        gusts = ()
+        if field is not None:
+            key, k_field = jax.random.split(key)
+            gusts = field.init(k_field, params)
         return FilamentState(
             positions=jnp.broadcast_to(jnp.asarray(params.source, jnp.float32), (n, 2)),
             ages=jnp.zeros((n,), jnp.float32),
             active=jnp.zeros((n,), bool),
             head=jnp.zeros((), jnp.int32),
             released=jnp.zeros((), jnp.int32),
-            wind=self.wind_model.init(key, params),
+            wind=self.large_scale_wind.init(key, params),
+            gusts=gusts,
         )
 
     def init(self, key: jax.Array, params: FilamentParams) -> FilamentState:
@@ -200,7 +259,7 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
         puffs keep running; only the wind's episode clock restarts (and a
         ``switch_once`` wind starts from the direction it switched to). No
         warm-up, no randomness: ``O(1)``."""
-        return plume_state.replace(wind=self.wind_model.reinit(plume_state.wind, params))
+        return plume_state.replace(wind=self.large_scale_wind.reinit(plume_state.wind, params))
 
     def radii(self, ages: jax.Array, params: FilamentParams) -> jax.Array:
         """f32[...], the radius of puffs of the given ages."""
@@ -208,17 +267,29 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
 
     def advance(self, key: jax.Array, plume_state: FilamentState, params: FilamentParams
                 ) -> FilamentState:
-        """One step: the wind moves on, puffs move and age, puffs that left
-        the domain (by more than ``3 r``) are deactivated, then new puffs are
-        released into the ring, overwriting the oldest slots."""
+        """One step: the wind (and gust field) moves on, puffs move with the
+        wind at their centres and age, puffs that left the domain (by more
+        than ``3 r``) are deactivated, then new puffs are released into the
+        ring, overwriting the oldest slots."""
+        field = self.gust_field
+        gusts = plume_state.gusts
+        if field is not None:
+            key, k_field = jax.random.split(key)
         k_wind, k_count, k_jitter, k_disp = jax.random.split(key, 4)
         n = self.capacity
-        wind = self.wind_model.advance(k_wind, plume_state.wind, params)
-        velocity = self.wind_model.velocity(wind, params)
+        wind = self.large_scale_wind.advance(k_wind, plume_state.wind, params)
+        velocity = self.large_scale_wind.velocity(wind, params)
+        source = jnp.asarray(params.source, jnp.float32)
+        release_velocity = velocity
+        puff_velocity = velocity
+        if field is not None:
+            gusts = field.advance(k_field, gusts, velocity, params)
+            puff_velocity = velocity + field.at(gusts, plume_state.positions)
+            release_velocity = velocity + field.at(gusts, source)
         # uniform increments of variance 2 dispersion per axis (sqrt(6 D) U(-1, 1));
         # summed over steps they are Gaussian by the central limit theorem
         step = jnp.sqrt(6.0 * params.dispersion) * uniform_pairs(k_disp, n)
-        positions = plume_state.positions + velocity + step
+        positions = plume_state.positions + puff_velocity + step
         ages = plume_state.ages + 1.0
         active = plume_state.active
         if self.domain:
@@ -232,14 +303,13 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
         new = offset < count
         jitter = jax.random.uniform(k_jitter, (self.max_release,), jnp.float32)
         u = jitter[jnp.minimum(offset, self.max_release - 1)]
-        source = jnp.asarray(params.source, jnp.float32)
-        positions = jnp.where(new[:, None], source + u[:, None] * velocity, positions)
+        positions = jnp.where(new[:, None], source + u[:, None] * release_velocity, positions)
         ages = jnp.where(new, u, ages)
         active = active | new
         return plume_state.replace(
             positions=positions.astype(jnp.float32), ages=ages.astype(jnp.float32),
             active=active, head=jnp.mod(plume_state.head + count, n).astype(jnp.int32),
-            released=plume_state.released + count, wind=wind)
+            released=plume_state.released + count, wind=wind, gusts=gusts)
 
     # -- readings ------------------------------------------------------------
     def source_location(self, plume_state: FilamentState, params: FilamentParams) -> jax.Array:
@@ -250,7 +320,11 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
                     params: FilamentParams) -> jax.Array:
         """f32[M] at points f32[M, 2] (no grid masking)."""
         r2 = jnp.square(self.radii(plume_state.ages, params))
-        weight = jnp.where(plume_state.active, params.puff_mass / (2.0 * math.pi * r2), 0.0)
+        if self.kernel == "3d":
+            peak = params.puff_mass / ((2.0 * math.pi) ** 1.5 * r2 * jnp.sqrt(r2))
+        else:
+            peak = params.puff_mass / (2.0 * math.pi * r2)
+        weight = jnp.where(plume_state.active, peak, 0.0)
         d2 = jnp.sum(jnp.square(points[:, None, :] - plume_state.positions[None, :, :]), axis=-1)
         return jnp.sum(weight * jnp.exp(-0.5 * d2 / r2), axis=-1)
 
@@ -265,8 +339,14 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
 
     def wind(self, plume_state: FilamentState, points: jax.Array, params: FilamentParams
              ) -> jax.Array:
-        """f32[..., 2], the (uniform) wind velocity at points, cells/step."""
-        return broadcast_wind(self.wind_model.velocity(plume_state.wind, params), points)
+        """f32[..., 2], the wind velocity at points, cells/step: the uniform
+        wind, plus the gust field at the points with ``wind_model="field"``."""
+        velocity = broadcast_wind(self.large_scale_wind.velocity(plume_state.wind, params),
+                                  points)
+        field = self.gust_field
+        if field is None:
+            return velocity
+        return (velocity + field.at(plume_state.gusts, points)).astype(jnp.float32)
 
     def field(self, plume_state: FilamentState, grid: Grid, params: FilamentParams) -> jax.Array:
         """f32[H, W], the concentration at every cell, ``field[y, x]``
@@ -279,5 +359,6 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
         return out.astype(jnp.float32)
 
     def mass_in(self, plume_state: FilamentState, params: FilamentParams) -> jax.Array:
-        """f32[], the total mass of the active puffs."""
+        """f32[], the total mass of the active puffs (with ``kernel="3d"`` the
+        plane holds ``m / (√(2π) r)`` of a puff's mass ``m``)."""
         return jnp.sum(jnp.where(plume_state.active, params.puff_mass, 0.0))

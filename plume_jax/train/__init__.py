@@ -2,7 +2,9 @@
 
 Rollout, GAE and the minibatch epochs of every update run inside one
 ``jax.jit`` (``lax.scan`` over updates), for feed-forward (MLP) and
-recurrent (GRU) actor-critics over discrete or ``Box`` action spaces; sweeps
+recurrent (GRU) actor-critics over discrete or ``Box`` action spaces, on
+single-agent envs and on multi-agent envs (one network shared by every
+agent, an optional centralised critic); sweeps
 ``vmap`` whole training runs over seeds, hyperparameters and env params in
 one program; the env batch (single runs) or the sweep members shard over
 all local devices.

@@ -244,6 +244,7 @@ def policy_spec(algo: Any, env_settings: dict[str, Any] | None = None,
         "action_high": None if algo.discrete else [float(v) for v in algo.action_high],
         "obs_dim": algo.obs_dim,
         "normalize_obs": algo.static.normalize_obs,
+        "num_agents": algo.num_agents,  # agents per env in training (one agent's network)
         "env": env_settings or {},
         **(extra or {}),
     }

@@ -48,6 +48,11 @@ A training config has five sections; every key is optional except
       obs_delta: false         # also feed the change of the (transformed)
                                # observation since the previous step
       log_std_init: 0.0        # Box actions: initial log std of the Gaussian
+      critic: decentralised    # multi-agent envs: decentralised (the value
+                               # sees the agent's own input, like the actor) |
+                               # centralised (MAPPO-style: the value sees every
+                               # agent's features, own first, then the others
+                               # in agent order from the next one on)
     run:
       seed: 0
       log_every: 10            # updates between progress lines
@@ -276,6 +281,7 @@ NETWORK_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
     "prev_action": (False, boolean(), True),
     "obs_delta": (False, boolean(), True),
     "log_std_init": (0.0, real(-20.0, 5.0), True),
+    "critic": ("decentralised", choice("decentralised", "centralised"), True),
 }
 
 RUN_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
@@ -343,6 +349,7 @@ class NetworkConfig:
     prev_action: bool = False
     obs_delta: bool = False
     log_std_init: float = 0.0
+    critic: str = "decentralised"
 
     def __post_init__(self):
         if self.type != "cnn":

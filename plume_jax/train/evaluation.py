@@ -5,7 +5,12 @@ envs, run by the exported policy's own forward pass
 all its members in one ``vmap``.
 
 Success is the env's own goal test: the first episode ended with
-``terminated`` (and ``info["goal_reached"]`` where the env reports it).
+``terminated`` (and ``info["goal_reached"]`` where the env reports it). On a
+multi-agent env every agent acts with its own carry (the network is shared)
+and the outcome is the team's: the episode ended at the goal (the first
+arrival for ``done_mode="any"``, every agent for "all"); the summary adds the
+mean time to the first arrival, the agents at the goal at the episode's end
+and the moves blocked by another agent (collisions) per episode.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from plume_jax.agents_package import check_agents_package
+from plume_jax.train.ppo import num_agents_of
 
 check_agents_package()
 from agents.trained import initial_carry, policy_step  # noqa: E402  (after the check)
@@ -38,34 +44,67 @@ def _spec_key(spec: dict) -> str:
 def episodes(env: Any, spec: dict, params: dict, env_params: Any, key: jax.Array,
              num_envs: int, num_steps: int, greedy: bool = True) -> dict[str, jax.Array]:
     """Pure (jit / vmap over ``params`` and ``env_params``): ``success``,
-    ``finished``, ``length``, ``ret`` of the first episode of each env."""
+    ``finished``, ``length``, ``ret`` (summed over agents) of the first
+    episode of each env; on a multi-agent env also ``first_arrival`` (its
+    step, or ``num_steps`` if no agent arrived), ``arrivals`` (agents at the
+    goal when it ended) and ``collisions`` (moves blocked by another agent)."""
+    num_agents = num_agents_of(env)
+    agents = () if num_agents is None else (num_agents,)
     k_reset, k_run = jax.random.split(key)
     obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(k_reset, num_envs),
                                                         env_params)
     carry0 = initial_carry(spec)
-    carry = jax.tree.map(lambda x: jnp.broadcast_to(x, (num_envs,) + x.shape), carry0)
-    act = jax.vmap(lambda c, o, k: policy_step(spec, params, c, o, k, greedy))
+    carry = jax.tree.map(lambda x: jnp.broadcast_to(x, (num_envs,) + agents + x.shape), carry0)
+
+    def act_one(carry, obs, key):
+        if num_agents is None:
+            return policy_step(spec, params, carry, obs, key, greedy)
+        # every agent acts with its own carry and key fold_in(key, i), as PerAgentPolicy
+        keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(key, jnp.arange(num_agents))
+        return jax.vmap(lambda c, o, k: policy_step(spec, params, c, o, k, greedy))(
+            carry, obs, keys)
+
+    act = jax.vmap(act_one)
     zeros = jnp.zeros(num_envs, bool)
-    init = (obs, state, carry, zeros, zeros, jnp.full(num_envs, num_steps, jnp.int32),
-            jnp.zeros(num_envs, jnp.float32))
+    never = jnp.full(num_envs, num_steps, jnp.int32)
+    count = jnp.zeros(num_envs, jnp.int32)
+    init = (obs, state, carry, zeros, zeros, never, jnp.zeros(num_envs, jnp.float32), never,
+            count, count)
 
     def body(c, k):
-        obs, state, carry, done, success, length, ret = c
+        obs, state, carry, done, success, length, ret, first_arrival, arrivals, collisions = c
         k_act, k_step = jax.random.split(k)
         action, carry = act(carry, obs, jax.random.split(k_act, num_envs))
         obs, state, reward, term, trunc, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
             jax.random.split(k_step, num_envs), state, action, env_params)
-        ended = term | trunc
-        first = ended & ~done
         goal = term & jnp.asarray(info.get("goal_reached", term), bool)
+        if num_agents is not None:
+            ended = info["done"]
+            goal = ended & ~jnp.any(trunc, axis=1) & jnp.any(goal, axis=1)
+            reward = jnp.sum(reward, axis=1)
+            step_arrivals = jnp.sum(term, axis=1, dtype=jnp.int32)
+            blocked = jnp.sum(info["blocked"], axis=1, dtype=jnp.int32)
+        else:
+            ended = term | trunc
+            step_arrivals = goal.astype(jnp.int32)
+            blocked = jnp.zeros(num_envs, jnp.int32)
+        running = ~done
+        first = ended & running
+        steps = info["step_count"] if "step_count" in info else 0
         ret = jnp.where(done, ret, ret + reward)
+        arrived_now = running & (step_arrivals > 0) & (first_arrival == num_steps)
         return (obs, state, carry, done | ended, success | (first & goal),
-                jnp.where(first, info["step_count"] if "step_count" in info else 0, length),
-                ret), None
+                jnp.where(first, steps, length), ret,
+                jnp.where(arrived_now, steps, first_arrival),
+                jnp.where(running, step_arrivals, arrivals),
+                jnp.where(running, collisions + blocked, collisions)), None
 
-    (_, _, _, done, success, length, ret), _ = jax.lax.scan(
-        body, init, jax.random.split(k_run, num_steps))
-    return {"success": success, "finished": done, "length": length, "ret": ret}
+    (_, _, _, done, success, length, ret, first_arrival, arrivals, collisions), _ = \
+        jax.lax.scan(body, init, jax.random.split(k_run, num_steps))
+    out = {"success": success, "finished": done, "length": length, "ret": ret}
+    if num_agents is not None:
+        out.update(first_arrival=first_arrival, arrivals=arrivals, collisions=collisions)
+    return out
 
 
 @functools.partial(jax.jit, static_argnames=("env", "spec_key", "num_envs", "num_steps",
@@ -93,7 +132,7 @@ def evaluate(env: Any, spec: dict, params: dict, env_params: Any, seed: int, num
     steps = np.where(success, length, np.nan)
     with np.errstate(invalid="ignore"):
         mean_steps = np.nanmean(steps, axis=-1) if success.any() else None
-    summary = {
+    summary: dict[str, Any] = {
         "episodes": int(num_envs),
         "max_steps": int(num_steps),
         "seed": int(seed),
@@ -104,10 +143,23 @@ def evaluate(env: Any, spec: dict, params: dict, env_params: Any, seed: int, num
         "mean_return": np.asarray(out["ret"]).mean(axis=-1),
         "seconds_incl_compile": seconds,
     }
+    if "first_arrival" in out:
+        first = np.asarray(out["first_arrival"]).astype(np.float64)
+        arrived = first < num_steps
+        with np.errstate(invalid="ignore"):
+            summary["mean_steps_to_first_arrival"] = (
+                np.nanmean(np.where(arrived, first, np.nan), axis=-1) if arrived.any() else None)
+        summary["first_arrival_rate"] = arrived.mean(axis=-1)
+        summary["mean_arrivals"] = np.asarray(out["arrivals"]).mean(axis=-1)
+        summary["mean_collisions"] = np.asarray(out["collisions"]).mean(axis=-1)
     if not batched:
         summary["success_rate"] = float(summary["success_rate"])
         summary["successes"] = int(summary["successes"])
         summary["mean_return"] = float(summary["mean_return"])
         if mean_steps is not None:
             summary["mean_steps_to_goal"] = float(mean_steps)
+        for name in ("mean_steps_to_first_arrival", "first_arrival_rate", "mean_arrivals",
+                     "mean_collisions"):
+            if summary.get(name) is not None:
+                summary[name] = float(summary[name])
     return summary

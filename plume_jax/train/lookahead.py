@@ -61,6 +61,7 @@ import optax
 from plume_jax.actions.discrete_grid import MOVES
 from plume_jax.env import batched_step
 from plume_jax.errors import ValidationError
+from plume_jax.multi_agent import MultiAgentPlumeEnv
 from plume_jax.plumes.poisson_posterior import belief_summaries, search_time_estimate
 from plume_jax.sensors.belief import BeliefSensor
 from plume_jax.train import networks as N
@@ -141,6 +142,10 @@ class LookaheadVI:
     def __init__(self, env: Any, env_params: Any, static: PPOStatic, epsilon: float = 0.1):
         sensor = env.sensor
         net = static.network
+        if isinstance(env, MultiAgentPlumeEnv):
+            raise ValidationError.for_parameter(
+                "env.num_agents", env.num_agents,
+                "1 for 'lookahead_vi' (it predicts one searcher's posterior)")
         if not isinstance(sensor, BeliefSensor) or not sensor.centred \
                 or sensor.window is not None or not sensor.grid_channel:
             raise ValidationError.for_parameter(
@@ -167,6 +172,7 @@ class LookaheadVI:
         self.static = static
         self.epsilon = float(epsilon)
         self.discrete, self.action_dim = True, len(env.action_names)
+        self.multi_agent, self.num_agents = False, 1
         self.action_low = self.action_high = None
         self.obs_dim = int(np.prod(env.observation_space(env_params).shape))
         self.mesh = None

@@ -20,6 +20,15 @@ bootstrapping and training code is the same for both.
   flattened, followed by the remaining inputs (e.g. the previous action) ->
   separate actor and critic MLP heads (``hidden_sizes``).
 
+Many agents (``num_agents`` > 1) share one network: the batch axis ``B``
+is ``envs x agents``, agent-minor (the rows of one env are contiguous).
+With ``critic="centralised"`` (MAPPO-style) the critic head reads the
+features of every agent of the acting agent's env — the input for an MLP,
+the GRU output for a GRU — concatenated in agent order relative to the
+acting agent (its own first, then agents ``i+1, ..., A-1, 0, ..., i-1``),
+so one set of critic weights serves every agent; the actor still reads only
+the agent's own features (:func:`joint_features`).
+
 Inputs are built by ``PPO``: the (optionally log-transformed) observation,
 optionally its change since the previous step (``obs_delta``), optionally
 normalised, optionally followed by the previous action (``prev_action``).
@@ -105,15 +114,29 @@ class ConvTorso(nn.Module):
         return jnp.concatenate([feats, x[..., size:]], axis=-1)
 
 
+def joint_features(feats: jax.Array, num_agents: int) -> jax.Array:
+    """The centralised critic's input: f32[..., B, F] (``B = envs x
+    num_agents``, agent-minor) -> f32[..., B, num_agents * F], where row
+    ``(env, i)`` holds the features of agents ``i, i+1, ..., i-1`` (mod
+    ``num_agents``) of the same env."""
+    lead, (rows, size) = feats.shape[:-2], feats.shape[-2:]
+    per_env = jnp.reshape(feats, lead + (rows // num_agents, num_agents, size))
+    order = (np.arange(num_agents)[:, None] + np.arange(num_agents)[None, :]) % num_agents
+    joint = per_env[..., order, :]  # [..., envs, A (acting), A (relative), F]
+    return jnp.reshape(joint, lead + (rows, num_agents * size))
+
+
 class ActorCritic(nn.Module):
     """See the module docstring. ``action_dim``: number of discrete actions,
-    or the size of a ``Box`` action. ``value_only``: no actor head (the
-    logits are zeros), for a value network acted on by look-ahead
-    (:mod:`plume_jax.train.lookahead`)."""
+    or the size of a ``Box`` action; ``num_agents``: agents per env (the
+    batch is ``envs x num_agents`` rows; only the centralised critic reads
+    it). ``value_only``: no actor head (the logits are zeros), for a value
+    network acted on by look-ahead (:mod:`plume_jax.train.lookahead`)."""
 
     config: NetworkConfig
     action_dim: int
     discrete: bool
+    num_agents: int = 1
     value_only: bool = False
 
     @nn.compact
@@ -140,7 +163,7 @@ class ActorCritic(nn.Module):
         a = feats
         for i, n in enumerate(head_sizes):
             a = act(_dense(n, sqrt2, f"actor_{i}")(a))
-        c = feats
+        c = joint_features(feats, self.num_agents) if cfg.critic == "centralised" else feats
         for i, n in enumerate(head_sizes):
             c = act(_dense(n, sqrt2, f"critic_{i}")(c))
         value = _dense(1, 1.0, "critic_out")(c)[..., 0]
@@ -210,9 +233,12 @@ def input_size(obs_dim: int, config: NetworkConfig, action_dim: int) -> int:
 
 
 def init_params(net: ActorCritic, key: jax.Array, in_dim: int) -> Any:
-    """Network parameters for inputs of size ``in_dim``."""
-    hidden = jnp.zeros((1, net.config.gru_size if net.config.recurrent else 1), jnp.float32)
-    return net.init(key, hidden, jnp.zeros((1, 1, in_dim), jnp.float32), jnp.zeros((1, 1), bool))
+    """Network parameters for inputs of size ``in_dim`` (initialised on one
+    env's rows, ``net.num_agents`` of them)."""
+    rows = net.num_agents
+    hidden = jnp.zeros((rows, net.config.gru_size if net.config.recurrent else 1), jnp.float32)
+    return net.init(key, hidden, jnp.zeros((1, rows, in_dim), jnp.float32),
+                    jnp.zeros((1, rows), bool))
 
 
 def hidden_size(config: NetworkConfig) -> int:

@@ -5,7 +5,8 @@ function, so any number of updates compiles into one XLA program
 Works with any gymnax-style env whose ``step(key, state, action, params)``
 returns ``(obs, state, reward, terminated, truncated, info)``, auto-resets,
 and puts the pre-reset observation in ``info["final_observation"]`` (every
-``PlumeEnv`` does).
+``PlumeEnv`` does), and with :class:`~plume_jax.multi_agent.MultiAgentPlumeEnv`
+(below).
 
 Termination vs truncation
 -------------------------
@@ -24,6 +25,33 @@ The GRU state is zeroed at the first observation of every episode (the
 acting and when the rollout is replayed in training; training minibatches
 are whole env sequences (``num_envs / num_minibatches`` envs each) replayed
 from the state the rollout started with.
+
+Many agents
+-----------
+On a :class:`~plume_jax.multi_agent.MultiAgentPlumeEnv` every agent acts
+from its own observation with one shared network (parameter sharing): the
+agent axis joins the batch, so the network sees ``R = num_envs x
+num_agents`` rows (agent-minor: an env's agents are contiguous) and one
+update's gradient sums over every agent's transitions. Rewards, values,
+advantages and returns are per agent; an agent's return ends
+(:func:`agent_boundaries`) where
+
+- it reaches the goal (the env's ``terminated``): ``target = r``;
+- the team's episode ends otherwise than by the time limit (``done_mode
+  "any"``: a teammate arrived first): a true end for every agent, ``target =
+  r``;
+- the time limit cuts the episode (the env's ``truncated``): bootstrap from
+  ``info["final_observation"]``, as above.
+
+An agent that has arrived while its team goes on (``done_mode "all"``) is
+frozen by the env and earns nothing; its later steps say nothing about
+acting, so they are masked out of the loss (``Transition.active``): every
+mean in :meth:`PPO.loss`, the advantage normalisation included, is over
+active rows only (the running observation statistics still include them:
+they are real observations). Minibatches keep the agents of one env
+together (the centralised critic, ``network.critic: centralised``, reads
+them all). With one agent every row is active and the algorithm is
+single-agent PPO.
 """
 
 from __future__ import annotations
@@ -41,6 +69,7 @@ from gymnax.environments import spaces as gymnax_spaces
 
 from plume_jax.env import batched_step
 from plume_jax.errors import ValidationError
+from plume_jax.multi_agent import MultiAgentPlumeEnv
 from plume_jax.train import networks
 from plume_jax.train.config import NetworkConfig
 from plume_jax.train.normalize import ObsStats, normalize, transform
@@ -85,18 +114,24 @@ class PPOStatic:
 class Runner:
     """Everything training carries from one update to the next.
 
+    ``R`` is the number of rows: ``num_envs x num_agents`` on a multi-agent
+    env (agent-minor), else ``num_envs``.
+
     Attributes:
         params, opt_state: network parameters and optimiser state.
         obs_stats: running observation statistics (unused unless
             ``normalize_obs``).
         env_state, obs: the env batch (leading axis ``num_envs``).
-        hidden: f32[N, H] recurrent state after the last observation.
-        prev_action: the last action of each env (network input when
+        hidden: f32[R, H] recurrent state after the last observation.
+        prev_action: the last action of each row (network input when
             ``network.prev_action``).
-        prev_obs: f32[N, D], the last transformed observation each env acted
+        prev_obs: f32[R, D], the last transformed observation each row acted
             on (for the ``network.obs_delta`` feature).
-        start: bool[N], ``obs`` is the first observation of an episode.
-        ep_return, ep_length: the running episode's return and length.
+        start: bool[R], ``obs`` is the first observation of an episode.
+        ep_return: f32[R], each agent's return in the running episode.
+        ep_length: i32[num_envs], the running episode's length.
+        arrived: bool[R], the agent reached the goal earlier in the running
+            episode (frozen: its steps are masked out of the loss).
         key: u32[2], raw PRNG key data (serialisable).
         update: i32[], updates done.
     """
@@ -112,31 +147,50 @@ class Runner:
     start: jax.Array
     ep_return: jax.Array
     ep_length: jax.Array
+    arrived: jax.Array
     key: jax.Array
     update: jax.Array
 
 
 @chex.dataclass(frozen=True)
 class Transition:
-    x: jax.Array            # network input (normalised obs [+ previous action])
-    start: jax.Array        # first observation of an episode
-    action: jax.Array       # the sampled action (normalised for Box actions)
-    logp: jax.Array
-    value: jax.Array
-    reward: jax.Array
-    terminated: jax.Array
-    truncated: jax.Array
-    final_value: jax.Array  # V(info["final_observation"])
-    success: jax.Array
-    ep_return: jax.Array    # return of the episode so far, including this step
-    ep_length: jax.Array
-    feat: jax.Array         # unnormalised features (for the running statistics)
+    """One rollout step (stacked: a leading time axis ``T``). Per row
+    (``[R]``) or per env (``[N]``)."""
+
+    x: jax.Array              # [R, D] network input (normalised obs [+ previous action])
+    start: jax.Array          # [R] first observation of an episode
+    action: jax.Array         # [R] the sampled action (normalised for Box actions)
+    logp: jax.Array           # [R]
+    value: jax.Array          # [R]
+    reward: jax.Array         # [R]
+    terminated: jax.Array     # [R] the return ends, no bootstrap (agent_boundaries)
+    truncated: jax.Array      # [R] the return ends, bootstrap from final_value
+    final_value: jax.Array    # [R] V(info["final_observation"])
+    active: jax.Array         # [R] the agent had not arrived before this step
+    ep_return: jax.Array      # [R] the agent's return so far, including this step
+    feat: jax.Array           # [R, F] unnormalised features (for the running statistics)
+    done: jax.Array           # [N] the env's episode ended at this step
+    success: jax.Array        # [N] ... at the goal (the team's, as done_mode says)
+    ep_length: jax.Array      # [N] the episode's length so far, including this step
+    first_arrival: jax.Array  # [N] the episode's first agent arrived at this step
+    arrivals: jax.Array       # [N] agents at the goal after this step
+    blocked: jax.Array        # [N] moves blocked by another agent at this step
 
 
 #: Names of the per-update metrics :meth:`PPO.update` returns.
 METRIC_NAMES = ("update", "env_steps", "episodes", "return_mean", "length_mean",
                 "success_rate", "loss", "pg_loss", "vf_loss", "entropy", "approx_kl",
                 "clip_frac", "learning_rate", "value_mean")
+
+#: The further per-update metrics on a multi-agent env: agent steps
+#: (``env_steps x num_agents``); the mean time to the first arrival (steps)
+#: over the episodes whose first agent arrived in the update; the agents at
+#: the goal when an episode ended, and the moves blocked by another agent
+#: (collisions), per ended episode. There ``success_rate`` is the team's
+#: (``done_mode``: the first arrival, or all agents) and ``return_mean`` the
+#: mean per-agent episode return.
+MULTI_AGENT_METRIC_NAMES = ("agent_steps", "first_arrival_mean", "arrivals_mean",
+                            "collisions_mean")
 
 
 def gae(rewards: jax.Array, values: jax.Array, terminated: jax.Array, truncated: jax.Array,
@@ -172,8 +226,38 @@ def gae(rewards: jax.Array, values: jax.Array, terminated: jax.Array, truncated:
     return adv, adv + values
 
 
+def agent_boundaries(terminated: jax.Array, truncated: jax.Array, episode_done: jax.Array
+                     ) -> tuple[jax.Array, jax.Array]:
+    """Where each agent's return ends, and how (see the module docstring).
+
+    Args:
+        terminated: bool[N, A], the env's per-agent ``terminated`` (the agent
+            has reached the goal, at this step or before).
+        truncated: bool[N, A], the env's per-agent ``truncated`` (the time
+            limit cut the episode before the agent arrived).
+        episode_done: bool[N], the env's episode ended at this step.
+
+    Returns:
+        ``(terminated, truncated)`` for :func:`gae`, bool[N, A]: truncated
+        where the env says so (and the agent has not arrived); terminated
+        where the agent has arrived, or the episode ended otherwise than by
+        the time limit (a teammate's arrival under ``done_mode="any"``). For
+        one agent: ``(terminated, truncated & ~terminated)``.
+    """
+    trunc = truncated & ~terminated
+    term = ~trunc & (terminated | episode_done[:, None])
+    return term, trunc
+
+
+def masked_mean(x: jax.Array, mask: jax.Array) -> jax.Array:
+    """The mean of ``x`` where ``mask`` (f32, 0 or 1, broadcast to ``x``) is 1;
+    0 where it is 0 everywhere."""
+    mask = jnp.broadcast_to(mask, x.shape)
+    return jnp.sum(x * mask) / jnp.maximum(jnp.sum(mask), 1.0)
+
+
 def action_spec(env: Any, env_params: Any) -> tuple[bool, int, Any, Any]:
-    """``(discrete, action_dim, low, high)`` of the env's action space."""
+    """``(discrete, action_dim, low, high)`` of the env's (one agent's) action space."""
     space = env.action_space(env_params)
     if isinstance(space, gymnax_spaces.Discrete):
         return True, int(space.n), None, None
@@ -190,13 +274,21 @@ def action_spec(env: Any, env_params: Any) -> tuple[bool, int, Any, Any]:
     raise ValidationError.for_parameter("action_space", space, "Discrete or a 1-D Box")
 
 
+def num_agents_of(env: Any) -> int | None:
+    """Agents per env of a :class:`~plume_jax.multi_agent.MultiAgentPlumeEnv`
+    (whose observations, actions and rewards carry an agent axis), else None."""
+    return env.num_agents if isinstance(env, MultiAgentPlumeEnv) else None
+
+
 def obs_dim(env: Any, env_params: Any) -> int:
+    """Size of one agent's flattened observation."""
     space = env.observation_space(env_params)
     if not hasattr(space, "shape") or isinstance(space, gymnax_spaces.Dict):
         raise ValidationError.for_parameter(
             "observation_space", space, "an array observation (a Box); dict observations are "
             "not supported by the trainer (use a Box-form composite sensor)")
-    return int(np.prod(space.shape, dtype=np.int64))
+    shape = tuple(space.shape)[1:] if num_agents_of(env) is not None else tuple(space.shape)
+    return int(np.prod(shape, dtype=np.int64))
 
 
 def _typed_key(key: jax.Array) -> jax.Array:
@@ -209,13 +301,22 @@ class PPO:
     """PPO for one env structure and one static configuration.
 
     Args:
-        env: a gymnax-style env (static).
+        env: a gymnax-style env (static), or a
+            :class:`~plume_jax.multi_agent.MultiAgentPlumeEnv` (one network
+            shared by its agents; see the module docstring).
         env_params: example params (shapes only; the params actually used
             are passed to :meth:`init` and :meth:`update`).
         static: the compiled-in settings.
         mesh, axis: optional ``jax.sharding.Mesh`` and axis name; the env
-            batch (every leaf of ``Runner`` with a leading ``num_envs`` axis)
-            is kept sharded along it (see :mod:`plume_jax.train.sharding`).
+            batch (every leaf of ``Runner`` with a leading ``num_envs`` or
+            row axis) is kept sharded along it (see
+            :mod:`plume_jax.train.sharding`).
+
+    Raises:
+        ValidationError: settings this env cannot train with (an action or
+            observation space PPO does not handle, minibatches that do not
+            divide the batch, a centralised critic without several agents),
+            before anything is compiled.
     """
 
     def __init__(self, env: Any, env_params: Any, static: PPOStatic, mesh: Any = None,
@@ -225,8 +326,20 @@ class PPO:
         self.discrete, self.action_dim, self.action_low, self.action_high = action_spec(
             env, env_params)
         self.obs_dim = obs_dim(env, env_params)
+        #: whether observations, actions and rewards carry an agent axis
+        self.multi_agent = num_agents_of(env) is not None
+        self.num_agents = num_agents_of(env) or 1
+        #: network rows per rollout step: envs x agents
+        self.rows = static.num_envs * self.num_agents
+        if static.network.critic == "centralised" and self.num_agents < 2:
+            raise ValidationError.for_parameter(
+                "network.critic", static.network.critic,
+                f"'decentralised' for an env with {self.num_agents} agent (a centralised critic "
+                "reads the other agents' features; it needs a multi-agent env with "
+                "num_agents >= 2)")
         self.feat_dim = self.obs_dim * (2 if static.network.obs_delta else 1)
-        self.net = networks.ActorCritic(static.network, self.action_dim, self.discrete)
+        self.net = networks.ActorCritic(static.network, self.action_dim, self.discrete,
+                                        self.num_agents)
         self.in_dim = networks.input_size(self.feat_dim, static.network, self.action_dim)
         self.hidden_dim = networks.hidden_size(static.network)
         self.mesh = mesh
@@ -246,13 +359,23 @@ class PPO:
                            optax.scale_by_adam(eps=self.static.adam_eps),
                            optax.scale(-lr))
 
+    def to_rows(self, x: jax.Array) -> jax.Array:
+        """An env-batch array ``[N, A, ...]`` as rows ``[N*A, ...]`` (a
+        single-agent env's ``[N, ...]`` is already rows)."""
+        return jnp.reshape(x, (-1,) + x.shape[2:]) if self.multi_agent else x
+
+    def to_agents(self, x: jax.Array) -> jax.Array:
+        """Rows ``[N*A, ...]`` as the env's ``[N, A, ...]`` (the inverse of
+        :meth:`to_rows`)."""
+        return jnp.reshape(x, (-1, self.num_agents) + x.shape[1:]) if self.multi_agent else x
+
     def preprocess(self, obs: jax.Array) -> jax.Array:
-        """f32[B, D]: flattened, transformed (not yet normalised) observations."""
+        """f32[R, D]: flattened, transformed (not yet normalised) observations of rows."""
         obs = jnp.reshape(jnp.asarray(obs, jnp.float32), (obs.shape[0], -1))
         return transform(obs, self.static.network.obs_transform, self.static.network.log_eps)
 
     def features(self, tobs: jax.Array, prev_tobs: jax.Array, start: jax.Array) -> jax.Array:
-        """f32[B, F]: the transformed observation, followed (``obs_delta``) by
+        """f32[R, F]: the transformed observation, followed (``obs_delta``) by
         its change since the previous step (zero at an episode's start)."""
         if not self.static.network.obs_delta:
             return tobs
@@ -269,43 +392,88 @@ class PPO:
         return x
 
     def step_net(self, params: Any, hidden: jax.Array, x: jax.Array, start: jax.Array):
-        """One time step for a batch: ``(hidden', dist, value)``."""
+        """One time step for a batch of rows: ``(hidden', dist, value)``."""
         hidden, dist, value = self.net.apply(params, hidden, x[None], start[None])
         return hidden, jax.tree.map(lambda a: a[0], dist), value[0]
+
+    def outcome(self, reward: Any, terminated: Any, truncated: Any, info: dict[str, Any],
+                arrived: jax.Array) -> dict[str, jax.Array]:
+        """What one batched env step means for training.
+
+        Args:
+            reward, terminated, truncated, info: the batched env step's
+                outputs (``[N, A]`` per agent on a multi-agent env, else ``[N]``).
+            arrived: bool[R], the agents that had arrived before the step.
+
+        Returns:
+            per row (``[R]``): ``reward``, ``terminated`` and ``truncated``
+            (:func:`agent_boundaries`), ``done`` (the episode ended),
+            ``arrived`` (after the step, within the running episode); per env
+            (``[N]``): ``episode_done``, ``success`` (ended at the goal: the
+            first arrival or all agents, as ``done_mode`` says), ``first_arrival``
+            (the episode's first agent arrived at this step), ``arrivals``
+            (agents at the goal), ``blocked`` (moves blocked by another agent).
+        """
+        by_env = (-1, self.num_agents)
+        term_env = jnp.reshape(jnp.asarray(terminated, bool), by_env)
+        trunc_env = jnp.reshape(jnp.asarray(truncated, bool), by_env)
+        if self.multi_agent:
+            done = jnp.asarray(info["done"], bool)
+        else:
+            done = term_env[:, 0] | trunc_env[:, 0]
+        term, trunc = agent_boundaries(term_env, trunc_env, done)
+        goal = term_env & jnp.reshape(jnp.asarray(info.get("goal_reached", terminated), bool),
+                                      by_env)
+        before = jnp.reshape(arrived, by_env)
+        blocked = (jnp.sum(jnp.reshape(info["blocked"], by_env), axis=1, dtype=jnp.int32)
+                   if "blocked" in info else jnp.zeros(done.shape, jnp.int32))
+        done_rows = jnp.broadcast_to(done[:, None], term_env.shape)
+        return {
+            "reward": jnp.reshape(jnp.asarray(reward, jnp.float32), (-1,)),
+            "terminated": jnp.reshape(term, (-1,)),
+            "truncated": jnp.reshape(trunc, (-1,)),
+            "done": jnp.reshape(done_rows, (-1,)),
+            "arrived": jnp.reshape(term_env & ~done_rows, (-1,)),
+            "episode_done": done,
+            "success": done & ~jnp.any(trunc, axis=1) & jnp.any(goal, axis=1),
+            "first_arrival": jnp.any(term_env & ~before, axis=1) & ~jnp.any(before, axis=1),
+            "arrivals": jnp.sum(term_env, axis=1, dtype=jnp.int32),
+            "blocked": blocked,
+        }
 
     def constrain(self, runner: Runner) -> Runner:
         """Keep the env-batch leaves of ``runner`` sharded along the mesh axis."""
         if self.mesh is None:
             return runner
-        from plume_jax.train.sharding import constrain_batch
+        from plume_jax.train.sharding import BATCH_FIELDS, constrain_batch
 
-        return runner.replace(**{
-            name: constrain_batch(getattr(runner, name), self.mesh, self.axis)
-            for name in ("env_state", "obs", "hidden", "prev_action", "prev_obs", "start",
-                         "ep_return", "ep_length")})
+        return runner.replace(**{name: constrain_batch(getattr(runner, name), self.mesh,
+                                                       self.axis) for name in BATCH_FIELDS})
 
     # ------------------------------------------------------------ init
     def init(self, key: jax.Array, hp: Hparams, env_params: Any) -> Runner:
         """A fresh runner: network init, env batch reset."""
         s = self.static
+        rows = self.rows
         k_net, k_env, k_run = jax.random.split(_typed_key(key), 3)
         params = networks.init_params(self.net, k_net, self.in_dim)
         opt_state = self.tx(hp, hp.learning_rate).init(params)
         obs, env_state = jax.vmap(self.env.reset, in_axes=(0, None))(
             jax.random.split(k_env, s.num_envs), env_params)
         if self.discrete:
-            prev_action = jnp.zeros(s.num_envs, jnp.int32)
+            prev_action = jnp.zeros(rows, jnp.int32)
         else:
-            prev_action = jnp.zeros((s.num_envs, self.action_dim), jnp.float32)
+            prev_action = jnp.zeros((rows, self.action_dim), jnp.float32)
         runner = Runner(
             params=params, opt_state=opt_state, obs_stats=ObsStats.create(self.feat_dim),
             env_state=env_state, obs=obs,
-            hidden=jnp.zeros((s.num_envs, self.hidden_dim), jnp.float32),
+            hidden=jnp.zeros((rows, self.hidden_dim), jnp.float32),
             prev_action=prev_action,
-            prev_obs=jnp.zeros((s.num_envs, self.obs_dim), jnp.float32),
-            start=jnp.ones(s.num_envs, bool),
-            ep_return=jnp.zeros(s.num_envs, jnp.float32),
+            prev_obs=jnp.zeros((rows, self.obs_dim), jnp.float32),
+            start=jnp.ones(rows, bool),
+            ep_return=jnp.zeros(rows, jnp.float32),
             ep_length=jnp.zeros(s.num_envs, jnp.int32),
+            arrived=jnp.zeros(rows, bool),
             key=jax.random.key_data(k_run), update=jnp.asarray(0, jnp.int32))
         return self.constrain(runner)
 
@@ -326,61 +494,64 @@ class PPO:
         """``num_steps`` steps of the env batch under the current policy
         (``vmapped``: see :meth:`env_step`).
 
-        Returns ``(runner with the new env batch, transitions [T, N, ...],
-        last_value [N])``.
+        Returns ``(runner with the new env batch, transitions [T, ...],
+        last_value [R])``.
         """
         s = self.static
         params = runner.params
         stats = runner.obs_stats if s.normalize_obs else None
 
         def body(carry, k):
-            env_state, obs, hidden, prev_action, prev_tobs, start, ep_ret, ep_len = carry
+            env_state, obs, hidden, prev_action, prev_tobs, start, ep_ret, ep_len, arrived = carry
             k_act, k_env = jax.random.split(k)
-            tobs = self.preprocess(obs)
+            tobs = self.preprocess(self.to_rows(obs))
             feat = self.features(tobs, prev_tobs, start)
             x = self.net_input(feat, stats, prev_action, start)
             hidden, dist, value = self.step_net(params, hidden, x, start)
             action = networks.sample(self.discrete, dist, k_act)
             logp = networks.log_prob(self.discrete, dist, action)
             env_action = networks.to_env_action(self.discrete, action, self.action_low,
-                                         self.action_high)
+                                                self.action_high)
             obs2, env_state, reward, term, trunc, info = self.env_step(
-                jax.random.split(k_env, s.num_envs), env_state, env_action, env_params, vmapped)
+                jax.random.split(k_env, s.num_envs), env_state, self.to_agents(env_action),
+                env_params, vmapped)
             # V(final observation): one more network step from the state after
             # ``obs``, not reset; only read where the episode was truncated.
             no_start = jnp.zeros_like(start)
-            feat_final = self.features(self.preprocess(info["final_observation"]), tobs, no_start)
+            feat_final = self.features(self.preprocess(self.to_rows(info["final_observation"])),
+                                       tobs, no_start)
             x_final = self.net_input(feat_final, stats, action, no_start)
             _, _, final_value = self.step_net(params, hidden, x_final, no_start)
-            reward = jnp.asarray(reward, jnp.float32)
-            term = jnp.asarray(term, bool)
-            trunc = jnp.logical_and(jnp.asarray(trunc, bool), jnp.logical_not(term))
-            done = term | trunc
-            success = term & jnp.asarray(info.get("goal_reached", term), bool)
-            ep_ret = ep_ret + reward
+            out = self.outcome(reward, term, trunc, info, arrived)
+            ep_ret = ep_ret + out["reward"]
             ep_len = ep_len + 1
             tr = Transition(x=x, start=start, action=action, logp=logp, value=value,
-                            reward=reward, terminated=term, truncated=trunc,
-                            final_value=final_value, success=success, ep_return=ep_ret,
-                            ep_length=ep_len, feat=feat)
+                            reward=out["reward"], terminated=out["terminated"],
+                            truncated=out["truncated"], final_value=final_value,
+                            active=~arrived, ep_return=ep_ret, feat=feat,
+                            done=out["episode_done"], success=out["success"], ep_length=ep_len,
+                            first_arrival=out["first_arrival"], arrivals=out["arrivals"],
+                            blocked=out["blocked"])
+            done = out["done"]
             carry = (env_state, obs2, hidden, action, tobs, done, jnp.where(done, 0.0, ep_ret),
-                     jnp.where(done, 0, ep_len))
+                     jnp.where(out["episode_done"], 0, ep_len), out["arrived"])
             return carry, tr
 
         init = (runner.env_state, runner.obs, runner.hidden, runner.prev_action, runner.prev_obs,
-                runner.start, runner.ep_return, runner.ep_length)
+                runner.start, runner.ep_return, runner.ep_length, runner.arrived)
         carry, traj = jax.lax.scan(body, init, jax.random.split(key, s.num_steps))
-        env_state, obs, hidden, prev_action, prev_tobs, start, ep_ret, ep_len = carry
-        feat_last = self.features(self.preprocess(obs), prev_tobs, start)
+        env_state, obs, hidden, prev_action, prev_tobs, start, ep_ret, ep_len, arrived = carry
+        feat_last = self.features(self.preprocess(self.to_rows(obs)), prev_tobs, start)
         x_last = self.net_input(feat_last, stats, prev_action, start)
         _, _, last_value = self.step_net(params, hidden, x_last, start)
         runner = runner.replace(env_state=env_state, obs=obs, hidden=hidden,
                                 prev_action=prev_action, prev_obs=prev_tobs, start=start,
-                                ep_return=ep_ret, ep_length=ep_len)
+                                ep_return=ep_ret, ep_length=ep_len, arrived=arrived)
         return runner, traj, last_value
 
     # ------------------------------------------------------------ loss
     def loss(self, params: Any, mb: dict, hp: Hparams):
+        """The PPO loss of a minibatch (means over its active rows, ``mb["mask"]``)."""
         s = self.static
         if s.network.recurrent:
             _, dist, value = self.net.apply(params, mb["h0"], mb["x"], mb["start"])
@@ -389,24 +560,62 @@ class PPO:
             _, dist, value = self.net.apply(params, h, mb["x"][None], mb["start"][None])
             dist = jax.tree.map(lambda a: a[0], dist)
             value = value[0]
+        mask = mb["mask"]
         logp = networks.log_prob(self.discrete, dist, mb["action"])
-        ent = jnp.mean(networks.entropy(self.discrete, dist))
+        ent = masked_mean(networks.entropy(self.discrete, dist), mask)
         log_ratio = logp - mb["logp"]
         ratio = jnp.exp(log_ratio)
         adv = mb["adv"]
         if s.normalize_advantages:
-            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-        pg = -jnp.mean(jnp.minimum(ratio * adv,
-                                   jnp.clip(ratio, 1.0 - hp.clip_eps, 1.0 + hp.clip_eps) * adv))
+            mean = masked_mean(adv, mask)
+            std = jnp.sqrt(masked_mean(jnp.square(adv - mean), mask))
+            adv = (adv - mean) / (std + 1e-8)
+        pg = -masked_mean(jnp.minimum(
+            ratio * adv, jnp.clip(ratio, 1.0 - hp.clip_eps, 1.0 + hp.clip_eps) * adv), mask)
         err = jnp.square(value - mb["target"])
         if s.clip_value:
             v_clip = mb["value"] + jnp.clip(value - mb["value"], -hp.clip_eps, hp.clip_eps)
             err = jnp.maximum(err, jnp.square(v_clip - mb["target"]))
-        vf = 0.5 * jnp.mean(err)
+        vf = 0.5 * masked_mean(err, mask)
         total = pg + hp.vf_coef * vf - hp.ent_coef * ent
-        approx_kl = jnp.mean((ratio - 1.0) - log_ratio)
-        clip_frac = jnp.mean((jnp.abs(ratio - 1.0) > hp.clip_eps).astype(jnp.float32))
+        approx_kl = masked_mean((ratio - 1.0) - log_ratio, mask)
+        clip_frac = masked_mean((jnp.abs(ratio - 1.0) > hp.clip_eps).astype(jnp.float32), mask)
         return total, (pg, vf, ent, approx_kl, clip_frac)
+
+    def minibatches(self, batch: dict, h0: jax.Array, key: jax.Array) -> dict:
+        """One epoch's minibatches, a leading axis ``num_minibatches``.
+
+        ``batch``: arrays [T, R, ...]. Recurrent networks get whole env
+        sequences, ``[T, (N / nmb) * A, ...]`` each, with their initial
+        states ``h0``; feed-forward networks a shuffle of the ``T x N``
+        (step, env) pairs, ``[(T * N / nmb) * A, ...]`` each. Either way an
+        env's agents stay together, agent-minor.
+        """
+        s = self.static
+        nmb, agents, n_envs = s.num_minibatches, self.num_agents, s.num_envs
+        if s.network.recurrent:
+            perm = jax.random.permutation(key, n_envs)
+            per = n_envs // nmb
+
+            def split_seq(a):  # [T, N*A, ...] -> [nmb, T, per*A, ...]
+                a = jnp.reshape(a, (a.shape[0], n_envs, agents) + a.shape[2:])
+                a = jnp.take(a, perm, axis=1)
+                a = jnp.reshape(a, (a.shape[0], nmb, per * agents) + a.shape[3:])
+                return jnp.swapaxes(a, 0, 1)
+
+            mbs = jax.tree.map(split_seq, batch)
+            h = jnp.take(jnp.reshape(h0, (n_envs, agents, -1)), perm, axis=0)
+            mbs["h0"] = jnp.reshape(h, (nmb, per * agents, -1))
+            return mbs
+        total = s.num_steps * n_envs
+        perm = jax.random.permutation(key, total)
+
+        def split_flat(a):  # [T, N*A, ...] -> [nmb, T*N/nmb*A, ...]
+            a = jnp.reshape(a, (total, agents) + a.shape[2:])
+            return jnp.reshape(jnp.take(a, perm, axis=0), (nmb, total // nmb * agents)
+                               + a.shape[2:])
+
+        return jax.tree.map(split_flat, batch)
 
     # ------------------------------------------------------------ update
     def update(self, runner: Runner, hp: Hparams, env_params: Any,
@@ -414,7 +623,8 @@ class PPO:
         """One PPO update: rollout, GAE, ``update_epochs`` x ``num_minibatches``
         gradient steps (``vmapped``: the update runs under ``vmap``, see
         :meth:`env_step`). Returns the new runner and scalar metrics
-        (:data:`METRIC_NAMES`)."""
+        (:data:`METRIC_NAMES`, and :data:`MULTI_AGENT_METRIC_NAMES` on a
+        multi-agent env)."""
         s = self.static
         key = _typed_key(runner.key)
         key, k_roll, k_train = jax.random.split(key, 3)
@@ -426,9 +636,9 @@ class PPO:
         frac = 1.0 - runner.update.astype(jnp.float32) / s.num_updates
         lr = hp.learning_rate * frac if s.anneal_lr else hp.learning_rate
         tx = self.tx(hp, lr)
+        mask = traj.active.astype(jnp.float32)
         batch = {"x": traj.x, "start": traj.start, "action": traj.action, "logp": traj.logp,
-                 "value": traj.value, "adv": adv, "target": target}
-        nmb = s.num_minibatches
+                 "value": traj.value, "adv": adv, "target": target, "mask": mask}
         grad_fn = jax.value_and_grad(self.loss, has_aux=True)
 
         def minibatch(carry, mb):
@@ -438,27 +648,7 @@ class PPO:
             return (optax.apply_updates(params, updates), opt_state), (loss,) + aux
 
         def epoch(carry, k):
-            if s.network.recurrent:
-                perm = jax.random.permutation(k, s.num_envs)
-                per = s.num_envs // nmb
-
-                def split_seq(a):  # [T, N, ...] -> [nmb, T, N/nmb, ...]
-                    a = jnp.take(a, perm, axis=1)
-                    a = a.reshape(a.shape[0], nmb, per, *a.shape[2:])
-                    return jnp.swapaxes(a, 0, 1)
-
-                mbs = jax.tree.map(split_seq, batch)
-                mbs["h0"] = jnp.take(h0, perm, axis=0).reshape(nmb, per, -1)
-            else:
-                total = s.num_steps * s.num_envs
-                perm = jax.random.permutation(k, total)
-
-                def split_flat(a):  # [T, N, ...] -> [nmb, T*N/nmb, ...]
-                    a = a.reshape(total, *a.shape[2:])
-                    return jnp.take(a, perm, axis=0).reshape(nmb, total // nmb, *a.shape[1:])
-
-                mbs = jax.tree.map(split_flat, batch)
-            return jax.lax.scan(minibatch, carry, mbs)
+            return jax.lax.scan(minibatch, carry, self.minibatches(batch, h0, k))
 
         (params, opt_state), losses = jax.lax.scan(
             epoch, (runner.params, runner.opt_state), jax.random.split(k_train, s.update_epochs))
@@ -466,24 +656,47 @@ class PPO:
         update = runner.update + 1
         new_runner = new_runner.replace(params=params, opt_state=opt_state, obs_stats=obs_stats,
                                         key=jax.random.key_data(key), update=update)
+        loss, pg, vf, ent, kl, cf = (jnp.mean(x) for x in losses)
+        metrics = {**self.episode_metrics(traj, update),
+                   "loss": loss, "pg_loss": pg, "vf_loss": vf, "entropy": ent, "approx_kl": kl,
+                   "clip_frac": cf, "learning_rate": jnp.asarray(lr, jnp.float32),
+                   "value_mean": masked_mean(traj.value, mask)}
+        return self.constrain(new_runner), metrics
 
-        done = (traj.terminated | traj.truncated).astype(jnp.float32)
+    def episode_metrics(self, traj: Transition, update: jax.Array) -> dict[str, jax.Array]:
+        """The episode metrics of one update's rollout ``traj`` (see
+        :data:`METRIC_NAMES`, :data:`MULTI_AGENT_METRIC_NAMES`); NaN where
+        no episode ended."""
+        s = self.static
+        done = traj.done.astype(jnp.float32)          # [T, N]
+        done_rows = jnp.repeat(done, self.num_agents, axis=1)
         episodes = done.sum()
         denom = jnp.maximum(episodes, 1.0)
         nan = jnp.float32(jnp.nan)
-        loss, pg, vf, ent, kl, cf = (jnp.mean(x) for x in losses)
+
+        def per_episode(total):
+            return jnp.where(episodes > 0, total / denom, nan)
+
+        env_steps = update.astype(jnp.float32) * (s.num_envs * s.num_steps)
         metrics = {
             "update": update,
-            "env_steps": update.astype(jnp.float32) * (s.num_envs * s.num_steps),
+            "env_steps": env_steps,
             "episodes": episodes,
-            "return_mean": jnp.where(episodes > 0, (done * traj.ep_return).sum() / denom, nan),
-            "length_mean": jnp.where(episodes > 0, (done * traj.ep_length).sum() / denom, nan),
-            "success_rate": jnp.where(episodes > 0, traj.success.sum() / denom, nan),
-            "loss": loss, "pg_loss": pg, "vf_loss": vf, "entropy": ent, "approx_kl": kl,
-            "clip_frac": cf, "learning_rate": jnp.asarray(lr, jnp.float32),
-            "value_mean": traj.value.mean(),
+            "return_mean": jnp.where(episodes > 0, (done_rows * traj.ep_return).sum()
+                                     / jnp.maximum(done_rows.sum(), 1.0), nan),
+            "length_mean": per_episode((done * traj.ep_length).sum()),
+            "success_rate": per_episode(traj.success.sum()),
         }
-        return self.constrain(new_runner), metrics
+        if self.multi_agent:
+            first = traj.first_arrival.astype(jnp.float32)
+            metrics.update({
+                "agent_steps": env_steps * self.num_agents,
+                "first_arrival_mean": jnp.where(first.sum() > 0, (first * traj.ep_length).sum()
+                                                / jnp.maximum(first.sum(), 1.0), nan),
+                "arrivals_mean": per_episode((done * traj.arrivals).sum()),
+                "collisions_mean": per_episode(traj.blocked.sum().astype(jnp.float32)),
+            })
+        return metrics
 
     # ------------------------------------------------------------ many updates
     def run(self, runner: Runner, hp: Hparams, env_params: Any, num_updates: int,

@@ -82,8 +82,10 @@ def constrain_batch(tree: Any, m: Mesh, axis: str) -> Any:
         lambda x: jax.lax.with_sharding_constraint(x, sharding) if np.ndim(x) >= 1 else x, tree)
 
 
-_BATCH_FIELDS = ("env_state", "obs", "hidden", "prev_action", "prev_obs", "start", "ep_return",
-                 "ep_length")
+#: The fields of ``plume_jax.train.ppo.Runner`` with a leading env (or
+#: env x agent row) axis.
+BATCH_FIELDS = ("env_state", "obs", "hidden", "prev_action", "prev_obs", "start", "ep_return",
+                "ep_length", "arrived")
 
 
 def runner_shardings(runner: Any, m: Mesh, axis: str) -> Any:
@@ -93,7 +95,7 @@ def runner_shardings(runner: Any, m: Mesh, axis: str) -> Any:
     fields = {}
     for name in runner.keys():
         value = getattr(runner, name)
-        if name in _BATCH_FIELDS:
+        if name in BATCH_FIELDS:
             fields[name] = jax.tree.map(lambda x: split if np.ndim(x) >= 1 else rep, value)
         else:
             fields[name] = jax.tree.map(lambda x: rep, value)

@@ -310,6 +310,10 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
             "steps_per_second_incl_compile": (trained_steps / (run_s + compile_s + init_s)
                                               if trained_steps else None),
         }
+        if algo.multi_agent:  # every env step is num_agents agent steps
+            summary["num_agents"] = algo.num_agents
+            summary["agent_steps_per_second_excl_compile"] = (
+                trained_steps * algo.num_agents / run_s if run_s > 0 else None)
         if point is not None:
             summary["resumed_from"] = str(point.checkpoint)
             summary["resumed_at_update"] = point.update
@@ -393,6 +397,10 @@ def print_summary(summary: dict[str, Any], stream: TextIO | None = None) -> None
         p(f"{kind} evaluation on {ev['episodes']} fresh episodes (seed {ev['seed']}): "
           f"success {100 * ev['success_rate']:.1f}% ({ev['successes']}/{ev['episodes']})"
           + (f", mean steps to goal {steps:.1f}" if steps is not None else ""))
+        if ev.get("mean_steps_to_first_arrival") is not None:
+            p(f"first arrival after {ev['mean_steps_to_first_arrival']:.1f} steps on average; "
+              f"{ev['mean_arrivals']:.2f} agents at the goal and {ev['mean_collisions']:.1f} "
+              "blocked moves per episode")
     for note in summary.get("notes", []):
         p(f"note: {note}")
     p(f"wall time {summary['wall_seconds']:.1f} s")
