@@ -1,7 +1,9 @@
 """Learning on the belief sensor: the ``cnn`` network type (config
 validation; agents.trained's plain-jax.numpy forward pass equals the flax
-network's), and a short ``plume-jax train`` run of PPO with it on a tiny
-Poisson grid."""
+network's), ``lookahead_vi`` (its successor beliefs are the sensor's; a short
+run through the trainer on a tiny Poisson grid whose exported policy acts by
+the algorithm's own scores; what it refuses), and the shipped 19x19 policy
+on its scenario."""
 
 from __future__ import annotations
 
