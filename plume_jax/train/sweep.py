@@ -198,6 +198,9 @@ def sweep_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None
         combos = list(itertools.product(*grid.values()))
     members = [dict(zip(keys, combo)) for combo in combos]
     configs = []
+    if base_cfg.algo["algorithm"] != "ppo":
+        raise ValidationError.for_parameter("base.algo.algorithm", base_cfg.algo["algorithm"],
+                                            "'ppo' (a sweep trains PPO members in one program)")
     for i, assignment in enumerate(members):
         member_raw = copy.deepcopy(raw)
         for key, value in assignment.items():

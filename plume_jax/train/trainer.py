@@ -243,9 +243,15 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
     env, env_params = config.make_env()
     static = ppo_static(config)
     hp = hparams(config, env, env_params)
-    n_dev = resolve_devices(config.run["devices"], static.num_envs, "algo.num_envs")
-    mesh = make_mesh(n_dev, "envs") if n_dev > 1 else None
-    algo = PPO(env, env_params, static, mesh=mesh)
+    if config.algo["algorithm"] == "lookahead_vi":  # one device: no env-batch sharding
+        from plume_jax.train.lookahead import LookaheadVI
+
+        n_dev, mesh = 1, None
+        algo = LookaheadVI(env, env_params, static, epsilon=config.algo["epsilon"])
+    else:
+        n_dev = resolve_devices(config.run["devices"], static.num_envs, "algo.num_envs")
+        mesh = make_mesh(n_dev, "envs") if n_dev > 1 else None
+        algo = PPO(env, env_params, static, mesh=mesh)
     key = jax.random.key(config.run["seed"])
     num_updates = config.num_updates
     per_update = config.steps_per_update
