@@ -102,7 +102,6 @@ studies, not an error.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from typing import Any
 
@@ -115,6 +114,8 @@ from agents.base import describe
 from plume_jax.actions.discrete_grid import MOVES
 from plume_jax.errors import ValidationError
 from plume_jax.plumes.poisson import PoissonPlume
+from plume_jax.plumes.poisson_posterior import (  # noqa: F401  (capped_poisson_table: re-exported)
+    bayes_update, capped_poisson_table, likelihood_tables, plain_params)
 from plume_jax.sensors import CompositeSensor, HitsSensor
 
 #: A candidate cell holding the source with at least this probability is entered at once.
@@ -142,73 +143,6 @@ def _hits_sensor(sensor: Any, params: Any) -> tuple[Any, Any]:
         "sensor", sensor.type_name,
         "a 'hits' sensor (alone or in a composite): infotaxis updates its posterior from "
         "Poisson hit classes")
-
-
-def _plain_params(params: Any) -> tuple:
-    """A chex params dataclass as a hashable ``((name, values), ...)``."""
-    out = []
-    for field in dataclasses.fields(params):
-        value = np.asarray(getattr(params, field.name), np.float64).reshape(-1)
-        out.append((field.name, tuple(float(v) for v in value)))
-    return tuple(out)
-
-
-def capped_poisson_table(mu: np.ndarray, h_max: int) -> np.ndarray:
-    """f64[h_max, ...]: ``P(min(H, h_max - 1) = h)`` for ``H ~ Poisson(mu)``, in
-    float64 (the hits sensor's classes). The capped class ``P(H >= h_max - 1)``
-    is summed as a series where it is below 1/2 (no cancellation for small
-    ``mu``) and taken as the complement of the head elsewhere."""
-    mu = np.asarray(mu, np.float64)
-    log_mu = np.log(np.maximum(mu, 1e-300))
-
-    def term(k):
-        if k == 0:
-            return np.exp(-mu)
-        return np.where(mu > 0, np.exp(-mu + k * log_mu - math.lgamma(k + 1)), 0.0)
-
-    head = [term(k) for k in range(h_max - 1)]
-    head_sum = np.sum(head, axis=0)
-    series = np.zeros_like(mu)
-    for k in range(h_max - 1, h_max + 199):  # used only where P(H >= h_max - 1) < 1/2
-        series += term(k)
-    tail = np.where(head_sum > 0.5, series, 1.0 - head_sum)
-    return np.stack(head + [np.clip(tail, 0.0, 1.0)])
-
-
-@functools.lru_cache(maxsize=32)
-def likelihood_tables(plume: Any, plume_params: tuple, gain: float, h_max: int, width: int,
-                      height: int, goal_radius: float) -> dict[str, np.ndarray]:
-    """Tables over the source's offset from the agent, ``[dy + H-1, dx + W-1]``
-    for ``s - a = (dx, dy)``, float32:
-
-    - ``lik`` [h_max, 2H-1, 2W-1]: ``L_h = P(class h | s - a)``, zero inside
-      the goal radius;
-    - ``lik_log_lik``: ``L_h ln L_h`` (0 where ``L_h = 0``);
-    - ``lik_dist``: ``L_h · |s - a|_1`` (Manhattan distance, cells);
-    - ``inside`` [2H-1, 2W-1]: 1 where ``|s - a| <= goal_radius``.
-
-    ``μ`` comes from ``plume.hit_rate`` (the env's law, float32); the class
-    probabilities are computed from it in float64.
-    """
-    params_cls = type(plume).Params
-    values = {name: np.asarray(v, np.float32) if len(v) > 1 else np.float32(v[0])
-              for name, v in plume_params}
-    dy, dx = np.meshgrid(np.arange(-(height - 1), height), np.arange(-(width - 1), width),
-                         indexing="ij")
-    offset = np.stack([dx, dy], axis=-1).astype(np.float32)  # source - agent
-    with jax.ensure_compile_time_eval():
-        params = params_cls(**{k: jnp.asarray(v) for k, v in values.items()})
-        mu = np.asarray(jax.jit(plume.hit_rate)(jnp.asarray(-offset), params), np.float64)
-    mu = gain * np.maximum(mu, 0.0)
-    lik = capped_poisson_table(mu, h_max)
-    inside = np.hypot(dx, dy) <= goal_radius
-    lik[:, inside] = 0.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lik_log_lik = np.where(lik > 0, lik * np.log(lik), 0.0)
-    return {"lik": lik.astype(np.float32),
-            "lik_log_lik": lik_log_lik.astype(np.float32),
-            "lik_dist": (lik * (np.abs(dx) + np.abs(dy))).astype(np.float32),
-            "inside": inside.astype(np.float32)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -339,7 +273,7 @@ class InfotaxisPolicy:
             move_deltas=tuple((MOVES[n][0] * step, MOVES[n][1] * step) for n in names),
             hits_index=hits_index, position_index=position_index, start=start,
             width=int(env.grid.width), height=int(env.grid.height), h_max=int(sensor.h_max),
-            plume=plume, plume_params=_plain_params(params.plume),
+            plume=plume, plume_params=plain_params(params.plume),
             gain=float(np.asarray(sensor_params.gain)),
             goal_radius=float(np.asarray(params.goal_radius)),
             space_aware=bool(space_aware), tie_break=tie_break,
@@ -426,19 +360,7 @@ class InfotaxisPolicy:
         is impossible under the model (its likelihood mass underflows), only
         "the source is not within the goal radius here" is applied."""
         around = self._around(position) if around is None else around
-        lik = self._view(around, (0, 0))["lik"]
-        new = posterior * lik[hit_class]
-        total = jnp.sum(new)
-
-        def impossible(_):
-            outside = (jnp.sum(lik, axis=0) > 0).astype(jnp.float32)
-            fallback = posterior * outside
-            fallback_total = jnp.sum(fallback)
-            uniform = outside / jnp.maximum(jnp.sum(outside), 1.0)
-            return jnp.where(fallback_total > 0, fallback / jnp.maximum(fallback_total, 1e-38),
-                             uniform)
-
-        return jax.lax.cond(total > 0, lambda _: new / total, impossible, None).astype(jnp.float32)
+        return bayes_update(posterior, self._view(around, (0, 0))["lik"], hit_class)
 
     def candidates(self, position: jax.Array) -> tuple[jax.Array, jax.Array]:
         """``(cells i32[M, 2], valid bool[M])``: where each candidate move

@@ -81,6 +81,80 @@ def _gru(p: dict, h: jax.Array, x: jax.Array) -> jax.Array:
     return (1.0 - z) * n + z * h
 
 
+def _conv_torso(p: dict, net: dict[str, Any], act: Any, x: jax.Array) -> jax.Array:
+    """The ``cnn`` network's shared conv layers (``flax.linen.Conv``, 'SAME'
+    padding, same parameter names): the image ``[C, R, K]`` in the first
+    inputs -> its flattened last feature map, then the other inputs."""
+    shape = tuple(net["image_shape"])
+    channels, rows, cols = shape if len(shape) == 3 else (1,) + shape
+    size = channels * rows * cols
+    image = jnp.reshape(x[:size], (1, channels, rows, cols)).transpose(0, 2, 3, 1)
+    for i, stride in enumerate(net["conv_strides"]):
+        image = jax.lax.conv_general_dilated(
+            image, p[f"torso/conv_{i}/kernel"], (stride, stride), "SAME",
+            dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        image = act(image + p[f"torso/conv_{i}/bias"])
+    return jnp.concatenate([jnp.reshape(image, (-1,)), x[size:]])
+
+
+def lookahead_successors(image_shape: Any, likelihood: jax.Array, move_deltas: jax.Array,
+                         obs: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """What each move can lead to, from a ``belief`` sensor observation
+    (centred, full window, grid channel, optional summaries).
+
+    Args:
+        image_shape: ``(2, R, K)``: the posterior and the grid images.
+        likelihood: f32[h_max, R, K], the hit classes' likelihood over the
+            source's offset from the agent.
+        move_deltas: i32[M, 2], each move's ``(dx, dy)``.
+        obs: f32[D], the observation.
+
+    Returns:
+        ``(successors f32[M * h_max, D], baseline f32[M * h_max], mass
+        f32[M, h_max], valid bool[M])``: the observation after each move and
+        hit class (posterior and grid re-centred on the new cell, summaries
+        recomputed), its :func:`~plume_jax.plumes.poisson_posterior.search_time_estimate`,
+        the probability of each (not finding the source and reading that
+        class), and whether the move stays on the grid.
+    """
+    from plume_jax.plumes.poisson_posterior import (belief_summaries, predict_readings,
+                                                    search_time_estimate, shift_centred)
+
+    channels, rows, cols = (int(v) for v in image_shape)
+    size = rows * cols
+    obs = jnp.asarray(obs, jnp.float32).reshape(-1)
+    belief, grid = obs[:size].reshape(rows, cols), obs[size:2 * size].reshape(rows, cols)
+    summaries = obs.shape[0] > channels * size
+
+    def one(delta):
+        mass, posteriors = predict_readings(belief, likelihood, delta)
+        moved_grid = jnp.broadcast_to(shift_centred(grid, delta), posteriors.shape)
+        stats = jax.vmap(belief_summaries)(posteriors)
+        parts = [posteriors.reshape(-1, size), moved_grid.reshape(-1, size)]
+        if summaries:
+            parts.append(stats)
+        valid = grid[(rows - 1) // 2 + delta[1], (cols - 1) // 2 + delta[0]] > 0.5
+        return jnp.concatenate(parts, axis=-1), search_time_estimate(stats), mass, valid
+
+    succ, baseline, mass, valid = jax.vmap(one)(jnp.asarray(move_deltas, jnp.int32))
+    return succ.reshape(-1, obs.shape[0]), baseline.reshape(-1), mass, valid
+
+
+def lookahead_scores(spec: dict[str, Any], params: dict, obs: jax.Array) -> jax.Array:
+    """f32[M]: the expected number of steps to the source after each move,
+    ``1 + Σ_h mass_h V(successor_h)``, ``+inf`` for moves off the grid, with
+    ``V`` = the network's value output + ``lookahead/baseline`` × the
+    successor's search-time estimate (``plume_jax.train.lookahead``)."""
+    succ, baseline, mass, valid = lookahead_successors(
+        spec["network"]["image_shape"], params["lookahead/likelihood"],
+        params["lookahead/move_deltas"], obs)
+    carry = initial_carry(spec)
+    values = jax.vmap(lambda o: forward(spec, params, carry, o)[2])(succ)
+    values = values + params["lookahead/baseline"] * baseline
+    q = 1.0 + jnp.sum(mass * values.reshape(mass.shape), axis=-1)
+    return jnp.where(valid, q, jnp.inf)
+
+
 def check_spec(spec: dict[str, Any]) -> None:
     if not isinstance(spec, dict) or spec.get("format") != POLICY_FORMAT:
         raise ValueError(f"not a {POLICY_FORMAT} policy spec: {spec!r:.200}")
@@ -121,12 +195,17 @@ def forward(spec: dict[str, Any], params: dict, carry: TrainedCarry, obs: jax.Ar
         emb = act(_dense(params, "embed", x))
         hidden = _gru(params, jnp.where(carry.start, 0.0, hidden), emb)
         feats, heads = hidden, net["hidden_sizes"][1:]
+    elif net["type"] == "cnn":
+        feats, heads = _conv_torso(params, net, act, x), net["hidden_sizes"]
     else:
         feats, heads = x, net["hidden_sizes"]
-    a = feats
-    for i in range(len(heads)):
-        a = act(_dense(params, f"actor_{i}", a))
-    out = _dense(params, "actor_out", a)
+    if "actor_out/kernel" in params:
+        a = feats
+        for i in range(len(heads)):
+            a = act(_dense(params, f"actor_{i}", a))
+        out = _dense(params, "actor_out", a)
+    else:  # a value-only network (acted on by look-ahead)
+        out = jnp.zeros(spec["action_dim"], jnp.float32)
     value = None  # a centralised critic reads every agent's features: not one agent's to give
     if net.get("critic", "decentralised") != "centralised":
         c = feats
@@ -150,7 +229,14 @@ def initial_carry(spec: dict[str, Any]) -> TrainedCarry:
 def policy_step(spec: dict[str, Any], params: dict, carry: TrainedCarry, obs: jax.Array,
                 key: jax.Array, greedy: bool = True) -> tuple[jax.Array, TrainedCarry]:
     """Pure ``(env action, carry')``; ``params`` may be traced (e.g. vmapped
-    over the members of a sweep)."""
+    over the members of a sweep). A policy trained by look-ahead value
+    iteration (``lookahead/*`` model arrays in ``params``) takes the move of
+    least :func:`lookahead_scores`, first in move order on ties (always
+    greedy)."""
+    if "lookahead/likelihood" in params:
+        index = jnp.argmin(lookahead_scores(spec, params, obs))
+        action = jnp.asarray(params["lookahead/move_ids"], jnp.int32)[index]
+        return action, carry.replace(prev_action=action, start=jnp.asarray(False))
     hidden, (out, log_std), _, tobs = forward(spec, params, carry, obs)
     if spec["discrete"]:
         action = (jnp.argmax(out) if greedy

@@ -100,6 +100,8 @@ SENSOR_CASES = cases(SENSORS, {
     "poisson": [{"max_hits": 2, "rate": 3.0}],
     "noise": [{"sensor": {"type": "antennae", "count": 3}, "std": 0.2}],
     "history": [{"sensor": {"type": "wind", "noise_std": 0.1}, "length": 3}],
+    "belief": [{"sensor": {"type": "hits", "h_max": 3, "nonzero_first": True},
+                "window": [5, 3], "goal_radius": 1.0}, {"centred": False}],
     "composite": [
         {"sensors": [{"type": "antennae"}, {"type": "wind", "noise_std": 0.1},
                      {"type": "history", "sensor": "poisson"}, "binary"]},

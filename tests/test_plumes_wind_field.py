@@ -42,7 +42,9 @@ def gust_params(std=0.7, damping=0.3, bandwidth=0.15, diffusivity=2.0) -> GustPa
         wind_gust_diffusivity=diffusivity).items()})
 
 
-@pytest.mark.parametrize("damping,bandwidth", [(0.1, 0.2), (0.7, 0.05), (1.0, 0.3), (3.0, 0.5)])
+@pytest.mark.parametrize("damping,bandwidth", [(0.1, 0.2), (0.7, 0.05), (1.0, 0.3), (3.0, 0.5),
+                                               (1.5, 2.0), (100.0, math.pi), (100.0, 0.01),
+                                               (1e-6, 3.14)])
 def test_noise_transition_is_the_exact_exponential(damping, bandwidth):
     """Φ = D⁻¹ expm(A) D (under-, critically and over-damped) and L Lᵀ = I - Φ Φᵀ."""
     phi, chol = (np.asarray(x, np.float64) for x in noise_transition(damping, bandwidth))
@@ -51,6 +53,22 @@ def test_noise_transition_is_the_exact_exponential(damping, bandwidth):
     np.testing.assert_allclose(phi, np.linalg.inv(d) @ scipy.linalg.expm(a) @ d, atol=2e-6)
     np.testing.assert_allclose(chol @ chol.T, np.eye(2) - phi @ phi.T, atol=2e-6)
     assert chol[0, 1] == 0.0
+
+
+def test_strongly_damped_gust_noise_stays_finite():
+    """Regression: damping 100 with bandwidth π (both accepted) gave NaN
+    observations on the Gusty/Farrell presets: e^{-ζω} underflowed to 0 and
+    cosh δ overflowed to inf in float32, and 0 × inf is NaN."""
+    phi, chol = noise_transition(jnp.float32(100.0), jnp.float32(math.pi))
+    assert np.isfinite(np.asarray(phi)).all() and np.isfinite(np.asarray(chol)).all()
+    env, params = plume_jax.make("PlumeNav-Filament-Gusty-v0", grid_size=[32, 24],
+                                 plume={"wind_gust_damping": 100.0,
+                                        "wind_gust_bandwidth": math.pi, "warmup_steps": 4,
+                                        "source": [4.0, 12.0]},
+                                 start={"min_distance": 2.0, "max_distance": 10.0})
+    obs, state = env.reset(jax.random.key(0), params)
+    obs, *_ = env.step(jax.random.key(1), state, 1, params)
+    assert np.isfinite(np.asarray(obs)).all()
 
 
 # -- the boundary noise --------------------------------------------------------

@@ -4,7 +4,13 @@ compiled program per static structure (:mod:`plume_jax.train.sweep`).
 
 Every input (config files, ``--set`` values, the output folder, the
 checkpoint to resume and its config) is checked before anything is
-written or compiled."""
+written or compiled.
+
+Both run across several processes (hosts) when their flags
+(``--coordinator``, ``--num-processes``, ``--process-id``) or the launcher's
+environment say so (:mod:`plume_jax.train.distributed`): they join the
+multi-process system right after reading the config, before any other JAX
+computation, and only process 0 reports."""
 
 from __future__ import annotations
 
@@ -41,6 +47,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--wandb", default=None, metavar="PROJECT",
                        help="also log to this Weights & Biases project (needs wandb)")
     train.add_argument("--quiet", action="store_true", help="no progress bar or lines")
+    _add_process_flags(train)
 
     sweep = sub.add_parser("sweep", help="train a grid of configurations (one compiled program "
                            "per static structure)")
@@ -61,6 +68,31 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                        help="also log every member to this Weights & Biases project (needs "
                        "wandb)")
     sweep.add_argument("--quiet", action="store_true", help="no progress bar or lines")
+    _add_process_flags(sweep)
+
+
+def _add_process_flags(parser: argparse.ArgumentParser) -> None:
+    multi = parser.add_argument_group(
+        "several processes", "run across processes (hosts): start the same command in every "
+        "process with these three flags, or let run.distributed=auto read them from the "
+        "launcher (SLURM srun, multi-host Cloud TPU, JAX_COORDINATOR_ADDRESS / "
+        "JAX_NUM_PROCESSES / JAX_PROCESS_ID); process 0 writes the outputs")
+    multi.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                       help="address of process 0, where the processes meet")
+    multi.add_argument("--num-processes", type=int, default=None, metavar="N",
+                       help="number of processes")
+    multi.add_argument("--process-id", type=int, default=None, metavar="I",
+                       help="this process's id, 0 to N-1")
+
+
+def _join(args: argparse.Namespace, distributed: str) -> bool:
+    """Join the multi-process system the flags, ``run.distributed`` and the
+    launcher ask for (before any JAX computation); True in process 0."""
+    from plume_jax.train.distributed import is_main_process, join
+
+    join(distributed, coordinator=args.coordinator, num_processes=args.num_processes,
+         process_id=args.process_id)
+    return is_main_process()
 
 
 def train_overrides(args: argparse.Namespace) -> dict:
@@ -102,8 +134,11 @@ def run_train(args: argparse.Namespace) -> int:
         config = load_train_config(args.config, overrides)
     out = pathlib.Path(args.out) if args.out else (
         run_dir if run_dir is not None else pathlib.Path(default_out(args.config)))
+    main = _join(args, config.run["distributed"])
     result = train(config, out, progress=not args.quiet, resume=args.resume,
                    overwrite=args.overwrite)
+    if not main:
+        return 0  # process 0 reports
     print_summary(result.summary)
     print(f"outputs in {out}/ (config.yaml, metrics.jsonl, metrics.csv, learning_curve.png, "
           "tensorboard/, checkpoint/, policy/, summary.json)")
@@ -137,8 +172,11 @@ def run_sweep(args: argparse.Namespace) -> int:
     else:
         config = load_sweep_config(args.config, overrides)
         out = pathlib.Path(args.out or default_out(args.config))
+    main = _join(args, config.base.run["distributed"])
     result = sweep(config, out, progress=not args.quiet, overwrite=args.overwrite,
                    resume=args.resume is not None)
+    if not main:
+        return 0  # process 0 reports
     print_results(result.summary)
     print(f"outputs in {out}/ (summary.md, results.csv, results.json, metrics.jsonl, "
           "eval_success.png, eval_steps.png, train_success.png, train_return.png, members/)")

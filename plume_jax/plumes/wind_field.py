@@ -129,11 +129,23 @@ def noise_transition(damping: jax.Array, bandwidth: jax.Array) -> tuple[jax.Arra
     tiny = jnp.float32(1e-30)
     beta = jnp.sqrt(jnp.maximum(-q, tiny))
     gamma = jnp.sqrt(jnp.maximum(q, tiny))
-    c = jnp.where(q < 0, jnp.cos(beta), jnp.cosh(gamma))
-    s = jnp.where(q < 0, jnp.sin(beta) / beta, jnp.sinh(gamma) / gamma)
+    # e^μ C and e^μ S. Strongly overdamped (δ >= 1), as the two decaying modes
+    # e^{μ ± δ}: e^μ and cosh δ alone under- and overflow there (ζ ω of 100s),
+    # and the slow rate μ + δ = -ω / (ζ + √(ζ² - 1)) is written without the
+    # cancellation. Below δ = 1 (then μ > -1 - π) the direct form is exact and
+    # keeps the critically damped limit S -> 1.
     decay = jnp.exp(mu)
-    phi = decay * jnp.stack([jnp.stack([c - mu * s, omega * s]),
-                             jnp.stack([-omega * s, c + mu * s])])
+    slow = jnp.exp(-omega / (zeta + jnp.sqrt(jnp.maximum(jnp.square(zeta) - 1.0, 0.0))))
+    fast = jnp.exp(mu - gamma)
+    strong = gamma >= 1.0
+    safe_gamma = jnp.minimum(gamma, 1.0)
+    c = jnp.where(q < 0, decay * jnp.cos(beta),
+                  jnp.where(strong, 0.5 * (slow + fast), decay * jnp.cosh(safe_gamma)))
+    s = jnp.where(q < 0, decay * jnp.sin(beta) / beta,
+                  jnp.where(strong, 0.5 * (slow - fast) / gamma,
+                            decay * jnp.sinh(safe_gamma) / safe_gamma))
+    phi = jnp.stack([jnp.stack([c - mu * s, omega * s]),
+                     jnp.stack([-omega * s, c + mu * s])])
     q11 = 1.0 - (jnp.square(phi[0, 0]) + jnp.square(phi[0, 1]))
     q12 = -(phi[0, 0] * phi[1, 0] + phi[0, 1] * phi[1, 1])
     q22 = 1.0 - (jnp.square(phi[1, 0]) + jnp.square(phi[1, 1]))

@@ -20,6 +20,8 @@ type name         observation
 ``wind``          f32[2], wind velocity (body or world frame), noisy, clipped
 ``patch``         f32[k*k], k x k concentration patch centred on the agent
 ``position``      f32[2], the agent's own (x, y) cell (for Bayesian searchers)
+``belief``        f32[h*w], the Bayesian posterior over the source cell (Poisson
+                  hits), optionally centred on the agent
 ``noise``         a wrapped sensor's reading + Gaussian noise, clipped
 ``history``       f32[n*d], the last n readings of a wrapped sensor
 ``composite``     components concatenated (Box) or keyed by name (Dict)
@@ -28,6 +30,7 @@ type name         observation
 
 from plume_jax.sensors.antennae import AntennaeSensor
 from plume_jax.sensors.base import MemorylessSensor, Sensor
+from plume_jax.sensors.belief import BeliefSensor
 from plume_jax.sensors.composite import CompositeSensor
 from plume_jax.sensors.concentration import BinarySensor, ConcentrationSensor, PoissonSensor
 from plume_jax.sensors.hits import HitsSensor
@@ -39,10 +42,11 @@ from plume_jax.settings import type_table
 
 SENSORS = type_table(ConcentrationSensor, BinarySensor, PoissonSensor, AntennaeSensor, WindSensor,
                      PatchSensor, NoiseSensor, HistorySensor, CompositeSensor, HitsSensor,
-                     PositionSensor)
+                     PositionSensor, BeliefSensor)
 
 __all__ = [
     "AntennaeSensor",
+    "BeliefSensor",
     "BinarySensor",
     "CompositeSensor",
     "ConcentrationSensor",

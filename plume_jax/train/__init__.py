@@ -23,7 +23,9 @@ all local devices.
 - :mod:`plume_jax.train.progress`, :mod:`plume_jax.train.loggers`,
   :mod:`plume_jax.train.plots`: progress from inside the program, metrics
   files, TensorBoard / W&B, figures.
-- :mod:`plume_jax.train.sharding`: multi-device (and multi-host) notes.
+- :mod:`plume_jax.train.sharding`: the device mesh (env batch or members).
+- :mod:`plume_jax.train.distributed`: one run across several processes
+  (hosts): joining ``jax.distributed``, process 0 writes.
 """
 
 from plume_jax.train.config import TrainConfig, load_train_config, train_config

@@ -10,6 +10,11 @@ training (so metrics reach the disk regularly) and the time left until a
 timed checkpoint (``checkpoint_minutes``) is due. After every chunk
 ``on_chunk`` gets its metrics; when a checkpoint is due ``on_checkpoint``
 gets the runner.
+
+With several processes (:mod:`plume_jax.train.distributed`) every process
+runs the same calls: the chunk lengths and the checkpoint decisions are
+process 0's (:func:`~plume_jax.train.distributed.agree`), and the metrics
+are gathered to every process before ``on_chunk``.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any, Callable
 import jax
 
 from plume_jax.progress import ProgressBar
+from plume_jax.train.distributed import agree, host_copy
 
 #: Seconds of training between two host visits (metrics written, checkpoint
 #: due?); the chunk lengths follow from the measured speed.
@@ -110,8 +116,9 @@ def run_in_chunks(algo: Any, runner: Any, hp: Any, env_params: Any, *, done: int
             n = min(num_updates - done, MAX_CHUNK)
         else:
             left = None if interval is None else interval - (time.monotonic() - last_checkpoint)
-            n = next_chunk(done, num_updates, every=every, seconds_per_update=seconds_per_update,
-                           seconds_to_checkpoint=left)
+            n = agree(next_chunk(done, num_updates, every=every,
+                                 seconds_per_update=seconds_per_update,
+                                 seconds_to_checkpoint=left))
         printer.restart(done * steps)
         t0 = time.perf_counter()
         runner, metrics = program(runner, hp, env_params, count=n)
@@ -121,12 +128,12 @@ def run_in_chunks(algo: Any, runner: Any, hp: Any, env_params: Any, *, done: int
         seconds_per_update = elapsed / n
         done += n
         if on_chunk is not None:
-            on_chunk(jax.device_get(jax.tree.map(lambda x: x[:n], metrics)), done)
+            on_chunk(host_copy(jax.tree.map(lambda x: x[:n], metrics)), done)
         if on_checkpoint is None:
             continue
         kept = bool(every) and done % every == 0 and done < num_updates
-        timed = interval is not None and (time.monotonic() - last_checkpoint
-                                          + 0.5 * seconds_per_update >= interval)
+        timed = bool(agree(interval is not None and (time.monotonic() - last_checkpoint
+                                                     + 0.5 * seconds_per_update >= interval)))
         if kept or timed or done == num_updates:
             t0 = time.perf_counter()
             on_checkpoint(runner, done, kept)

@@ -7,7 +7,11 @@ A training config has five sections; every key is optional except
       id: PlumeNav-Gaussian-v0 # a preset id (plume-jax list) ...
       config: null             # ... or the path of an env config YAML
       overrides: {}            # passed to plume_jax.make / make_from_config
-    algo:                      # PPO
+    algo:                      # PPO (or look-ahead value iteration, below)
+      algorithm: ppo           # ppo | lookahead_vi: fitted value iteration on
+                               # the belief sensor with a one-step model
+                               # look-ahead (plume_jax.train.lookahead; static)
+      epsilon: 0.1             # lookahead_vi: probability of a random move
       total_steps: 1000000     # env steps; rounded down to whole updates
       num_envs: 64             # parallel envs          (static)
       num_steps: 128           # rollout length          (static)
@@ -26,10 +30,17 @@ A training config has five sections; every key is optional except
       normalize_obs: false     # running mean/std of observations (static)
       normalize_advantages: true  # (static)
     network:                   # (all static)
-      type: mlp                # mlp | gru
+      type: mlp                # mlp | gru | cnn
       hidden_sizes: [64, 64]   # mlp: actor and critic layers; gru: the input
-                               # embedding, then the actor / critic head layers
+                               # embedding, then the actor / critic head layers;
+                               # cnn: the actor / critic layers after the conv torso
       gru_size: 64             # GRU hidden size (gru only)
+      image_shape: null        # cnn: [rows, columns] or [channels, rows, columns]
+                               # of the image in the first inputs (the belief
+                               # sensor's window: rows = columns = 2 * grid - 1)
+      conv_features: [8, 16, 16]  # cnn: output channels of each conv layer
+      conv_kernels: [3, 3, 3]  # cnn: kernel side of each conv layer
+      conv_strides: [2, 2, 2]  # cnn: stride of each conv layer ('SAME' padding)
       activation: tanh         # tanh | relu
       obs_transform: none      # none | log  (log(obs + log_eps))
       log_eps: 1.0e-6
@@ -51,7 +62,12 @@ A training config has five sections; every key is optional except
                                # in checkpoints/update_N/ (null: none)
       devices: auto            # auto | N: shard the env batch (a sweep: its
                                # members) over N local devices; auto: as many
-                               # as divide the batch
+                               # as divide the batch (several processes:
+                               # all their devices)
+      distributed: auto        # auto | cluster | off: join a multi-process
+                               # run (plume_jax.train.distributed): auto when
+                               # the launcher's environment says so (SLURM
+                               # srun, multi-host Cloud TPU, JAX_* variables)
       tensorboard: true        # TensorBoard event files in tensorboard/
       wandb_project: null      # a Weights & Biases project to log to (needs
                                # the wandb package); null: no W&B
@@ -223,6 +239,8 @@ ENV_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
 }
 
 ALGO_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
+    "algorithm": ("ppo", choice("ppo", "lookahead_vi"), True),
+    "epsilon": (0.1, real(0.0, 1.0), True),
     "total_steps": (_REQUIRED, integer(1, 10**13), True),
     "num_envs": (64, integer(1, 1 << 20), True),
     "num_steps": (128, integer(1, 1 << 16), True),
@@ -242,10 +260,26 @@ ALGO_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
     "normalize_advantages": (True, boolean(), True),
 }
 
+def image_shape_check(name: str, value: Any) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    allowed = "null or [rows, columns] or [channels, rows, columns] (integers >= 1)"
+    if isinstance(value, (list, tuple)) and len(value) not in (2, 3):
+        raise ValidationError.for_parameter(name, value, allowed)
+    try:
+        return int_list()(name, value)
+    except ValidationError:
+        raise ValidationError.for_parameter(name, value, allowed) from None
+
+
 NETWORK_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
-    "type": ("mlp", choice("mlp", "gru"), True),
+    "type": ("mlp", choice("mlp", "gru", "cnn"), True),
     "hidden_sizes": ((64, 64), int_list(), True),
     "gru_size": (64, integer(1, 65536), True),
+    "image_shape": (None, image_shape_check, True),
+    "conv_features": ((8, 16, 16), int_list(), True),
+    "conv_kernels": ((3, 3, 3), int_list(1, 64), True),
+    "conv_strides": ((2, 2, 2), int_list(1, 64), True),
     "activation": ("tanh", choice("tanh", "relu"), True),
     "obs_transform": ("none", choice("none", "log"), True),
     "log_eps": (1e-6, real(0.0, 1.0, low_open=True), True),
@@ -255,12 +289,16 @@ NETWORK_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
     "critic": ("decentralised", choice("decentralised", "centralised"), True),
 }
 
+#: Values of ``run.distributed`` (see :mod:`plume_jax.train.distributed`).
+DISTRIBUTED_MODES = ("auto", "cluster", "off")
+
 RUN_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
     "seed": (0, integer(0, 2**31 - 1), False),
     "log_every": (10, integer(1, 10**9), True),
     "checkpoint_minutes": (5.0, real(0.0, 10**6, low_open=True, none_ok=True), False),
     "checkpoint_every": (None, integer(1, 10**9, none_ok=True), False),
     "devices": ("auto", devices_check, True),
+    "distributed": ("auto", choice(*DISTRIBUTED_MODES), False),
     "tensorboard": (True, boolean(), False),
     "wandb_project": (None, string_or_none, False),
 }
@@ -310,6 +348,10 @@ class NetworkConfig:
     type: str = "mlp"
     hidden_sizes: tuple[int, ...] = (64, 64)
     gru_size: int = 64
+    image_shape: tuple[int, ...] | None = None
+    conv_features: tuple[int, ...] = (8, 16, 16)
+    conv_kernels: tuple[int, ...] = (3, 3, 3)
+    conv_strides: tuple[int, ...] = (2, 2, 2)
     activation: str = "tanh"
     obs_transform: str = "none"
     log_eps: float = 1e-6
@@ -318,9 +360,30 @@ class NetworkConfig:
     log_std_init: float = 0.0
     critic: str = "decentralised"
 
+    def __post_init__(self):
+        if self.type != "cnn":
+            return
+        if self.image_shape is None:
+            raise ValidationError.for_parameter(
+                "network.image_shape", None,
+                "[rows, columns] or [channels, rows, columns] for network.type 'cnn' (the image "
+                "in the first inputs; the belief sensor's is [2H-1, 2W-1])")
+        sizes = {"conv_features": len(self.conv_features), "conv_kernels": len(self.conv_kernels),
+                 "conv_strides": len(self.conv_strides)}
+        if len(set(sizes.values())) != 1:
+            raise ValidationError.for_parameter(
+                "network.conv_kernels", list(self.conv_kernels),
+                f"one entry per conv layer, as many as conv_features and conv_strides ({sizes})")
+
     @property
     def recurrent(self) -> bool:
         return self.type == "gru"
+
+    @property
+    def image_channels_rows_columns(self) -> tuple[int, int, int]:
+        """``(channels, rows, columns)`` of the cnn's image."""
+        shape = tuple(self.image_shape)
+        return shape if len(shape) == 3 else (1,) + shape
 
 
 @dataclasses.dataclass(frozen=True)
@@ -335,8 +398,8 @@ class TrainConfig:
     eval: dict[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
-        net = dataclasses.asdict(self.network)
-        net["hidden_sizes"] = list(net["hidden_sizes"])
+        net = {k: list(v) if isinstance(v, tuple) else v
+               for k, v in dataclasses.asdict(self.network).items()}
         return {"env": copy.deepcopy(self.env), "algo": dict(self.algo), "network": net,
                 "run": dict(self.run), "eval": dict(self.eval)}
 
@@ -526,10 +589,11 @@ def static_signature(config: TrainConfig) -> dict[str, Any]:
 
 
 #: Settings a resumed run may change: the budget, logging, checkpointing,
-#: devices and the final evaluation. Everything else defines the problem or
-#: the algorithm and must equal the checkpoint's.
+#: devices and processes, and the final evaluation. Everything else defines
+#: the problem or the algorithm and must equal the checkpoint's.
 RESUME_MAY_CHANGE = ("algo.total_steps", "run.log_every", "run.checkpoint_minutes",
-                     "run.checkpoint_every", "run.devices", "run.tensorboard",
+                     "run.checkpoint_every", "run.devices", "run.distributed",
+                     "run.tensorboard",
                      "run.wandb_project", "eval.*")
 
 

@@ -12,6 +12,13 @@ bootstrapping and training code is the same for both.
 - ``gru``: a dense embedding (``hidden_sizes[0]`` units) -> a GRU
   (``gru_size``) whose state is zeroed wherever ``starts`` is True (an episode
   boundary) -> separate actor and critic MLP heads (``hidden_sizes[1:]``).
+- ``cnn``: the first ``channels * rows * columns`` inputs are an image
+  (``image_shape``, channel-major, row-major: the ``belief`` sensor's
+  posterior window) -> a conv torso shared by actor and critic (per layer:
+  ``conv_features[i]`` channels, a ``conv_kernels[i]`` square kernel,
+  stride ``conv_strides[i]``, ``'SAME'`` padding, the activation) ->
+  flattened, followed by the remaining inputs (e.g. the previous action) ->
+  separate actor and critic MLP heads (``hidden_sizes``).
 
 Many agents (``num_agents`` > 1) share one network: the batch axis ``B``
 is ``envs x agents``, agent-minor (the rows of one env are contiguous).
@@ -76,6 +83,37 @@ class _GRUSequence(nn.Module):
         return h, y
 
 
+class ConvTorso(nn.Module):
+    """The ``cnn`` network's shared conv layers: f32[..., D] inputs whose first
+    ``C * R * K`` entries are an image ``[C, R, K]`` -> f32[..., F] features
+    (the flattened last feature map, then the other inputs)."""
+
+    config: NetworkConfig
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        cfg = self.config
+        channels, rows, cols = cfg.image_channels_rows_columns
+        size = channels * rows * cols
+        if x.shape[-1] < size:
+            from plume_jax.errors import ValidationError
+
+            raise ValidationError.for_parameter(
+                "network.image_shape", list(cfg.image_shape),
+                f"an image that fits the {x.shape[-1]} network inputs (it needs {size})")
+        lead = x.shape[:-1]
+        image = jnp.reshape(x[..., :size], (-1, channels, rows, cols)).transpose(0, 2, 3, 1)
+        act = _act(cfg.activation)
+        for i, (features, kernel, stride) in enumerate(zip(cfg.conv_features, cfg.conv_kernels,
+                                                           cfg.conv_strides)):
+            image = act(nn.Conv(features, (kernel, kernel), strides=(stride, stride),
+                                padding="SAME", kernel_init=nn.initializers.orthogonal(
+                                    math.sqrt(2.0)),
+                                bias_init=nn.initializers.zeros_init(), name=f"conv_{i}")(image))
+        feats = jnp.reshape(image, lead + (-1,))
+        return jnp.concatenate([feats, x[..., size:]], axis=-1)
+
+
 def joint_features(feats: jax.Array, num_agents: int) -> jax.Array:
     """The centralised critic's input: f32[..., B, F] (``B = envs x
     num_agents``, agent-minor) -> f32[..., B, num_agents * F], where row
@@ -92,12 +130,14 @@ class ActorCritic(nn.Module):
     """See the module docstring. ``action_dim``: number of discrete actions,
     or the size of a ``Box`` action; ``num_agents``: agents per env (the
     batch is ``envs x num_agents`` rows; only the centralised critic reads
-    it)."""
+    it). ``value_only``: no actor head (the logits are zeros), for a value
+    network acted on by look-ahead (:mod:`plume_jax.train.lookahead`)."""
 
     config: NetworkConfig
     action_dim: int
     discrete: bool
     num_agents: int = 1
+    value_only: bool = False
 
     @nn.compact
     def __call__(self, hidden: jax.Array, x: jax.Array, starts: jax.Array):
@@ -108,9 +148,18 @@ class ActorCritic(nn.Module):
             emb = act(_dense(cfg.hidden_sizes[0], sqrt2, "embed")(x))
             hidden, feats = _GRUSequence(cfg.gru_size, name="gru")(hidden, (emb, starts))
             head_sizes = cfg.hidden_sizes[1:]
+        elif cfg.type == "cnn":
+            feats = ConvTorso(cfg, name="torso")(x)
+            head_sizes = cfg.hidden_sizes
         else:
             feats = x
             head_sizes = cfg.hidden_sizes
+        if self.value_only:
+            c = feats
+            for i, n in enumerate(head_sizes):
+                c = act(_dense(n, sqrt2, f"critic_{i}")(c))
+            value = _dense(1, 0.0, "critic_out")(c)[..., 0]  # starts at 0 (a correction)
+            return hidden, (jnp.zeros(value.shape + (self.action_dim,), jnp.float32), None), value
         a = feats
         for i, n in enumerate(head_sizes):
             a = act(_dense(n, sqrt2, f"actor_{i}")(a))

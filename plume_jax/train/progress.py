@@ -154,13 +154,18 @@ def write_jsonl(path: str | pathlib.Path, rows: Iterable[dict[str, Any]]) -> Non
     _atomic_write(pathlib.Path(path), text.encode())
 
 
+def rows_up_to(path: str | pathlib.Path, last_update: int) -> list[dict[str, Any]]:
+    """The rows of a metrics file for updates ``<= last_update`` (a
+    checkpoint's), without a torn last line."""
+    return [r for r in read_jsonl(path) if int(r.get("update", 0)) <= last_update]
+
+
 def trim_jsonl(path: str | pathlib.Path, last_update: int) -> list[dict[str, Any]]:
     """Keep the rows of updates ``<= last_update`` (a checkpoint's) and drop
     the rest and any torn line: the metrics then match the checkpoint a run
     resumes from, so no update is counted twice. Returns the rows kept."""
     path = pathlib.Path(path)
-    rows = read_jsonl(path)
-    kept = [r for r in rows if int(r.get("update", 0)) <= last_update]
+    kept = rows_up_to(path, last_update)
     if path.exists():
         write_jsonl(path, kept)
     return kept

@@ -13,21 +13,18 @@
   trains its own members and nothing is communicated, so a sweep scales
   with the number of devices.
 
-Multi-host
-----------
-The same code runs on several hosts (e.g. TPU pods, or GPU nodes) once
-every process has called ``jax.distributed.initialize()`` (with
-``coordinator_address``, ``num_processes`` and ``process_id``, or
-auto-detected on TPU / SLURM) *before* any other JAX call, and then runs the
-same program: ``jax.devices()`` lists the devices of all hosts, so
-:func:`mesh` over ``jax.devices()`` spans them and the compiled program is
-SPMD across hosts. Each process builds its inputs with the same seed (the
-runner is created inside jit from a key, so every process computes the same
-global arrays and keeps only its addressable shards). Host-side outputs
-(metrics, checkpoints, exported policies) should be written by process 0
-only (``jax.process_index() == 0``); gather a sharded array to every host
-with ``jax.experimental.multihost_utils.process_allgather`` before saving.
-``plume-jax train`` uses local devices by default (``run.devices: auto``).
+Several processes
+-----------------
+The same code runs on several hosts (GPU nodes, a TPU pod, or processes on
+one machine) once every process has joined one JAX system
+(:mod:`plume_jax.train.distributed`, which ``plume-jax train`` does from
+its flags or the launcher's environment): ``jax.devices()`` then lists the
+devices of every process, :func:`resolve_devices` uses all of them, and
+:func:`mesh` over ``jax.devices()`` spans the processes, so the compiled
+program is SPMD across them. Every process builds the same runner from the
+same seed (or reads the same checkpoint) and :func:`shard_runner` keeps only
+its own shards. Host-side outputs are written by process 0 after gathering
+(:func:`plume_jax.train.distributed.host_copy`).
 """
 
 from __future__ import annotations
@@ -42,9 +39,23 @@ from plume_jax.errors import ValidationError
 
 
 def resolve_devices(requested: Any, batch: int, what: str) -> int:
-    """How many local devices to use: ``requested`` (an int), or for
-    ``"auto"`` the largest count ``<= jax.local_device_count()`` that
-    divides ``batch``."""
+    """How many devices to use: ``requested`` (an int), or for ``"auto"`` the
+    largest count ``<= jax.local_device_count()`` that divides ``batch``.
+
+    With several processes (:mod:`plume_jax.train.distributed`) every
+    device of every process is used: ``requested`` must be ``"auto"`` or
+    ``jax.device_count()``, and it must divide ``batch``."""
+    if jax.process_count() > 1:
+        total = jax.device_count()
+        if requested not in ("auto", total):
+            raise ValidationError.for_parameter(
+                "run.devices", requested, f"'auto' or {total}: a run of {jax.process_count()} "
+                f"processes uses all their {total} devices")
+        if batch % total:
+            raise ValidationError.for_parameter(
+                what, batch, f"a multiple of the {total} devices of the {jax.process_count()} "
+                "processes, so that it splits evenly")
+        return total
     available = jax.local_device_count()
     if requested == "auto":
         return max(d for d in range(1, available + 1) if batch % d == 0)
@@ -102,12 +113,21 @@ def runner_shardings(runner: Any, m: Mesh, axis: str) -> Any:
     return runner.replace(**fields)
 
 
+def put(x: Any, sharding: NamedSharding) -> Any:
+    """``jax.device_put(x, sharding)``, also for typed PRNG keys on a mesh
+    that spans several processes (placed as their key data). Every process
+    passes the same global value and keeps its own shards."""
+    if isinstance(x, jax.Array) and jax.numpy.issubdtype(x.dtype, jax.dtypes.prng_key):
+        return jax.random.wrap_key_data(jax.device_put(jax.random.key_data(x), sharding))
+    return jax.device_put(x, sharding)
+
+
 def shard_runner(runner: Any, m: Mesh, axis: str) -> Any:
     """Place a runner on the mesh (see :func:`runner_shardings`)."""
-    return jax.device_put(runner, runner_shardings(runner, m, axis))
+    return jax.tree.map(put, runner, runner_shardings(runner, m, axis))
 
 
 def shard_members(tree: Any, m: Mesh, axis: str) -> Any:
     """Place every leaf (leading sweep-member axis) split along ``axis``."""
     sharding = batch_sharding(m, axis)
-    return jax.tree.map(lambda x: jax.device_put(x, sharding), tree)
+    return jax.tree.map(lambda x: put(x, sharding), tree)

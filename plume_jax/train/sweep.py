@@ -53,12 +53,15 @@ members costs about M single runs (the work is the same and a single run
 already keeps the cores busy), but each group compiles once and runs as one
 program; with several devices the members are sharded across them
 (``run.devices``) and nothing is communicated, so the sweep scales with the
-device count. Because ``vmap`` changes the order of floating-point
-reductions, a member agrees with the single run of the same seed and
-hyperparameters to float tolerance over the first updates; over long runs
-the two drift apart (PPO is chaotic in its parameters) and agree only
-statistically. A member resumed with ``plume-jax train --resume`` continues
-as a single run.
+device count. Across several processes (:mod:`plume_jax.train.distributed`)
+the members of a program shard over every device of every process (their
+number must be a multiple of the device count); process 0 writes the
+outputs, from the members' state gathered to every process. Because
+``vmap`` changes the order of floating-point reductions, a member agrees
+with the single run of the same seed and hyperparameters to float tolerance
+over the first updates; over long runs the two drift apart (PPO is chaotic
+in its parameters) and agree only statistically. A member resumed with
+``plume-jax train --resume`` continues as a single run.
 """
 
 from __future__ import annotations
@@ -87,12 +90,13 @@ from plume_jax.train.checkpoint import export_policy, load_checkpoint, policy_ar
 from plume_jax.train.chunks import run_in_chunks
 from plume_jax.train.config import TrainConfig, apply_dotted, dump_yaml, read_yaml, \
     static_signature, train_config
+from plume_jax.train.distributed import barrier, check_joined, host_copy, is_main_process
 from plume_jax.train.evaluation import evaluate
 from plume_jax.train.loggers import RunLoggers, check_wandb
 from plume_jax.train.plots import plot_setting_bars, plot_setting_curves
 from plume_jax.train.ppo import PPO
-from plume_jax.train.progress import Progress, append_jsonl, metric_rows, trim_jsonl, \
-    write_csv, write_jsonl
+from plume_jax.train.progress import Progress, append_jsonl, metric_rows, rows_up_to, \
+    trim_jsonl, write_csv, write_jsonl
 from plume_jax.train.run_folder import check_out_dir, clear_outputs, make_out_dir
 from plume_jax.train.sharding import mesh as make_mesh, resolve_devices, shard_members
 from plume_jax.train.trainer import hparams, machine_info, ppo_static
@@ -194,6 +198,9 @@ def sweep_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None
         combos = list(itertools.product(*grid.values()))
     members = [dict(zip(keys, combo)) for combo in combos]
     configs = []
+    if base_cfg.algo["algorithm"] != "ppo":
+        raise ValidationError.for_parameter("base.algo.algorithm", base_cfg.algo["algorithm"],
+                                            "'ppo' (a sweep trains PPO members in one program)")
     for i, assignment in enumerate(members):
         member_raw = copy.deepcopy(raw)
         for key, value in assignment.items():
@@ -426,6 +433,9 @@ def _resume_program(s: SweepSetup, folder: pathlib.Path) -> tuple[Any, int, list
                 f"a checkpoint of this sweep's program (its {key} differ from sweep.yaml's)")
     done = int(meta["update"])
     members = s.sweep.names
+    if not is_main_process():  # reads; process 0 trims the files
+        return runner, done, [rows_up_to(folder.parent.parent / "members" / members[i] /
+                                          "metrics.jsonl", done) for i in s.members]
     rows = [trim_jsonl(folder.parent.parent / "members" / members[i] / "metrics.jsonl", done)
             for i in s.members]
     for kept in (folder / "checkpoints").glob("update_*"):  # an abandoned continuation's
@@ -442,12 +452,13 @@ def _run_program(s: SweepSetup, bar: ProgressBar, offset: float, prefix: str,
     when ``resume`` and there is one."""
     cfg = s.sweep.configs[s.members[0]]
     num_updates = cfg.num_updates
+    main = is_main_process()
     t0 = time.perf_counter()
     if resume and folder is not None and (folder / "checkpoint").exists():
         runner, done, rows = _resume_program(s, folder)
     else:
         runner, done, rows = jax.block_until_ready(init_members(s)), 0, [[] for _ in s.members]
-        if folder is not None:  # rows of a killed attempt that reached no checkpoint
+        if folder is not None and main:  # rows of a killed attempt that reached no checkpoint
             for i in s.members:
                 (folder.parent.parent / "members" / s.sweep.names[i] / "metrics.jsonl").unlink(
                     missing_ok=True)
@@ -458,7 +469,7 @@ def _run_program(s: SweepSetup, bar: ProgressBar, offset: float, prefix: str,
         env_params = shard_members(env_params, s.mesh, "members")
     init_s = time.perf_counter() - t0
     start = done
-    members_dir = None if folder is None else folder.parent.parent / "members"
+    members_dir = None if folder is None or not main else folder.parent.parent / "members"
 
     def on_chunk(metrics: dict[str, Any], _: int) -> None:
         for j, i in enumerate(s.members):
@@ -469,6 +480,10 @@ def _run_program(s: SweepSetup, bar: ProgressBar, offset: float, prefix: str,
                 append_jsonl(members_dir / s.sweep.names[i] / "metrics.jsonl", new)
 
     def on_checkpoint(state: Any, update: int, kept: bool) -> None:
+        if jax.process_count() > 1:
+            state = host_copy(state)  # every process: a collective
+        if not main:
+            return
         save_checkpoint(folder / "checkpoint", state, _program_meta(s, update))
         if kept:
             save_checkpoint(folder / "checkpoints" / f"update_{update:08d}", state,
@@ -483,6 +498,8 @@ def _run_program(s: SweepSetup, bar: ProgressBar, offset: float, prefix: str,
         on_checkpoint=on_checkpoint if folder is not None else None,
         every=cfg.run["checkpoint_every"], minutes=cfg.run["checkpoint_minutes"], batched=True,
         label=prefix)
+    if jax.process_count() > 1:  # the members' state on every process, for what follows
+        runner = host_copy(runner)
     return ProgramResult(setup=s, runner=runner, rows=rows, init_seconds=init_s,
                          compile_seconds=stats.compile_seconds,
                          train_seconds=stats.train_seconds, resumed_at_update=start)
@@ -582,6 +599,8 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
     again, those that had not started start). Everything is checked before
     anything is written or compiled."""
     t_wall = time.perf_counter()
+    check_joined(sweep.base.run["distributed"])
+    main = is_main_process()
     out = pathlib.Path(out_dir) if out_dir is not None else None
     if resume and out is None:
         raise ValidationError.for_parameter("out_dir", None, "the folder of the sweep to resume")
@@ -591,7 +610,8 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
         check_wandb(cfg.run["wandb_project"])
     groups = program_groups(sweep)
     setups = [setup(sweep, g) for g in groups]
-    if out is not None:
+    barrier("plume_jax.sweep: checked")  # before process 0 writes
+    if out is not None and main:
         if overwrite and out.exists():
             clear_outputs(out, SWEEP_OUTPUTS)
         make_out_dir(out)
@@ -603,7 +623,7 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
                 dump_yaml(sweep.configs[i].to_dict()))
     sizes = [len(g) * sweep.configs[g[0]].num_updates * sweep.configs[g[0]].steps_per_update
              for g in groups]
-    bar = ProgressBar(sum(sizes), "sweep", unit="member steps", quiet=not progress,
+    bar = ProgressBar(sum(sizes), "sweep", unit="member steps", quiet=not (progress and main),
                       stream=stream, min_interval_s=0.0)
     programs: list[ProgramResult] = []
     evaluations: list[dict[str, Any] | None] = []
@@ -632,7 +652,7 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
                 row["eval_mean_steps_to_goal"] = member_eval["mean_steps_to_goal"]
             results[i] = row
             all_rows += [{"member": i, "name": sweep.names[i], **r} for r in rows]
-            if out is not None:
+            if out is not None and main:
                 _write_member(out, sweep, p, j, k + 1, member_eval, name)
 
     statics = _static_differences(sweep, groups)
@@ -673,13 +693,14 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
                                                        for v in evaluations)}
     summary["wall_seconds"] = time.perf_counter() - t_wall
     summary["machine"] = machine_info()
-    if out is not None:
+    if out is not None and main:
         write_jsonl(out / "metrics.jsonl", all_rows)
         write_csv(out / "results.csv", results)
         (out / "summary.md").write_text(summary_markdown(summary, sweep))
         _plots(out, sweep, summary, all_rows)
         summary["wall_seconds"] = time.perf_counter() - t_wall
         (out / "results.json").write_text(json.dumps(summary, indent=2))
+    barrier("plume_jax.sweep: written")  # no process leaves before process 0 has written
     return SweepResult(summary=summary, programs=programs)
 
 

@@ -28,6 +28,12 @@ Output folder (``out_dir``, a *run folder*)::
     policy/              the exported policy (agents.trained)
     summary.json         budget, timings, throughput, evaluation
 
+Several processes (:mod:`plume_jax.train.distributed`): every process
+runs the same program on the global mesh; process 0 alone shows progress
+and writes the run folder, from arrays gathered from all processes; every
+process checks the folder and reads the checkpoint it resumes (a filesystem
+all hosts share).
+
 Run folder rules (:mod:`plume_jax.train.run_folder`): a fresh run needs a
 new or empty folder, or ``overwrite``; a resumed run continues in its own
 folder (or a new one). Resuming trims ``metrics.jsonl`` to the checkpoint's
@@ -57,12 +63,13 @@ from plume_jax.train.checkpoint import export_policy, find_checkpoint, load_chec
     policy_arrays, policy_spec, read_checkpoint, save_checkpoint
 from plume_jax.train.config import RESUME_MAY_CHANGE, TrainConfig, dump_yaml, \
     resume_differences, train_config
+from plume_jax.train.distributed import barrier, check_joined, host_copy, is_main_process
 from plume_jax.train.evaluation import evaluate as evaluate_episodes
 from plume_jax.train.loggers import RunLoggers, check_wandb
 from plume_jax.train.ppo import PPO, Hparams, PPOStatic, resolve_gamma
 from plume_jax.train.plots import plot_learning_curves
 from plume_jax.train.progress import Progress, append_jsonl, metric_rows, read_jsonl, \
-    trim_jsonl, write_csv, write_jsonl
+    rows_up_to, trim_jsonl, write_csv, write_jsonl
 from plume_jax.train.run_folder import check_out_dir, clear_outputs, make_out_dir
 from plume_jax.train.sharding import mesh as make_mesh, resolve_devices, shard_runner
 
@@ -132,6 +139,7 @@ def machine_info() -> dict[str, Any]:
         "jax": jax.__version__,
         "backend": jax.default_backend(),
         "devices": [str(d) for d in jax.devices()],
+        "processes": jax.process_count(),
     }
 
 
@@ -217,8 +225,15 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
 
     Everything is checked (the folder, the env, the checkpoint and its
     config) before anything is written or compiled.
+
+    With several processes (see the module docstring) every process calls
+    ``train`` with the same arguments, after
+    :func:`plume_jax.train.distributed.join` (``StateError`` if
+    ``run.distributed`` and the launcher ask for several processes and this
+    one joined none); only process 0 shows progress and writes ``out_dir``.
     """
     t_wall = time.perf_counter()
+    check_joined(config.run["distributed"])
     out = pathlib.Path(out_dir) if out_dir is not None else None
     point = resume_point(resume, config) if resume is not None else None
     if out is not None:
@@ -228,13 +243,21 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
     env, env_params = config.make_env()
     static = ppo_static(config)
     hp = hparams(config, env, env_params)
-    n_dev = resolve_devices(config.run["devices"], static.num_envs, "algo.num_envs")
-    mesh = make_mesh(n_dev, "envs") if n_dev > 1 else None
-    algo = PPO(env, env_params, static, mesh=mesh)
+    if config.algo["algorithm"] == "lookahead_vi":  # one device: no env-batch sharding
+        from plume_jax.train.lookahead import LookaheadVI
+
+        n_dev, mesh = 1, None
+        algo = LookaheadVI(env, env_params, static, epsilon=config.algo["epsilon"])
+    else:
+        n_dev = resolve_devices(config.run["devices"], static.num_envs, "algo.num_envs")
+        mesh = make_mesh(n_dev, "envs") if n_dev > 1 else None
+        algo = PPO(env, env_params, static, mesh=mesh)
     key = jax.random.key(config.run["seed"])
     num_updates = config.num_updates
     per_update = config.steps_per_update
 
+    main = is_main_process()
+    writes = out is not None and main
     t0 = time.perf_counter()
     if point is not None:
         template = jax.eval_shape(algo.init, key, hp, env_params)
@@ -248,8 +271,9 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
     start_update = done
     notes = [n for n in [learning_rate_note(config, point) if point else None] if n]
 
+    barrier("plume_jax.train: checked and loaded")  # before process 0 writes
     loggers = None
-    if out is not None:
+    if writes:
         if overwrite and out.exists():
             clear_outputs(out, RUN_OUTPUTS)
         history = _prepare_run_folder(out, config, point)
@@ -257,7 +281,8 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
                              wandb_project=config.run["wandb_project"], name=out.name,
                              config=config.to_dict(), history=history)
 
-    bar = ProgressBar(num_updates * per_update, "train", unit="steps", quiet=not progress,
+    bar = ProgressBar(num_updates * per_update, "train", unit="steps",
+                      quiet=not (progress and main),
                       stream=stream, min_interval_s=0.0)
     printer = Progress(bar, num_updates, per_update)
     for note in notes:
@@ -267,11 +292,15 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
     def on_chunk(metrics: dict[str, Any], _: int) -> None:
         new_rows = metric_rows(metrics)
         rows.extend(new_rows)
-        if out is not None:
+        if writes:
             append_jsonl(out / "metrics.jsonl", new_rows)
             loggers.log_rows(new_rows)
 
     def on_checkpoint(state: Any, update: int, kept: bool) -> None:
+        if jax.process_count() > 1:
+            state = host_copy(state)  # every process: a collective
+        if not main:
+            return
         meta = {"config": config.to_dict(), "update": update, "num_updates": num_updates}
         save_checkpoint(out / "checkpoint", state, meta)
         if kept:
@@ -295,6 +324,7 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
             "env_steps_total": done * per_update,
             "env_steps_this_call": trained_steps,
             "devices": n_dev,
+            "processes": jax.process_count(),
             "init_seconds": init_s,
             "compile_seconds": compile_s,
             "train_seconds": run_s,
@@ -316,17 +346,19 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
         result = TrainResult(config=config, algo=algo, runner=runner, rows=rows,
                              summary=summary, out_dir=out)
         if out is not None:
-            if done == start_update:  # nothing trained: the checkpoint is the final state
-                save_checkpoint(out / "checkpoint", runner, {
+            final = runner if jax.process_count() == 1 else host_copy(runner)  # collective
+            if main and done == start_update:  # nothing trained: the checkpoint is the final
+                save_checkpoint(out / "checkpoint", final, {
                     "config": config.to_dict(), "update": done, "num_updates": num_updates})
-            export_policy(out / "policy", algo, runner, env.settings,
-                          {"trained_env_steps": done * per_update})
+            if main:
+                export_policy(out / "policy", algo, final, env.settings,
+                              {"trained_env_steps": done * per_update})
         summary["train_wall_seconds"] = time.perf_counter() - t_wall
-        if evaluate:
+        if evaluate:  # every process (the same work), process 0 from the exported files
             from agents.trained import TrainedPolicy
 
             policy = (TrainedPolicy.load(out / "policy", greedy=config.eval["greedy"])
-                      if out is not None else result.policy(greedy=config.eval["greedy"]))
+                      if writes else result.policy(greedy=config.eval["greedy"]))
             num_steps = config.eval["num_steps"] or int(np.asarray(env_params.max_steps))
             summary["evaluation"] = evaluate_episodes(
                 env, policy.spec, policy.params, env_params, config.eval["seed"],
@@ -336,12 +368,13 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
         summary["wall_seconds"] = time.perf_counter() - t_wall
         summary["machine"] = machine_info()
         summary["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        if out is not None:
+        if writes:
             all_rows = read_jsonl(out / "metrics.jsonl")
             write_csv(out / "metrics.csv", all_rows)
             plot_learning_curves(out / "learning_curve.png", {summary["env"]: all_rows},
                                  title=f"PPO ({config.network.type}) on {summary['env']}")
             (out / "summary.json").write_text(json.dumps(summary, indent=2))
+        barrier("plume_jax.train: written")  # no process leaves before process 0 has written
     finally:
         bar.close()
         if loggers is not None:
@@ -362,8 +395,7 @@ def _prepare_run_folder(out: pathlib.Path, config: TrainConfig, point: ResumePoi
     if out.resolve() == point.run_dir.resolve():
         kept = trim_jsonl(out / "metrics.jsonl", point.update)
     else:
-        kept = [r for r in read_jsonl(point.run_dir / "metrics.jsonl")
-                if int(r.get("update", 0)) <= point.update]
+        kept = rows_up_to(point.run_dir / "metrics.jsonl", point.update)
         write_jsonl(out / "metrics.jsonl", kept)
     kept_dir = out / "checkpoints"
     if kept_dir.is_dir():

@@ -1,0 +1,274 @@
+"""Several processes training one run or sweep: ``jax.distributed`` for
+``plume-jax train`` and ``plume-jax sweep``.
+
+One process runs on each GPU (or each host); they form one JAX system, and
+``jax.devices()`` then lists the devices of all of them. Every process runs
+the same program on the global mesh (:mod:`plume_jax.train.sharding`) and
+keeps the shards its own devices hold.
+
+Whether, and how, a process joins such a system (:func:`requested_launch`):
+
+- command-line flags ``--coordinator HOST:PORT --num-processes N
+  --process-id I`` (all three), always;
+- ``run.distributed: auto`` (the default) otherwise: the environment of a
+  launcher that started several processes —
+
+  * ``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES`` and
+    ``JAX_PROCESS_ID`` set (any launcher, e.g. a shell loop or mpirun with
+    a wrapper);
+  * a SLURM job step with more than one task (``srun``): ``SLURM_JOB_ID``,
+    ``SLURM_STEP_NODELIST``, ``SLURM_NTASKS`` > 1, ``SLURM_PROCID`` and
+    ``SLURM_LOCALID`` (JAX's own SLURM detection then derives the
+    coordinator, the first node of the step, and the process ids, and gives
+    each task the one GPU its ``SLURM_LOCALID`` numbers);
+  * a multi-host Cloud TPU VM: ``TPU_WORKER_HOSTNAMES`` listing more than
+    one host (JAX's own Cloud TPU detection fills in the rest);
+
+  and with none of these, a single process (nothing is initialised);
+- ``run.distributed: cluster``: ``jax.distributed.initialize()`` with no
+  arguments, so that JAX's cluster detection (SLURM, Cloud TPU, Open MPI,
+  Kubernetes, mpi4py) decides;
+- ``run.distributed: off``: never.
+
+:func:`join` must run before any other JAX computation in the process (the
+CLI calls it right after reading the config; a script calls it first
+thing); on CPU it selects the gloo cross-process collectives. Importing
+``plume_jax`` already starts JAX's CPU backend (gymnax, which it builds on,
+creates arrays when imported), so :func:`join` discards that backend
+before joining: arrays created before it are unusable afterwards.
+
+The helpers below keep host-side work consistent across processes:
+:func:`host_copy` gathers sharded arrays to every process (a collective:
+every process calls it), :func:`agree` makes every process use process 0's
+value of a host decision (chunk lengths, "is a checkpoint due"), and
+:func:`barrier` waits for all processes. Outputs are written by process 0
+only (:func:`is_main_process`); a resumed run reads its checkpoint on every
+process, so the run folder must be on a filesystem all hosts share.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+import numpy as np
+
+from plume_jax.errors import StateError, ValidationError
+from plume_jax.train.config import DISTRIBUTED_MODES
+
+_JAX_VARIABLES = ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID")
+_SLURM_VARIABLES = ("SLURM_JOB_ID", "SLURM_STEP_NODELIST", "SLURM_NTASKS", "SLURM_PROCID",
+                    "SLURM_LOCALID")
+
+
+@dataclasses.dataclass(frozen=True)
+class Launch:
+    """How this process joins a multi-process JAX system.
+
+    Attributes:
+        source: what asked for it (``"command line"``, ``"JAX_* variables"``,
+            ``"SLURM"``, ``"Cloud TPU"``, ``"run.distributed: cluster"``).
+        coordinator: ``HOST:PORT`` of process 0's coordinator, or None (JAX's
+            cluster detection finds it).
+        num_processes: processes in the system, or None (detected).
+        process_id: this process's id in ``[0, num_processes)``, or None
+            (detected).
+    """
+
+    source: str
+    coordinator: str | None = None
+    num_processes: int | None = None
+    process_id: int | None = None
+
+
+def _count(parameter: str, value: Any, low: int) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = None
+    if number is None or isinstance(value, bool) or number < low or str(number) != str(
+            value).strip():
+        raise ValidationError.for_parameter(parameter, value, f"an integer >= {low}")
+    return number
+
+
+def _explicit(source: str, names: tuple[str, str, str], coordinator: Any, num_processes: Any,
+              process_id: Any) -> Launch:
+    values = (coordinator, num_processes, process_id)
+    missing = [name for name, value in zip(names, values) if value is None]
+    if missing:
+        given = ", ".join(n for n, v in zip(names, values) if v is not None)
+        raise ValidationError.for_parameter(
+            missing[0], None, f"set together with {given}: a multi-process run needs "
+            f"{', '.join(names)}")
+    if not isinstance(coordinator, str) or not coordinator.rpartition(":")[0] \
+            or not coordinator.rpartition(":")[2].isdigit():
+        raise ValidationError.for_parameter(names[0], coordinator,
+                                            "HOST:PORT of process 0 (e.g. 10.0.0.1:12345)")
+    count = _count(names[1], num_processes, 1)
+    index = _count(names[2], process_id, 0)
+    if index >= count:
+        raise ValidationError.for_parameter(names[2], process_id,
+                                            f"an integer in [0, {count}) ({names[1]}={count})")
+    return Launch(source, coordinator, count, index)
+
+
+def requested_launch(mode: str, *, coordinator: str | None = None,
+                     num_processes: int | None = None, process_id: int | None = None,
+                     environ: Mapping[str, str] | None = None) -> Launch | None:
+    """The multi-process system this process should join, or None (a single
+    process); see the module docstring for the rules. Pure: reads only its
+    arguments (``environ`` defaults to ``os.environ``).
+
+    Raises:
+        ValidationError: an unknown ``mode``, flags given only in part or
+            with ``mode == "off"``, malformed values.
+    """
+    environ = os.environ if environ is None else environ
+    if mode not in DISTRIBUTED_MODES:
+        raise ValidationError.for_parameter("run.distributed", mode,
+                                            f"one of {list(DISTRIBUTED_MODES)}")
+    flags = (coordinator, num_processes, process_id)
+    if any(v is not None for v in flags):
+        if mode == "off":
+            raise ValidationError.for_parameter(
+                "run.distributed", mode, "'auto' or 'cluster' when --coordinator, "
+                "--num-processes or --process-id is given")
+        return _explicit("command line", ("--coordinator", "--num-processes", "--process-id"),
+                         *flags)
+    if mode == "off":
+        return None
+    if mode == "cluster":
+        return Launch("run.distributed: cluster")
+    if any(name in environ for name in _JAX_VARIABLES):
+        return _explicit("JAX_* variables", _JAX_VARIABLES,
+                         *(environ.get(name) for name in _JAX_VARIABLES))
+    if all(name in environ for name in _SLURM_VARIABLES):
+        if _count("SLURM_NTASKS", environ["SLURM_NTASKS"], 1) > 1:
+            return Launch("SLURM")
+    hosts = [h for h in environ.get("TPU_WORKER_HOSTNAMES", "").split(",") if h.strip()]
+    if len(hosts) > 1:
+        return Launch("Cloud TPU")
+    return None
+
+
+def initialize(launch: Launch | None, *, discard_import_backends: bool = False) -> bool:
+    """Join the system ``launch`` describes (``jax.distributed.initialize``);
+    nothing for None or when this process has joined one already (e.g. its
+    own script did). Returns whether the process is part of a multi-process
+    system afterwards.
+
+    ``discard_import_backends``: clear the backends that imports started
+    (see the module docstring) first; only for a process that has not
+    computed anything of its own yet.
+
+    Raises:
+        StateError: JAX has already run a computation in this process (the
+            system must be joined before).
+        ValidationError: JAX could not tell the missing settings (naming
+            ``run.distributed``).
+    """
+    if launch is not None and not jax.distributed.is_initialized():
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        if discard_import_backends:
+            from jax._src import xla_bridge
+            from jax.extend.backend import clear_backends
+
+            if xla_bridge.backends_are_initialized():
+                clear_backends()
+        try:
+            jax.distributed.initialize(coordinator_address=launch.coordinator,
+                                       num_processes=launch.num_processes,
+                                       process_id=launch.process_id)
+        except RuntimeError as error:
+            raise StateError(f"jax.distributed.initialize (asked for by {launch.source}) must "
+                             f"run before any other JAX computation in the process: {error}"
+                             ) from None
+        except ValueError as error:
+            raise ValidationError.for_parameter(
+                "run.distributed", launch.source, "a launcher JAX can read the coordinator, "
+                f"process count and process id from, or the --coordinator, --num-processes and "
+                f"--process-id flags ({error})") from None
+    return jax.distributed.is_initialized() and jax.process_count() > 1
+
+
+def join(mode: str = "auto", *, coordinator: str | None = None,
+         num_processes: int | None = None, process_id: int | None = None) -> bool:
+    """Join the multi-process system that ``mode`` (``run.distributed``) and
+    the flags or the launcher's environment ask for (:func:`requested_launch`),
+    if any. Call it at the start of the process, before any JAX computation
+    of its own; returns whether the process is one of several.
+
+    Example (every process of a SLURM job step, ``srun python script.py``)::
+
+        from plume_jax.train import distributed, load_train_config, train
+
+        distributed.join()
+        train(load_train_config("configs/train_gaussian.yaml"), "runs/ppo")
+    """
+    return initialize(requested_launch(mode, coordinator=coordinator,
+                                       num_processes=num_processes, process_id=process_id),
+                      discard_import_backends=True)
+
+
+def check_joined(mode: str) -> None:
+    """``StateError`` if ``mode`` (``run.distributed``) and the launcher's
+    environment ask for several processes but this process is alone: it
+    would train the whole run by itself, beside the others."""
+    launch = requested_launch(mode)
+    if launch is not None and jax.process_count() == 1:
+        raise StateError(
+            f"{launch.source} asks for a run of several processes (run.distributed: {mode}) but "
+            "this process has joined none: call plume_jax.train.distributed.join() at the "
+            "start of the script, before any JAX computation, use plume-jax train, or set "
+            "run.distributed=off")
+
+
+def is_main_process() -> bool:
+    """True in process 0 (the one that writes outputs and shows progress)."""
+    return jax.process_index() == 0
+
+
+def _is_key(x: Any) -> bool:
+    return isinstance(x, jax.Array) and jax.numpy.issubdtype(x.dtype, jax.dtypes.prng_key)
+
+
+def host_copy(tree: Any) -> Any:
+    """``tree`` with every array as a NumPy array holding its *global* value
+    (typed PRNG keys stay keys, on the local device). With several processes
+    this gathers the shards of other processes
+    (``jax.experimental.multihost_utils.process_allgather``), a collective:
+    every process must call it, with the same tree."""
+    if jax.process_count() == 1:
+        return jax.device_get(tree)
+    from jax.experimental import multihost_utils
+
+    leaves, treedef = jax.tree.flatten(tree)
+    keys = [_is_key(x) for x in leaves]
+    data = [jax.random.key_data(x) if k else x for x, k in zip(leaves, keys)]
+    gathered = multihost_utils.process_allgather(data, tiled=True)
+    out = [jax.random.wrap_key_data(np.asarray(x)) if k else np.asarray(x)
+           for x, k in zip(gathered, keys)]
+    return jax.tree.unflatten(treedef, out)
+
+
+def agree(value: int | bool) -> int:
+    """Process 0's ``value`` (an int or bool), in every process: a host-side
+    decision that changes which program calls run (a chunk's length, whether
+    a checkpoint is due) must be the same everywhere."""
+    if jax.process_count() == 1:
+        return int(value)
+    from jax.experimental import multihost_utils
+
+    return int(multihost_utils.broadcast_one_to_all(np.asarray(int(value), np.int32)))
+
+
+def barrier(name: str) -> None:
+    """Wait until every process reaches the barrier ``name``."""
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        multihost_utils.sync_global_devices(name)

@@ -1,0 +1,369 @@
+"""Fitted value iteration on the belief, acting by a one-step model look-ahead
+(``algo.algorithm: lookahead_vi``).
+
+The Poisson grid search is a POMDP whose belief (the exact posterior over
+the source cell, the ``belief`` sensor's observation) is a sufficient
+statistic, and whose observation model is known: from a belief ``b`` a move
+``a`` finds the source with probability ``1 - Σ_h U_h(b, a)`` or reads hit
+class ``h`` with probability ``U_h(b, a)`` and leads to the posterior
+``b'_{a,h}`` (:func:`plume_jax.plumes.poisson_posterior.predict_readings`).
+The expected number of steps still needed, ``V(b)``, then obeys
+
+    V(b) = min_a [ 1 + γ Σ_h U_h(b, a) V(b'_{a,h}) ]
+
+(the found branch costs nothing more). A network ``V_θ`` (the ``network``
+section: ``cnn`` over the centred posterior, or ``mlp``; its critic output
+is ``V``, no actor head) is fitted to the right-hand side evaluated with
+the parameters of the start of the update, on the beliefs that the
+look-ahead policy ``argmin_a [1 + γ Σ_h U_h V_θ(b'_{a,h})]`` visits in the
+env with ``epsilon``-greedy exploration. This is the deep RL of Loisy &
+Eloy (*Proc. R. Soc. A* 478, 20220118, 2022; their ``otto`` package) and of
+Loisy & Heinonen (*Eur. Phys. J. E* 46, 2023): a value function learned with
+the known model, used through a one-step look-ahead, rather than a policy
+learned model-free.
+
+Each update (``algo`` settings shared with PPO where they mean the same):
+
+1. ``num_steps`` steps of ``num_envs`` envs under the look-ahead policy with
+   the current ``θ``, a random valid move with probability ``epsilon``; each
+   visited belief gets its target ``min_a [1 + γ Σ_h U_h V_θ(b'_{a,h})]``
+   (moves off the grid excluded; ``γ`` is ``algo.gamma``, 1 to count steps);
+2. optionally each belief is replaced by a random symmetry of the problem
+   (``symmetries``: the rotations and reflections that leave the plume law
+   and the grid unchanged; the value is invariant under them);
+3. ``update_epochs`` passes over the batch in ``num_minibatches`` Adam steps
+   (``learning_rate``, linearly annealed with ``anneal_lr``; gradients
+   clipped at ``max_grad_norm``) on the squared error ``(V_θ(b) - target)²``.
+
+Requirements (checked, ``ValidationError`` otherwise): the env's sensor is a
+``belief`` sensor, centred, full window, with ``grid_channel`` (the policy
+must see the walls); discrete grid moves; a non-recurrent network without
+``prev_action`` or ``obs_delta``; no ``normalize_obs``.
+
+The exported policy (``agents.trained``) carries the look-ahead's model:
+``lookahead/likelihood`` f32[h_max, 2H-1, 2W-1], ``lookahead/move_deltas``
+i32[M, 2] and ``lookahead/move_ids`` i32[M], next to the network; its act is
+the greedy look-ahead (:func:`agents.trained.lookahead_scores`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Callable
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from plume_jax.actions.discrete_grid import MOVES
+from plume_jax.env import batched_step
+from plume_jax.errors import ValidationError
+from plume_jax.multi_agent import MultiAgentPlumeEnv
+from plume_jax.plumes.poisson_posterior import belief_summaries, search_time_estimate
+from plume_jax.sensors.belief import BeliefSensor
+from plume_jax.train import networks as N
+from plume_jax.train.normalize import ObsStats, transform
+from plume_jax.train.ppo import Hparams, PPOStatic, _typed_key, scan_updates
+
+#: The parameters (under ``params["params"]``) that hold the look-ahead's model, not trained.
+MODEL_KEY = "lookahead"
+
+
+@chex.dataclass(frozen=True)
+class LookaheadRunner:
+    """Everything training carries from one update to the next.
+
+    Attributes:
+        params: ``{"params": network parameters + {MODEL_KEY: the model}}``.
+        opt_state: Adam state of the network parameters.
+        obs_stats: unused (no ``normalize_obs``), kept for the export interface.
+        env_state, obs: the env batch (leading axis ``num_envs``).
+        ep_return, ep_length: the running episodes' return and length.
+        key: u32[2], raw PRNG key data.
+        update: i32[], updates done.
+    """
+
+    params: Any
+    opt_state: Any
+    obs_stats: ObsStats
+    env_state: Any
+    obs: jax.Array
+    ep_return: jax.Array
+    ep_length: jax.Array
+    key: jax.Array
+    update: jax.Array
+
+
+def _symmetries(sensor: Any) -> tuple[tuple[bool, int], ...]:
+    """``(transpose, quarter_turns)`` of the image symmetries that leave the
+    searcher's plume law unchanged: all 8 for the isotropic law on a square
+    window, the 4 axis flips and half-turns on a rectangle, the flip across
+    the wind axis for a windy law blowing along x or y, else the identity."""
+    law = dict(sensor.plume)
+    rows, cols = sensor.image_shape
+    if law["model"] == "isotropic":
+        if rows == cols:
+            return tuple((t, r) for t in (False, True) for r in range(4))
+        return ((False, 0), (False, 2), (True, 1), (True, 3))  # id, half turn, two axis flips
+    direction = float(law["wind_direction"]) % math.pi
+    if min(direction, math.pi - direction) < 1e-9:  # wind along x: flip y
+        return ((False, 0), (True, 1))
+    if abs(direction - math.pi / 2) < 1e-9:  # wind along y: flip x
+        return ((False, 0), (True, 3))
+    return ((False, 0),)
+
+
+def _apply_symmetry(images: jax.Array, transpose: bool, turns: int) -> jax.Array:
+    """f32[C, R, K] -> the images transposed (``[j, i] -> [i, j]``), then
+    rotated by ``turns`` quarter turns."""
+    if transpose:
+        images = jnp.swapaxes(images, 1, 2)
+    return jnp.rot90(images, turns, axes=(1, 2))
+
+
+class LookaheadVI:
+    """Fitted value iteration with a one-step look-ahead (module docstring).
+
+    The interface is :class:`plume_jax.train.ppo.PPO`'s (``init``, ``update``,
+    ``run``; ``discrete``, ``action_dim``, ``obs_dim``, ``static``), so the
+    trainer, checkpoints and policy export handle both.
+
+    Args:
+        env: a ``PlumeEnv`` with a ``belief`` sensor (see the requirements).
+        env_params: its params (the likelihood is the sensor's, static).
+        static: the compiled-in settings (``PPOStatic``; the PPO-only fields
+            are ignored).
+        epsilon: probability of a random valid move while collecting.
+    """
+
+    def __init__(self, env: Any, env_params: Any, static: PPOStatic, epsilon: float = 0.1):
+        sensor = env.sensor
+        net = static.network
+        if isinstance(env, MultiAgentPlumeEnv):
+            raise ValidationError.for_parameter(
+                "env.num_agents", env.num_agents,
+                "1 for 'lookahead_vi' (it predicts one searcher's posterior)")
+        if not isinstance(sensor, BeliefSensor) or not sensor.centred \
+                or sensor.window is not None or not sensor.grid_channel:
+            raise ValidationError.for_parameter(
+                "env.sensor", sensor.type_name,
+                "a 'belief' sensor with centred: true, window: null and grid_channel: true "
+                "(algo.algorithm 'lookahead_vi' predicts the posterior after each move)")
+        if net.recurrent or net.prev_action or net.obs_delta:
+            raise ValidationError.for_parameter(
+                "network.type", net.type,
+                "'cnn' or 'mlp' without prev_action or obs_delta for 'lookahead_vi' (the value "
+                "of a belief depends on the belief alone)")
+        if static.normalize_obs:
+            raise ValidationError.for_parameter("algo.normalize_obs", True,
+                                                "false for 'lookahead_vi'")
+        if not 0.0 <= epsilon <= 1.0:
+            raise ValidationError.for_parameter("algo.epsilon", epsilon, "a number in [0, 1]")
+        names = [n for n in env.action_names if n in MOVES and n != "noop"]
+        if env.settings["actions"].get("type") != "discrete_grid" or not names:
+            raise ValidationError.for_parameter(
+                "env.actions", env.settings["actions"].get("type"),
+                "'discrete_grid' moves for 'lookahead_vi' (it predicts where each move leads)")
+        step = int(env.settings["actions"].get("step_size", 1))
+        self.env = env
+        self.static = static
+        self.epsilon = float(epsilon)
+        self.discrete, self.action_dim = True, len(env.action_names)
+        self.multi_agent, self.num_agents = False, 1
+        self.action_low = self.action_high = None
+        self.obs_dim = int(np.prod(env.observation_space(env_params).shape))
+        self.mesh = None
+        self.move_ids = np.asarray([env.action_ids[n] for n in names], np.int32)
+        self.move_deltas = np.asarray([(MOVES[n][0] * step, MOVES[n][1] * step) for n in names],
+                                      np.int32)
+        self.likelihood = np.asarray(sensor.likelihood(), np.float32)
+        self.image_shape = (sensor.channels,) + tuple(sensor.image_shape)
+        self.symmetries = _symmetries(sensor)
+        if net.type == "cnn" and tuple(net.image_channels_rows_columns) != self.image_shape:
+            raise ValidationError.for_parameter(
+                "network.image_shape", list(net.image_shape),
+                f"{list(self.image_shape)}: the belief sensor's images (channels, rows, columns)")
+        self.net = N.ActorCritic(net, self.action_dim, True, value_only=True)
+        self.in_dim = self.obs_dim
+
+    # ------------------------------------------------------------ the model
+    def model(self) -> dict[str, jax.Array]:
+        """The look-ahead's model, stored with the network parameters."""
+        return {"likelihood": jnp.asarray(self.likelihood),
+                "move_deltas": jnp.asarray(self.move_deltas),
+                "move_ids": jnp.asarray(self.move_ids),
+                "baseline": jnp.asarray(1.0, jnp.float32)}
+
+    @staticmethod
+    def network_params(params: Any) -> Any:
+        """The trainable part of ``runner.params``."""
+        return {"params": {k: v for k, v in params["params"].items() if k != MODEL_KEY}}
+
+    def net_values(self, params: Any, obs: jax.Array) -> jax.Array:
+        """f32[B]: the network's output for raw observations f32[B, D]."""
+        net = self.static.network
+        x = transform(obs, net.obs_transform, net.log_eps)
+        hidden = jnp.zeros((x.shape[0], 1), jnp.float32)
+        _, _, value = self.net.apply(self.network_params(params), hidden, x[None],
+                                     jnp.zeros((1, x.shape[0]), bool))
+        return value[0]
+
+    def baseline(self, obs: jax.Array) -> jax.Array:
+        """f32[B]: the search-time estimate of the observed posteriors."""
+        _, rows, cols = self.image_shape
+        beliefs = obs[:, :rows * cols].reshape(-1, rows, cols)
+        return search_time_estimate(jax.vmap(belief_summaries)(beliefs))
+
+    def scores(self, params: Any, obs: jax.Array, gamma: Any) -> tuple[jax.Array, jax.Array]:
+        """``(q f32[B, M], valid bool[B, M])``: the expected steps to the
+        source after each move (:func:`agents.trained.lookahead_scores`, the
+        exported policy's own computation), ``+inf`` for moves off the grid."""
+        from agents.trained import lookahead_successors
+
+        model = params["params"][MODEL_KEY]
+        succ, baseline, mass, valid = jax.vmap(lambda o: lookahead_successors(
+            self.image_shape, model["likelihood"], model["move_deltas"], o))(obs)
+        b, m, h = mass.shape
+        v = self.net_values(params, succ.reshape(b * m * h, -1)).reshape(b, m, h)
+        v = v + model["baseline"] * baseline.reshape(b, m, h)
+        q = 1.0 + gamma * jnp.sum(mass * v, axis=-1)
+        return jnp.where(valid, q, jnp.inf), valid
+
+    # ------------------------------------------------------------ training
+    def tx(self, hp: Hparams, lr: Any) -> optax.GradientTransformation:
+        return optax.chain(optax.clip_by_global_norm(hp.max_grad_norm),
+                           optax.scale_by_adam(eps=self.static.adam_eps), optax.scale(-lr))
+
+    def init(self, key: jax.Array, hp: Hparams, env_params: Any) -> LookaheadRunner:
+        """A fresh runner: network init, env batch reset."""
+        s = self.static
+        k_net, k_env, k_run = jax.random.split(_typed_key(key), 3)
+        net_params = N.init_params(self.net, k_net, self.in_dim)
+        params = {"params": {**net_params["params"], MODEL_KEY: self.model()}}
+        opt_state = self.tx(hp, hp.learning_rate).init(self.network_params(params))
+        obs, env_state = jax.vmap(self.env.reset, in_axes=(0, None))(
+            jax.random.split(k_env, s.num_envs), env_params)
+        return LookaheadRunner(
+            params=params, opt_state=opt_state, obs_stats=ObsStats.create(self.obs_dim),
+            env_state=env_state, obs=obs, ep_return=jnp.zeros(s.num_envs, jnp.float32),
+            ep_length=jnp.zeros(s.num_envs, jnp.int32), key=jax.random.key_data(k_run),
+            update=jnp.asarray(0, jnp.int32))
+
+    def _symmetrised(self, key: jax.Array, obs: jax.Array) -> jax.Array:
+        """Each observation f32[B, D] under a random symmetry (images only;
+        the summaries after them are invariant)."""
+        if len(self.symmetries) == 1:
+            return obs
+        c, r, k = self.image_shape
+        size = c * r * k
+        branches = [functools.partial(_apply_symmetry, transpose=t, turns=n)
+                    for t, n in self.symmetries]
+        which = jax.random.randint(key, (obs.shape[0],), 0, len(branches))
+        images = jax.vmap(lambda x, i: jax.lax.switch(i, branches, x.reshape(c, r, k)))(
+            obs[:, :size], which)
+        return jnp.concatenate([images.reshape(obs.shape[0], size), obs[:, size:]], axis=-1)
+
+    def update(self, runner: LookaheadRunner, hp: Hparams, env_params: Any,
+               vmapped: bool = False) -> tuple[LookaheadRunner, dict]:
+        """One update (module docstring); returns the runner and the scalar
+        metrics of :data:`plume_jax.train.ppo.METRIC_NAMES` (``loss`` and
+        ``vf_loss`` the squared error, ``value_mean`` the mean target; the
+        PPO-only ones NaN)."""
+        s = self.static
+        key = _typed_key(runner.key)
+        key, k_roll, k_sym, k_train = jax.random.split(key, 4)
+        params = runner.params
+        model = params["params"][MODEL_KEY]
+        move_ids = jnp.asarray(self.move_ids)
+
+        def step(carry, k):
+            env_state, obs, ep_ret, ep_len = carry
+            k_explore, k_pick, k_env = jax.random.split(k, 3)
+            q, valid = self.scores(params, obs, hp.gamma)
+            target = jnp.min(q, axis=-1)
+            greedy = jnp.argmin(q, axis=-1)
+            random_move = jax.random.categorical(k_pick, jnp.where(valid, 0.0, -jnp.inf))
+            explore = jax.random.uniform(k_explore, greedy.shape) < self.epsilon
+            action = move_ids[jnp.where(explore, random_move, greedy)]
+            obs2, env_state, reward, term, trunc, info = batched_step(
+                self.env, jax.random.split(k_env, s.num_envs), env_state, action, env_params)
+            term = jnp.asarray(term, bool)
+            done = term | jnp.asarray(trunc, bool)
+            success = term & jnp.asarray(info.get("goal_reached", term), bool)
+            ep_ret = ep_ret + jnp.asarray(reward, jnp.float32)
+            ep_len = ep_len + 1
+            out = (obs, target, done, success, ep_ret, ep_len)
+            return (env_state, obs2, jnp.where(done, 0.0, ep_ret), jnp.where(done, 0, ep_len)), out
+
+        init = (runner.env_state, runner.obs, runner.ep_return, runner.ep_length)
+        (env_state, obs, ep_ret, ep_len), (xs, ys, done, success, rets, lens) = jax.lax.scan(
+            step, init, jax.random.split(k_roll, s.num_steps))
+        total = s.num_steps * s.num_envs
+        xs = self._symmetrised(k_sym, xs.reshape(total, -1))
+        ys = ys.reshape(total)
+        residual = ys - model["baseline"] * self.baseline(xs)  # what the network fits
+
+        frac = 1.0 - runner.update.astype(jnp.float32) / s.num_updates
+        lr = hp.learning_rate * frac if s.anneal_lr else hp.learning_rate
+        tx = self.tx(hp, lr)
+
+        def loss(net_params, x, y):
+            full = {"params": {**net_params["params"], MODEL_KEY: model}}
+            return jnp.mean(jnp.square(self.net_values(full, x) - y))
+
+        def minibatch(carry, batch):
+            net_params, opt_state = carry
+            value, grads = jax.value_and_grad(loss)(net_params, *batch)
+            updates, opt_state = tx.update(grads, opt_state, net_params)
+            return (optax.apply_updates(net_params, updates), opt_state), value
+
+        def epoch(carry, k):
+            perm = jax.random.permutation(k, total)
+            nmb = s.num_minibatches
+            batch = (xs[perm].reshape(nmb, total // nmb, -1), residual[perm].reshape(nmb, -1))
+            return jax.lax.scan(minibatch, carry, batch)
+
+        (net_params, opt_state), losses = jax.lax.scan(
+            epoch, (self.network_params(params), runner.opt_state),
+            jax.random.split(k_train, s.update_epochs))
+        update = runner.update + 1
+        new_runner = runner.replace(
+            params={"params": {**net_params["params"], MODEL_KEY: model}}, opt_state=opt_state,
+            env_state=env_state, obs=obs, ep_return=ep_ret, ep_length=ep_len,
+            key=jax.random.key_data(key), update=update)
+        done = done.astype(jnp.float32)
+        episodes = done.sum()
+        denom = jnp.maximum(episodes, 1.0)
+        nan = jnp.float32(jnp.nan)
+        mse = jnp.mean(losses)
+        metrics = {
+            "update": update,
+            "env_steps": update.astype(jnp.float32) * total,
+            "episodes": episodes,
+            "return_mean": jnp.where(episodes > 0, (done * rets).sum() / denom, nan),
+            "length_mean": jnp.where(episodes > 0, (done * lens).sum() / denom, nan),
+            "success_rate": jnp.where(episodes > 0, success.sum() / denom, nan),
+            "loss": mse, "pg_loss": nan, "vf_loss": mse, "entropy": nan, "approx_kl": nan,
+            "clip_frac": nan, "learning_rate": jnp.asarray(lr, jnp.float32),
+            "value_mean": ys.mean(),
+        }
+        return new_runner, metrics
+
+    def run(self, runner: LookaheadRunner, hp: Hparams, env_params: Any, num_updates: int,
+            callback: Callable | None = None, log_every: int = 1, batched: bool = False,
+            count: Any = None):
+        """``num_updates`` updates in one ``lax.scan`` (jit it with
+        ``num_updates`` static); ``callback``, ``log_every`` and ``count`` as
+        in ``PPO.run``. Sweeps (``batched``) are not supported."""
+        if batched:
+            raise ValidationError.for_parameter("algo.algorithm", "lookahead_vi",
+                                                "'ppo' in a sweep (lookahead_vi trains one run)")
+        return scan_updates(lambda r: self.update(r, hp, env_params), runner,
+                            num_updates=num_updates, last=self.static.num_updates,
+                            callback=callback, log_every=log_every, count=count)
+
+
+__all__ = ["LookaheadRunner", "LookaheadVI", "MODEL_KEY"]

@@ -1,0 +1,234 @@
+"""Learning on the belief sensor: the ``cnn`` network type (config
+validation; agents.trained's plain-jax.numpy forward pass equals the flax
+network's), ``lookahead_vi`` (its successor beliefs are the sensor's; a short
+run through the trainer on a tiny Poisson grid whose exported policy acts by
+the algorithm's own scores; what it refuses), and the shipped 19x19 policy
+on its scenario."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import plume_jax
+from plume_jax.errors import ValidationError
+from plume_jax.train import networks as N
+from plume_jax.train.checkpoint import policy_arrays, policy_spec
+from plume_jax.train.config import NetworkConfig, train_config
+from plume_jax.train.normalize import ObsStats
+from plume_jax.train.ppo import PPO, PPOStatic
+from test_train_run import _agent_side, _ppo_side
+
+#: The isotropic benchmark's law on a 7x6 grid, otto's start at (3, 2): the
+#: belief image is 11 rows x 13 columns, two channels (posterior, grid).
+TINY = {"grid_size": [7, 6], "max_steps": 30,
+        "plume": {"observer": [3, 2], "lambda_over_dx": 1.5, "r_dt": 2.0},
+        "start": {"position": [3, 2]},
+        "sensor": {"type": "belief", "sensor": {"type": "hits", "h_max": 3,
+                                                "nonzero_first": True},
+                   "plume": {"lambda_over_dx": 1.5, "r_dt": 2.0}, "grid_channel": True}}
+IMAGE = [2, 11, 13]
+
+
+def tiny_env():
+    return plume_jax.make("PlumeNav-Poisson-Iso19x19-v0", **TINY)
+
+
+def test_cnn_config_needs_an_image_shape_and_one_entry_per_layer():
+    base = {"env": {"id": "PlumeNav-Poisson-Iso19x19-v0"}, "algo": {"total_steps": 10**6}}
+    with pytest.raises(ValidationError, match=r"network\.image_shape"):
+        train_config({**base, "network": {"type": "cnn"}})
+    with pytest.raises(ValidationError, match=r"network\.image_shape"):
+        train_config({**base, "network": {"type": "cnn", "image_shape": [1, 2, 3, 4]}})
+    with pytest.raises(ValidationError, match=r"network\.conv_kernels"):
+        train_config({**base, "network": {"type": "cnn", "image_shape": [37, 37],
+                                          "conv_features": [8, 8], "conv_kernels": [3],
+                                          "conv_strides": [2, 2]}})
+    cfg = train_config({**base, "network": {"type": "cnn", "image_shape": [2, 37, 37]}})
+    assert cfg.network.image_channels_rows_columns == (2, 37, 37)
+    assert cfg.to_dict()["network"]["image_shape"] == [2, 37, 37]  # YAML-safe lists
+    assert train_config(cfg.to_dict()) == cfg
+
+
+def test_cnn_image_that_does_not_fit_the_observation_is_refused():
+    env, params = tiny_env()
+    net = NetworkConfig(type="cnn", image_shape=(2, 13, 13), hidden_sizes=(8,))
+    algo = PPO(env, params, PPOStatic(num_envs=2, num_steps=4, update_epochs=1,
+                                      num_minibatches=1, num_updates=1, network=net))
+    with pytest.raises(ValidationError, match=r"network\.image_shape"):
+        jax.eval_shape(lambda k: N.init_params(algo.net, k, algo.in_dim), jax.random.key(0))
+
+
+@pytest.mark.parametrize("prev_action", [False, True])
+def test_exported_cnn_forward_pass_equals_the_training_network(prev_action):
+    """agents.trained (plain jax.numpy, lax.conv) gives the flax network's
+    logits and values on real belief observations, with the previous action
+    after the image and with normalised inputs."""
+    env, params = tiny_env()
+    net = NetworkConfig(type="cnn", image_shape=tuple(IMAGE), conv_features=(4, 6),
+                        conv_kernels=(3, 2), conv_strides=(2, 1), hidden_sizes=(8, 8),
+                        activation="relu", obs_transform="log", prev_action=prev_action)
+    algo = PPO(env, params, PPOStatic(num_envs=2, num_steps=4, update_epochs=1,
+                                      num_minibatches=1, num_updates=1, normalize_obs=True,
+                                      network=net))
+    shapes = jax.eval_shape(lambda k: N.init_params(algo.net, k, algo.in_dim), jax.random.key(3))
+    rng = np.random.default_rng(2)
+    net_params = jax.tree.map(
+        lambda x: jnp.asarray(rng.normal(0.0, 0.5, x.shape).astype(np.float32)), shapes)
+    stats = ObsStats(mean=jnp.asarray(rng.normal(-5.0, 1.0, algo.obs_dim).astype(np.float32)),
+                     var=jnp.asarray(rng.uniform(0.5, 4.0, algo.obs_dim).astype(np.float32)),
+                     count=jnp.asarray(10.0))
+    obs, state = env.reset(jax.random.key(0), params)
+    obs_seq, actions = [], rng.integers(0, algo.action_dim, 5).astype(np.int32)
+    for t, action in enumerate(actions):
+        obs_seq.append(np.asarray(obs))
+        obs, state, *_ = env.step(jax.random.key(t + 1), state, int(action), params)
+    obs_seq = np.stack(obs_seq)
+    starts = np.asarray([True, False, False, True, False])
+    expected = _ppo_side(algo, net_params, stats, obs_seq, starts, actions)
+    spec = policy_spec(algo)
+    got = _agent_side(spec, policy_arrays(net_params, stats), obs_seq, starts, actions)
+    np.testing.assert_allclose(got[0], expected[0], rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(got[1], expected[1], rtol=2e-5, atol=2e-5)
+    assert np.ptp(expected[1]) > 1e-3  # the sequence exercises the network
+
+
+# -- look-ahead value iteration ------------------------------------------------------
+
+def test_lookahead_successors_are_the_sensors_next_observations():
+    """For every move and hit class, the predicted observation (posterior
+    and walls re-centred, summaries recomputed) is what the belief sensor
+    observes after that move and reading, and the predicted probabilities
+    are Bayes': P(class h there and the source not there)."""
+    from agents.trained import lookahead_successors
+    from plume_jax.actions.discrete_grid import MOVES
+
+    env, params = plume_jax.make("PlumeNav-Poisson-Iso19x19-v0",
+                                 **{**TINY, "sensor": {**TINY["sensor"], "summaries": True}})
+    sensor = env.sensor
+    table = np.asarray(sensor.likelihood(), np.float64)
+    lik = jnp.asarray(table, jnp.float32)
+    names = ["move_north", "move_south", "move_east", "move_west"]
+    deltas = np.asarray([MOVES[n] for n in names], np.int32)
+    predict = jax.jit(lambda o: lookahead_successors(IMAGE, lik, deltas, o))
+    observe = jax.jit(jax.vmap(lambda p, cell, h: sensor.view(
+        sensor.update(p, cell, jnp.reshape(h, (1,)).astype(jnp.float32)), cell),
+        in_axes=(None, None, 0)))
+    obs, state = env.reset(jax.random.key(4), params)
+    for t in range(4):  # a few real posteriors, from cells next to the walls
+        cell = np.asarray(state.agent.position).astype(int)
+        succ, baseline, mass, valid = predict(obs)
+        posterior = np.asarray(state.sensor.posterior)
+        for m, (dx, dy) in enumerate(deltas):
+            new = cell + (dx, dy)
+            on_grid = 0 <= new[0] < 7 and 0 <= new[1] < 6
+            assert bool(valid[m]) == on_grid
+            if not on_grid:
+                continue
+            expected = observe(state.sensor.posterior, jnp.asarray(new, jnp.int32),
+                               jnp.arange(3))
+            np.testing.assert_allclose(np.asarray(succ[m * 3:m * 3 + 3]), np.asarray(expected),
+                                       rtol=1e-4, atol=1e-6)
+            entropy, distance = np.asarray(expected)[:, -3], np.asarray(expected)[:, -2]
+            np.testing.assert_allclose(np.asarray(baseline[m * 3:m * 3 + 3]),
+                                       distance + 2.0 ** (entropy - 1) - 0.5, rtol=1e-5)
+            for h in range(3):
+                brute = sum(posterior[y, x] * table[h, y - new[1] + 5, x - new[0] + 6]
+                            for y in range(6) for x in range(7) if (x, y) != tuple(new))
+                np.testing.assert_allclose(float(mass[m, h]), brute, rtol=1e-4, atol=1e-7)
+            np.testing.assert_allclose(float(np.sum(mass[m])), 1.0 - posterior[new[1], new[0]],
+                                       rtol=1e-5)
+        obs, state, *_ = env.step(jax.random.key(10 + t), state, t % 4, params)
+
+
+LOOKAHEAD = {"env": {"id": "PlumeNav-Poisson-Iso19x19-v0",
+                     "overrides": {**TINY, "sensor": {**TINY["sensor"], "summaries": True}}},
+             "algo": {"algorithm": "lookahead_vi", "epsilon": 0.2, "total_steps": 128,
+                      "num_envs": 8, "num_steps": 8, "update_epochs": 1, "num_minibatches": 2,
+                      "gamma": 1.0},
+             "network": {"type": "cnn", "image_shape": IMAGE, "conv_features": [4],
+                         "conv_kernels": [3], "conv_strides": [3], "hidden_sizes": [8],
+                         "obs_transform": "log"},
+             "run": {"seed": 1, "log_every": 1},
+             "eval": {"num_envs": 4, "num_steps": 30}}
+
+
+@pytest.fixture(scope="module")
+def lookahead_run(tmp_path_factory):
+    """Two updates of ``lookahead_vi`` through ``plume-jax train``'s trainer."""
+    from plume_jax.train.trainer import train
+
+    out = tmp_path_factory.mktemp("lookahead")
+    result = train(train_config(LOOKAHEAD), out, progress=False)
+    return out, result
+
+
+def test_lookahead_vi_trains_and_exports_a_policy_that_acts_by_its_lookahead(lookahead_run):
+    """The exported policy (plain jax.numpy) takes the move of least expected
+    steps that the training algorithm's own scores give, on real beliefs."""
+    from agents.trained import TrainedPolicy
+    from plume_jax.train.checkpoint import load_checkpoint
+    from plume_jax.train.lookahead import LookaheadVI
+    from plume_jax.train.trainer import hparams, ppo_static
+
+    out, _ = lookahead_run
+    cfg = train_config(LOOKAHEAD)
+    env, params = cfg.make_env()
+    algo = LookaheadVI(env, params, ppo_static(cfg), epsilon=0.2)
+    template = jax.eval_shape(algo.init, jax.random.key(0), hparams(cfg, env, params), params)
+    runner, meta = load_checkpoint(out / "checkpoint", template)
+    assert meta["update"] == 2
+    policy = TrainedPolicy.for_env(env, out / "policy")
+    obs, state = env.reset(jax.random.key(5), params)
+    for t in range(6):
+        q, valid = algo.scores(runner.params, obs[None], 1.0)
+        expected = int(algo.move_ids[int(jnp.argmin(q[0]))])
+        action, _ = policy.act(policy.init(None), obs, jax.random.key(t))
+        assert int(action) == expected
+        obs, state, *_ = env.step(jax.random.key(20 + t), state, expected, params)
+    np.testing.assert_array_equal(np.asarray(policy.params["lookahead/likelihood"]),
+                                  env.sensor.likelihood())
+
+
+def test_lookahead_vi_refuses_a_sensor_it_cannot_predict():
+    """Anything but a centred, full-window belief with the grid channel is a
+    ValidationError naming env.sensor (here: no grid channel)."""
+    from plume_jax.train.lookahead import LookaheadVI
+    from plume_jax.train.trainer import ppo_static
+
+    raw = {**LOOKAHEAD, "env": {"id": "PlumeNav-Poisson-Iso19x19-v0", "overrides": {
+        **TINY, "sensor": {**TINY["sensor"], "grid_channel": False}}},
+           "network": {**LOOKAHEAD["network"], "image_shape": [1, 11, 13]}}
+    cfg = train_config(raw)
+    env, params = cfg.make_env()
+    with pytest.raises(ValidationError, match=r"env\.sensor"):
+        LookaheadVI(env, params, ppo_static(cfg))
+
+
+def test_a_sweep_refuses_lookahead_vi():
+    from plume_jax.train.sweep import sweep_config
+
+    with pytest.raises(ValidationError, match=r"base\.algo\.algorithm"):
+        sweep_config({"base": LOOKAHEAD, "grid": {"run.seed": [0, 1]}})
+
+
+def test_shipped_belief_policy_runs_its_scenario():
+    """configs/scenarios/poisson_iso19x19_belief_lookahead_vi.yaml: the shipped
+    policy loads against the scenario's env (the same look-ahead model as
+    the env's belief sensor) and finds the source in a few searches."""
+    import pathlib
+
+    from plume_jax.evaluate import scenario as sc
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    scenario = sc.load_scenario(root / "configs" / "scenarios"
+                                / "poisson_iso19x19_belief_lookahead_vi.yaml")
+    path = root / scenario["agent"]["params"]["path"]
+    report = sc.run_scenario(scenario, agent="trained", agent_params={"path": str(path)},
+                             episodes=8)
+    metrics = report["metrics"]
+    assert metrics["episodes"] == 8
+    assert metrics["successes"] >= 6
+    assert 1.0 <= metrics["mean_steps"] <= 642.0
