@@ -1,13 +1,30 @@
 """Step-then-reset, written once (layer 2).
 
 Every path that steps an env and starts a new episode where the old one
-ended goes through this module: ``PlumeEnv.step`` (one env, the reset
-computed speculatively so that the function stays ``vmap``-able),
-``PlumeEnv.step_batch`` and the Gymnasium / SB3 batch adapters (a batch,
-the reset computed only for the envs that ended). Each caller brings its
-own key stream: ``key_step`` drives the transition, ``key_reset`` the
-reset (``PlumeEnv.step`` passes one key as both; its transition and reset
-draw from disjoint ``fold_in`` indices).
+ended goes through this module: ``PlumeEnv.step`` (one env; under ``vmap``
+a batch), ``PlumeEnv.step_batch`` and the Gymnasium / SB3 batch adapters.
+Each caller brings its own key stream: ``key_step`` drives the transition,
+``key_reset`` the reset (``PlumeEnv.step`` passes one key as both; its
+transition and reset draw from disjoint ``fold_in`` indices).
+
+Two ways to reset, with the same results (keys, states, counts and flags
+exactly; floats up to rounding):
+
+- speculative (:func:`step_then_reset`, :func:`reset_if`): one env's
+  reset is computed on every step and selected where the episode ended.
+  Under a plain ``vmap`` that computes a fresh start for every env on
+  every step, which is half or more of a cheap plume's step.
+- only what ended (:func:`step_then_reset_batch`, :func:`reset_where`): a
+  batch's reset is computed for the envs that ended (gathered, reset,
+  scattered back).
+
+:func:`vmappable_step` joins them: one env's step that is speculative
+when called alone and becomes :func:`step_then_reset_batch` under
+``jax.vmap`` (a ``jax.custom_batching.custom_vmap`` rule), also under a
+further ``vmap`` (a sweep over params), whose two batch axes it flattens
+into one batch (each env then carries its member's params). This is what
+``PlumeEnv.step`` is, so ``vmap(env.step)`` — the gymnax idiom — resets
+only what ended.
 
 The functions take the env as an argument and use only its
 ``step_env``, ``episode_done`` and ``auto_reset`` methods, so a
@@ -23,6 +40,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import custom_batching
 
 from plume_jax.errors import ValidationError
 
@@ -91,7 +109,7 @@ def check_max_resets(max_resets: Any, num_envs: int) -> int:
 
 
 def reset_where(env: Any, done: jax.Array, keys: jax.Array, obs: Any, state: Any, params: Any,
-                max_resets: int) -> tuple[Any, Any]:
+                max_resets: int, params_batched: bool = False) -> tuple[Any, Any]:
     """A batch: ``vmap(reset_if)``, but the reset computed only for the envs
     that are ``done`` (bool[N]).
 
@@ -99,12 +117,17 @@ def reset_where(env: Any, done: jax.Array, keys: jax.Array, obs: Any, state: Any
     with their keys and scattered back; each gets what ``reset_if`` would
     give it. If more envs are done, a ``lax.cond`` falls back to resetting
     the whole batch. Under an outer ``vmap`` the ``cond`` becomes a select
-    that computes both branches: use ``vmap(reset_if)`` there.
+    that computes both branches: use ``vmap(reset_if)`` there, or
+    :func:`vmappable_step`, which flattens the outer axis into the batch.
+
+    ``params_batched`` (static): ``params`` has a leading axis N (one
+    params per env) instead of being shared by the batch.
     """
     num_envs = done.shape[0]
+    params_axis = 0 if params_batched else None
 
     def reset_all(_):
-        return jax.vmap(functools.partial(reset_if, env), in_axes=(0, 0, 0, 0, None))(
+        return jax.vmap(functools.partial(reset_if, env), in_axes=(0, 0, 0, 0, params_axis))(
             done, keys, obs, state, params)
 
     # a pool of one lets XLA compile the reset unbatched, whose float
@@ -116,8 +139,9 @@ def reset_where(env: Any, done: jax.Array, keys: jax.Array, obs: Any, state: Any
         idx = jnp.nonzero(done, size=pool, fill_value=num_envs)[0]
         take = jnp.minimum(idx, num_envs - 1)
         gathered = jax.tree.map(lambda x: x[take], state)
-        obs_re, state_re = jax.vmap(env.auto_reset, in_axes=(0, 0, None))(keys[take], gathered,
-                                                                          params)
+        taken_params = jax.tree.map(lambda x: x[take], params) if params_batched else params
+        obs_re, state_re = jax.vmap(env.auto_reset, in_axes=(0, 0, params_axis))(
+            keys[take], gathered, taken_params)
 
         def put(full, part):
             return full.at[idx].set(part, mode="drop")
@@ -134,7 +158,8 @@ def reset_where(env: Any, done: jax.Array, keys: jax.Array, obs: Any, state: Any
 
 
 def step_then_reset_batch(env: Any, keys_step: jax.Array, keys_reset: jax.Array, state: Any,
-                          action: Any, params: Any, max_resets: int | None = None) -> Transition:
+                          action: Any, params: Any, max_resets: int | None = None,
+                          params_batched: bool = False) -> Transition:
     """A batch's step with auto-reset: what ``vmap(step_then_reset)`` returns
     (keys, states, counts and flags exactly; floats up to rounding, as XLA
     may compile the reset of a smaller batch with another reduction order),
@@ -143,13 +168,104 @@ def step_then_reset_batch(env: Any, keys_step: jax.Array, keys_reset: jax.Array,
     Args:
         keys_step, keys_reset: key[N] each, one per env.
         state, action: batches (leading axis N).
-        params: shared by the batch (not batched).
+        params: shared by the batch, or (``params_batched``) one per env.
         max_resets: static; the reset pool, ``1..N``; default ``max(1, N // 16)``.
+        params_batched: static; whether ``params`` has the leading axis N.
     """
     max_resets = check_max_resets(max_resets, keys_step.shape[0])
+    params_axis = 0 if params_batched else None
     obs, stepped, reward, terminated, truncated, info = jax.vmap(
-        env.step_env, in_axes=(0, 0, 0, None))(keys_step, state, action, params)
+        env.step_env, in_axes=(0, 0, 0, params_axis))(keys_step, state, action, params)
     done = jax.vmap(env.episode_done)(terminated, truncated, info)
-    obs_next, state_next = reset_where(env, done, keys_reset, obs, stepped, params, max_resets)
+    obs_next, state_next = reset_where(env, done, keys_reset, obs, stepped, params, max_resets,
+                                       params_batched)
     return Transition(obs_next, state_next, reward, terminated, truncated,
                       ended_step_info(info, terminated, truncated, obs))
+
+
+# -- vmap(env.step) resets only what ended -----------------------------------------
+
+
+def _broadcast_unbatched(tree: Any, batched: Any, size: int) -> Any:
+    """Every leaf of ``tree`` with a leading axis ``size``: the leaves whose
+    ``batched`` flag is False are broadcast to it."""
+    return jax.tree.map(
+        lambda x, b: x if b else jnp.broadcast_to(x, (size,) + jnp.shape(x)), tree, batched)
+
+
+def _all_batched(tree: Any) -> Any:
+    return jax.tree.map(lambda _: True, tree)
+
+
+def vmappable_step(env: Any) -> Any:
+    """``step(key, state, action, params) -> Transition``: one env's step
+    with auto-reset (:func:`step_then_reset`, one key for both) that resets
+    only what ended when ``vmap``ped.
+
+    Called on one env it is :func:`step_then_reset`. Under ``jax.vmap``
+    (any ``in_axes``; unbatched keys, states or actions are broadcast) it
+    is :func:`step_then_reset_batch` with the default reset pool, with
+    ``params`` shared or (when the vmap batches them) one per env. Under a
+    further ``vmap`` (e.g. a vmapped sweep) the outer axis is flattened into
+    the batch, so the sweep's resets, too, are computed only for the envs
+    that ended. The results are ``vmap(step_then_reset)``'s: keys, states,
+    counts and flags exactly, floats up to rounding.
+
+    A ``jax.custom_batching.custom_vmap`` function: forward-mode
+    differentiation works; ``jax.grad`` of the unbatched step fails (JAX
+    cannot linearise a ``custom_vmap`` function outside ``vmap``), so
+    differentiate :func:`step_then_reset` instead.
+    """
+
+    @custom_batching.custom_vmap
+    def step(key, state, action, params):
+        return step_then_reset(env, key, key, state, action, params)
+
+    @step.def_vmap
+    def batched_rule(axis_size, in_batched, key, state, action, params):
+        key_b, state_b, action_b, params_b = in_batched
+        key, state, action = (_broadcast_unbatched(x, b, axis_size) for x, b in
+                              ((key, key_b), (state, state_b), (action, action_b)))
+        params_batched = any(jax.tree.leaves(params_b))
+        if params_batched:
+            params = _broadcast_unbatched(params, params_b, axis_size)
+        out = _batch_step(env, params_batched)(key, state, action, params)
+        return out, _all_batched(out)
+
+    return step
+
+
+def _batch_step(env: Any, params_batched: bool) -> Any:
+    """:func:`step_then_reset_batch` (one key per env for both streams, the
+    default pool) as a ``custom_vmap`` function whose own ``vmap`` rule
+    flattens the new outer axis into the batch, so nested ``vmap``s of
+    :func:`vmappable_step` stay one batch that resets only what ended."""
+
+    @custom_batching.custom_vmap
+    def run(keys, state, action, params):
+        return step_then_reset_batch(env, keys, keys, state, action, params,
+                                     params_batched=params_batched)
+
+    @run.def_vmap
+    def flattened_rule(axis_size, in_batched, keys, state, action, params):
+        key_b, state_b, action_b, params_b = in_batched
+        keys, state, action = (_broadcast_unbatched(x, b, axis_size) for x, b in
+                               ((keys, key_b), (state, state_b), (action, action_b)))
+        num_envs = jax.tree.leaves(keys)[0].shape[1]
+
+        def flat(x):
+            return jnp.reshape(x, (axis_size * num_envs,) + jnp.shape(x)[2:])
+
+        outer_params = any(jax.tree.leaves(params_b))
+        if params_batched:        # [N, ...] or [outer, N, ...]: one per env
+            params = jax.tree.map(flat, _broadcast_unbatched(params, params_b, axis_size))
+        elif outer_params:        # [outer, ...]: each member's params for its N envs
+            params = jax.tree.map(lambda x: jnp.repeat(x, num_envs, axis=0),
+                                  _broadcast_unbatched(params, params_b, axis_size))
+        out = _batch_step(env, params_batched or outer_params)(
+            *(jax.tree.map(flat, x) for x in (keys, state, action)), params)
+        out = jax.tree.map(
+            lambda x: jnp.reshape(x, (axis_size, num_envs) + jnp.shape(x)[1:]), out)
+        return out, _all_batched(out)
+
+    return run

@@ -11,9 +11,11 @@ Auto-reset and its cost
 ``step`` auto-resets like gymnax: when an episode ends, the returned state
 and observation belong to a fresh episode, while ``terminated``,
 ``truncated``, ``reward`` and ``info`` (including ``info["final_observation"]``)
-describe the step that ended the old one. Under ``vmap`` both branches of the
-reset are computed on every step, so the reset path inside ``step`` must be
-cheap. It therefore does *not* call ``plume.init`` (which may warm up a
+describe the step that ended the old one. Under ``vmap`` (and nested
+``vmap``s) ``step`` computes the reset only for the envs that ended
+(:func:`plume_jax.autoreset.vmappable_step`); ``step_speculative`` computes
+it for every env on every step and selects, as gymnax does, so the reset
+path must still be cheap. It therefore does *not* call ``plume.init`` (which may warm up a
 turbulent plume); it calls ``plume.reinit(key, plume_state, params)``, which
 each plume implements cheaply — a static plume rebuilds its trivial state, a
 dynamic plume keeps its already-developed state running into the next
@@ -36,9 +38,11 @@ from gymnax.environments import environment as gymnax_env
 from gymnax.environments import spaces as gymnax_spaces
 
 from plume_jax import spaces
-from plume_jax.autoreset import Transition, step_then_reset, step_then_reset_batch
+from plume_jax.autoreset import (Transition, step_then_reset, step_then_reset_batch,
+                                 vmappable_step)
 from plume_jax.interfaces import ActionModel, Plume, Reward, Sensor, StartDistribution
 from plume_jax.types import AgentState, EnvParams, EnvState, Grid, PlumeProbe
+from plume_jax.vectors import norm
 
 #: Keys of the ``info`` dict returned by ``step`` (all arrays).
 INFO_KEYS = (
@@ -275,7 +279,7 @@ class PlumeEnv(gymnax_env.Environment[EnvState, EnvParams]):
         ``reward``, ``goal_reached``, ``distance`` and ``goal``.
         """
         goal = self.goal_location(plume_state, params)
-        distance = jnp.linalg.norm(agent.position - goal).astype(jnp.float32)
+        distance = norm(agent.position - goal).astype(jnp.float32)
         goal_reached = distance <= params.goal_radius
         reward = self.reward.compute(prev, agent, goal, goal_reached, params.reward)
         obs, sensor_state = self.sensor.observe(k_sensor, agent, self.probe(plume_state, params),
@@ -374,8 +378,24 @@ class PlumeEnv(gymnax_env.Environment[EnvState, EnvParams]):
 
         Returns ``(obs, state, reward, terminated, truncated, info)`` (a
         :class:`~plume_jax.autoreset.Transition`); see the module docstring
-        for what describes the old and the new episode.
+        for what describes the old and the new episode. Under ``jax.vmap``
+        (also nested, e.g. a vmapped sweep over params) the new episodes are
+        computed only for the envs whose episode ended
+        (:func:`~plume_jax.autoreset.vmappable_step`); the results are those
+        of the speculative reset, :func:`~plume_jax.autoreset.step_then_reset`
+        (keys, states, counts and flags exactly, floats up to rounding).
         """
+        return vmappable_step(self)(key, state, action, self._params(params))
+
+    @functools.partial(jax.jit, static_argnames=("self",))
+    def step_speculative(self, key: jax.Array, state: EnvState, action: Any,
+                         params: EnvParams | None = None) -> Transition:
+        """:meth:`step` with the reset computed on every step and selected
+        (:func:`~plume_jax.autoreset.step_then_reset`): under ``vmap`` every
+        env draws a fresh start on every step. The reference :meth:`step` is
+        tested against, and the form to use where the batch is sharded over
+        devices (gathering the ended envs would move data between them) or
+        where ``jax.grad`` must go through the step."""
         return step_then_reset(self, key, key, state, action, self._params(params))
 
     @functools.partial(jax.jit, static_argnames=("self", "max_resets"))

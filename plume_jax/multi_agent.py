@@ -189,19 +189,33 @@ class MultiAgentPlumeEnv(PlumeEnv):
 
     # -- step --------------------------------------------------------------------
     def _resolve_collisions(self, old: Any, moved: Any) -> tuple[Any, jax.Array]:
-        """Sequential, index-ordered: agent i keeps ``old`` if its target cell
-        is taken. Returns ``(agents, blocked bool[A])``."""
+        """Index-ordered: agent i keeps ``old`` if its target cell is taken,
+        by an agent ``j < i`` where that agent ended up (its target, or its
+        old cell if it was blocked) or by an agent ``j > i`` in its old cell.
+        Returns ``(agents, blocked bool[A])``.
 
-        def body(i, carry):
-            positions, blocked = carry
-            target = jnp.round(moved.position[i])
-            others = jnp.arange(self.num_agents) != i
-            taken = jnp.any(others & jnp.all(jnp.round(positions) == target, axis=-1))
-            positions = positions.at[i].set(jnp.where(taken, old.position[i], moved.position[i]))
-            return positions, blocked.at[i].set(taken)
+        The sequential rule (agent by agent) as a fixed point of one
+        vectorised update over all agents: agent i's outcome depends only on
+        agents ``j < i``, so the update's fixed point is unique and reached
+        after as many updates as the longest chain of agents blocking one
+        another (usually one or two) instead of ``A`` sequential steps.
+        """
+        a = self.num_agents
+        target = jnp.round(moved.position)
+        before = jnp.round(old.position)
+        # [i, j]: agent i's target is agent j's target / agent j's old cell
+        on_target = jnp.all(target[:, None, :] == target[None, :, :], axis=-1)
+        on_old = jnp.all(target[:, None, :] == before[None, :, :], axis=-1)
+        earlier = jnp.tril(jnp.ones((a, a), bool), k=-1)
+        by_later = jnp.any(jnp.triu(jnp.ones((a, a), bool), k=1) & on_old, axis=1)
 
-        _, blocked = jax.lax.fori_loop(0, self.num_agents, body,
-                                       (old.position, jnp.zeros(self.num_agents, bool)))
+        def update(blocked):
+            taken = jnp.where(blocked[None, :], on_old, on_target)
+            return by_later | jnp.any(earlier & taken, axis=1)
+
+        first = update(jnp.zeros(a, bool))
+        _, blocked = jax.lax.while_loop(lambda c: jnp.any(c[0] != c[1]),
+                                        lambda c: (c[1], update(c[1])), (first, update(first)))
         return _where(blocked, old, moved), blocked
 
     def step_env(self, key: jax.Array, state: EnvState, action: Any, params: EnvParams):

@@ -2,18 +2,27 @@
 """Throughput benchmark of the functional core.
 
 Measures env steps per second of one jitted ``lax.scan`` of vmapped
-``env.step`` (random actions, auto-reset on) at several batch sizes, and the
-compile time of that program, for each preset and, as a reference measured
-in the same run with the same harness, gymnax's CartPole-v1. Results are
-saved as JSON (figures, batch sizes, machine, device, versions); render them
-into BENCHMARKS.md with ``scripts/render_benchmarks.py``.
+``env.step`` (random actions, auto-reset on) at several batch sizes, the
+compile time of that program and its memory per env, for each preset and,
+as a reference measured in the same run with the same harness, gymnax's
+CartPole-v1. The programs of one batch size are built first and then timed
+in interleaved rounds (each program once per round, median of the rounds),
+so that load changing during the run hits them alike. Each code tree runs
+in its own worker process, which is how ``--before`` measures an older
+commit's code against this one in the same run. Results are saved as JSON
+(figures, batch sizes, machine, device, versions, load); render them into
+BENCHMARKS.md with ``scripts/render_benchmarks.py``.
 
 Usage::
 
     python scripts/benchmark.py                       # all presets, default sizes
     python scripts/benchmark.py --presets PlumeNav-Gaussian-v0 --batch-sizes 1 64 --steps 200
-    # what the speculative auto-reset costs: vmap(env.step), env.step_batch and
-    # vmap(env.step_env) (no reset), back to back
+    python scripts/benchmark.py --device gpu          # the same tables on an accelerator
+    # before/after in one run: the old code from a source tree of its commit
+    git archive REV | tar -x -C /tmp/before
+    python scripts/benchmark.py --before /tmp/before --forms step step_batch
+    # what the auto-reset costs: vmap(env.step), vmap(env.step_speculative),
+    # env.step_batch and vmap(env.step_env) (no reset)
     python scripts/benchmark.py --reset-cost        # -> benchmarks/reset_cost.json
 """
 
@@ -33,7 +42,7 @@ import jax
 import jax.numpy as jnp
 
 
-STEP_FORMS = ("step", "step_batch", "step_env")
+STEP_FORMS = ("step", "step_speculative", "step_batch", "step_env")
 
 
 def scan_program(env: Any, params: Any, num_envs: int, num_steps: int, form: str = "step"):
@@ -74,7 +83,8 @@ def scan_program(env: Any, params: Any, num_envs: int, num_steps: int, form: str
     def step(keys, state, actions):
         if form == "step_batch":
             return env.step_batch(keys, state, actions, params)
-        fn = env.step if form == "step" else env.step_env
+        fn = {"step": env.step, "step_env": env.step_env,
+              "step_speculative": getattr(env, "step_speculative", None)}[form]
         return jax.vmap(fn, in_axes=(0, 0, 0, None))(keys, state, actions, params)
 
     def run(state, key):
@@ -97,8 +107,13 @@ def scan_program(env: Any, params: Any, num_envs: int, num_steps: int, form: str
     return jax.jit(reset), jax.jit(run)
 
 
-def measure(env: Any, params: Any, num_envs: int, num_steps: int, repeats: int,
-            form: str = "step") -> dict[str, Any]:
+def build(env: Any, params: Any, num_envs: int, num_steps: int, form: str = "step"):
+    """``(run, state, figures)``: the compiled stepping program of
+    :func:`scan_program`, a batch of states to start it from, and its
+    compile time and memory per env (bytes): ``state_bytes_per_env`` (the
+    env state the program carries) and ``temp_bytes_per_env`` (XLA's
+    scratch buffers, from the compiled program's memory analysis, when the
+    backend reports it)."""
     reset, run = scan_program(env, params, num_envs, num_steps, form)
     key = jax.random.key(0)
     state = jax.block_until_ready(reset(key))
@@ -106,27 +121,151 @@ def measure(env: Any, params: Any, num_envs: int, num_steps: int, repeats: int,
     compiled = run.lower(state, key).compile()
     compile_s = time.perf_counter() - t0
     jax.block_until_ready(compiled(state, key))  # warm-up run
-    times, cpu_times = [], []
-    for i in range(repeats):
-        k = jax.random.key(i + 1)
-        t0, c0 = time.perf_counter(), time.process_time()
-        jax.block_until_ready(compiled(state, k))
-        times.append(time.perf_counter() - t0)
-        cpu_times.append(time.process_time() - c0)
+    figures = {"num_envs": num_envs, "num_steps": num_steps, "compile_seconds": compile_s,
+               "state_bytes_per_env": sum(leaf.nbytes for leaf in jax.tree.leaves(state))
+               / num_envs}
+    memory = compiled.memory_analysis()
+    if memory is not None and getattr(memory, "temp_size_in_bytes", None) is not None:
+        figures["temp_bytes_per_env"] = memory.temp_size_in_bytes / num_envs
+    return compiled, state, figures
+
+
+def time_run(compiled: Any, state: Any, seed: int) -> float:
+    """Seconds of one run of a compiled program (key ``seed``)."""
+    return time_run_cpu(compiled, state, seed)[0]
+
+
+def time_run_cpu(compiled: Any, state: Any, seed: int) -> tuple[float, float]:
+    """``(wall, cpu)`` seconds of one run of a compiled program (key
+    ``seed``); cpu is this process's CPU time, all its threads: on a machine
+    shared with other jobs, steps per CPU-second is less distorted by their
+    load than steps per wall-clock second."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    jax.block_until_ready(compiled(state, jax.random.key(seed)))
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def measure(env: Any, params: Any, num_envs: int, num_steps: int, repeats: int,
+            form: str = "step") -> dict[str, Any]:
+    """One program alone: its :func:`build` figures and the median of
+    ``repeats`` timed runs."""
+    compiled, state, figures = build(env, params, num_envs, num_steps, form)
+    return summarise(figures, [time_run_cpu(compiled, state, i + 1) for i in range(repeats)])
+
+
+def summarise(figures: dict[str, Any], runs: list[tuple[float, float]]) -> dict[str, Any]:
+    """``figures`` with the runs' ``(wall, cpu)`` seconds and their medians
+    as steps per second and steps per CPU-second."""
+    times, cpu_times = [r[0] for r in runs], [r[1] for r in runs]
     median = statistics.median(times)
-    return {
-        "num_envs": num_envs,
-        "num_steps": num_steps,
-        "compile_seconds": compile_s,
-        "run_seconds": times,
-        "median_run_seconds": median,
-        "steps_per_second": num_envs * num_steps / median,
-        # CPU time of this process (all its threads) per run: on a machine
-        # shared with other jobs, steps per CPU-second is less distorted by
-        # their load than steps per wall-clock second
-        "cpu_seconds": cpu_times,
-        "steps_per_cpu_second": num_envs * num_steps / statistics.median(cpu_times),
-    }
+    steps = figures["num_envs"] * figures["num_steps"]
+    return {**figures, "run_seconds": times, "median_run_seconds": median,
+            "steps_per_second": steps / median, "cpu_seconds": cpu_times,
+            "steps_per_cpu_second": steps / max(statistics.median(cpu_times), 1e-9)}
+
+
+# -- programs of one or two code trees, timed interleaved --------------------------
+
+REFERENCE = "gymnax/CartPole-v1 (reference)"
+
+
+def make_env(name: str, num_agents: int | None = None):
+    """``(env, params)`` of a preset id, or of gymnax's CartPole for :data:`REFERENCE`."""
+    if name == REFERENCE:
+        import gymnax
+
+        return gymnax.make("CartPole-v1")
+    import plume_jax
+
+    return plume_jax.make(name, **({"num_agents": num_agents} if num_agents else {}))
+
+
+def serve(device: str | None) -> int:
+    """Worker loop (``--serve``): builds and times programs of the plume_jax
+    on this process's path, one JSON request per stdin line, one JSON reply
+    per stdout line. Requests: ``{"op": "build", "env", "form", "num_envs",
+    "num_steps", "num_agents"}`` -> figures (or ``{"skip": why}``);
+    ``{"op": "run", "id", "seed"}`` -> ``{"seconds"}``; ``{"op": "clear"}``;
+    ``{"op": "machine"}``."""
+    import sys
+
+    programs = []
+    with jax.default_device(jax.devices(device)[0] if device else jax.devices()[0]):
+        for line in sys.stdin:
+            req = json.loads(line)
+            if req["op"] == "build":
+                env, params = make_env(req["env"], req.get("num_agents"))
+                form = req["form"]
+                if form != "step" and not hasattr(env, form):
+                    reply = {"skip": f"this code has no {form}"}
+                else:
+                    compiled, state, figures = build(env, params, req["num_envs"],
+                                                     req["num_steps"], form)
+                    programs.append((compiled, state))
+                    reply = {"id": len(programs) - 1, **figures}
+            elif req["op"] == "run":
+                compiled, state = programs[req["id"]]
+                reply = {"seconds": time_run_cpu(compiled, state, req["seed"])}
+            elif req["op"] == "clear":
+                programs.clear()
+                reply = {}
+            else:
+                reply = machine()
+            print(json.dumps(reply), flush=True)
+    return 0
+
+
+class Worker:
+    """A ``--serve`` process whose ``plume_jax`` is imported from ``tree``
+    (a source tree, e.g. an older commit's ``git archive``), or the one this
+    Python imports when ``tree`` is None."""
+
+    def __init__(self, tree: str | None, device: str | None):
+        import subprocess
+        import sys
+
+        env = dict(os.environ)
+        if tree:
+            env["PYTHONPATH"] = os.pathsep.join(
+                [os.path.abspath(tree)] + [p for p in [env.get("PYTHONPATH")] if p])
+        cmd = [sys.executable, os.path.abspath(__file__), "--serve"]
+        if device:
+            cmd += ["--device", device]
+        self.process = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        text=True, env=env)
+
+    def ask(self, **request: Any) -> dict[str, Any]:
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"benchmark worker died on {request}")
+        return json.loads(line)
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def measure_interleaved(cells: list[tuple[Worker, dict[str, Any], dict[str, Any]]],
+                        repeats: int) -> list[dict[str, Any]]:
+    """Build every program of ``cells`` (``(worker, request, labels)``), then
+    time ``repeats`` rounds, each running every program once in turn, so
+    that load changes during the run hit every program alike. Returns one
+    row per program (labels, figures, times, median steps/s)."""
+    built = []
+    for worker, request, labels in cells:
+        reply = worker.ask(op="build", **request)
+        if "skip" not in reply:
+            built.append((worker, reply, labels))
+    times: list[list[tuple[float, float]]] = [[] for _ in built]
+    for i in range(repeats):
+        for j, (worker, reply, _) in enumerate(built):
+            times[j].append(tuple(worker.ask(op="run", id=reply["id"], seed=i + 1)["seconds"]))
+    for worker in {id(w): w for w, _, _ in built}.values():
+        worker.ask(op="clear")
+    return [{**labels, **summarise({k: v for k, v in reply.items() if k != "id"}, t)}
+            for (_, reply, labels), t in zip(built, times)]
 
 
 def machine() -> dict[str, Any]:
@@ -152,8 +291,6 @@ def machine() -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import gymnax
-
     import plume_jax
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -162,7 +299,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-sizes", nargs="*", type=int, default=[1, 64, 1024, 4096])
     parser.add_argument("--steps", type=int, default=1000, help="scan length per run")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--forms", nargs="*", choices=STEP_FORMS, default=None,
+                        help="step forms to measure (default: step; with --reset-cost: all)")
     parser.add_argument("--no-reference", action="store_true", help="skip gymnax CartPole")
+    parser.add_argument("--device", default=None,
+                        help="JAX platform to run on (cpu, gpu, tpu; default: JAX's default)")
+    parser.add_argument("--before", default=None, metavar="TREE",
+                        help="also measure the plume_jax of this source tree (e.g. an older "
+                             "commit: git archive REV | tar -x -C TREE), its programs "
+                             "interleaved with this code's, rows labelled code=before/after")
     parser.add_argument("--out", default=None,
                         help="JSON output (default benchmarks/core_throughput.json, or "
                              "benchmarks/reset_cost.json with --reset-cost)")
@@ -175,60 +320,79 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--multi-agent-preset", default="PlumeNav-Swarm-v0")
     parser.add_argument("--skip-multi-agent", action="store_true")
     parser.add_argument("--reset-cost", action="store_true",
-                        help="measure each preset and batch three times, back to back: "
-                             "vmap(env.step), env.step_batch and vmap(env.step_env) (the "
-                             "transition without the speculative reset; episodes then run on "
-                             "past their end), single-agent presets only")
+                        help="measure each preset and batch with every step form: "
+                             "vmap(env.step), vmap(env.step_speculative), env.step_batch and "
+                             "vmap(env.step_env) (the transition without any reset; episodes "
+                             "then run on past their end), single-agent presets only")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.serve:
+        return serve(args.device)
     if args.out is None:
         args.out = os.path.join("benchmarks",
                                 "reset_cost.json" if args.reset_cost else "core_throughput.json")
-    forms = STEP_FORMS if args.reset_cost else ("step",)
+    forms = args.forms or (STEP_FORMS if args.reset_cost else ("step",))
 
-    targets = [(pid, *plume_jax.make(pid)) for pid in args.presets]
-    if not args.no_reference:
-        cartpole, cartpole_params = gymnax.make("CartPole-v1")
-        targets.append(("gymnax/CartPole-v1 (reference)", cartpole, cartpole_params))
+    codes = {"after": Worker(None, args.device)}
+    if args.before:
+        codes = {"before": Worker(args.before, args.device), **codes}
+    current = codes["after"]
+    label = (lambda code: {"code": code}) if args.before else (lambda code: {})
+
+    def report(row: dict[str, Any], what: str) -> None:
+        memory = row["state_bytes_per_env"] + row.get("temp_bytes_per_env", 0.0)
+        print(f"{row.get('code', ''):6s} {what}: {row['steps_per_second']:14,.0f} steps/s, "
+              f"{row['steps_per_cpu_second']:14,.0f} per CPU-second (medians of "
+              f"{args.repeats}), compile {row['compile_seconds']:.2f} s, "
+              f"{memory / 1024:.1f} KiB/env", flush=True)
 
     results = []
-    for name, env, params in targets:
-        for n in args.batch_sizes:
-            for form in forms:
-                if form == "step_batch" and not hasattr(env, "step_batch"):
-                    continue
-                row = {"env": name, "step": form,
-                       **measure(env, params, n, args.steps, args.repeats, form)}
-                results.append(row)
-                print(f"{name:40s} batch {n:5d} {form:10s}: "
-                      f"{row['steps_per_second']:14,.0f} steps/s, "
-                      f"{row['steps_per_cpu_second']:14,.0f} per CPU-second "
-                      f"(medians of {args.repeats}), "
-                      f"compile {row['compile_seconds']:.2f} s", flush=True)
+    for n in args.batch_sizes:
+        cells = [(worker, {"env": name, "form": form, "num_envs": n, "num_steps": args.steps},
+                  {"env": name, "step": form, **label(code)})
+                 for name in args.presets for form in forms for code, worker in codes.items()]
+        if not args.no_reference:
+            cells.append((current, {"env": REFERENCE, "form": "step", "num_envs": n,
+                                    "num_steps": args.steps},
+                          {"env": REFERENCE, "step": "step", **label("after")}))
+        for row in measure_interleaved(cells, args.repeats):
+            results.append(row)
+            report(row, f"{row['env']:34s} batch {n:5d} {row['step']:16s}")
 
     multi_agent = []
     if not (args.skip_multi_agent or args.reset_cost):
         for a in args.agents:
-            env, params = plume_jax.make(args.multi_agent_preset, num_agents=a)
             for n in args.agent_batch_sizes:
-                row = {"env": args.multi_agent_preset, "num_agents": a,
-                       **measure(env, params, n, args.agent_steps, args.repeats)}
-                row["agent_steps_per_second"] = row["steps_per_second"] * a
-                multi_agent.append(row)
-                print(f"{args.multi_agent_preset} agents {a:3d} batch {n:5d}: "
-                      f"{row['agent_steps_per_second']:14,.0f} agent-steps/s, compile "
-                      f"{row['compile_seconds']:.2f} s", flush=True)
+                cells = [(worker, {"env": args.multi_agent_preset, "form": "step",
+                                   "num_envs": n, "num_steps": args.agent_steps,
+                                   "num_agents": a},
+                          {"env": args.multi_agent_preset, "num_agents": a, **label(code)})
+                         for code, worker in codes.items()]
+                for row in measure_interleaved(cells, args.repeats):
+                    row["agent_steps_per_second"] = row["steps_per_second"] * a
+                    multi_agent.append(row)
+                    report(row, f"{args.multi_agent_preset} agents {a:3d} batch {n:5d}")
 
     payload = {"benchmark": "reset_cost" if args.reset_cost else "core_throughput",
-               "machine": machine(),
+               "machine": {**current.ask(op="machine"),
+                           "load_average_1_5_15min": list(os.getloadavg())},
                "settings": {"steps": args.steps, "repeats": args.repeats,
                             "actions": "uniform random", "step_forms": list(forms),
+                            "interleaved": True, "before": args.before,
                             "multi_agent_steps": args.agent_steps},
                "results": results, "multi_agent": multi_agent}
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(payload, f, indent=2)
-    print(f"saved {args.out}")
+    for worker in codes.values():
+        worker.close()
+    save_json(payload, args.out)
     return 0
+
+
+def save_json(payload: dict[str, Any], path: str) -> None:
+    """Write a benchmark's results (creating the folder) and say where."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(payload, f, indent=2)
+    print(f"saved {path}")
 
 
 if __name__ == "__main__":

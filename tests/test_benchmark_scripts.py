@@ -58,6 +58,87 @@ def test_core_table_ignores_step_env_rows():
     assert "4,000" not in text
 
 
+def test_comparison_table_gives_speedup_cartpole_ratio_compile_and_memory():
+    from scripts.render_benchmarks import render_comparison
+
+    def row(env, sps, code, form="step"):
+        return {**_row(env, 4096, sps, form), "code": code, "state_bytes_per_env": 1024.0,
+                "temp_bytes_per_env": 512.0, "steps_per_cpu_second": 2 * sps}
+
+    payload = {"benchmark": "core_throughput", "machine": MACHINE,
+               "settings": {**SETTINGS, "before": "/tmp/before"},
+               "results": [row("A", 1e6, "before"), row("A", 3e6, "after"),
+                           row("A", 4e6, "after", "step_speculative"),
+                           row("gymnax/CartPole-v1 (reference)", 2e6, "after")],
+               "multi_agent": [{"env": "S", "num_agents": 64, "num_envs": 16, "code": code,
+                                "agent_steps_per_second": sps}
+                               for code, sps in (("before", 5e4), ("after", 2e5))]}
+    text = render_comparison(payload)
+    assert "| A | `step` | 4096 | 1.000 | 3.000 | 3.00× | 3.00× | 1.50× | 1.0 / 1.0 | " \
+        "1.00 + 0.50 |" in text
+    assert "| A | `step_speculative` | 4096 | — | 4.000 |  |  | 2.00× | — / 1.0 |" in text
+    assert "| 64 | 16 | 0.050 | 0.200 | 4.00× |" in text
+    assert text.startswith("<!-- before-after:begin -->")
+
+
+def test_roofline_table_fractions_and_bounds():
+    from scripts.render_benchmarks import render_roofline
+
+    peaks = {"elementwise_flops_per_second": 1e10, "matmul_flops_per_second": 5e10,
+             "stream_bytes_per_second": 2e9, "elementwise_kernel": "poly",
+             "matmul_kernel": "mm", "stream_kernel": "axpy"}
+    times = {k: 1e-6 for k in ("step", "step_speculative", "step_env", "plume_advance",
+                               "plume_read")}
+    env = {"program": "g", "preset": "P", "flops_per_step": 1000.0, "bytes_per_step": 10.0,
+           "transcendentals_per_step": 2.0, "random_words_per_transition": 1,
+           "random_words_per_episode_start": 8, "steps_per_second": {"step": 2e6},
+           "elementwise_fraction": 0.2, "seconds_per_step": times}
+    payload = {"benchmark": "roofline", "machine": MACHINE, "peaks": peaks,
+               "settings": {"batch": 4096, "repeats": 3}, "programs": [env]}
+    text = render_roofline(payload)
+    assert "**10.0 GFLOP/s**" in text and "**50.0 GFLOP/s**" in text and "**2.00 GB/s**" in text
+    assert "| g (`P`) | 1,000 | 10 | 2 | 1 + 8 | 2.000 M | 20% | 10.00 M | | |" in text
+    payload["programs"] = [{**env, "state_bytes_per_env": 1024.0}]
+    assert "| 20% | 10.00 M | 1.00 | 0.98 M |" in render_roofline(payload)
+    assert "| g | 1.000 | 1.000 | 1.000 | 1.000 | 1.000 |" in text
+
+
+def test_roofline_counts_random_words_in_nested_jaxprs():
+    """32-bit words of random_bits, also inside jit and cond; four 8-bit
+    draws are one word."""
+    from scripts.roofline import random_words
+
+    def draws(key):
+        inner = jax.jit(lambda k: jax.random.bits(k, (3,)))(key)
+        both = jax.lax.cond(True, lambda k: jax.random.bits(k, (2,)).sum(),
+                            lambda k: jax.random.bits(k, (5,)).sum(), key)
+        return inner, both, jax.random.bits(key, (4,), "uint8")
+
+    assert random_words(jax.make_jaxpr(draws)(jax.random.key(0))) == 3 + 2 + 5 + 1
+
+
+@pytest.mark.slow
+def test_benchmark_before_after_run_labels_rows_and_reports_memory(tmp_path):
+    """The --before harness end to end: two worker processes (here both on
+    this tree), interleaved runs, rows labelled by code with memory per env."""
+    import json
+    import os
+
+    from scripts.benchmark import main
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = tmp_path / "b.json"
+    assert main(["--presets", "PlumeNav-Gaussian-v0", "--batch-sizes", "2", "--steps", "3",
+                 "--repeats", "2", "--forms", "step", "step_speculative", "--no-reference",
+                 "--skip-multi-agent", "--before", root, "--out", str(out)]) == 0
+    rows = json.loads(out.read_text())["results"]
+    assert sorted((r["code"], r["step"]) for r in rows) == [
+        ("after", "step"), ("after", "step_speculative"), ("before", "step"),
+        ("before", "step_speculative")]
+    for r in rows:
+        assert len(r["run_seconds"]) == 2 and r["state_bytes_per_env"] > 0
+
+
 def test_multi_agent_training_benchmark_uses_the_shipped_swarm_config():
     """The benchmark's configs are configs/train_swarm.yaml with only the
     agent count, the budget and (for "mlp") the network type changed."""

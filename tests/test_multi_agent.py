@@ -10,6 +10,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import plume_jax
 from agents import PerAgentPolicy, StatefulAgent, make_agent
@@ -141,6 +143,52 @@ def test_collisions_resolved_in_agent_order(base):
     _, new, _, _, _, info = env.step(jax.random.key(2), state, jnp.asarray(
         [east, env.action_ids["move_west"], 0]), params)
     np.testing.assert_array_equal(np.asarray(new.agent.position[:2]), [[6, 5], [7, 5]])
+
+
+def _sequential_collisions(old, moved):
+    """The reference rule, one agent after another (what the env did before
+    its vectorised resolution): agent i keeps its old cell if its target is
+    where an earlier agent ended up or where a later agent still is."""
+    positions, blocked = old.copy(), np.zeros(len(old), bool)
+    for i in range(len(old)):
+        target = np.round(moved[i])
+        taken = any(np.array_equal(np.round(positions[j]), target)
+                    for j in range(len(old)) if j != i)
+        positions[i] = old[i] if taken else moved[i]
+        blocked[i] = taken
+    return positions, blocked
+
+
+@pytest.fixture(scope="module")
+def resolve_jitted(base):
+    env = _multi(base, 12, collisions=True)
+
+    agents = env.reset(jax.random.key(0), env.default_params)[1].agent
+
+    @jax.jit
+    def resolve(old, moved):
+        resolved, blocked = env._resolve_collisions(agents.replace(position=old),
+                                                    agents.replace(position=moved))
+        return resolved.position, blocked
+
+    return resolve
+
+
+@settings(max_examples=40, deadline=None)
+@given(cells=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), min_size=12,
+                      max_size=12),
+       moves=st.lists(st.integers(0, 4), min_size=12, max_size=12))
+def test_vectorised_collisions_equal_sequential_rule(resolve_jitted, cells, moves):
+    """12 agents on a 4x4 patch (crowded, with chains of agents blocking one
+    another): the vectorised resolution gives the sequential rule's
+    positions and blocked flags exactly."""
+    old = np.asarray(cells, np.float32)
+    step = np.asarray([[0, 0], [1, 0], [-1, 0], [0, 1], [0, -1]], np.float32)[moves]
+    moved = old + step
+    want_positions, want_blocked = _sequential_collisions(old, moved)
+    positions, blocked = resolve_jitted(jnp.asarray(old), jnp.asarray(moved))
+    np.testing.assert_array_equal(np.asarray(blocked), want_blocked)
+    np.testing.assert_array_equal(np.asarray(positions), want_positions)
 
 
 def test_collision_free_starts(base):

@@ -282,3 +282,24 @@ def test_switch_once_does_not_switch_during_the_warm_up():
     for i in range(10):
         state = advance(jax.random.key(i), state, params)
     assert float(model.direction(state.wind, params)) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("kernel", ["2d", "3d"])
+def test_kernel_sum_equals_the_plain_formula(kernel):
+    """The concentration (its puff sum written as a product with ones and
+    its squared distances elementwise, for speed on CPU) is the sum of the
+    active puffs' Gaussian kernels, computed here in float64 NumPy."""
+    plume, params = build(kernel=kernel, warmup_steps=80, capacity=64)
+    state = jax.jit(plume.init)(jax.random.key(7), params)
+    points = np.stack(np.meshgrid(np.arange(0.0, 80.0, 3.5), np.arange(0.0, 40.0, 2.5)),
+                      -1).reshape(-1, 2)
+    got = np.asarray(jax.jit(plume.concentration, static_argnums=2)(
+        state, jnp.asarray(points, jnp.float32), GRID, params))
+    r2 = R0 ** 2 + 2 * GROWTH * np.asarray(state.ages, np.float64)
+    peak = MASS / ((2 * math.pi) ** 1.5 * r2 ** 1.5) if kernel == "3d" else \
+        MASS / (2 * math.pi * r2)
+    weight = np.where(np.asarray(state.active), peak, 0.0)
+    d2 = ((points[:, None, :] - np.asarray(state.positions, np.float64)[None]) ** 2).sum(-1)
+    want = (weight * np.exp(-0.5 * d2 / r2)).sum(-1)
+    assert int(state.active.sum()) > 20 and want.max() > 1e-3
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-7 * want.max())

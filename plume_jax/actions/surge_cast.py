@@ -17,6 +17,7 @@ from plume_jax.actions.base import (
 )
 from plume_jax.errors import ValidationError
 from plume_jax.types import AgentState, Grid, NoParams, PlumeProbe
+from plume_jax.vectors import squared_norm
 
 HALF_PI = 0.5 * 3.141592653589793
 
@@ -69,7 +70,7 @@ class SurgeCastActions(NamedDiscreteActions[NoParams]):
         """f32[], radians: the direction the wind comes from at the agent
         (the agent's heading in a calm)."""
         wind = jnp.asarray(probe.wind(agent.position), jnp.float32)
-        calm = jnp.sum(jnp.square(wind)) <= 0.0
+        calm = squared_norm(wind) <= 0.0
         upwind = jnp.arctan2(-wind[1], -wind[0])
         return jnp.where(calm, agent.heading, upwind).astype(jnp.float32)
 

@@ -77,6 +77,7 @@ from plume_jax.settings import (
     setting,
 )
 from plume_jax.types import Grid
+from plume_jax.vectors import squared_norm, sum_last
 
 #: A puff stays active while its centre is within this many radii of the domain.
 EXIT_RADII = 3.0
@@ -295,7 +296,8 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
         if self.domain:
             upper = jnp.asarray([self.domain[0] - 1, self.domain[1] - 1], jnp.float32)
             margin = EXIT_RADII * self.radii(ages, params)[:, None]
-            inside = jnp.all((positions >= -margin) & (positions <= upper + margin), axis=-1)
+            within = (positions >= -margin) & (positions <= upper + margin)
+            inside = within[:, 0] & within[:, 1]
             active = active & inside
         # release: the next `count` slots of the ring (the oldest puffs) are overwritten
         count = capped_poisson(k_count, params.release_rate, self.max_release)
@@ -325,8 +327,8 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
         else:
             peak = params.puff_mass / (2.0 * math.pi * r2)
         weight = jnp.where(plume_state.active, peak, 0.0)
-        d2 = jnp.sum(jnp.square(points[:, None, :] - plume_state.positions[None, :, :]), axis=-1)
-        return jnp.sum(weight * jnp.exp(-0.5 * d2 / r2), axis=-1)
+        d2 = squared_norm(points[:, None, :] - plume_state.positions[None, :, :])
+        return sum_last(weight * jnp.exp(-0.5 * d2 / r2))
 
     def concentration(self, plume_state: FilamentState, points: jax.Array, grid: Grid,
                       params: FilamentParams) -> jax.Array:

@@ -12,6 +12,7 @@ from plume_jax.plumes.base import Plume, cell_centres
 from plume_jax.plumes.wind import constant_wind, wind_setting
 from plume_jax.settings import MAX_LENGTH, MIN_LENGTH, grid_position, real, setting
 from plume_jax.types import Grid
+from plume_jax.vectors import squared_norm
 
 __all__ = ["GaussianPlume", "GaussianPlumeParams", "cell_centres"]
 
@@ -72,7 +73,7 @@ class GaussianPlume(Plume[GaussianPlumeParams, tuple]):
     ) -> jax.Array:
         """f32[...] at float points f32[..., 2]; 0 outside the grid."""
         points = jnp.asarray(points, jnp.float32)
-        d2 = jnp.sum(jnp.square(points - params.source), axis=-1)
+        d2 = squared_norm(points - params.source)
         c = jnp.exp(-d2 / (2.0 * jnp.square(params.sigma)))
         return jnp.where(grid.contains(points), c, 0.0).astype(jnp.float32)
 

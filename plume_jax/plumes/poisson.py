@@ -83,6 +83,7 @@ from plume_jax.settings import (
     to_leaf,
 )
 from plume_jax.types import Grid
+from plume_jax.vectors import norm
 
 #: Distances are floored at this many cells (the laws diverge at the source).
 MIN_DISTANCE = 0.5
@@ -217,7 +218,7 @@ class PoissonPlume(Plume[PoissonPlumeParams, PoissonPlumeState]):
         """f32[...], ``μ`` at displacements ``point - source`` f32[..., 2]
         (no grid masking)."""
         displacement = jnp.asarray(displacement, jnp.float32)
-        d = jnp.maximum(jnp.linalg.norm(displacement, axis=-1), MIN_DISTANCE)
+        d = jnp.maximum(norm(displacement), MIN_DISTANCE)
         if self.model == "isotropic":
             lam = params.lambda_over_dx
             mu = params.r_dt / jnp.log(2.0 * lam) * k0(d / lam)

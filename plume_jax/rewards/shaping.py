@@ -12,6 +12,7 @@ import jax.numpy as jnp
 from plume_jax.rewards.base import Reward, goal_reward_setting
 from plume_jax.settings import MAX_REWARD, real, setting
 from plume_jax.types import AgentState
+from plume_jax.vectors import norm
 
 
 @chex.dataclass(frozen=True)
@@ -49,7 +50,7 @@ class PotentialShapingReward(Reward[PotentialShapingParams]):
     def potential(self, agent: AgentState, goal: jax.Array,
                   params: PotentialShapingParams) -> jax.Array:
         """f32[], ``Φ = -scale * |position - goal|``."""
-        return (-params.scale * jnp.linalg.norm(agent.position - goal)).astype(jnp.float32)
+        return (-params.scale * norm(agent.position - goal)).astype(jnp.float32)
 
     def discount(self, params: PotentialShapingParams) -> jax.Array:
         """f32[], ``gamma``."""

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 from plume_jax.settings import integer, setting
 from plume_jax.starts.base import ParamsT, StartDistribution
 from plume_jax.types import AgentState, Grid, PlumeProbe
+from plume_jax.vectors import norm, squared_norm
 
 
 def cells_from_bits(bits: jax.Array, grid: Grid) -> jax.Array:
@@ -58,7 +59,7 @@ def farthest_corner(grid: Grid, goal: jax.Array) -> jax.Array:
         [[0, 0], [grid.width - 1, 0], [0, grid.height - 1], [grid.width - 1, grid.height - 1]],
         jnp.float32,
     )
-    return corners[jnp.argmax(jnp.sum(jnp.square(corners - goal), axis=-1))]
+    return corners[jnp.argmax(squared_norm(corners - goal))]
 
 
 def farthest_distance(grid: Grid, source: Any) -> float:
@@ -79,8 +80,8 @@ def pick_candidate(points: jax.Array, bits: jax.Array, grid: Grid, goal: jax.Arr
     """
     cells = jnp.round(points)
     clamped = grid.clamp(cells)
-    inside = grid.contains(cells) & (jnp.linalg.norm(cells - goal, axis=-1) > goal_radius)
-    clamped_ok = jnp.linalg.norm(clamped - goal, axis=-1) > goal_radius
+    inside = grid.contains(cells) & (norm(cells - goal) > goal_radius)
+    clamped_ok = norm(clamped - goal) > goal_radius
     score = 2 * inside.astype(jnp.int32) + clamped_ok.astype(jnp.int32)
     first = jnp.argmax(score)
     position = jnp.where(score[first] > 0, clamped[first], farthest_corner(grid, goal))

@@ -14,6 +14,7 @@ from plume_jax.errors import ValidationError
 from plume_jax.settings import MAX_LENGTH, angle, boolean, real, setting
 from plume_jax.starts.candidates import CandidateStart, unit_floats
 from plume_jax.types import Grid, PlumeProbe
+from plume_jax.vectors import squared_norm
 
 
 @chex.dataclass(frozen=True)
@@ -79,7 +80,7 @@ class DownwindStart(CandidateStart[DownwindStartParams]):
         if probe is None or not self.use_plume_wind:
             return jnp.asarray(params.direction, jnp.float32)
         wind = jnp.reshape(jnp.asarray(probe.wind(goal), jnp.float32), (2,))
-        calm = jnp.sum(jnp.square(wind)) <= 0.0
+        calm = squared_norm(wind) <= 0.0
         return jnp.where(calm, params.direction, jnp.arctan2(wind[1], wind[0])).astype(jnp.float32)
 
     def candidate_points(self, bits: jax.Array, grid: Grid, goal: jax.Array,
