@@ -165,6 +165,7 @@ def lookahead_run(tmp_path_factory):
     return out, result
 
 
+@pytest.mark.slow
 def test_lookahead_vi_trains_and_exports_a_policy_that_acts_by_its_lookahead(lookahead_run):
     """The exported policy (plain jax.numpy) takes the move of least expected
     steps that the training algorithm's own scores give, on real beliefs."""

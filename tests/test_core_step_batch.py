@@ -33,6 +33,11 @@ CASES = {
                                                      {"type": "position"}]}}, None),
     "filament": ("PlumeNav-Filament-v0", {**SMALL_FILAMENT, "max_steps": 10}, None),
     "swarm": ("PlumeNav-Swarm-v0", {**SMALL_FILAMENT, "max_steps": 10}, 3),
+    # the multi-agent path on a cheap plume (the swarm preset's compile is the
+    # slowest of the default run: it runs with the slow tests)
+    "agents_gaussian": ("PlumeNav-Gaussian-v0",
+                        {"grid_size": [24, 24], "sigma": 5.0, "goal_radius": 3.0,
+                         "max_steps": 12}, 3),
 }
 
 
@@ -55,7 +60,8 @@ def _run(env, params, agents, step):
 
 @pytest.mark.parametrize("case,max_resets", [
     ("gaussian", 1), ("gaussian", None), ("poisson_composite_obs", 1),
-    ("poisson_composite_obs", None), ("filament", None), ("swarm", None)])
+    ("poisson_composite_obs", None), ("filament", None), ("agents_gaussian", None),
+    pytest.param("swarm", None, marks=pytest.mark.slow)])
 def test_step_batch_equals_speculative_step(case, max_resets):
     preset, overrides, agents = CASES[case]
     make = {"num_agents": agents} if agents else {}

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import plume_jax
@@ -189,7 +189,9 @@ def assign(spec: dict, path: tuple, value) -> None:
 
 
 @pytest.mark.parametrize("preset", sorted(plume_jax.PRESETS))
-@settings(max_examples=4)
+# (most extreme combinations on the gust-field presets break the field's stability
+# rule and are refused at build time: filtered, and cheap to filter)
+@settings(max_examples=4, suppress_health_check=[HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_every_preset_stays_finite_with_extreme_accepted_settings(preset, data):
     env, run = compiled_rollout(preset)

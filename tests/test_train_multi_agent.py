@@ -62,7 +62,9 @@ NETS = {
 }
 
 
-@pytest.fixture(scope="module", params=sorted(NETS))
+@pytest.fixture(scope="module", params=[
+    pytest.param(name, marks=pytest.mark.slow) if name == "gru" else name
+    for name in sorted(NETS)])
 def one_agent_runs(request):
     env, params = plume_jax.make("PlumeNav-Gaussian-v0", **SMALL)
     ma_env = MultiAgentPlumeEnv.from_env(env, num_agents=1)
@@ -515,6 +517,7 @@ def test_trained_agents_act_in_the_pettingzoo_env(team_run):
     assert all(a._carry is not None for a in agents.values())
 
 
+@pytest.mark.slow
 def test_a_sweep_of_a_multi_agent_config_agrees_with_the_single_run(team_run):
     """``vmap`` over members: member 0 (seed 0) of a 2-seed sweep agrees with
     the CLI run of the same config over the first updates; each member's
