@@ -322,6 +322,17 @@ class PlumeEnv(gymnax_env.Environment[EnvState, EnvParams]):
         """
         keys = self.step_keys(key)
         plume_state = self.plume.advance(keys.plume, state.plume, params.plume)
+        return self.agent_transition(keys, state, plume_state, action, params)
+
+    def agent_transition(self, keys: StepKeys, state: EnvState, plume_state: Any, action: Any,
+                         params: EnvParams):
+        """The part of :meth:`step_env` after the plume's advance: the
+        agent's move, goal test, reward and observation in ``plume_state``
+        (the plume already advanced with ``keys.plume``). The returned state
+        carries ``plume_state``; ``state.plume`` is not read.
+
+        Returns ``(obs, state, reward, terminated, truncated, info)``.
+        """
         agent, action_valid, executed = self.agent_move(keys.action, action, state.agent,
                                                         plume_state, params)
         out = self.agent_outcome(keys.sensor, state.agent, agent, state.sensor, plume_state,

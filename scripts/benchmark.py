@@ -42,10 +42,32 @@ import jax
 import jax.numpy as jnp
 
 
-STEP_FORMS = ("step", "step_speculative", "step_batch", "step_env")
+#: ``SharedPlumeBatch.step`` (plume_jax.shared_plume): ``--agents-per-plume`` agents per plume.
+SHARED_PLUME_FORM = "step_batch_shared"
+STEP_FORMS = ("step", "step_speculative", "step_batch", "step_env", SHARED_PLUME_FORM)
 
 
-def scan_program(env: Any, params: Any, num_envs: int, num_steps: int, form: str = "step"):
+def shared_plume_form(env: Any, params: Any, num_envs: int, agents_per_plume: int):
+    """``(reset, step)`` of the ``step_batch_shared`` form: ``num_envs``
+    single-agent episodes over ``num_envs / agents_per_plume`` plume
+    realisations (:class:`plume_jax.shared_plume.SharedPlumeBatch`);
+    ``reset(key)`` gives its state, ``step(keys, state, actions)`` a
+    :class:`~plume_jax.autoreset.Transition` with leading axis ``num_envs``."""
+    from plume_jax.shared_plume import SharedPlumeBatch
+
+    batch = SharedPlumeBatch(env, agents_per_plume)
+
+    def reset(key):
+        return batch.reset(jax.random.split(key, num_envs), params)[1]
+
+    def step(keys, state, actions):
+        return batch.step(keys, state, actions, params)
+
+    return reset, step
+
+
+def scan_program(env: Any, params: Any, num_envs: int, num_steps: int, form: str = "step",
+                 agents_per_plume: int = 1):
     """``(reset, run)``, jitted: ``reset(key)`` gives a batch of states;
     ``run(state, key)`` scans ``num_steps`` batch steps with uniformly random
     actions. ``form``: ``"step"``, ``vmap(env.step)`` (auto-reset on);
@@ -53,7 +75,8 @@ def scan_program(env: Any, params: Any, num_envs: int, num_steps: int, form: str
     only for the envs that ended; plume envs only); ``"step_env"``,
     ``vmap(env.step_env)``, the transition without the reset that ``step``
     computes speculatively on every step (episodes then run on past their
-    end; only for measuring what the reset costs). Only ``run`` is timed, so
+    end; only for measuring what the reset costs); ``"step_batch_shared"``,
+    :func:`shared_plume_form` with ``agents_per_plume``. Only ``run`` is timed, so
     an explicit reset's cost (a filament plume's warm-up) is not counted as
     stepping.
 
@@ -79,8 +102,12 @@ def scan_program(env: Any, params: Any, num_envs: int, num_steps: int, form: str
 
     if form not in STEP_FORMS:
         raise ValueError(f"form must be one of {STEP_FORMS}, got {form!r}")
+    if form == SHARED_PLUME_FORM:
+        reset, shared_step = shared_plume_form(env, params, num_envs, agents_per_plume)
 
     def step(keys, state, actions):
+        if form == SHARED_PLUME_FORM:
+            return shared_step(keys, state, actions)
         if form == "step_batch":
             return env.step_batch(keys, state, actions, params)
         fn = {"step": env.step, "step_env": env.step_env,
@@ -107,14 +134,15 @@ def scan_program(env: Any, params: Any, num_envs: int, num_steps: int, form: str
     return jax.jit(reset), jax.jit(run)
 
 
-def build(env: Any, params: Any, num_envs: int, num_steps: int, form: str = "step"):
+def build(env: Any, params: Any, num_envs: int, num_steps: int, form: str = "step",
+          agents_per_plume: int = 1):
     """``(run, state, figures)``: the compiled stepping program of
     :func:`scan_program`, a batch of states to start it from, and its
     compile time and memory per env (bytes): ``state_bytes_per_env`` (the
     env state the program carries) and ``temp_bytes_per_env`` (XLA's
     scratch buffers, from the compiled program's memory analysis, when the
     backend reports it)."""
-    reset, run = scan_program(env, params, num_envs, num_steps, form)
+    reset, run = scan_program(env, params, num_envs, num_steps, form, agents_per_plume)
     key = jax.random.key(0)
     state = jax.block_until_ready(reset(key))
     t0 = time.perf_counter()
@@ -196,11 +224,12 @@ def serve(device: str | None) -> int:
             if req["op"] == "build":
                 env, params = make_env(req["env"], req.get("num_agents"))
                 form = req["form"]
-                if form != "step" and not hasattr(env, form):
+                if form not in ("step", SHARED_PLUME_FORM) and not hasattr(env, form):
                     reply = {"skip": f"this code has no {form}"}
                 else:
                     compiled, state, figures = build(env, params, req["num_envs"],
-                                                     req["num_steps"], form)
+                                                     req["num_steps"], form,
+                                                     req.get("agents_per_plume", 1))
                     programs.append((compiled, state))
                     reply = {"id": len(programs) - 1, **figures}
             elif req["op"] == "run":
@@ -268,6 +297,14 @@ def measure_interleaved(cells: list[tuple[Worker, dict[str, Any], dict[str, Any]
             for (_, reply, labels), t in zip(built, times)]
 
 
+def shared_plume_cells(form: str, agents_per_plume: list[int]) -> list[dict[str, Any]]:
+    """The extra request fields of one form's cells: one per
+    ``--agents-per-plume`` value for ``step_batch_shared``, else none."""
+    if form != SHARED_PLUME_FORM:
+        return [{}]
+    return [{"agents_per_plume": k} for k in agents_per_plume]
+
+
 def machine() -> dict[str, Any]:
     from importlib.metadata import version
 
@@ -301,6 +338,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--forms", nargs="*", choices=STEP_FORMS, default=None,
                         help="step forms to measure (default: step; with --reset-cost: all)")
+    parser.add_argument("--agents-per-plume", nargs="*", type=int, default=[4],
+                        help="agents per plume realisation of the step_batch_shared form "
+                             "(one row per value)")
     parser.add_argument("--no-reference", action="store_true", help="skip gymnax CartPole")
     parser.add_argument("--device", default=None,
                         help="JAX platform to run on (cpu, gpu, tpu; default: JAX's default)")
@@ -348,16 +388,19 @@ def main(argv: list[str] | None = None) -> int:
 
     results = []
     for n in args.batch_sizes:
-        cells = [(worker, {"env": name, "form": form, "num_envs": n, "num_steps": args.steps},
-                  {"env": name, "step": form, **label(code)})
-                 for name in args.presets for form in forms for code, worker in codes.items()]
+        cells = [(worker, {"env": name, "form": form, "num_envs": n, "num_steps": args.steps,
+                           **shared}, {"env": name, "step": form, **shared, **label(code)})
+                 for name in args.presets for form in forms
+                 for shared in shared_plume_cells(form, args.agents_per_plume)
+                 for code, worker in codes.items()]
         if not args.no_reference:
             cells.append((current, {"env": REFERENCE, "form": "step", "num_envs": n,
                                     "num_steps": args.steps},
                           {"env": REFERENCE, "step": "step", **label("after")}))
         for row in measure_interleaved(cells, args.repeats):
             results.append(row)
-            report(row, f"{row['env']:34s} batch {n:5d} {row['step']:16s}")
+            shared = f" k={row['agents_per_plume']}" if "agents_per_plume" in row else ""
+            report(row, f"{row['env']:34s} batch {n:5d} {row['step'] + shared:22s}")
 
     multi_agent = []
     if not (args.skip_multi_agent or args.reset_cost):
@@ -379,6 +422,7 @@ def main(argv: list[str] | None = None) -> int:
                "settings": {"steps": args.steps, "repeats": args.repeats,
                             "actions": "uniform random", "step_forms": list(forms),
                             "interleaved": True, "before": args.before,
+                            "agents_per_plume": args.agents_per_plume,
                             "multi_agent_steps": args.agent_steps},
                "results": results, "multi_agent": multi_agent}
     for worker in codes.values():

@@ -54,6 +54,17 @@ class Plume(Configurable, abc.ABC, Generic[ParamsT, StateT]):
         cheap; a dynamic plume keeps its developed state running instead)."""
         return self.init(key, params)
 
+    def sharing_conflict(self) -> str | None:
+        """Why one realisation of this plume cannot serve several agents
+        whose episodes start at different steps
+        (:mod:`plume_jax.shared_plume`), or None when it can: it can when
+        :meth:`reinit` keeps what an agent reads continuous (the source
+        stays, the field does not jump), e.g. it only restarts a clock.
+        Default: a reason, since the default :meth:`reinit` is a fresh
+        :meth:`init`."""
+        return (f"its reinit is a fresh init (a new plume) at each episode start, which would "
+                f"replace the plume in the middle of the other agents' episodes")
+
     @abc.abstractmethod
     def advance(self, key: jax.Array, plume_state: StateT, params: ParamsT) -> StateT:
         """The plume state one env step later (same structure, shapes and dtypes)."""

@@ -262,6 +262,12 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
         warm-up, no randomness: ``O(1)``."""
         return plume_state.replace(wind=self.large_scale_wind.reinit(plume_state.wind, params))
 
+    def sharing_conflict(self) -> None:
+        """None: :meth:`reinit` keeps the puffs and gusts running and only
+        restarts the wind's episode clock (a ``switch_once`` wind keeps its
+        direction across it), so one realisation can serve several agents."""
+        return None
+
     def radii(self, ages: jax.Array, params: FilamentParams) -> jax.Array:
         """f32[...], the radius of puffs of the given ages."""
         return jnp.sqrt(jnp.square(params.puff_radius) + 2.0 * params.growth * ages)

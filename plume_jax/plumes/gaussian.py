@@ -60,6 +60,10 @@ class GaussianPlume(Plume[GaussianPlumeParams, tuple]):
         """The (empty) plume state."""
         return ()
 
+    def sharing_conflict(self) -> None:
+        """None: a static plume with no state can serve any number of agents."""
+        return None
+
     def advance(self, key: jax.Array, plume_state: tuple, params: GaussianPlumeParams) -> tuple:
         """A static plume does not change."""
         return plume_state

@@ -267,6 +267,13 @@ class MoviePlume(Plume[MovieParams, MovieState]):
             start = jnp.asarray(params.start_frame, jnp.float32)
         return MovieState(step=jnp.zeros((), jnp.int32), start_frame=start)
 
+    def sharing_conflict(self) -> str:
+        """A reason: :meth:`reinit` (:meth:`init`) restarts the movie at
+        each episode start, so the other agents sharing the realisation
+        would see the movie jump in the middle of their episodes."""
+        return ("its reinit restarts the movie at each episode start, which would make the "
+                "movie jump in the middle of the other agents' episodes")
+
     def advance(self, key: jax.Array, plume_state: MovieState, params: MovieParams) -> MovieState:
         """One step: ``dt`` seconds later."""
         return plume_state.replace(step=plume_state.step + 1)

@@ -273,6 +273,16 @@ class PoissonPlume(Plume[PoissonPlumeParams, PoissonPlumeState]):
         grid-sized work."""
         return plume_state.replace(source=self._draw_source(key, plume_state.table, params))
 
+    def sharing_conflict(self) -> str | None:
+        """None with ``source_mode="fixed"``; otherwise the source is drawn
+        anew at each episode start, which would move the other agents'
+        goal in the middle of their episodes."""
+        if self.source_mode == "fixed":
+            return None
+        return (f"its source is drawn anew at each episode start (source_mode="
+                f"{self.source_mode!r}), which would move the goal in the middle of the other "
+                f"agents' episodes; use source_mode='fixed'")
+
     def advance(self, key: jax.Array, plume_state: PoissonPlumeState,
                 params: PoissonPlumeParams) -> PoissonPlumeState:
         """The law does not change within an episode."""
