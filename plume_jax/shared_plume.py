@@ -35,8 +35,8 @@ only restarts the wind's episode clock: the puffs and gusts run on). So:
   other agents see those switches at whatever step of their own episodes
   they fall (possibly never, possibly more than once in one episode);
 - the ``k`` episodes of one realisation are correlated (same puffs, same
-  gusts, same wind): see docs/plumes.md ("Several agents per plume realisation") for what that means for
-  statistics and how to choose ``k``.
+  gusts, same wind): docs/plumes.md, "Several agents per plume
+  realisation", says what that means for statistics and how to choose ``k``.
 
 Plumes whose ``reinit`` changes what an agent reads (a Poisson plume that
 draws its source per episode, a movie plume that restarts its movie) refuse

@@ -139,6 +139,24 @@ def test_benchmark_before_after_run_labels_rows_and_reports_memory(tmp_path):
         assert len(r["run_seconds"]) == 2 and r["state_bytes_per_env"] > 0
 
 
+def test_benchmark_shared_plume_form_gives_one_row_per_agents_per_plume(tmp_path):
+    """--forms step_batch_shared with --agents-per-plume K...: one row per K,
+    labelled with it, next to step_batch's row."""
+    import json
+
+    from scripts.benchmark import main
+
+    out = tmp_path / "s.json"
+    assert main(["--presets", "PlumeNav-Gaussian-v0", "--batch-sizes", "4", "--steps", "3",
+                 "--repeats", "1", "--forms", "step_batch", "step_batch_shared",
+                 "--agents-per-plume", "1", "2", "--no-reference", "--skip-multi-agent",
+                 "--out", str(out)]) == 0
+    payload = json.loads(out.read_text())
+    assert sorted((r["step"], r.get("agents_per_plume", 0)) for r in payload["results"]) == [
+        ("step_batch", 0), ("step_batch_shared", 1), ("step_batch_shared", 2)]
+    assert payload["settings"]["agents_per_plume"] == [1, 2]
+
+
 def test_multi_agent_training_benchmark_uses_the_shipped_swarm_config():
     """The benchmark's configs are configs/train_swarm.yaml with only the
     agent count, the budget and (for "mlp") the network type changed."""
