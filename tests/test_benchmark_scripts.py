@@ -153,3 +153,46 @@ def test_multi_agent_training_benchmark_uses_the_shipped_swarm_config():
         assert cfg.network.type == network
         assert cfg.algo["num_envs"] == shipped.algo["num_envs"]
         assert cfg.env["id"] == shipped.env["id"] == "PlumeNav-Swarm-v0"
+
+
+def test_compile_benchmark_table_gives_first_update_compile_and_throughput():
+    from scripts.benchmark_compile import markdown
+
+    row = {"program": "train", "label": "MLP", "env": "E", "env_steps": 8192,
+           "init_seconds": 1.25, "compile_seconds": 2.5, "run_seconds": 4.0,
+           "steps_per_second": 2048.0, "evaluation_seconds": None,
+           "process_wall_seconds": 12.0, "load_before": [0.5, 0, 0], "load_after": [1.5, 0, 0],
+           "command": "plume-jax train --config c.yaml"}
+    text = markdown([row])
+    assert "| `train` (MLP) | `E` | 8,192 | 1.2 | 2.5 | 4.0 | 2,048 | — | 12.0 | 0.50 → 1.50 |" \
+        in text
+    assert "- `plume-jax train --config c.yaml`" in text
+
+
+def test_compile_benchmark_runs_the_demo_through_the_cli(tmp_path, capsys):
+    """The script runs ``plume-jax demo`` in a fresh process and records what
+    the demo itself reports (its compile and run seconds)."""
+    import json
+
+    from scripts.benchmark_compile import main
+
+    out = tmp_path / "compile.json"
+    assert main(["--configs", "--demo-presets", "", "--demo-num-envs", "4",
+                 "--json-out", str(out)]) == 0
+    (row,) = json.loads(out.read_text())["results"]
+    assert row["program"] == "demo" and row["env"] == "PlumeNav-Gaussian-v0"
+    assert row["env_steps"] == 4 * 1000
+    assert row["compile_seconds"] > 0 and row["run_seconds"] > 0
+    assert row["process_wall_seconds"] > row["compile_seconds"] + row["run_seconds"]
+    assert "plume-jax demo --json --quiet --out '' --num-envs 4" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_compile_benchmark_reads_train_summary(tmp_path):
+    from scripts.benchmark_compile import train_row
+
+    row = train_row("MLP", "configs/train_gaussian.yaml", 8192, tmp_path / "run")
+    assert row["env_steps"] == 8192
+    assert row["first_update_seconds"] == row["init_seconds"] + row["compile_seconds"]
+    assert row["steps_per_second"] > 0 and row["evaluation_seconds"] > 0
+    assert "--out '<run folder>'" in row["command"]
