@@ -18,15 +18,13 @@ import pytest
 from plume_jax.train import networks
 from plume_jax.train.config import NetworkConfig
 
-NETWORKS = {
-    "mlp": NetworkConfig(type="mlp", hidden_sizes=(16, 16)),
-    "gru": NetworkConfig(type="gru", hidden_sizes=(16, 16), gru_size=8),
-}
+# One network type is enough: the rule wraps whichever flax module init_params gets.
+NETWORKS = {"gru": NetworkConfig(type="gru", hidden_sizes=(16, 16), gru_size=8),
+            "mlp": NetworkConfig(type="mlp", hidden_sizes=(16, 16))}
 
 
-@pytest.mark.parametrize("kind", sorted(NETWORKS))
-def test_vmapped_init_equals_one_member_at_a_time(kind):
-    net = networks.ActorCritic(config=NETWORKS[kind], action_dim=3, discrete=True)
+def test_vmapped_init_equals_one_member_at_a_time():
+    net = networks.ActorCritic(config=NETWORKS["gru"], action_dim=3, discrete=True)
     keys = jax.random.split(jax.random.key(3), 4)
     batched = jax.jit(jax.vmap(lambda k: networks.init_params(net, k, 5)))(keys)
     nested = jax.jit(jax.vmap(jax.vmap(lambda k: networks.init_params(net, k, 5))))(
