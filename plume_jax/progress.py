@@ -14,6 +14,10 @@ it is built:
 
 It may be fed from a ``jax.debug.callback`` (any thread): updates only
 record numbers and print; they never return anything to the caller.
+
+Progress goes to stderr by default, as every command's progress and status
+lines do: stdout carries only results (summaries, tables, JSON), so that
+``plume-jax ... > results.txt`` or a pipe gets the results alone.
 """
 
 from __future__ import annotations
@@ -37,7 +41,8 @@ class ProgressBar:
         label: shown before the bar or line (``"train"``).
         unit: what is counted (``"steps"``).
         quiet: show nothing.
-        stream: where to write (default ``sys.stdout``).
+        stream: where to write (default ``sys.stderr``, looked up when the
+            bar is built).
         min_interval_s: plain mode: the least time between two lines.
         force_terminal: override the TTY detection (tests, notebooks).
 
@@ -56,7 +61,7 @@ class ProgressBar:
         self.label = label
         self.unit = unit
         self.quiet = bool(quiet)
-        self.stream = stream if stream is not None else sys.stdout
+        self.stream = stream if stream is not None else sys.stderr
         self.min_interval_s = float(min_interval_s)
         self.completed = 0.0
         self.message = ""

@@ -365,9 +365,22 @@ def main(argv: list[str] | None = None) -> int:
                              "vmap(env.step_env) (the transition without any reset; episodes "
                              "then run on past their end), single-agent presets only")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--adapters", action="store_true",
+                        help="the vector, SB3 and PettingZoo adapters' step (host actions) "
+                        "next to the jitted step_batch, with the speculative reset's figure "
+                        "(scripts/benchmark_adapters.py; --adapter-* options; "
+                        "-> benchmarks/adapters.json)")
+    parser.add_argument("--adapter-presets", nargs="*", default=None,
+                        help="with --adapters (default: Gaussian and Filament)")
+    parser.add_argument("--adapter-steps", type=int, default=100,
+                        help="with --adapters: batch steps per timed round")
+    parser.add_argument("--adapter-agents", nargs="*", type=int, default=[2, 64, 1024],
+                        help="with --adapters: agent counts (>= 2) of the PettingZoo rows")
     args = parser.parse_args(argv)
     if args.serve:
         return serve(args.device)
+    if args.adapters:
+        return run_adapters(args)
     if args.out is None:
         args.out = os.path.join("benchmarks",
                                 "reset_cost.json" if args.reset_cost else "core_throughput.json")
@@ -428,6 +441,30 @@ def main(argv: list[str] | None = None) -> int:
     for worker in codes.values():
         worker.close()
     save_json(payload, args.out)
+    return 0
+
+
+def run_adapters(args: argparse.Namespace) -> int:
+    """``--adapters``: see :mod:`scripts.benchmark_adapters`; in this
+    process (``--device`` is passed on through JAX_PLATFORMS)."""
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if root not in sys.path:  # run as `python scripts/benchmark.py`
+        sys.path.insert(0, root)
+    from scripts.benchmark_adapters import ADAPTER_PRESETS, measure_adapters, render_adapters
+
+    if args.device:
+        jax.config.update("jax_platforms", args.device)
+    rows = measure_adapters(args.adapter_presets or ADAPTER_PRESETS, args.batch_sizes,
+                            args.adapter_agents, args.adapter_steps, args.repeats,
+                            log=lambda line: print(line, file=sys.stderr, flush=True))
+    payload = {"benchmark": "adapters", "machine": machine(),
+               "settings": {"steps_per_round": args.adapter_steps, "rounds": args.repeats,
+                            "actions": "uniform random (NumPy, from the host)"},
+               "results": rows}
+    save_json(payload, args.out or os.path.join("benchmarks", "adapters.json"))
+    print(render_adapters(rows))
     return 0
 
 

@@ -171,3 +171,117 @@ def test_multi_agent_training_benchmark_uses_the_shipped_swarm_config():
         assert cfg.network.type == network
         assert cfg.algo["num_envs"] == shipped.algo["num_envs"]
         assert cfg.env["id"] == shipped.env["id"] == "PlumeNav-Swarm-v0"
+
+
+def test_compile_benchmark_table_gives_first_update_compile_and_throughput():
+    from scripts.benchmark_compile import markdown
+
+    row = {"program": "train", "label": "MLP", "env": "E", "env_steps": 8192,
+           "init_seconds": 1.25, "compile_seconds": 2.5, "run_seconds": 4.0,
+           "steps_per_second": 2048.0, "evaluation_seconds": None,
+           "process_wall_seconds": 12.0, "load_before": [0.5, 0, 0], "load_after": [1.5, 0, 0],
+           "command": "plume-jax train --config c.yaml"}
+    text = markdown([row])
+    assert "| `train` (MLP) | `E` | 8,192 | 1.2 | 2.5 | 4.0 | 2,048 | — | 12.0 | 0.50 → 1.50 |" \
+        in text
+    assert "- `plume-jax train --config c.yaml`" in text
+
+
+def test_compile_benchmark_runs_the_demo_through_the_cli(tmp_path, capsys):
+    """The script runs ``plume-jax demo`` in a fresh process and records what
+    the demo itself reports (its compile and run seconds)."""
+    import json
+
+    from scripts.benchmark_compile import main
+
+    out = tmp_path / "compile.json"
+    assert main(["--configs", "--demo-presets", "", "--demo-num-envs", "4",
+                 "--json-out", str(out)]) == 0
+    (row,) = json.loads(out.read_text())["results"]
+    assert row["program"] == "demo" and row["env"] == "PlumeNav-Gaussian-v0"
+    assert row["env_steps"] == 4 * 1000
+    assert row["compile_seconds"] > 0 and row["run_seconds"] > 0
+    assert row["process_wall_seconds"] > row["compile_seconds"] + row["run_seconds"]
+    assert "plume-jax demo --json --quiet --out '' --num-envs 4" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_compile_benchmark_reads_train_summary(tmp_path):
+    from scripts.benchmark_compile import train_row
+
+    row = train_row("MLP", "configs/train_gaussian.yaml", 8192, tmp_path / "run")
+    assert row["env_steps"] == 8192
+    assert row["first_update_seconds"] == row["init_seconds"] + row["compile_seconds"]
+    assert row["steps_per_second"] > 0 and row["evaluation_seconds"] > 0
+    assert "--out '<run folder>'" in row["command"]
+
+
+def test_adapter_table_gives_env_share_and_the_speculative_ratio():
+    from scripts.benchmark_adapters import render_adapters
+
+    def row(program, path, sps, share, **size):
+        return {"env": "E", "program": program, "path": path, "steps_per_second": sps,
+                "seconds_per_step": 64 / sps, "env_share": share, **size}
+
+    text = render_adapters([
+        row("jit step_batch", "ended only", 6.4e6, 1.0, num_envs=64),
+        row("PlumeVectorEnv.step", "ended only", 3.2e5, 0.05, num_envs=64),
+        row("PlumeVectorEnv.step", "speculative", 1.6e5, 0.025, num_envs=64),
+        row("PlumeParallelEnv.step", "no reset speculated", 6.4e4, 0.5, num_agents=64)])
+    assert "| `E` | `jit step_batch` | 64 | 6.400 M | 0.010 | 100% | — | — |" in text
+    assert "| `E` | `PlumeVectorEnv.step` | 64 | 0.320 M | 0.200 | 5% | 0.160 M | 2.00× |" in text
+    assert "| `E` | `PlumeParallelEnv.step` | 64 agents | 64.0 k | 1.000 | 50% | — | — |" in text
+    assert text.count("PlumeVectorEnv") == 1  # the speculative row is a column, not a row
+
+
+def test_benchmark_adapters_option_measures_every_adapter(tmp_path, capsys):
+    """``scripts/benchmark.py --adapters`` at tiny sizes: a row per adapter,
+    path and size, with the env's share of each step."""
+    import json
+
+    from scripts.benchmark import main
+
+    out = tmp_path / "adapters.json"
+    assert main(["--adapters", "--adapter-presets", "PlumeNav-Gaussian-v0", "--batch-sizes",
+                 "2", "--adapter-agents", "2", "--adapter-steps", "3", "--repeats", "1",
+                 "--out", str(out)]) == 0
+    rows = json.loads(out.read_text())["results"]
+    assert sorted((r["program"], r["path"]) for r in rows) == [
+        ("PlumeParallelEnv.step", "no reset speculated"),
+        ("PlumeSB3VecEnv.step", "ended only"), ("PlumeSB3VecEnv.step", "speculative"),
+        ("PlumeVectorEnv.step", "ended only"), ("PlumeVectorEnv.step", "speculative"),
+        ("jit step_batch", "ended only"), ("jit vmap(step), 1 env", "no reset speculated")]
+    assert all(r["steps_per_second"] > 0 and r["env_share"] > 0 for r in rows)
+    assert [r["env_share"] for r in rows if r["program"].startswith("jit")] == [1.0, 1.0]
+    assert "| `PlumeNav-Gaussian-v0` | `PlumeSB3VecEnv.step` | 2 |" in capsys.readouterr().out
+
+
+def test_speculative_adapter_steps_through_the_reference_path():
+    """The benchmark's 'speculative' cells really take BatchCore's reference
+    path (and it gives the shipped path's results)."""
+    import numpy as np
+
+    import plume_jax
+    from plume_jax.gym import PlumeVectorEnv
+    from scripts.benchmark_adapters import _speculative
+
+    env, params = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[12, 12], max_steps=3)
+    shipped, reference = (PlumeVectorEnv(env, params, num_envs=3) for _ in range(2))
+    calls = []
+    original = type(reference._core).compiled_step
+
+    def spy(core, actions, *, speculative=False):
+        calls.append(speculative)
+        return original(core, actions, speculative=speculative)
+
+    type(reference._core).compiled_step = spy
+    try:
+        _speculative(reference._core)
+        for vec in (shipped, reference):
+            vec.reset(seed=5)
+        for _ in range(4):  # an episode ends at step 3 in every env
+            a, b = (vec.step(np.array([1, 2, 3])) for vec in (shipped, reference))
+            np.testing.assert_allclose(a[0], b[0], rtol=1e-6)
+    finally:
+        type(reference._core).compiled_step = original
+    assert calls == [False, True] * 4  # the shipped env, then the reference

@@ -268,3 +268,42 @@ def test_shipped_scenarios_are_valid():
     for path in files:
         scenario = sc.load_scenario(path)
         assert scenario["env"]["preset"] in plume_jax.PRESETS
+
+
+def _known_outcome(lengths, success):
+    """A RolloutResult with the given first-episode lengths and successes
+    (nothing else matters to the tail)."""
+    from plume_jax.evaluate.rollout import RolloutResult
+
+    n = len(lengths)
+    zeros = np.zeros(n, np.float32)
+    return RolloutResult(success=np.asarray(success), finished=np.asarray(success),
+                         episode_length=np.asarray(lengths, np.int32), episode_return=zeros,
+                         path_length=zeros + 1.0, start_distance=zeros, trajectories=None,
+                         trajectories_valid=None, steps_run=np.int32(max(lengths)),
+                         final_agent=None, final_plume=None)
+
+
+def test_summary_reports_the_tail_of_steps_and_of_episode_length():
+    """Issue 16 asks for the full distribution: p90 and p99 of the steps to
+    success (successful episodes) and of the episode length (all, the
+    unfinished at num_steps), by linear interpolation between order
+    statistics."""
+    # successes take 1..100 steps; 100 failures ran out at 500 steps
+    lengths = list(range(1, 101)) + [500] * 100
+    m = sc.summarise(_known_outcome(lengths, [True] * 100 + [False] * 100), goal_radius=0.0)
+    assert m["median_steps"] == 50.5
+    assert m["p90_steps"] == pytest.approx(90.1)  # 1 + 0.9 * 99
+    assert m["p99_steps"] == pytest.approx(99.01)
+    assert m["p90_episode_length"] == 500.0 and m["p99_episode_length"] == 500.0
+    table = sc.markdown_table([{"scenario": "s", "preset": "P", "seed": 0, "metrics": m,
+                                "agent": {"name": "a", "label": "a"}, "failures": [],
+                                "expectations": {"status": "skipped", "reason": "-"}}])
+    assert "| p90 / p99 steps | episode length p90 / p99 |" in table
+    assert "| 50 | 90 / 99 | 500 / 500 |" in table
+
+
+def test_summary_tail_without_successes_is_none():
+    m = sc.summarise(_known_outcome([7, 9], [False, False]), goal_radius=0.0)
+    assert m["p90_steps"] is None and m["p99_steps"] is None
+    assert m["p90_episode_length"] == pytest.approx(8.8)

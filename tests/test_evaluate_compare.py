@@ -125,8 +125,13 @@ def test_one_table_and_one_figure_per_scenario(compared):
     out = compared["out"]
     summary = (out / "summary.md").read_text()
     assert summary.count("### ") == 1 and summary.count("| agent |") == 1
+    assert "| median steps | p90 / p99 steps | episode length p90 / p99 | path efficiency |" \
+        in summary
     for label in AGENTS:
         assert f"| {label} | 32 |" in summary
+        m = compared["reports"][label]["metrics"]
+        assert m["p90_episode_length"] <= m["p99_episode_length"]
+        assert m["p99_steps"] is None or m["median_steps"] <= m["p90_steps"] <= m["p99_steps"]
     figures = list(out.glob("*.png"))
     assert len(figures) == 1 and figures[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

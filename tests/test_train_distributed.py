@@ -286,3 +286,22 @@ def test_a_sweep_across_two_processes_equals_one_process_and_writes_once(tmp_pat
         p2 = np.load(tmp_path / "two/members" / member.name / "policy/policy.npz")
         for name in p1.files:
             np.testing.assert_allclose(p2[name], p1[name], rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("kwargs, parameter", [
+    ({"num_processes": True, "process_id": 0}, "num_processes"),
+    ({"num_processes": "2", "process_id": 0}, "num_processes"),
+    ({"num_processes": 2, "process_id": False}, "process_id"),
+    ({"num_processes": 2, "process_id": 2}, "process_id"),
+    ({"num_processes": 0}, "num_processes"),
+    ({"process_id": -1}, "process_id"),
+])
+def test_initialize_refuses_counts_jax_would_misread(kwargs, parameter):
+    """``initialize(Launch(...))`` is public: a bool or string count was
+    passed on to ``jax.distributed.initialize`` (which reads True as 1)."""
+    with pytest.raises(ValidationError) as error:
+        initialize(Launch("script", "127.0.0.1:1234", **kwargs))
+    assert error.value.parameter == parameter
+    import jax
+
+    assert not jax.distributed.is_initialized()

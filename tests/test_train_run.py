@@ -48,13 +48,14 @@ def run(tmp_path_factory):
     import contextlib
     import io
 
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
+    buffer, errors = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(errors):
         code = main(["train", "--config", str(path), "--out", str(out),
                      "--set", "run.log_every=8", "--set", "env.overrides.max_steps=40"])
-    assert code == 0, buffer.getvalue()
+    assert code == 0, buffer.getvalue() + errors.getvalue()
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    return {"out": out, "stdout": buffer.getvalue(), "rows": rows, "config": path,
+    return {"out": out, "stdout": buffer.getvalue(), "stderr": errors.getvalue(), "rows": rows,
+            "config": path,
             "summary": json.loads((out / "summary.json").read_text())}
 
 
@@ -90,15 +91,25 @@ def test_short_training_improves_return_on_a_trivial_preset(run):
 
 
 def test_progress_lines_come_from_inside_the_compiled_program(run):
-    lines = [line for line in run["stdout"].splitlines()
+    lines = [line for line in run["stderr"].splitlines()
              if line.startswith("[train]") and "| update " in line]
     # log_every=8 (from --set) over the compiled chunks, plus the last update; not a
     # terminal, so plain lines of the progress bar, with the env steps and an ETA
     assert [line.split("| update ")[1].split()[0] for line in lines] == ["8/24", "16/24", "24/24"]
     assert lines[0].startswith("[train] 4,096/12,288 steps (33.3%)")
     assert all("ETA" in line and "SPS" in line and "success" in line for line in lines)
-    assert "compiling the training program" in run["stdout"]
+    assert "compiling the training program" in run["stderr"]
     assert "greedy evaluation on 64 fresh episodes" in run["stdout"]
+
+
+def test_train_writes_progress_to_stderr_and_only_its_summary_to_stdout(run):
+    """Regression: train and sweep wrote their progress lines to stdout while
+    evaluate and demo wrote theirs to stderr; now every command keeps
+    progress and status on stderr and results on stdout."""
+    assert "[train]" in run["stderr"] and "[train]" not in run["stdout"]
+    assert "compiling" not in run["stdout"]
+    out = run["stdout"].splitlines()
+    assert out[0].startswith("trained 12,288 env steps") and out[-1].startswith("outputs in ")
 
 
 def test_set_overrides_are_recorded_in_the_run_config(run):

@@ -75,7 +75,7 @@ def _run(script: str) -> dict:
     assert proc.returncode == 0, proc.stderr[-4000:]
     line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT")][-1]
     out = json.loads(line[len("RESULT"):])
-    out["progress_lines"] = [x for x in proc.stdout.splitlines() if x.startswith("[train]")]
+    out["progress_lines"] = [x for x in proc.stderr.splitlines() if x.startswith("[train]")]
     return out
 
 

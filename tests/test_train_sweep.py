@@ -45,12 +45,12 @@ def sweep_run(tmp_path_factory):
     path = folder / "sweep.yaml"
     path.write_text(yaml.safe_dump({"base": BASE, "grid": GRID}, sort_keys=False))
     out = folder / "out"
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
+    buffer, errors = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(errors):
         code = main(["sweep", "--config", str(path), "--out", str(out),
                      "--set", f"algo.total_steps={16 * 32 * NUM_UPDATES}"])
-    assert code == 0, buffer.getvalue()
-    return {"out": out, "stdout": buffer.getvalue(),
+    assert code == 0, buffer.getvalue() + errors.getvalue()
+    return {"out": out, "stdout": buffer.getvalue(), "stderr": errors.getvalue(),
             "results": json.loads((out / "results.json").read_text()),
             "rows": [json.loads(line) for line in
                      (out / "metrics.jsonl").read_text().splitlines()]}
@@ -81,8 +81,9 @@ def test_sweep_writes_its_tables_plots_and_one_run_folder_per_member(sweep_run):
         assert (out / "programs" / k / "checkpoints" / "update_00000005").is_dir()
         rows = [json.loads(x) for x in (member / "metrics.jsonl").read_text().splitlines()]
         assert [r["update"] for r in rows] == list(range(1, NUM_UPDATES + 1))
-    lines = [line for line in sweep_run["stdout"].splitlines()
+    lines = [line for line in sweep_run["stderr"].splitlines()
              if line.startswith("[sweep]") and "| update " in line]
+    assert "[sweep]" not in sweep_run["stdout"]  # progress on stderr, results on stdout
     assert [line.split("| update ")[1].split()[0] for line in lines] == ["5/10", "10/10"] * 2
     assert "program 2/2" in lines[-1] and "2 members" in lines[-1] and "ETA" in lines[-1]
 

@@ -27,8 +27,11 @@ with the reason, when another agent (or other parameters) runs the scenario.
 (:func:`safe_name`).
 
 Metrics (first episode of every env, from the env's own step outputs):
-success rate with a Wilson 95% interval; mean (with standard error) and
-median steps to source over successful episodes; path efficiency =
+success rate with a Wilson 95% interval; mean (with standard error),
+median and the tail (90th and 99th percentiles) of the steps to source over
+successful episodes; the 90th and 99th percentiles of the episode length
+over all episodes (an episode that did not end within ``num_steps`` counts
+as ``num_steps``, so that tail is censored there); path efficiency =
 ``max(start distance - goal_radius, 0) / path length`` averaged over
 successful episodes (1 = straight to the goal region); mean return; and
 throughput (env steps per second, excluding compile time). For a
@@ -182,10 +185,17 @@ def summarise(result: Any, goal_radius: float, team: bool = False) -> dict[str, 
     ``team``: a multi-agent env, whose success and steps are the team's (first
     arrival for ``done_mode="any"``); path efficiency is then not reported
     (the agent that arrives need not be the one whose path was tracked).
+
+    Percentiles (``median_steps``, ``p90_steps``, ``p99_steps`` over
+    successful episodes; ``p90_episode_length``, ``p99_episode_length`` over
+    all episodes, unfinished ones counted at ``num_steps``) are numpy's
+    default, linear interpolation between order statistics, in steps
+    (floats); ``None`` where there is no episode to take them over.
     """
     success = np.asarray(result.success)
     n, k = int(success.size), int(success.sum())
-    lengths = np.asarray(result.episode_length)[success].astype(float)
+    all_lengths = np.asarray(result.episode_length).astype(float)
+    lengths = all_lengths[success]
     shortest = np.maximum(np.asarray(result.start_distance)[success] - goal_radius, 0.0)
     travelled = np.asarray(result.path_length)[success]
     efficiency = np.where(travelled > 0, shortest / np.maximum(travelled, 1e-9), 1.0)
@@ -198,6 +208,10 @@ def summarise(result: Any, goal_radius: float, team: bool = False) -> dict[str, 
         "mean_steps": float(lengths.mean()) if k else None,
         "sem_steps": float(lengths.std(ddof=1) / math.sqrt(k)) if k > 1 else None,
         "median_steps": float(np.median(lengths)) if k else None,
+        "p90_steps": float(np.percentile(lengths, 90)) if k else None,
+        "p99_steps": float(np.percentile(lengths, 99)) if k else None,
+        "p90_episode_length": float(np.percentile(all_lengths, 90)) if n else None,
+        "p99_episode_length": float(np.percentile(all_lengths, 99)) if n else None,
         "path_efficiency": float(efficiency.mean()) if k and not team else None,
         "mean_return": float(np.asarray(result.episode_return).mean()),
     }
@@ -542,10 +556,15 @@ def _groups(reports: list[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
 
 def markdown_table(reports: list[Mapping[str, Any]]) -> str:
     """One comparison table per scenario: a row per agent with success (95%
-    interval), mean steps ± SE, median steps, path efficiency and status."""
+    interval), mean steps ± SE, median steps, the tail of the steps (90th /
+    99th percentile, successful episodes), the tail of the episode length
+    (all episodes), path efficiency and status."""
 
     def fmt(value: Any, spec: str) -> str:
         return "—" if value is None else format(value, spec)
+
+    def tail(m: Mapping[str, Any], what: str) -> str:  # reports saved before the tail: —
+        return f"{fmt(m.get(f'p90_{what}'), '.0f')} / {fmt(m.get(f'p99_{what}'), '.0f')}"
 
     sections = []
     for group in _groups(reports):
@@ -553,8 +572,8 @@ def markdown_table(reports: list[Mapping[str, Any]]) -> str:
         lines = [f"### {first['scenario']} ({first['preset']}, "
                  f"{first['metrics']['episodes']} episodes, seed {first['seed']})", "",
                  "| agent | episodes | success (95% CI) | mean steps ± SE | median steps "
-                 "| path efficiency | status |",
-                 "|---|---:|---|---:|---:|---:|---|"]
+                 "| p90 / p99 steps | episode length p90 / p99 | path efficiency | status |",
+                 "|---|---:|---|---:|---:|---:|---:|---:|---|"]
         for r in group:
             m = r["metrics"]
             lo, hi = m["success_ci95"]
@@ -566,6 +585,7 @@ def markdown_table(reports: list[Mapping[str, Any]]) -> str:
                 name += f" ({agent['name']})"
             lines.append(f"| {name} | {m['episodes']} | {m['success_rate']:.3f} "
                          f"({lo:.3f}–{hi:.3f}) | {steps} | {fmt(m['median_steps'], '.0f')} | "
+                         f"{tail(m, 'steps')} | {tail(m, 'episode_length')} | "
                          f"{fmt(m['path_efficiency'], '.2f')} | {status(r)} |")
         sections.append("\n".join(lines))
     return "\n\n".join(sections)

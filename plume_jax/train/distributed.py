@@ -49,6 +49,7 @@ process, so the run folder must be on a filesystem all hosts share.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -82,6 +83,20 @@ class Launch:
     coordinator: str | None = None
     num_processes: int | None = None
     process_id: int | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse counts JAX would misread (``True`` as one process, ``"2"``,
+        negative ids) before anything joins; None stays "detected"."""
+        for name, value, low in (("num_processes", self.num_processes, 1),
+                                 ("process_id", self.process_id, 0)):
+            if value is not None and (isinstance(value, bool) or not isinstance(
+                    value, numbers.Integral) or value < low):
+                raise ValidationError.for_parameter(
+                    name, value, f"an integer >= {low}, or None (detected)")
+        if None not in (self.num_processes, self.process_id) \
+                and self.process_id >= self.num_processes:
+            raise ValidationError.for_parameter(
+                "process_id", self.process_id, f"an integer in [0, {self.num_processes})")
 
 
 def _count(parameter: str, value: Any, low: int) -> int:

@@ -51,6 +51,7 @@ from typing import Any
 
 import flax.linen as nn
 import jax
+from jax import custom_batching
 import jax.numpy as jnp
 import numpy as np
 
@@ -234,11 +235,37 @@ def input_size(obs_dim: int, config: NetworkConfig, action_dim: int) -> int:
 
 def init_params(net: ActorCritic, key: jax.Array, in_dim: int) -> Any:
     """Network parameters for inputs of size ``in_dim`` (initialised on one
-    env's rows, ``net.num_agents`` of them)."""
-    rows = net.num_agents
-    hidden = jnp.zeros((rows, net.config.gru_size if net.config.recurrent else 1), jnp.float32)
-    return net.init(key, hidden, jnp.zeros((1, rows, in_dim), jnp.float32),
-                    jnp.zeros((1, rows), bool))
+    env's rows, ``net.num_agents`` of them).
+
+    Under ``jax.vmap`` (a sweep's members, ``vmap(PPO.init)``) the members
+    are initialised one after another (``lax.map``), with the same values as
+    a batched initialisation: the orthogonal initialiser's QR is a LAPACK
+    call, and jaxlib 0.10.2's CPU LAPACK kernels split a *batched* call over
+    XLA's intra-op thread pool and block waiting for the parts; two such
+    calls running at once (one per layer) can occupy every thread of the
+    pool and wait for each other forever (seen on 2 cores: ``plume-jax
+    sweep`` and the vmapped probe training hung at their first result).
+    Unbatched LAPACK calls do not split, so they cannot deadlock.
+    """
+
+    @custom_batching.custom_vmap
+    def init(key: jax.Array) -> Any:
+        rows = net.num_agents
+        hidden = jnp.zeros((rows, net.config.gru_size if net.config.recurrent else 1),
+                           jnp.float32)
+        return net.init(key, hidden, jnp.zeros((1, rows, in_dim), jnp.float32),
+                        jnp.zeros((1, rows), bool))
+
+    @init.def_vmap
+    def one_member_at_a_time(axis_size, in_batched, keys):
+        (keys_batched,) = in_batched
+        if not keys_batched:  # every member gets the same parameters
+            params = init(keys)
+            return params, jax.tree.map(lambda _: False, params)
+        params = jax.lax.map(init, keys)
+        return params, jax.tree.map(lambda _: True, params)
+
+    return init(key)
 
 
 def hidden_size(config: NetworkConfig) -> int:

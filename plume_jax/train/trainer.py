@@ -215,7 +215,7 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
             new or empty, unless ``overwrite`` or it is the folder of the run
             being resumed.
         progress: show a progress bar (a terminal) or progress lines (to
-            ``stream``, default stdout).
+            ``stream``, default stderr; the summary is for stdout).
         resume: a run folder or checkpoint folder to continue from; the
             config may differ from the checkpoint's only in the budget,
             logging, checkpointing, devices and evaluation settings.
