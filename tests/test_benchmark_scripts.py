@@ -139,6 +139,7 @@ def test_benchmark_before_after_run_labels_rows_and_reports_memory(tmp_path):
         assert len(r["run_seconds"]) == 2 and r["state_bytes_per_env"] > 0
 
 
+@pytest.mark.slow  # end-to-end run of a benchmark option (compiles every program)
 def test_benchmark_shared_plume_form_gives_one_row_per_agents_per_plume(tmp_path):
     """--forms step_batch_shared with --agents-per-plume K...: one row per K,
     labelled with it, next to step_batch's row."""
@@ -234,6 +235,7 @@ def test_adapter_table_gives_env_share_and_the_speculative_ratio():
     assert text.count("PlumeVectorEnv") == 1  # the speculative row is a column, not a row
 
 
+@pytest.mark.slow  # end-to-end run of a benchmark option (compiles every program)
 def test_benchmark_adapters_option_measures_every_adapter(tmp_path, capsys):
     """``scripts/benchmark.py --adapters`` at tiny sizes: a row per adapter,
     path and size, with the env's share of each step."""

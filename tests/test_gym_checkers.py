@@ -11,6 +11,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import plume_jax
+from preset_sets import per_preset
 from plume_jax.errors import ValidationError
 from plume_jax.gym import PlumeGymEnv, PlumeVectorEnv, gym_id, register_presets
 
@@ -25,7 +26,7 @@ def _checked(fn):
     return [f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})" for w in caught]
 
 
-@pytest.mark.parametrize("preset", PRESET_IDS)
+@pytest.mark.parametrize("preset", per_preset(PRESET_IDS))
 def test_gymnasium_check_env_passes_without_warnings(preset):
     env = gymnasium.make(gym_id(preset))
     # The raw env, as Gymnasium recommends; it has a spec, so the checker

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import plume_jax
+from preset_sets import per_preset
 from plume_jax.plumes import PLUMES, save_movie
 from plume_jax.plumes.gaussian import cell_centres
 from plume_jax.render import render_frame
@@ -143,7 +144,7 @@ def test_new_presets_are_registered_and_described():
         assert len(plume_jax.PRESETS[pid]["description"]) > 60
 
 
-@pytest.mark.parametrize("preset", NEW_PRESETS)
+@pytest.mark.parametrize("preset", per_preset(NEW_PRESETS))
 def test_preset_resets_steps_and_renders(preset):
     env, params = plume_jax.make(preset)
     n = env.action_space(params).n

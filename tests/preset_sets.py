@@ -1,0 +1,29 @@
+"""Which presets the default test run checks one by one.
+
+Presets that differ from another preset only in settings (the filament wind
+modes, the sparse filament, the 2-D-kernel gust preset, the larger isotropic
+Poisson grid) share every code path with it; their per-preset smoke tests run
+with the slow tests (``-m slow``), so the default run stays within CI's
+budget while each plume model, wind model, kernel and sensor is still
+covered there.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+SAME_CODE_AS_ANOTHER_PRESET = frozenset({
+    "PlumeNav-Filament-Constant-v0",     # = PlumeNav-Filament-v0, constant wind
+    "PlumeNav-Filament-SwitchOnce-v0",   # = PlumeNav-Filament-v0, one switch
+    "PlumeNav-Filament-SwitchMany-v0",   # = PlumeNav-Filament-v0, many switches
+    "PlumeNav-Filament-Sparse-v0",       # = PlumeNav-Filament-v0, 64 puffs
+    "PlumeNav-Filament-Gusty-v0",        # = PlumeNav-Filament-Farrell-v0, 2-D kernel
+    "PlumeNav-Poisson-Iso53x53-v0",      # = PlumeNav-Poisson-Iso19x19-v0, larger grid
+})
+
+
+def per_preset(presets):
+    """``presets`` as pytest params, those in SAME_CODE_AS_ANOTHER_PRESET
+    marked slow."""
+    return [pytest.param(p, marks=pytest.mark.slow) if p in SAME_CODE_AS_ANOTHER_PRESET
+            else p for p in presets]
