@@ -67,6 +67,7 @@ import numpy as np
 from plume_jax.autoreset import (Transition, check_max_resets, ended_step_info, reset_where)
 from plume_jax.env import PlumeEnv
 from plume_jax.errors import ValidationError
+from plume_jax.multi_agent import MultiAgentPlumeEnv
 from plume_jax.types import EnvParams, EnvState
 
 
@@ -96,10 +97,18 @@ class _AgentRestart(NamedTuple):
                    ) -> tuple[Any, tuple[EnvState, jax.Array]]:
         episode, realisation = view
         plume_state = jax.tree.map(lambda x: x[realisation], self.plume)
-        keys = self.env.reset_keys(key)
-        obs, state = self.env._start_episode(keys.start, keys.sensor, plume_state,
-                                             episode.episode_count + 1, params)
-        return obs, (state.replace(plume=()), realisation)
+        obs, state = _start_on(self.env, key, plume_state, episode.episode_count + 1, params)
+        return obs, (state, realisation)
+
+
+def _start_on(env: PlumeEnv, key: jax.Array, plume_state: Any, episode_count: Any,
+              params: EnvParams) -> tuple[Any, EnvState]:
+    """``(obs, state)`` of one agent's new episode on ``plume_state`` (start
+    and sensor drawn from ``key`` as in ``env.reset``), the state without
+    its plume (``plume=()``)."""
+    keys = env.reset_keys(key)
+    obs, state = env._start_episode(keys.start, keys.sensor, plume_state, episode_count, params)
+    return obs, state.replace(plume=())
 
 
 def check_agents_per_plume(agents_per_plume: Any, env: Any = None,
@@ -117,7 +126,7 @@ def check_agents_per_plume(agents_per_plume: Any, env: Any = None,
         raise ValidationError.for_parameter(
             "agents_per_plume", k, f"a divisor of the batch size {num_envs}")
     if env is not None and k > 1:
-        if getattr(env, "num_agents", None) is not None:
+        if isinstance(env, MultiAgentPlumeEnv):
             raise ValidationError.for_parameter(
                 "agents_per_plume", k,
                 "1 for a multi-agent env (it shares its plume among its agents already)")
@@ -187,14 +196,9 @@ class SharedPlumeBatch:
         plume = jax.vmap(lambda key: env.plume.init(env.reset_keys(key).plume, params.plume))(
             self._lead_keys(keys))
 
-        def start(key, plume_state):
-            agent_keys = env.reset_keys(key)
-            obs, state = env._start_episode(agent_keys.start, agent_keys.sensor, plume_state, 1,
-                                            params)
-            return obs, state.replace(plume=())
-
-        obs, episodes = jax.vmap(jax.vmap(start, in_axes=(0, None)))(
-            self._grouped(keys, num_plumes, k), plume)
+        obs, episodes = jax.vmap(jax.vmap(
+            lambda key, plume_state: _start_on(env, key, plume_state, 1, params),
+            in_axes=(0, None)))(self._grouped(keys, num_plumes, k), plume)
         return self._flat(obs), SharedPlumeState(plume=plume, episodes=self._flat(episodes))
 
     @functools.partial(jax.jit, static_argnames=("self", "max_resets"))
