@@ -305,6 +305,21 @@ def shared_plume_cells(form: str, agents_per_plume: list[int]) -> list[dict[str,
     return [{"agents_per_plume": k} for k in agents_per_plume]
 
 
+def check_shared_plume_cells(presets: list[str], batch_sizes: list[int],
+                             agents_per_plume: list[int]) -> None:
+    """``ValidationError`` (naming ``agents_per_plume``) before any worker
+    starts if a ``--agents-per-plume`` value does not fit a preset (a plume
+    that cannot be shared) or a batch size (not a divisor)."""
+    import plume_jax
+    from plume_jax.shared_plume import check_agents_per_plume
+
+    for name in presets:
+        env, _ = plume_jax.make(name)
+        for n in batch_sizes:
+            for k in agents_per_plume:
+                check_agents_per_plume(k, env, n)
+
+
 def machine() -> dict[str, Any]:
     from importlib.metadata import version
 
@@ -385,6 +400,13 @@ def main(argv: list[str] | None = None) -> int:
         args.out = os.path.join("benchmarks",
                                 "reset_cost.json" if args.reset_cost else "core_throughput.json")
     forms = args.forms or (STEP_FORMS if args.reset_cost else ("step",))
+    if SHARED_PLUME_FORM in forms:
+        from plume_jax.errors import ValidationError
+
+        try:
+            check_shared_plume_cells(args.presets, args.batch_sizes, args.agents_per_plume)
+        except ValidationError as error:
+            parser.error(f"--agents-per-plume: {error}")
 
     codes = {"after": Worker(None, args.device)}
     if args.before:

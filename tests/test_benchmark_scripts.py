@@ -287,3 +287,24 @@ def test_speculative_adapter_steps_through_the_reference_path():
     finally:
         type(reference._core).compiled_step = original
     assert calls == [False, True] * 4  # the shipped env, then the reference
+
+
+@pytest.mark.parametrize("presets, agents_per_plume, allowed", [
+    (["PlumeNav-Filament-v0"], "0", "a positive integer"),
+    (["PlumeNav-Filament-v0"], "3", "a divisor of the batch size 64"),
+    (["PlumeNav-Movie-v0"], "4", "1 for the movie plume"),
+])
+def test_bad_agents_per_plume_is_a_usage_error_before_any_worker_starts(
+        tmp_path, capsys, presets, agents_per_plume, allowed):
+    """Regression: a --agents-per-plume that does not fit the preset or the
+    batch reached the workers, which died with 'benchmark worker died'."""
+    from scripts.benchmark import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--forms", "step_batch_shared", "--agents-per-plume", agents_per_plume,
+              "--presets", *presets, "--batch-sizes", "64", "--steps", "2", "--repeats", "1",
+              "--no-reference", "--skip-multi-agent", "--out", str(tmp_path / "x.json")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--agents-per-plume" in err and allowed in err
+    assert not (tmp_path / "x.json").exists()
