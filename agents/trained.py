@@ -144,13 +144,18 @@ def lookahead_scores(spec: dict[str, Any], params: dict, obs: jax.Array) -> jax.
     """f32[M]: the expected number of steps to the source after each move,
     ``1 + Σ_h mass_h V(successor_h)``, ``+inf`` for moves off the grid, with
     ``V`` = the network's value output + ``lookahead/baseline`` × the
-    successor's search-time estimate (``plume_jax.train.lookahead``)."""
+    successor's search-time estimate, compressed with
+    ``lookahead/baseline_scale`` (``plume_jax.train.lookahead``; policies
+    exported before that setting existed lack it and use the estimate)."""
+    from plume_jax.plumes.poisson_posterior import compressed_estimate
+
     succ, baseline, mass, valid = lookahead_successors(
         spec["network"]["image_shape"], params["lookahead/likelihood"],
         params["lookahead/move_deltas"], obs)
     carry = initial_carry(spec)
     values = jax.vmap(lambda o: forward(spec, params, carry, o)[2])(succ)
-    values = values + params["lookahead/baseline"] * baseline
+    scale = params.get("lookahead/baseline_scale", jnp.float32(0.0))  # absent: older exports
+    values = values + params["lookahead/baseline"] * compressed_estimate(baseline, scale)
     q = 1.0 + jnp.sum(mass * values.reshape(mass.shape), axis=-1)
     return jnp.where(valid, q, jnp.inf)
 

@@ -35,6 +35,13 @@ Each update (``algo`` settings shared with PPO where they mean the same):
    (``learning_rate``, linearly annealed with ``anneal_lr``; gradients
    clipped at ``max_grad_norm``) on the squared error ``(V_θ(b) - target)²``.
 
+``V_θ`` is the network's output (its last layer starts at 0) plus a
+baseline: the search-time estimate ``E`` of the belief, or with
+``baseline_scale`` ``K > 0`` its compressed form ``K ln(1 + E/K)``
+(:func:`~plume_jax.plumes.poisson_posterior.compressed_estimate`), so the
+untrained look-ahead is a hand-made policy (with ``K`` = 3.3 it searches as
+fast as space-aware infotaxis on the 19x19 benchmark, ``scripts/lookahead_baselines.py``).
+
 Requirements (checked, ``ValidationError`` otherwise): the env's sensor is a
 ``belief`` sensor, centred, full window, with ``grid_channel`` (the policy
 must see the walls); discrete grid moves; a non-recurrent network without
@@ -42,7 +49,9 @@ must see the walls); discrete grid moves; a non-recurrent network without
 
 The exported policy (``agents.trained``) carries the look-ahead's model:
 ``lookahead/likelihood`` f32[h_max, 2H-1, 2W-1], ``lookahead/move_deltas``
-i32[M, 2] and ``lookahead/move_ids`` i32[M], next to the network; its act is
+i32[M, 2], ``lookahead/move_ids`` i32[M], ``lookahead/baseline`` f32[] (1;
+0 turns the baseline off) and ``lookahead/baseline_scale`` f32[] (``K``),
+next to the network; its act is
 the greedy look-ahead (:func:`agents.trained.lookahead_scores`).
 """
 
@@ -62,7 +71,8 @@ from plume_jax.actions.discrete_grid import MOVES
 from plume_jax.env import batched_step
 from plume_jax.errors import ValidationError
 from plume_jax.multi_agent import MultiAgentPlumeEnv
-from plume_jax.plumes.poisson_posterior import belief_summaries, search_time_estimate
+from plume_jax.plumes.poisson_posterior import (belief_summaries, compressed_estimate,
+                                                search_time_estimate)
 from plume_jax.sensors.belief import BeliefSensor
 from plume_jax.train import networks as N
 from plume_jax.train.normalize import ObsStats, transform
@@ -137,9 +147,14 @@ class LookaheadVI:
         static: the compiled-in settings (``PPOStatic``; the PPO-only fields
             are ignored).
         epsilon: probability of a random valid move while collecting.
+        baseline_scale: ``K`` (steps) of the baseline value the network
+            corrects, ``K ln(1 + E/K)`` of the search-time estimate ``E``
+            (:func:`~plume_jax.plumes.poisson_posterior.compressed_estimate`);
+            0 for ``E`` itself.
     """
 
-    def __init__(self, env: Any, env_params: Any, static: PPOStatic, epsilon: float = 0.1):
+    def __init__(self, env: Any, env_params: Any, static: PPOStatic, epsilon: float = 0.1,
+                 baseline_scale: float = 0.0):
         sensor = env.sensor
         net = static.network
         if isinstance(env, MultiAgentPlumeEnv):
@@ -162,6 +177,10 @@ class LookaheadVI:
                                                 "false for 'lookahead_vi'")
         if not 0.0 <= epsilon <= 1.0:
             raise ValidationError.for_parameter("algo.epsilon", epsilon, "a number in [0, 1]")
+        if isinstance(baseline_scale, bool) or not isinstance(baseline_scale, (int, float)) \
+                or not 0.0 <= float(baseline_scale) <= 1e6:
+            raise ValidationError.for_parameter("algo.baseline_scale", baseline_scale,
+                                                "a number of steps in [0, 1e6] (0: the raw estimate)")
         names = [n for n in env.action_names if n in MOVES and n != "noop"]
         if env.settings["actions"].get("type") != "discrete_grid" or not names:
             raise ValidationError.for_parameter(
@@ -171,6 +190,7 @@ class LookaheadVI:
         self.env = env
         self.static = static
         self.epsilon = float(epsilon)
+        self.baseline_scale = float(baseline_scale)
         self.discrete, self.action_dim = True, len(env.action_names)
         self.multi_agent, self.num_agents = False, 1
         self.action_low = self.action_high = None
@@ -195,7 +215,8 @@ class LookaheadVI:
         return {"likelihood": jnp.asarray(self.likelihood),
                 "move_deltas": jnp.asarray(self.move_deltas),
                 "move_ids": jnp.asarray(self.move_ids),
-                "baseline": jnp.asarray(1.0, jnp.float32)}
+                "baseline": jnp.asarray(1.0, jnp.float32),
+                "baseline_scale": jnp.asarray(self.baseline_scale, jnp.float32)}
 
     @staticmethod
     def network_params(params: Any) -> Any:
@@ -211,11 +232,13 @@ class LookaheadVI:
                                      jnp.zeros((1, x.shape[0]), bool))
         return value[0]
 
-    def baseline(self, obs: jax.Array) -> jax.Array:
-        """f32[B]: the search-time estimate of the observed posteriors."""
+    def baseline(self, obs: jax.Array, scale: Any) -> jax.Array:
+        """f32[B]: the baseline value of the observed posteriors, the
+        search-time estimate compressed with ``scale``."""
         _, rows, cols = self.image_shape
         beliefs = obs[:, :rows * cols].reshape(-1, rows, cols)
-        return search_time_estimate(jax.vmap(belief_summaries)(beliefs))
+        return compressed_estimate(search_time_estimate(jax.vmap(belief_summaries)(beliefs)),
+                                   scale)
 
     def scores(self, params: Any, obs: jax.Array, gamma: Any) -> tuple[jax.Array, jax.Array]:
         """``(q f32[B, M], valid bool[B, M])``: the expected steps to the
@@ -228,7 +251,8 @@ class LookaheadVI:
             self.image_shape, model["likelihood"], model["move_deltas"], o))(obs)
         b, m, h = mass.shape
         v = self.net_values(params, succ.reshape(b * m * h, -1)).reshape(b, m, h)
-        v = v + model["baseline"] * baseline.reshape(b, m, h)
+        v = v + model["baseline"] * compressed_estimate(baseline, model["baseline_scale"]
+                                                        ).reshape(b, m, h)
         q = 1.0 + gamma * jnp.sum(mass * v, axis=-1)
         return jnp.where(valid, q, jnp.inf), valid
 
@@ -304,7 +328,7 @@ class LookaheadVI:
         total = s.num_steps * s.num_envs
         xs = self._symmetrised(k_sym, xs.reshape(total, -1))
         ys = ys.reshape(total)
-        residual = ys - model["baseline"] * self.baseline(xs)  # what the network fits
+        residual = ys - model["baseline"] * self.baseline(xs, model["baseline_scale"])
 
         frac = 1.0 - runner.update.astype(jnp.float32) / s.num_updates
         lr = hp.learning_rate * frac if s.anneal_lr else hp.learning_rate

@@ -247,7 +247,8 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
         from plume_jax.train.lookahead import LookaheadVI
 
         n_dev, mesh = 1, None
-        algo = LookaheadVI(env, env_params, static, epsilon=config.algo["epsilon"])
+        algo = LookaheadVI(env, env_params, static, epsilon=config.algo["epsilon"],
+                           baseline_scale=config.algo["baseline_scale"])
     else:
         n_dev = resolve_devices(config.run["devices"], static.num_envs, "algo.num_envs")
         mesh = make_mesh(n_dev, "envs") if n_dev > 1 else None
