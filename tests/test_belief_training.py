@@ -233,3 +233,135 @@ def test_shipped_belief_policy_runs_its_scenario():
     assert metrics["episodes"] == 8
     assert metrics["successes"] >= 6
     assert 1.0 <= metrics["mean_steps"] <= 642.0
+
+
+def test_compressed_estimate_keeps_small_estimates_and_compresses_large_ones():
+    """``K ln(1 + E/K)``: ``E`` itself at ``K = 0``; close to ``E`` where
+    ``E << K``; logarithmic where ``E >> K`` (the 19x19 prior's ~190 steps
+    become ~13 at K = 3.3); increasing; 0 at ``E <= 0``; traced ``K`` works."""
+    from plume_jax.plumes.poisson_posterior import compressed_estimate
+
+    e = jnp.asarray([-0.5, 0.0, 0.01, 1.0, 10.0, 190.0], jnp.float32)
+    np.testing.assert_array_equal(np.asarray(compressed_estimate(e, 0.0)), np.asarray(e))
+    got = np.asarray(compressed_estimate(e, 3.3))
+    expected = 3.3 * np.log1p(np.maximum(np.asarray(e, np.float64), 0.0) / 3.3)
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    assert got[0] == got[1] == 0.0
+    assert abs(got[2] - 0.01) < 1e-4
+    assert 12.0 < got[-1] < 15.0
+    assert np.all(np.diff(got[1:]) > 0)
+    traced = jax.jit(compressed_estimate)(e, jnp.float32(3.3))
+    np.testing.assert_allclose(np.asarray(traced), got, rtol=1e-6)
+
+
+def test_lookahead_baseline_scale_reaches_the_exported_policy():
+    """``algo.baseline_scale`` is part of the look-ahead's model: before any
+    training (the network's correction starts at exactly 0) the trainer's
+    scores and the exported policy's scores are both ``1 + Σ_h mass_h K ln(1 +
+    E_h/K)``, and differ from the uncompressed ones."""
+    from agents.trained import lookahead_scores, lookahead_successors
+    from plume_jax.plumes.poisson_posterior import compressed_estimate
+    from plume_jax.train.lookahead import LookaheadVI
+    from plume_jax.train.trainer import hparams, ppo_static
+
+    raw = {**LOOKAHEAD, "algo": {**LOOKAHEAD["algo"], "baseline_scale": 3.3}}
+    cfg = train_config(raw)
+    assert cfg.algo["baseline_scale"] == 3.3
+    env, params = cfg.make_env()
+    algo = LookaheadVI(env, params, ppo_static(cfg), baseline_scale=cfg.algo["baseline_scale"])
+    runner = algo.init(jax.random.key(0), hparams(cfg, env, params), params)
+    arrays = policy_arrays(runner.params, None)
+    assert float(arrays["lookahead/baseline_scale"]) == pytest.approx(3.3)
+    spec = policy_spec(algo)
+    obs, state = env.reset(jax.random.key(3), params)
+    for t in range(3):
+        succ, base, mass, valid = lookahead_successors(IMAGE, algo.likelihood, algo.move_deltas,
+                                                       obs)
+        expected = 1.0 + jnp.sum(mass * compressed_estimate(base, 3.3).reshape(mass.shape), -1)
+        expected = np.where(np.asarray(valid), np.asarray(expected), np.inf)
+        q, _ = algo.scores(runner.params, obs[None], 1.0)
+        np.testing.assert_allclose(np.asarray(q[0]), expected, rtol=1e-5)
+        exported = lookahead_scores(spec, {k: jnp.asarray(v) for k, v in arrays.items()}, obs)
+        np.testing.assert_allclose(np.asarray(exported), expected, rtol=1e-5)
+        raw_scores = 1.0 + jnp.sum(mass * base.reshape(mass.shape), -1)
+        finite = np.isfinite(expected)
+        assert not np.allclose(np.asarray(raw_scores)[finite], expected[finite])
+        obs, state, *_ = env.step(jax.random.key(20 + t), state, t % 4, params)
+
+
+def test_lookahead_only_settings_are_refused_with_ppo():
+    """``algo.epsilon`` / ``algo.baseline_scale`` set away from their defaults
+    with ``algorithm: ppo`` would do nothing: a ValidationError names them
+    (their defaults, as a resolved config writes them, still pass); a bad
+    scale is refused by the config and by LookaheadVI itself."""
+    from plume_jax.train.lookahead import LookaheadVI
+    from plume_jax.train.trainer import ppo_static
+
+    base = {"env": {"id": "PlumeNav-Poisson-Iso19x19-v0"}, "algo": {"total_steps": 10**6}}
+    for key, value in (("baseline_scale", 3.3), ("epsilon", 0.2)):
+        with pytest.raises(ValidationError, match=rf"algo\.{key}.*lookahead_vi"):
+            train_config({**base, "algo": {"total_steps": 10**6, key: value}})
+    cfg = train_config({**base, "algo": {"total_steps": 10**6, "epsilon": 0.1,
+                                         "baseline_scale": 0.0}})
+    assert train_config(cfg.to_dict()) == cfg
+    for bad in (-1.0, "three", None):
+        with pytest.raises(ValidationError, match=r"algo\.baseline_scale"):
+            train_config({**LOOKAHEAD, "algo": {**LOOKAHEAD["algo"], "baseline_scale": bad}})
+    cfg = train_config(LOOKAHEAD)
+    env, params = cfg.make_env()
+    for bad in (-1.0, True, "3"):
+        with pytest.raises(ValidationError, match=r"algo\.baseline_scale"):
+            LookaheadVI(env, params, ppo_static(cfg), baseline_scale=bad)
+
+
+def test_baseline_lookahead_script_scores_are_the_untrained_lookahead_vi_scores():
+    """scripts/lookahead_baselines.py's policy is what ``lookahead_vi`` starts
+    from: at depth 1 its scores equal the trainer's before any update (the
+    network's correction is exactly 0), for K = 0 and K = 3.3."""
+    from plume_jax.train.lookahead import LookaheadVI
+    from plume_jax.train.trainer import hparams, ppo_static
+    from scripts.lookahead_baselines import BaselineLookahead
+
+    for scale in (0.0, 3.3):
+        cfg = train_config({**LOOKAHEAD, "algo": {**LOOKAHEAD["algo"], "baseline_scale": scale}})
+        env, params = cfg.make_env()
+        algo = LookaheadVI(env, params, ppo_static(cfg), baseline_scale=scale)
+        runner = algo.init(jax.random.key(0), hparams(cfg, env, params), params)
+        policy = BaselineLookahead.for_env(env, scale, 1)
+        obs, state = env.reset(jax.random.key(7), params)
+        for t in range(3):
+            q, _ = algo.scores(runner.params, obs[None], 1.0)
+            np.testing.assert_allclose(np.asarray(policy.scores(obs, 1)), np.asarray(q[0]),
+                                       rtol=1e-5)
+            action, _ = policy.act(policy.init(None), obs, jax.random.key(t))
+            assert int(action) == int(algo.move_ids[int(jnp.argmin(q[0]))])
+            obs, state, *_ = env.step(jax.random.key(30 + t), state, action, params)
+
+
+@pytest.mark.parametrize("argv", [["--searches", "1"], ["--scales", "-1"],
+                                  ["--scales", "nan"], ["--depth", "3"]])
+def test_baseline_lookahead_script_refuses_bad_arguments(argv, capsys):
+    from scripts.lookahead_baselines import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert "--" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # compiles the 19x19 rollouts of three policies
+def test_baseline_lookahead_script_reports_paired_differences(tmp_path):
+    import json
+
+    from scripts.lookahead_baselines import main
+
+    out = tmp_path / "report.json"
+    assert main(["--searches", "4", "--seed", "3", "--scales", "0", "3.3", "--out",
+                 str(out)]) == 0
+    report = json.loads(out.read_text())
+    policies = report["policies"]
+    assert list(policies) == ["space_aware_infotaxis", "lookahead depth 1, K = 0",
+                              "lookahead depth 1, K = 3.3"]
+    for name, entry in policies.items():
+        assert entry["searches"] == 4 and 0 <= entry["found"] <= 4
+        assert ("paired_difference" in entry) == (name != "space_aware_infotaxis")

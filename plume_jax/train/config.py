@@ -12,6 +12,9 @@ A training config has five sections; every key is optional except
                                # the belief sensor with a one-step model
                                # look-ahead (plume_jax.train.lookahead; static)
       epsilon: 0.1             # lookahead_vi: probability of a random move
+      baseline_scale: 0.0      # lookahead_vi: K (steps) of the baseline value
+                               # K ln(1 + E/K) of the search-time estimate E
+                               # that the network corrects; 0: E itself
       total_steps: 1000000     # env steps; rounded down to whole updates
       num_envs: 64             # parallel envs          (static)
       num_steps: 128           # rollout length          (static)
@@ -232,6 +235,10 @@ def string_or_none(name: str, value: Any) -> str | None:
 # the program (they cannot differ between the members of one sweep).
 _REQUIRED = object()
 
+#: algo settings that only ``algorithm: lookahead_vi`` reads (refused with another algorithm
+#: unless left at their defaults, so that they never silently do nothing).
+LOOKAHEAD_ONLY = ("epsilon", "baseline_scale")
+
 ENV_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
     "id": (None, string_or_none, True),
     "config": (None, string_or_none, True),
@@ -241,6 +248,7 @@ ENV_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
 ALGO_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
     "algorithm": ("ppo", choice("ppo", "lookahead_vi"), True),
     "epsilon": (0.1, real(0.0, 1.0), True),
+    "baseline_scale": (0.0, real(0.0, 1e6), True),
     "total_steps": (_REQUIRED, integer(1, 10**13), True),
     "num_envs": (64, integer(1, 1 << 20), True),
     "num_steps": (128, integer(1, 1 << 16), True),
@@ -465,6 +473,14 @@ def train_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None
             "algo.total_steps", algo["total_steps"],
             f"at least num_envs * num_steps = {algo['num_envs'] * algo['num_steps']} "
             "(one update)")
+    if algo["algorithm"] != "lookahead_vi":
+        for key in LOOKAHEAD_ONLY:
+            if algo[key] != ALGO_SCHEMA[key][0]:
+                raise ValidationError.for_parameter(
+                    f"algo.{key}", algo[key],
+                    f"its default {ALGO_SCHEMA[key][0]!r} or left out: it is a setting of "
+                    f"algo.algorithm 'lookahead_vi', and algo.algorithm is "
+                    f"{algo['algorithm']!r}, which would ignore it")
     net = NetworkConfig(**sections["network"])
     if net.recurrent:
         if algo["num_envs"] % algo["num_minibatches"]:
