@@ -236,4 +236,3 @@ def compressed_estimate(estimate: jax.Array, scale: Any) -> jax.Array:
     scale = jnp.asarray(scale, jnp.float32)
     safe = jnp.where(scale > 0, scale, 1.0)
     return jnp.where(scale > 0, safe * jnp.log1p(jnp.maximum(estimate, 0.0) / safe), estimate)
-
