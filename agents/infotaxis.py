@@ -111,7 +111,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from agents.base import describe
-from plume_jax.actions.discrete_grid import MOVES
+from plume_jax.actions.discrete_grid import grid_moves
 from plume_jax.errors import ValidationError
 from plume_jax.plumes.poisson import PoissonPlume
 from plume_jax.plumes.poisson_posterior import (  # noqa: F401  (capped_poisson_table: re-exported)
@@ -237,8 +237,8 @@ class InfotaxisPolicy:
                 "actions", info.get("actions_type"),
                 f"a 'discrete_grid' action model ({agent} predicts where each move leads)")
         step = int(env.settings["actions"].get("step_size", 1))
-        names = [n for n in info["action_names"] if n in MOVES and n != "noop"]
-        if not names:
+        move_ids, move_deltas = grid_moves(info["action_names"], info["action_ids"], step)
+        if not move_ids:
             raise ValidationError.for_parameter(
                 "actions", info["action_names"], f"grid moves such as 'move_north' ({agent})")
         sensor, sensor_params = _hits_sensor(env.sensor, params.sensor)
@@ -269,8 +269,7 @@ class InfotaxisPolicy:
                     "'hits', ...}, {'type': 'position'}]}")
             start = tuple(int(round(float(v))) for v in start_cfg["position"])
         return cls(
-            move_ids=tuple(int(info["action_ids"][n]) for n in names),
-            move_deltas=tuple((MOVES[n][0] * step, MOVES[n][1] * step) for n in names),
+            move_ids=move_ids, move_deltas=move_deltas,
             hits_index=hits_index, position_index=position_index, start=start,
             width=int(env.grid.width), height=int(env.grid.height), h_max=int(sensor.h_max),
             plume=plume, plume_params=plain_params(params.plume),

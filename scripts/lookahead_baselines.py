@@ -40,13 +40,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-PRESET = "PlumeNav-Poisson-Iso19x19-v0"
-#: The belief sensor over the preset's own hits sensor and law (as in
-#: configs/train_poisson_iso19x19_belief.yaml).
-BELIEF = {"sensor": {"type": "belief",
-                     "sensor": {"type": "hits", "h_max": 3, "nonzero_first": True},
-                     "plume": {"model": "isotropic", "lambda_over_dx": 1.0, "r_dt": 1.0},
-                     "grid_channel": True, "summaries": True}}
+#: The shipped learned-searcher config: its env (the preset with the belief
+#: sensor over the preset's own hits sensor and law) is the one ``lookahead_vi``
+#: trains on; space-aware infotaxis runs on the bare preset ``env.id``.
+CONFIG = pathlib.Path(__file__).resolve().parent.parent / "configs" / \
+    "train_poisson_iso19x19_belief.yaml"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -64,14 +62,14 @@ class BaselineLookahead:
 
     @classmethod
     def for_env(cls, env: Any, scale: float, depth: int) -> "BaselineLookahead":
-        from plume_jax.actions.discrete_grid import MOVES
+        from plume_jax.actions.discrete_grid import grid_moves
 
-        names = [n for n in env.action_names if n in MOVES and n != "noop"]
+        move_ids, move_deltas = grid_moves(env.action_names, env.action_ids,
+                                           int(env.settings["actions"].get("step_size", 1)))
         sensor = env.sensor
         return cls((sensor.channels,) + tuple(sensor.image_shape),
                    np.asarray(sensor.likelihood(), np.float32),
-                   np.asarray([MOVES[n][:2] for n in names], np.int32),
-                   np.asarray([env.action_ids[n] for n in names], np.int32),
+                   np.asarray(move_deltas, np.int32), np.asarray(move_ids, np.int32),
                    float(scale), int(depth))
 
     def __hash__(self) -> int:
@@ -129,20 +127,30 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--searches must be at least 2 (got {args.searches})")
     if any(not np.isfinite(k) or k < 0 for k in args.scales):
         parser.error(f"--scales must be finite and >= 0 (got {args.scales})")
+    if args.out is not None:  # checked before minutes of searches, not after
+        if args.out.is_dir():
+            parser.error(f"--out must be a file path; {args.out} is a folder")
+        try:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            parser.error(f"--out {args.out}: cannot create its folder ({exc})")
 
     import plume_jax
     from agents import make_agent
+    from plume_jax.train.config import load_train_config
 
-    env, params = plume_jax.make(PRESET)
+    config = load_train_config(CONFIG)
+    preset = config.env["id"]
+    env, params = plume_jax.make(preset)
     results = {"space_aware_infotaxis": run(env, params, make_agent("space_aware_infotaxis", env),
                                             args.searches, args.seed)}
-    belief_env, belief_params = plume_jax.make(PRESET, **BELIEF)
+    belief_env, belief_params = config.make_env()
     for k in args.scales:
         policy = BaselineLookahead.for_env(belief_env, k, args.depth)
         results[f"lookahead depth {args.depth}, K = {k:g}"] = run(
             belief_env, belief_params, policy, args.searches, args.seed)
     ref = results["space_aware_infotaxis"]
-    report = {"preset": PRESET, "seed": args.seed, "searches": args.searches,
+    report = {"preset": preset, "seed": args.seed, "searches": args.searches,
               "depth": args.depth, "policies": {}}
     for name, r in results.items():
         line = (f"{name:32s} found {r['found']}/{r['searches']}  mean {r['mean']:.3f} ± "

@@ -338,6 +338,32 @@ def test_baseline_lookahead_script_scores_are_the_untrained_lookahead_vi_scores(
             obs, state, *_ = env.step(jax.random.key(30 + t), state, action, params)
 
 
+def test_baseline_lookahead_script_moves_honour_the_step_size():
+    """The script's policy once built its moves from unit displacements,
+    ignoring ``actions.step_size``; its table is now lookahead_vi's."""
+    from plume_jax.train.lookahead import LookaheadVI
+    from plume_jax.train.trainer import ppo_static
+    from scripts.lookahead_baselines import BaselineLookahead
+
+    overrides = {**LOOKAHEAD["env"]["overrides"], "actions": {"step_size": 2}}
+    cfg = train_config({**LOOKAHEAD, "env": {**LOOKAHEAD["env"], "overrides": overrides}})
+    env, params = cfg.make_env()
+    algo = LookaheadVI(env, params, ppo_static(cfg))
+    policy = BaselineLookahead.for_env(env, 3.3, 1)
+    np.testing.assert_array_equal(policy.move_deltas, algo.move_deltas)
+    np.testing.assert_array_equal(policy.move_ids, algo.move_ids)
+    assert np.abs(policy.move_deltas).max() == 2
+
+
+def test_baseline_lookahead_script_refuses_a_folder_as_out_before_searching(tmp_path, capsys):
+    from scripts.lookahead_baselines import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--searches", "2", "--out", str(tmp_path)])
+    assert exit_info.value.code == 2
+    assert "--out" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv", [["--searches", "1"], ["--scales", "-1"],
                                   ["--scales", "nan"], ["--depth", "3"]])
 def test_baseline_lookahead_script_refuses_bad_arguments(argv, capsys):

@@ -46,6 +46,23 @@ def test_each_named_move_goes_where_its_name_says(name, delta):
         assert float(out.heading) == pytest.approx(np.arctan2(delta[1], delta[0]))
 
 
+@pytest.mark.parametrize("include_noop, diagonals", [(True, False), (False, True)])
+def test_grid_moves_are_where_the_action_model_moves(include_noop, diagonals):
+    """``grid_moves`` (the move table of the infotaxis agents and of
+    ``lookahead_vi``): every move but noop, in action order, with the
+    displacement ``process_action`` applies, step size included."""
+    from plume_jax.actions.discrete_grid import grid_moves
+
+    model = DiscreteGridActions(include_noop=include_noop, diagonals=diagonals, step_size=2)
+    ids, deltas = grid_moves(model.action_names, model.action_ids, 2)
+    assert ids == tuple(i for n, i in model.action_ids.items() if n != "noop")
+    agent = AgentState.at([5, 5], 0.0)
+    for action, delta in zip(ids, deltas):
+        out = model.process_action(jax.random.key(0), action, agent, GRID, NoParams())
+        np.testing.assert_array_equal(np.asarray(out.position), [5 + delta[0], 5 + delta[1]])
+    assert grid_moves(["noop", "turn_left"], {"noop": 0, "turn_left": 1}) == ((), ())
+
+
 def test_metadata_is_json_and_complete():
     meta = DiscreteGridActions().get_metadata()
     json.dumps(meta)

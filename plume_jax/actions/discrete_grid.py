@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -29,6 +29,18 @@ MOVES: dict[str, tuple[int, int]] = {
     "move_southeast": (1, -1),
     "move_southwest": (-1, -1),
 }
+
+
+def grid_moves(action_names: Sequence[str], action_ids: Mapping[str, int], step_size: int = 1
+               ) -> tuple[tuple[int, ...], tuple[tuple[int, int], ...]]:
+    """The moves among an env's named actions (``noop`` and non-move
+    actions left out, in ``action_names`` order): ``(ids, deltas)``, each
+    move's action id and displacement ``(dx, dy)`` in cells, ``step_size``
+    included. Both empty when the actions have no moves (callers that need
+    moves raise their own error)."""
+    names = [n for n in action_names if n in MOVES and n != "noop"]
+    return (tuple(int(action_ids[n]) for n in names),
+            tuple((MOVES[n][0] * step_size, MOVES[n][1] * step_size) for n in names))
 
 
 @dataclasses.dataclass(frozen=True)

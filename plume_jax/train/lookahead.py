@@ -67,7 +67,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from plume_jax.actions.discrete_grid import MOVES
+from plume_jax.actions.discrete_grid import grid_moves
 from plume_jax.env import batched_step
 from plume_jax.errors import ValidationError
 from plume_jax.multi_agent import MultiAgentPlumeEnv
@@ -181,12 +181,12 @@ class LookaheadVI:
                 or not 0.0 <= float(baseline_scale) <= 1e6:
             raise ValidationError.for_parameter("algo.baseline_scale", baseline_scale,
                                                 "a number of steps in [0, 1e6] (0: the raw estimate)")
-        names = [n for n in env.action_names if n in MOVES and n != "noop"]
-        if env.settings["actions"].get("type") != "discrete_grid" or not names:
+        move_ids, move_deltas = grid_moves(env.action_names, env.action_ids,
+                                           int(env.settings["actions"].get("step_size", 1)))
+        if env.settings["actions"].get("type") != "discrete_grid" or not move_ids:
             raise ValidationError.for_parameter(
                 "env.actions", env.settings["actions"].get("type"),
                 "'discrete_grid' moves for 'lookahead_vi' (it predicts where each move leads)")
-        step = int(env.settings["actions"].get("step_size", 1))
         self.env = env
         self.static = static
         self.epsilon = float(epsilon)
@@ -196,9 +196,8 @@ class LookaheadVI:
         self.action_low = self.action_high = None
         self.obs_dim = int(np.prod(env.observation_space(env_params).shape))
         self.mesh = None
-        self.move_ids = np.asarray([env.action_ids[n] for n in names], np.int32)
-        self.move_deltas = np.asarray([(MOVES[n][0] * step, MOVES[n][1] * step) for n in names],
-                                      np.int32)
+        self.move_ids = np.asarray(move_ids, np.int32)
+        self.move_deltas = np.asarray(move_deltas, np.int32)
         self.likelihood = np.asarray(sensor.likelihood(), np.float32)
         self.image_shape = (sensor.channels,) + tuple(sensor.image_shape)
         self.symmetries = _symmetries(sensor)
