@@ -173,7 +173,7 @@ def bench_sweep(sweep_path: pathlib.Path, updates: int) -> dict[str, Any]:
     from plume_jax.train.config import read_yaml
     from plume_jax.train.ppo import PPO
     from plume_jax.train.sweep import run_sweep, setup, sweep_config
-    from plume_jax.train.trainer import ppo_static
+    from plume_jax.train.ppo import ppo_static
 
     raw = read_yaml(sweep_path)
     base_cfg = sweep_config(raw, base_dir=sweep_path.parent).base

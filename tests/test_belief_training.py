@@ -172,7 +172,7 @@ def test_lookahead_vi_trains_and_exports_a_policy_that_acts_by_its_lookahead(loo
     from agents.trained import TrainedPolicy
     from plume_jax.train.checkpoint import load_checkpoint
     from plume_jax.train.lookahead import LookaheadVI
-    from plume_jax.train.trainer import hparams, ppo_static
+    from plume_jax.train.ppo import ppo_hparams as hparams, ppo_static
 
     out, _ = lookahead_run
     cfg = train_config(LOOKAHEAD)
@@ -197,7 +197,7 @@ def test_lookahead_vi_refuses_a_sensor_it_cannot_predict():
     """Anything but a centred, full-window belief with the grid channel is a
     ValidationError naming env.sensor (here: no grid channel)."""
     from plume_jax.train.lookahead import LookaheadVI
-    from plume_jax.train.trainer import ppo_static
+    from plume_jax.train.ppo import ppo_static
 
     raw = {**LOOKAHEAD, "env": {"id": "PlumeNav-Poisson-Iso19x19-v0", "overrides": {
         **TINY, "sensor": {**TINY["sensor"], "grid_channel": False}}},
@@ -208,11 +208,23 @@ def test_lookahead_vi_refuses_a_sensor_it_cannot_predict():
         LookaheadVI(env, params, ppo_static(cfg))
 
 
-def test_a_sweep_refuses_lookahead_vi():
-    from plume_jax.train.sweep import sweep_config
+def test_a_sweep_of_lookahead_vi_runs_each_member_as_its_own_program(tmp_path):
+    """lookahead_vi is not sweepable (no vmapped members): a sweep of it runs
+    every member as a program of its own, unbatched, and each member equals
+    the single run of its config bit for bit."""
+    from plume_jax.train.sweep import program_groups, run_sweep, sweep_config
+    from plume_jax.train.trainer import train
 
-    with pytest.raises(ValidationError, match=r"base\.algo\.algorithm"):
-        sweep_config({"base": LOOKAHEAD, "grid": {"run.seed": [0, 1]}})
+    raw = {**LOOKAHEAD, "algo": {**LOOKAHEAD["algo"], "total_steps": 64}}
+    sweep = sweep_config({"base": raw, "grid": {"run.seed": [0, 1]}})
+    assert program_groups(sweep) == [[0], [1]]
+    result = run_sweep(sweep, tmp_path / "s", progress=False, evaluate_members=False)
+    assert [p.setup.members for p in result.programs] == [[0], [1]]
+    single = train(sweep.configs[1], progress=False, evaluate=False)
+    member = jax.tree.map(lambda x: x[0], result.programs[1].runner)
+    for a, b in zip(jax.tree.leaves(single.runner.params), jax.tree.leaves(member.params)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert (tmp_path / "s" / "members" / sweep.names[1] / "policy" / "policy.json").exists()
 
 
 def test_shipped_belief_policy_runs_its_scenario():
@@ -262,7 +274,7 @@ def test_lookahead_baseline_scale_reaches_the_exported_policy():
     from agents.trained import lookahead_scores, lookahead_successors
     from plume_jax.plumes.poisson_posterior import compressed_estimate
     from plume_jax.train.lookahead import LookaheadVI
-    from plume_jax.train.trainer import hparams, ppo_static
+    from plume_jax.train.ppo import ppo_hparams as hparams, ppo_static
 
     raw = {**LOOKAHEAD, "algo": {**LOOKAHEAD["algo"], "baseline_scale": 3.3}}
     cfg = train_config(raw)
@@ -295,7 +307,7 @@ def test_lookahead_only_settings_are_refused_with_ppo():
     (their defaults, as a resolved config writes them, still pass); a bad
     scale is refused by the config and by LookaheadVI itself."""
     from plume_jax.train.lookahead import LookaheadVI
-    from plume_jax.train.trainer import ppo_static
+    from plume_jax.train.ppo import ppo_static
 
     base = {"env": {"id": "PlumeNav-Poisson-Iso19x19-v0"}, "algo": {"total_steps": 10**6}}
     for key, value in (("baseline_scale", 3.3), ("epsilon", 0.2)):
@@ -319,7 +331,7 @@ def test_baseline_lookahead_script_scores_are_the_untrained_lookahead_vi_scores(
     from: at depth 1 its scores equal the trainer's before any update (the
     network's correction is exactly 0), for K = 0 and K = 3.3."""
     from plume_jax.train.lookahead import LookaheadVI
-    from plume_jax.train.trainer import hparams, ppo_static
+    from plume_jax.train.ppo import ppo_hparams as hparams, ppo_static
     from scripts.lookahead_baselines import BaselineLookahead
 
     for scale in (0.0, 3.3):
@@ -342,7 +354,7 @@ def test_baseline_lookahead_script_moves_honour_the_step_size():
     """The script's policy once built its moves from unit displacements,
     ignoring ``actions.step_size``; its table is now lookahead_vi's."""
     from plume_jax.train.lookahead import LookaheadVI
-    from plume_jax.train.trainer import ppo_static
+    from plume_jax.train.ppo import ppo_static
     from scripts.lookahead_baselines import BaselineLookahead
 
     overrides = {**LOOKAHEAD["env"]["overrides"], "actions": {"step_size": 2}}

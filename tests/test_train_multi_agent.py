@@ -445,7 +445,7 @@ def test_exported_team_policy_acts_like_the_training_network(team_run):
     logits for that agent's row."""
     from agents import make_agent
     from plume_jax.train.checkpoint import load_checkpoint
-    from plume_jax.train.trainer import ppo_static
+    from plume_jax.train.ppo import ppo_static
 
     cfg = train_config(E2E)
     env, params = cfg.make_env()

@@ -139,7 +139,7 @@ def test_resume_from_a_checkpoint_continues_exactly(run, tmp_path):
 def test_checkpoint_of_another_config_is_refused(run):
     cfg = load_train_config(run["config"]).replace(network={"hidden_sizes": [8]})
     env, _ = cfg.make_env()
-    from plume_jax.train.trainer import ppo_static
+    from plume_jax.train.ppo import ppo_static
 
     algo = PPO(env, env.default_params, ppo_static(cfg))
     template = jax.eval_shape(algo.init, jax.random.key(0), _hp(), env.default_params)
@@ -268,7 +268,7 @@ def test_save_load_gives_identical_actions(run):
     runner's network (not only the same argmax: the same logits)."""
     cfg = load_train_config(run["config"])
     env, params = cfg.make_env()
-    from plume_jax.train.trainer import ppo_static
+    from plume_jax.train.ppo import ppo_static
 
     algo = PPO(env, params, ppo_static(cfg))
     template = jax.eval_shape(algo.init, jax.random.key(0), _hp(), params)

@@ -237,6 +237,7 @@ def policy_spec(algo: Any, env_settings: dict[str, Any] | None = None,
     net["hidden_sizes"] = list(net["hidden_sizes"])
     return {
         "format": POLICY_FORMAT,
+        "algorithm": getattr(algo, "name", "ppo"),
         "network": net,
         "discrete": algo.discrete,
         "action_dim": algo.action_dim,
@@ -253,14 +254,17 @@ def policy_spec(algo: Any, env_settings: dict[str, Any] | None = None,
 def export_policy(directory: str | pathlib.Path, algo: Any, runner: Any,
                   env_settings: dict[str, Any] | None = None,
                   extra: dict[str, Any] | None = None) -> pathlib.Path:
-    """Write ``policy.npz`` and ``policy.json`` for ``agents.trained``."""
+    """Write ``policy.npz`` and ``policy.json`` for ``agents.trained``:
+    the policy of ``runner`` as ``algo.policy`` gives it (an
+    :class:`~plume_jax.train.algorithm.Algorithm`), with the env settings
+    and ``extra`` added to the spec."""
     directory = pathlib.Path(directory)
     remove_temporaries(directory)
-    arrays = policy_arrays(runner.params,
-                           runner.obs_stats if algo.static.normalize_obs else None)
+    spec, arrays = algo.policy(runner)
+    arrays = {k: _leaf_to_numpy(v) for k, v in arrays.items()}
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     _atomic_write(directory / "policy.npz", buffer.getvalue())
-    spec = policy_spec(algo, env_settings, extra)
+    spec = {**spec, "env": env_settings or {}, **(extra or {})}
     _atomic_write(directory / "policy.json", json.dumps(spec, indent=2).encode())
     return directory

@@ -67,7 +67,8 @@ class ChunkStats:
 
 def compile_program(algo: Any, runner: Any, hp: Any, env_params: Any, num_updates: int,
                     callback: Callable | None, log_every: int, batched: bool = False) -> Any:
-    """``PPO.run`` with a dynamic update count, compiled once."""
+    """``algo.run`` (an :class:`~plume_jax.train.algorithm.Algorithm`) with a
+    dynamic update count, compiled once."""
     fn = jax.jit(functools.partial(algo.run, num_updates=min(num_updates, MAX_CHUNK),
                                    callback=callback, log_every=log_every, batched=batched))
     return fn.lower(runner, hp, env_params, count=1).compile()
@@ -100,7 +101,7 @@ def run_in_chunks(algo: Any, runner: Any, hp: Any, env_params: Any, *, done: int
     stats = ChunkStats()
     if done >= num_updates:
         return runner, stats
-    steps = algo.static.num_envs * algo.static.num_steps
+    steps = algo.steps_per_update
     bar.update(bar_offset + bar_scale * done * steps,
                message=f"{label + ' | ' if label else ''}compiling the training program")
     t0 = time.perf_counter()

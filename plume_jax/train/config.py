@@ -104,6 +104,8 @@ from typing import Any
 import yaml
 
 from plume_jax.errors import ValidationError
+from plume_jax.settings import Setting
+from plume_jax.train.algorithm import algo_setting, algorithm_class, settings_for
 
 
 # --------------------------------------------------------------------- checkers
@@ -231,41 +233,33 @@ def string_or_none(name: str, value: Any) -> str | None:
 
 
 # --------------------------------------------------------------------- sections
-# name -> (default, checker, static). "static" marks settings compiled into
-# the program (they cannot differ between the members of one sweep).
+# Every setting is a plume_jax.settings.Setting (default, checker, static, doc),
+# made by algo_setting; "static" marks settings compiled into the program (they
+# cannot differ between the members of one sweep). The algo section is
+# COMMON_ALGO plus the settings the training algorithms declare
+# (plume_jax.train.algorithm: each algorithm's SETTINGS).
 _REQUIRED = object()
 
-#: algo settings that only ``algorithm: lookahead_vi`` reads (refused with another algorithm
-#: unless left at their defaults, so that they never silently do nothing).
-LOOKAHEAD_ONLY = ("epsilon", "baseline_scale")
 
-ENV_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
-    "id": (None, string_or_none, True),
-    "config": (None, string_or_none, True),
-    "overrides": ({}, mapping_check, False),
+def _s(default: Any, check: Any, static: bool, doc: str = "") -> Setting:
+    return algo_setting(default, check, static=static, doc=doc)
+
+
+ENV_SCHEMA: dict[str, Setting] = {
+    "id": _s(None, string_or_none, True, "a preset id (plume-jax list)"),
+    "config": _s(None, string_or_none, True, "the path of an env config YAML"),
+    "overrides": _s({}, mapping_check, False, "passed to plume_jax.make / make_from_config"),
 }
 
-ALGO_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
-    "algorithm": ("ppo", choice("ppo", "lookahead_vi"), True),
-    "epsilon": (0.1, real(0.0, 1.0), True),
-    "baseline_scale": (0.0, real(0.0, 1e6), True),
-    "total_steps": (_REQUIRED, integer(1, 10**13), True),
-    "num_envs": (64, integer(1, 1 << 20), True),
-    "num_steps": (128, integer(1, 1 << 16), True),
-    "update_epochs": (4, integer(1, 1024), True),
-    "num_minibatches": (4, integer(1, 1 << 20), True),
-    "learning_rate": (3e-4, real(0.0, 1.0, low_open=True), False),
-    "anneal_lr": (True, boolean(), True),
-    "gamma": (None, real(0.0, 1.0, low_open=True, none_ok=True), False),
-    "gae_lambda": (0.95, real(0.0, 1.0), False),
-    "clip_eps": (0.2, real(0.0, 10.0, low_open=True), False),
-    "clip_value": (True, boolean(), True),
-    "ent_coef": (0.01, real(0.0, 10.0), False),
-    "vf_coef": (0.5, real(0.0, 100.0), False),
-    "max_grad_norm": (0.5, real(0.0, 1e6, low_open=True), False),
-    "adam_eps": (1e-5, real(0.0, 1.0, low_open=True), True),
-    "normalize_obs": (False, boolean(), True),
-    "normalize_advantages": (True, boolean(), True),
+#: The ``algo.*`` settings every algorithm reads (its own: ``Algorithm.SETTINGS``).
+COMMON_ALGO: dict[str, Setting] = {
+    "algorithm": _s("ppo", lambda name, value: algorithm_class(value, name) and value, True,
+                    "a registered algorithm (plume_jax.train.algorithm.ALGORITHMS) or the "
+                    "import path 'package.module:Class' of an Algorithm subclass"),
+    "total_steps": _s(_REQUIRED, integer(1, 10**13), True,
+                      "env steps; rounded down to whole updates"),
+    "num_envs": _s(64, integer(1, 1 << 20), True, "parallel envs"),
+    "num_steps": _s(128, integer(1, 1 << 16), True, "env steps of each env per update"),
 }
 
 def image_shape_check(name: str, value: Any) -> tuple[int, ...] | None:
@@ -280,54 +274,58 @@ def image_shape_check(name: str, value: Any) -> tuple[int, ...] | None:
         raise ValidationError.for_parameter(name, value, allowed) from None
 
 
-NETWORK_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
-    "type": ("mlp", choice("mlp", "gru", "cnn"), True),
-    "hidden_sizes": ((64, 64), int_list(), True),
-    "gru_size": (64, integer(1, 65536), True),
-    "image_shape": (None, image_shape_check, True),
-    "conv_features": ((8, 16, 16), int_list(), True),
-    "conv_kernels": ((3, 3, 3), int_list(1, 64), True),
-    "conv_strides": ((2, 2, 2), int_list(1, 64), True),
-    "activation": ("tanh", choice("tanh", "relu"), True),
-    "obs_transform": ("none", choice("none", "log"), True),
-    "log_eps": (1e-6, real(0.0, 1.0, low_open=True), True),
-    "prev_action": (False, boolean(), True),
-    "obs_delta": (False, boolean(), True),
-    "log_std_init": (0.0, real(-20.0, 5.0), True),
-    "critic": ("decentralised", choice("decentralised", "centralised"), True),
+NETWORK_SCHEMA: dict[str, Setting] = {
+    "type": _s("mlp", choice("mlp", "gru", "cnn"), True),
+    "hidden_sizes": _s((64, 64), int_list(), True),
+    "gru_size": _s(64, integer(1, 65536), True),
+    "image_shape": _s(None, image_shape_check, True),
+    "conv_features": _s((8, 16, 16), int_list(), True),
+    "conv_kernels": _s((3, 3, 3), int_list(1, 64), True),
+    "conv_strides": _s((2, 2, 2), int_list(1, 64), True),
+    "activation": _s("tanh", choice("tanh", "relu"), True),
+    "obs_transform": _s("none", choice("none", "log"), True),
+    "log_eps": _s(1e-6, real(0.0, 1.0, low_open=True), True),
+    "prev_action": _s(False, boolean(), True),
+    "obs_delta": _s(False, boolean(), True),
+    "log_std_init": _s(0.0, real(-20.0, 5.0), True),
+    "critic": _s("decentralised", choice("decentralised", "centralised"), True),
 }
 
 #: Values of ``run.distributed`` (see :mod:`plume_jax.train.distributed`).
 DISTRIBUTED_MODES = ("auto", "cluster", "off")
 
-RUN_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
-    "seed": (0, integer(0, 2**31 - 1), False),
-    "log_every": (10, integer(1, 10**9), True),
-    "checkpoint_minutes": (5.0, real(0.0, 10**6, low_open=True, none_ok=True), False),
-    "checkpoint_every": (None, integer(1, 10**9, none_ok=True), False),
-    "devices": ("auto", devices_check, True),
-    "distributed": ("auto", choice(*DISTRIBUTED_MODES), False),
-    "tensorboard": (True, boolean(), False),
-    "wandb_project": (None, string_or_none, False),
+RUN_SCHEMA: dict[str, Setting] = {
+    "seed": _s(0, integer(0, 2**31 - 1), False),
+    "log_every": _s(10, integer(1, 10**9), True),
+    "checkpoint_minutes": _s(5.0, real(0.0, 10**6, low_open=True, none_ok=True), False),
+    "checkpoint_every": _s(None, integer(1, 10**9, none_ok=True), False),
+    "devices": _s("auto", devices_check, True),
+    "distributed": _s("auto", choice(*DISTRIBUTED_MODES), False),
+    "tensorboard": _s(True, boolean(), False),
+    "wandb_project": _s(None, string_or_none, False),
 }
 
-EVAL_SCHEMA: dict[str, tuple[Any, Any, bool]] = {
-    "num_envs": (1000, integer(1, 1 << 20), True),
-    "num_steps": (None, integer(1, 10**7, none_ok=True), True),
-    "seed": (1000003, integer(0, 2**31 - 1), True),
-    "greedy": (True, boolean(), True),
+EVAL_SCHEMA: dict[str, Setting] = {
+    "num_envs": _s(1000, integer(1, 1 << 20), True),
+    "num_steps": _s(None, integer(1, 10**7, none_ok=True), True),
+    "seed": _s(1000003, integer(0, 2**31 - 1), True),
+    "greedy": _s(True, boolean(), True),
 }
 
-SCHEMAS = {"env": ENV_SCHEMA, "algo": ALGO_SCHEMA, "network": NETWORK_SCHEMA,
-           "run": RUN_SCHEMA, "eval": EVAL_SCHEMA}
-
-#: ``section.key`` of every algorithm setting that is a leaf of ``Hparams``
-#: (sweepable within one compiled program).
-DYNAMIC_KEYS = tuple(f"algo.{k}" for k, (_, _, static) in ALGO_SCHEMA.items() if not static)
+SECTIONS = ("env", "algo", "network", "run", "eval")
 
 
-def _resolve_section(section: str, values: Any) -> dict[str, Any]:
-    schema = SCHEMAS[section]
+def schemas(algorithm: Any = "ppo") -> dict[str, dict[str, Setting]]:
+    """``section -> key -> Setting`` of a config whose ``algo.algorithm`` is
+    ``algorithm`` (the algo section: :data:`COMMON_ALGO` and every
+    registered algorithm's settings, :func:`plume_jax.train.algorithm.settings_for`)."""
+    _, algo = settings_for(algorithm)
+    return {"env": ENV_SCHEMA, "algo": {**COMMON_ALGO, **algo}, "network": NETWORK_SCHEMA,
+            "run": RUN_SCHEMA, "eval": EVAL_SCHEMA}
+
+
+def _resolve_section(section: str, values: Any, schema: Mapping[str, Setting]
+                     ) -> dict[str, Any]:
     if values is None:
         values = {}
     if not isinstance(values, Mapping):
@@ -338,10 +336,11 @@ def _resolve_section(section: str, values: Any) -> dict[str, Any]:
             f"{section}.{unknown[0]}", values[unknown[0]],
             f"a known {section} setting: one of {list(schema)}")
     out = {}
-    for key, (default, check, _) in schema.items():
+    for key, setting in schema.items():
         name = f"{section}.{key}"
+        default = setting.default
         if key in values:
-            out[key] = check(name, values[key])
+            out[key] = setting.check(name, values[key])
         elif default is _REQUIRED:
             raise ValidationError.for_parameter(name, None, "a value (this setting is required)")
         else:
@@ -425,8 +424,8 @@ class TrainConfig:
         e.g. ``cfg.replace(algo={"total_steps": 1000})``."""
         data = self.to_dict()
         for section, values in sections.items():
-            if section not in SCHEMAS:
-                raise ValidationError.for_parameter(section, values, f"one of {list(SCHEMAS)}")
+            if section not in SECTIONS:
+                raise ValidationError.for_parameter(section, values, f"one of {list(SECTIONS)}")
             data[section] = {**data[section], **values}
         return train_config(data)
 
@@ -453,12 +452,17 @@ def train_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None
     """
     if not isinstance(data, Mapping):
         raise ValidationError.for_parameter("config", data, "a mapping with sections "
-                                            f"{list(SCHEMAS)}")
-    unknown = sorted(set(data) - set(SCHEMAS))
+                                            f"{list(SECTIONS)}")
+    unknown = sorted(set(data) - set(SECTIONS))
     if unknown:
         raise ValidationError.for_parameter(unknown[0], data[unknown[0]],
-                                            f"a config section: one of {list(SCHEMAS)}")
-    sections = {name: _resolve_section(name, data.get(name)) for name in SCHEMAS}
+                                            f"a config section: one of {list(SECTIONS)}")
+    algo_values = data.get("algo")
+    name = algo_values.get("algorithm", COMMON_ALGO["algorithm"].default) \
+        if isinstance(algo_values, Mapping) else COMMON_ALGO["algorithm"].default
+    cls, _ = settings_for(name)
+    schema = schemas(name)
+    sections = {s: _resolve_section(s, data.get(s), schema[s]) for s in SECTIONS}
     env = sections["env"]
     if (env["id"] is None) == (env["config"] is None):
         raise ValidationError.for_parameter(
@@ -473,14 +477,15 @@ def train_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None
             "algo.total_steps", algo["total_steps"],
             f"at least num_envs * num_steps = {algo['num_envs'] * algo['num_steps']} "
             "(one update)")
-    if algo["algorithm"] != "lookahead_vi":
-        for key in LOOKAHEAD_ONLY:
-            if algo[key] != ALGO_SCHEMA[key][0]:
-                raise ValidationError.for_parameter(
-                    f"algo.{key}", algo[key],
-                    f"its default {ALGO_SCHEMA[key][0]!r} or left out: it is a setting of "
-                    f"algo.algorithm 'lookahead_vi', and algo.algorithm is "
-                    f"{algo['algorithm']!r}, which would ignore it")
+    for key, setting in schema["algo"].items():  # no setting is silently ignored
+        if key in COMMON_ALGO or key in cls.SETTINGS or algo[key] == setting.default:
+            continue
+        readers = _readers(key)
+        raise ValidationError.for_parameter(
+            f"algo.{key}", algo[key],
+            f"its default {setting.default!r} or left out: it is a setting of algo.algorithm "
+            f"{' / '.join(repr(r) for r in readers)}, and algo.algorithm is "
+            f"{algo['algorithm']!r}, which would ignore it")
     net = NetworkConfig(**sections["network"])
     if net.recurrent:
         if algo["num_envs"] % algo["num_minibatches"]:
@@ -589,19 +594,32 @@ def dump_yaml(data: Any) -> str:
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
 
 
+def _readers(key: str) -> list[str]:
+    """The registered algorithms that read ``algo.<key>``."""
+    from plume_jax.train.algorithm import ALGORITHMS, algorithm_class
+
+    return [n for n in ALGORITHMS if key in algorithm_class(n).SETTINGS]
+
+
 def static_signature(config: TrainConfig) -> dict[str, Any]:
     """The settings compiled into the program (``section.key -> value``):
     sweep members that agree on all of them, and on the env's static
     structure, share one compiled program."""
     out = {}
-    for section, schema in SCHEMAS.items():
+    values = config.to_dict()
+    for section, schema in schemas(config.algo["algorithm"]).items():
         if section in ("env", "eval"):
             continue
-        values = config.to_dict()[section]
-        for key, (_, _, static) in schema.items():
-            if static:
-                out[f"{section}.{key}"] = values[key]
+        for key, setting in schema.items():
+            if setting.static:
+                out[f"{section}.{key}"] = values[section][key]
     return out
+
+
+def dynamic_keys(algorithm: Any = "ppo") -> tuple[str, ...]:
+    """``algo.<key>`` of every dynamic algorithm setting (a leaf of the
+    algorithm's hyperparameters: sweepable within one compiled program)."""
+    return tuple(f"algo.{k}" for k, s in schemas(algorithm)["algo"].items() if not s.static)
 
 
 #: Settings a resumed run may change: the budget, logging, checkpointing,

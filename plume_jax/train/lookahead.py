@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Callable
+from typing import Any
 
 import chex
 import jax
@@ -76,7 +76,10 @@ from plume_jax.plumes.poisson_posterior import (belief_summaries, compressed_est
 from plume_jax.sensors.belief import BeliefSensor
 from plume_jax.train import networks as N
 from plume_jax.train.normalize import ObsStats, transform
-from plume_jax.train.ppo import Hparams, PPOStatic, _typed_key, scan_updates
+from plume_jax.train.algorithm import Algorithm, algo_setting
+from plume_jax.train.config import real
+from plume_jax.train.ppo import PPO_SETTINGS, Hparams, PPOStatic, _typed_key, network_policy, \
+    ppo_hparams, ppo_static
 
 #: The parameters (under ``params["params"]``) that hold the look-ahead's model, not trained.
 MODEL_KEY = "lookahead"
@@ -134,12 +137,25 @@ def _apply_symmetry(images: jax.Array, transpose: bool, turns: int) -> jax.Array
     return jnp.rot90(images, turns, axes=(1, 2))
 
 
-class LookaheadVI:
-    """Fitted value iteration with a one-step look-ahead (module docstring).
+#: The ``algo.*`` settings of look-ahead value iteration: PPO's where they
+#: mean the same, and its own.
+LOOKAHEAD_SETTINGS = {
+    **{k: PPO_SETTINGS[k] for k in ("update_epochs", "num_minibatches", "learning_rate",
+                                    "anneal_lr", "gamma", "max_grad_norm", "adam_eps",
+                                    "normalize_obs")},
+    "epsilon": algo_setting(0.1, real(0.0, 1.0), static=True,
+                            doc="probability of a random move while collecting"),
+    "baseline_scale": algo_setting(
+        0.0, real(0.0, 1e6), static=True,
+        doc="K (steps) of the baseline value K ln(1 + E/K) of the search-time estimate E "
+            "that the network corrects; 0: E itself"),
+}
 
-    The interface is :class:`plume_jax.train.ppo.PPO`'s (``init``, ``update``,
-    ``run``; ``discrete``, ``action_dim``, ``obs_dim``, ``static``), so the
-    trainer, checkpoints and policy export handle both.
+
+class LookaheadVI(Algorithm):
+    """Fitted value iteration with a one-step look-ahead (module docstring),
+    an :class:`~plume_jax.train.algorithm.Algorithm` (one run at a time: not
+    sweepable).
 
     Args:
         env: a ``PlumeEnv`` with a ``belief`` sensor (see the requirements).
@@ -152,6 +168,22 @@ class LookaheadVI:
             (:func:`~plume_jax.plumes.poisson_posterior.compressed_estimate`);
             0 for ``E`` itself.
     """
+
+    name = "lookahead_vi"
+    SETTINGS = LOOKAHEAD_SETTINGS
+    sweepable = False
+
+    @classmethod
+    def from_config(cls, config: Any, env: Any, env_params: Any, mesh: Any = None
+                    ) -> "LookaheadVI":
+        return cls(env, env_params, ppo_static(config), epsilon=config.algo["epsilon"],
+                   baseline_scale=config.algo["baseline_scale"])
+
+    def hparams(self, config: Any, env_params: Any) -> Hparams:
+        return ppo_hparams(config, self.env, env_params)
+
+    def policy(self, runner: LookaheadRunner) -> tuple[dict[str, Any], dict[str, Any]]:
+        return network_policy(self, runner)
 
     def __init__(self, env: Any, env_params: Any, static: PPOStatic, epsilon: float = 0.1,
                  baseline_scale: float = 0.0):
@@ -189,6 +221,8 @@ class LookaheadVI:
                 "'discrete_grid' moves for 'lookahead_vi' (it predicts where each move leads)")
         self.env = env
         self.static = static
+        self.num_updates = static.num_updates
+        self.steps_per_update = static.num_envs * static.num_steps
         self.epsilon = float(epsilon)
         self.baseline_scale = float(baseline_scale)
         self.discrete, self.action_dim = True, len(env.action_names)
@@ -374,19 +408,6 @@ class LookaheadVI:
             "value_mean": ys.mean(),
         }
         return new_runner, metrics
-
-    def run(self, runner: LookaheadRunner, hp: Hparams, env_params: Any, num_updates: int,
-            callback: Callable | None = None, log_every: int = 1, batched: bool = False,
-            count: Any = None):
-        """``num_updates`` updates in one ``lax.scan`` (jit it with
-        ``num_updates`` static); ``callback``, ``log_every`` and ``count`` as
-        in ``PPO.run``. Sweeps (``batched``) are not supported."""
-        if batched:
-            raise ValidationError.for_parameter("algo.algorithm", "lookahead_vi",
-                                                "'ppo' in a sweep (lookahead_vi trains one run)")
-        return scan_updates(lambda r: self.update(r, hp, env_params), runner,
-                            num_updates=num_updates, last=self.static.num_updates,
-                            callback=callback, log_every=log_every, count=count)
 
 
 __all__ = ["LookaheadRunner", "LookaheadVI", "MODEL_KEY"]

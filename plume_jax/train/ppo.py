@@ -71,7 +71,8 @@ from plume_jax.env import batched_step
 from plume_jax.errors import ValidationError
 from plume_jax.multi_agent import MultiAgentPlumeEnv
 from plume_jax.train import networks
-from plume_jax.train.config import NetworkConfig
+from plume_jax.train.algorithm import Algorithm, algo_setting
+from plume_jax.train.config import NetworkConfig, boolean, integer, real
 from plume_jax.train.normalize import ObsStats, normalize, transform
 
 
@@ -297,7 +298,62 @@ def _typed_key(key: jax.Array) -> jax.Array:
     return jax.random.wrap_key_data(key)
 
 
-class PPO:
+def _s(default: Any, check: Any, static: bool, doc: str) -> Any:
+    return algo_setting(default, check, static=static, doc=doc)
+
+
+#: The ``algo.*`` settings of PPO (shared with the algorithms that read them too).
+PPO_SETTINGS = {
+    "update_epochs": _s(4, integer(1, 1024), True, "passes over each update's batch"),
+    "num_minibatches": _s(4, integer(1, 1 << 20), True, "minibatches per pass"),
+    "learning_rate": _s(3e-4, real(0.0, 1.0, low_open=True), False, "Adam step size"),
+    "anneal_lr": _s(True, boolean(), True, "linear decay of the step size to 0 over the run"),
+    "gamma": _s(None, real(0.0, 1.0, low_open=True, none_ok=True), False,
+                "discount; null: the reward's shaping discount, else 0.99"),
+    "gae_lambda": _s(0.95, real(0.0, 1.0), False, "GAE lambda"),
+    "clip_eps": _s(0.2, real(0.0, 10.0, low_open=True), False, "PPO ratio clip"),
+    "clip_value": _s(True, boolean(), True, "PPO value clipping"),
+    "ent_coef": _s(0.01, real(0.0, 10.0), False, "entropy bonus weight"),
+    "vf_coef": _s(0.5, real(0.0, 100.0), False, "value loss weight"),
+    "max_grad_norm": _s(0.5, real(0.0, 1e6, low_open=True), False,
+                        "global gradient norm clip"),
+    "adam_eps": _s(1e-5, real(0.0, 1.0, low_open=True), True, "Adam epsilon"),
+    "normalize_obs": _s(False, boolean(), True, "running mean/std of observations"),
+    "normalize_advantages": _s(True, boolean(), True, "advantages scaled per minibatch"),
+}
+
+
+def ppo_static(config: Any) -> "PPOStatic":
+    """The compiled-in settings of a ``TrainConfig`` (shared by the
+    algorithms built on PPO's settings)."""
+    a = config.algo
+    return PPOStatic(num_envs=a["num_envs"], num_steps=a["num_steps"],
+                     update_epochs=a["update_epochs"], num_minibatches=a["num_minibatches"],
+                     num_updates=config.num_updates, anneal_lr=a["anneal_lr"],
+                     clip_value=a["clip_value"], adam_eps=a["adam_eps"],
+                     normalize_obs=a["normalize_obs"],
+                     normalize_advantages=a["normalize_advantages"], network=config.network)
+
+
+def ppo_hparams(config: Any, env: Any, env_params: Any) -> "Hparams":
+    """The dynamic settings of a ``TrainConfig`` as :class:`Hparams`."""
+    a = config.algo
+    return Hparams.create(learning_rate=a["learning_rate"], ent_coef=a["ent_coef"],
+                          vf_coef=a["vf_coef"], gamma=resolve_gamma(env, env_params, a["gamma"]),
+                          gae_lambda=a["gae_lambda"], clip_eps=a["clip_eps"],
+                          max_grad_norm=a["max_grad_norm"])
+
+
+def network_policy(algo: Any, runner: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(spec, arrays)`` of an actor-critic policy trained by ``algo``
+    (:mod:`plume_jax.train.networks`; ``agents.trained`` runs it)."""
+    from plume_jax.train.checkpoint import policy_arrays, policy_spec
+
+    stats = runner.obs_stats if algo.static.normalize_obs else None
+    return policy_spec(algo), policy_arrays(runner.params, stats)
+
+
+class PPO(Algorithm):
     """PPO for one env structure and one static configuration.
 
     Args:
@@ -319,10 +375,16 @@ class PPO:
             before anything is compiled.
     """
 
+    name = "ppo"
+    SETTINGS = PPO_SETTINGS
+    shards_env_batch = True
+
     def __init__(self, env: Any, env_params: Any, static: PPOStatic, mesh: Any = None,
                  axis: str = "envs"):
         self.env = env
         self.static = static
+        self.num_updates = static.num_updates
+        self.steps_per_update = static.num_envs * static.num_steps
         self.discrete, self.action_dim, self.action_low, self.action_high = action_spec(
             env, env_params)
         self.obs_dim = obs_dim(env, env_params)
@@ -352,6 +414,19 @@ class PPO:
             raise ValidationError.for_parameter(
                 "num_minibatches", s.num_minibatches,
                 f"a divisor of num_envs * num_steps = {s.num_envs * s.num_steps}")
+
+    @classmethod
+    def from_config(cls, config: Any, env: Any, env_params: Any, mesh: Any = None) -> "PPO":
+        return cls(env, env_params, ppo_static(config), mesh=mesh)
+
+    def hparams(self, config: Any, env_params: Any) -> Hparams:
+        return ppo_hparams(config, self.env, env_params)
+
+    def policy(self, runner: Runner) -> tuple[dict[str, Any], dict[str, Any]]:
+        return network_policy(self, runner)
+
+    def batched_update(self, runner: Runner, hp: Hparams, env_params: Any):
+        return self.update(runner, hp, env_params, vmapped=True)
 
     # ------------------------------------------------------------ helpers
     def tx(self, hp: Hparams, lr: Any) -> optax.GradientTransformation:
@@ -697,34 +772,6 @@ class PPO:
                 "collisions_mean": per_episode(traj.blocked.sum().astype(jnp.float32)),
             })
         return metrics
-
-    # ------------------------------------------------------------ many updates
-    def run(self, runner: Runner, hp: Hparams, env_params: Any, num_updates: int,
-            callback: Callable | None = None, log_every: int = 1, batched: bool = False,
-            count: Any = None):
-        """``num_updates`` updates in one ``lax.scan`` (jit it, with
-        ``num_updates`` static). With ``batched``, every argument carries a
-        leading sweep axis and the update is ``vmap``ped over it.
-
-        ``count`` (optional, an i32[] that may be traced): run only the first
-        ``count`` (<= ``num_updates``) updates; the later steps of the scan
-        leave the runner as it is (``lax.cond``) and their metrics rows are
-        filler (NaN; 0 for integers). One compiled program then serves every
-        chunk length, and splitting a run into chunks of any lengths gives
-        bit-for-bit the results of one call (the update is the same
-        computation; the runner carries the PRNG key and the update count).
-
-        ``callback(metrics)`` (host side, via ``jax.debug.callback``) gets the
-        metrics of every ``log_every``-th update and of the last update of the
-        run; it does not break jit and costs nothing on other updates.
-        Returns ``(runner, metrics)`` with metrics stacked over updates.
-        """
-        update = jax.vmap(functools.partial(self.update, vmapped=True)) if batched \
-            else self.update
-        return scan_updates(lambda r: update(r, hp, env_params), runner,
-                            num_updates=num_updates, last=self.static.num_updates,
-                            callback=callback, log_every=log_every, batched=batched,
-                            count=count)
 
 
 def scan_updates(update: Callable, runner: Any, *, num_updates: int, last: int,

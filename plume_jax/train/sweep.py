@@ -85,8 +85,7 @@ import numpy as np
 
 from plume_jax.errors import ValidationError
 from plume_jax.progress import ProgressBar
-from plume_jax.train.checkpoint import export_policy, load_checkpoint, policy_arrays, \
-    policy_spec, save_checkpoint
+from plume_jax.train.checkpoint import export_policy, load_checkpoint, save_checkpoint
 from plume_jax.train.chunks import run_in_chunks
 from plume_jax.train.config import TrainConfig, apply_dotted, dump_yaml, read_yaml, \
     static_signature, train_config
@@ -94,12 +93,12 @@ from plume_jax.train.distributed import barrier, check_joined, host_copy, is_mai
 from plume_jax.train.evaluation import evaluate
 from plume_jax.train.loggers import RunLoggers, check_wandb
 from plume_jax.train.plots import plot_setting_bars, plot_setting_curves
-from plume_jax.train.ppo import PPO
+from plume_jax.train.algorithm import Algorithm, algorithm_class
 from plume_jax.train.progress import Progress, append_jsonl, metric_rows, rows_up_to, \
     trim_jsonl, write_csv, write_jsonl
 from plume_jax.train.run_folder import check_out_dir, clear_outputs, make_out_dir
 from plume_jax.train.sharding import mesh as make_mesh, resolve_devices, shard_members
-from plume_jax.train.trainer import hparams, machine_info, ppo_static
+from plume_jax.train.trainer import machine_info
 
 SWEEP_KEYS = ("base", "set", "grid", "mode")
 
@@ -198,9 +197,6 @@ def sweep_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None
         combos = list(itertools.product(*grid.values()))
     members = [dict(zip(keys, combo)) for combo in combos]
     configs = []
-    if base_cfg.algo["algorithm"] != "ppo":
-        raise ValidationError.for_parameter("base.algo.algorithm", base_cfg.algo["algorithm"],
-                                            "'ppo' (a sweep trains PPO members in one program)")
     for i, assignment in enumerate(members):
         member_raw = copy.deepcopy(raw)
         for key, value in assignment.items():
@@ -285,12 +281,17 @@ def _program_key(cfg: TrainConfig, env: Any) -> tuple[str, Any]:
 
 def program_groups(sweep: SweepConfig) -> list[list[int]]:
     """The members of each compiled program, in member order: members share
-    a program when their static settings and env structure are equal."""
+    a program when their static settings and env structure are equal and
+    their algorithm is ``sweepable`` (else every member is a program)."""
     keys: list[tuple[str, Any]] = []
     groups: list[list[int]] = []
     for i, cfg in enumerate(sweep.configs):
         env, _ = cfg.make_env()
         key = _program_key(cfg, env)
+        if not algorithm_class(cfg.algo["algorithm"]).sweepable:
+            keys.append(key)
+            groups.append([i])
+            continue
         for k, group in zip(keys, groups):
             if k == key:
                 group.append(i)
@@ -310,9 +311,9 @@ class SweepSetup:
     """Everything one sweep program needs (see :func:`setup`)."""
 
     sweep: SweepConfig
-    algo: PPO
+    algo: Algorithm
     env: Any
-    hp: Any            # Hparams with a leading member axis
+    hp: Any            # the algorithm's hparams with a leading member axis
     env_params: Any    # EnvParams with a leading member axis
     keys: jax.Array    # one key per member
     mesh: Any
@@ -341,21 +342,57 @@ def setup(sweep: SweepConfig, members: list[int] | None = None) -> SweepSetup:
                 "component types); run_sweep groups members into programs by these")
         envs.append(env)
         params.append(env_params)
-        hps.append(hparams(cfg, env, env_params))
     base = sweep.configs[members[0]]
     m = len(members)
     n_dev = resolve_devices(base.run["devices"], m, "number of sweep members")
     mesh = make_mesh(n_dev, "members") if n_dev > 1 else None
-    algo = PPO(envs[0], params[0], ppo_static(base))
+    algo = algorithm_class(base.algo["algorithm"]).from_config(base, envs[0], params[0])
+    hps = [algo.hparams(sweep.configs[i], p) for i, p in zip(members, params)]
     keys = jnp.stack([jax.random.key(sweep.configs[i].run["seed"]) for i in members])
     return SweepSetup(sweep=sweep, algo=algo, env=envs[0], hp=_stack(hps),
                       env_params=_stack(params), keys=keys, mesh=mesh, members=members,
                       envs=envs)
 
 
+class _OneMember:
+    """A program of one member of an algorithm that is not ``sweepable``:
+    ``init`` and ``run`` take and give the stacked form (a leading member
+    axis of size 1) the sweep handles, and run the algorithm unbatched."""
+
+    def __init__(self, algo: Algorithm):
+        self.algo = algo
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.algo, name)
+
+    def init(self, key: jax.Array, hp: Any, env_params: Any) -> Any:
+        return self.algo.init(key, hp, env_params)
+
+    def run(self, runner: Any, hp: Any, env_params: Any, num_updates: int,
+            callback: Any = None, log_every: int = 1, batched: bool = True, count: Any = None):
+        def first(tree: Any) -> Any:
+            return jax.tree.map(lambda x: x[0], tree)
+
+        inner = None if callback is None else (
+            lambda m: callback(jax.tree.map(lambda x: np.asarray(x)[None], m)))
+        runner, metrics = self.algo.run(first(runner), first(hp), first(env_params),
+                                        num_updates, callback=inner, log_every=log_every,
+                                        batched=False, count=count)
+        return (jax.tree.map(lambda x: x[None], runner),
+                jax.tree.map(lambda x: x[:, None], metrics))
+
+
+def _init_stacked(s: SweepSetup) -> Any:
+    """``algo.init`` of every member, stacked (a leading member axis)."""
+    if s.algo.sweepable:
+        return jax.vmap(s.algo.init)(s.keys, s.hp, s.env_params)
+    first = jax.tree.map(lambda x: x[0], (s.keys, s.hp, s.env_params))
+    return jax.tree.map(lambda x: x[None], s.algo.init(*first))
+
+
 def init_members(s: SweepSetup) -> Any:
-    """The stacked runners (vmapped ``PPO.init``), sharded over members."""
-    runner = jax.jit(jax.vmap(s.algo.init))(s.keys, s.hp, s.env_params)
+    """The stacked runners (``algo.init`` of each member), sharded over members."""
+    runner = jax.jit(lambda: _init_stacked(s))()
     if s.mesh is not None:
         runner = shard_members(runner, s.mesh, "members")
     return runner
@@ -423,7 +460,7 @@ def _program_meta(s: SweepSetup, update: int) -> dict[str, Any]:
 def _resume_program(s: SweepSetup, folder: pathlib.Path) -> tuple[Any, int, list[list[dict]]]:
     """The stacked runner of a program's checkpoint in ``folder``, its update
     and the members' metrics rows up to it (their metrics files trimmed)."""
-    template = jax.eval_shape(jax.vmap(s.algo.init), s.keys, s.hp, s.env_params)
+    template = jax.eval_shape(lambda: _init_stacked(s))
     runner, meta = load_checkpoint(folder / "checkpoint", template)
     expected = _program_meta(s, 0)
     for key in ("members", "configs"):
@@ -492,7 +529,8 @@ def _run_program(s: SweepSetup, bar: ProgressBar, offset: float, prefix: str,
     printer = Progress(bar, num_updates, cfg.steps_per_update, offset=offset,
                        members=len(s.members), prefix=prefix)
     runner, stats = run_in_chunks(
-        s.algo, runner, hp, env_params, done=done, num_updates=num_updates,
+        s.algo if s.algo.sweepable else _OneMember(s.algo), runner, hp, env_params,
+        done=done, num_updates=num_updates,
         log_every=cfg.run["log_every"], bar=bar, printer=printer, bar_offset=offset,
         bar_scale=len(s.members), on_chunk=on_chunk,
         on_checkpoint=on_checkpoint if folder is not None else None,
@@ -508,9 +546,7 @@ def _run_program(s: SweepSetup, bar: ProgressBar, offset: float, prefix: str,
 def _evaluate_program(p: ProgramResult) -> dict[str, Any]:
     s = p.setup
     cfg = s.sweep.configs[s.members[0]]
-    spec = policy_spec(s.algo)
-    arrays = policy_arrays(p.runner.params, p.runner.obs_stats
-                           if s.algo.static.normalize_obs else None)
+    spec, arrays = s.algo.policy(p.runner)
     num_steps = cfg.eval["num_steps"] or int(np.max(np.asarray(s.env_params.max_steps)))
     return evaluate(s.env, spec, arrays, s.env_params, cfg.eval["seed"], cfg.eval["num_envs"],
                     num_steps, greedy=cfg.eval["greedy"], batched=True)

@@ -59,14 +59,14 @@ import numpy as np
 from plume_jax.errors import ValidationError
 from plume_jax.progress import ProgressBar
 from plume_jax.train.chunks import run_in_chunks
+from plume_jax.train.algorithm import Algorithm, algorithm_class
 from plume_jax.train.checkpoint import export_policy, find_checkpoint, load_checkpoint, \
-    policy_arrays, policy_spec, read_checkpoint, save_checkpoint
+    read_checkpoint, save_checkpoint
 from plume_jax.train.config import RESUME_MAY_CHANGE, TrainConfig, dump_yaml, \
     resume_differences, train_config
 from plume_jax.train.distributed import barrier, check_joined, host_copy, is_main_process
 from plume_jax.train.evaluation import evaluate as evaluate_episodes
 from plume_jax.train.loggers import RunLoggers, check_wandb
-from plume_jax.train.ppo import PPO, Hparams, PPOStatic, resolve_gamma
 from plume_jax.train.plots import plot_learning_curves
 from plume_jax.train.progress import Progress, append_jsonl, metric_rows, read_jsonl, \
     rows_up_to, trim_jsonl, write_csv, write_jsonl
@@ -79,31 +79,13 @@ RUN_OUTPUTS = ("config.yaml", "metrics.jsonl", "metrics.csv", "learning_curve.pn
                "wandb_run_id")
 
 
-def ppo_static(config: TrainConfig) -> PPOStatic:
-    a = config.algo
-    return PPOStatic(num_envs=a["num_envs"], num_steps=a["num_steps"],
-                     update_epochs=a["update_epochs"], num_minibatches=a["num_minibatches"],
-                     num_updates=config.num_updates, anneal_lr=a["anneal_lr"],
-                     clip_value=a["clip_value"], adam_eps=a["adam_eps"],
-                     normalize_obs=a["normalize_obs"],
-                     normalize_advantages=a["normalize_advantages"], network=config.network)
-
-
-def hparams(config: TrainConfig, env: Any, env_params: Any) -> Hparams:
-    a = config.algo
-    return Hparams.create(learning_rate=a["learning_rate"], ent_coef=a["ent_coef"],
-                          vf_coef=a["vf_coef"], gamma=resolve_gamma(env, env_params, a["gamma"]),
-                          gae_lambda=a["gae_lambda"], clip_eps=a["clip_eps"],
-                          max_grad_norm=a["max_grad_norm"])
-
-
 @dataclasses.dataclass
 class TrainResult:
     """What :func:`train` returns.
 
     Attributes:
         config: the config trained.
-        algo: the ``PPO`` object (network, spaces).
+        algo: the :class:`~plume_jax.train.algorithm.Algorithm` trained.
         runner: the final runner (parameters, optimiser and env state).
         rows: per-update metrics of this call (one dict per update).
         summary: budget, timings, throughput, evaluation (also
@@ -112,7 +94,7 @@ class TrainResult:
     """
 
     config: TrainConfig
-    algo: PPO
+    algo: Algorithm
     runner: Any
     rows: list[dict[str, Any]]
     summary: dict[str, Any]
@@ -122,10 +104,10 @@ class TrainResult:
         """The trained policy as an ``agents.trained.TrainedPolicy``."""
         from agents.trained import TrainedPolicy
 
-        spec = policy_spec(self.algo, self.algo.env.settings)
-        arrays = policy_arrays(self.runner.params, self.runner.obs_stats
-                               if self.algo.static.normalize_obs else None)
-        return TrainedPolicy(spec, arrays, greedy=greedy)
+        spec, arrays = self.algo.policy(self.runner)
+        spec = {**spec, "env": self.algo.env.settings}
+        return TrainedPolicy(spec, {k: np.asarray(v) for k, v in arrays.items()},
+                             greedy=greedy)
 
 
 def machine_info() -> dict[str, Any]:
@@ -192,7 +174,7 @@ def resume_point(resume: str | pathlib.Path, config: TrainConfig) -> ResumePoint
 def learning_rate_note(config: TrainConfig, point: ResumePoint) -> str | None:
     """What a changed budget does to an annealed learning rate (the linear
     decay runs to 0 over the *current* total, so the rate jumps), or None."""
-    if not config.algo["anneal_lr"] or point.num_updates == config.num_updates:
+    if not config.algo.get("anneal_lr") or point.num_updates == config.num_updates:
         return None
     lr = config.algo["learning_rate"]
     u = point.update
@@ -241,18 +223,13 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
         check_out_dir(out, overwrite=overwrite, resuming_here=here)
     check_wandb(config.run["wandb_project"])
     env, env_params = config.make_env()
-    static = ppo_static(config)
-    hp = hparams(config, env, env_params)
-    if config.algo["algorithm"] == "lookahead_vi":  # one device: no env-batch sharding
-        from plume_jax.train.lookahead import LookaheadVI
-
-        n_dev, mesh = 1, None
-        algo = LookaheadVI(env, env_params, static, epsilon=config.algo["epsilon"],
-                           baseline_scale=config.algo["baseline_scale"])
-    else:
-        n_dev = resolve_devices(config.run["devices"], static.num_envs, "algo.num_envs")
+    cls = algorithm_class(config.algo["algorithm"])
+    n_dev, mesh = 1, None
+    if cls.shards_env_batch:  # the env batch over the local devices
+        n_dev = resolve_devices(config.run["devices"], config.algo["num_envs"], "algo.num_envs")
         mesh = make_mesh(n_dev, "envs") if n_dev > 1 else None
-        algo = PPO(env, env_params, static, mesh=mesh)
+    algo = cls.from_config(config, env, env_params, mesh=mesh)
+    hp = algo.hparams(config, env_params)
     key = jax.random.key(config.run["seed"])
     num_updates = config.num_updates
     per_update = config.steps_per_update
@@ -373,7 +350,7 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
             all_rows = read_jsonl(out / "metrics.jsonl")
             write_csv(out / "metrics.csv", all_rows)
             plot_learning_curves(out / "learning_curve.png", {summary["env"]: all_rows},
-                                 title=f"PPO ({config.network.type}) on {summary['env']}")
+                                 title=f"{algo.name} ({config.network.type}) on {summary['env']}")
             (out / "summary.json").write_text(json.dumps(summary, indent=2))
         barrier("plume_jax.train: written")  # no process leaves before process 0 has written
     finally:
