@@ -71,6 +71,8 @@ class Progress:
         self._t, self._steps = now, steps
 
         def agg(name: str) -> tuple[float, float, float]:
+            if name not in m:  # an algorithm without this metric
+                return math.nan, math.nan, math.nan
             v = m[name].reshape(-1)
             v = v[np.isfinite(v)]
             if v.size == 0:
