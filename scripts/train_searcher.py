@@ -18,11 +18,13 @@ Each chunk of ``chunk`` iterations is one jitted ``lax.scan`` (the runner's
 buffers donated); after it the script prints a progress line, appends one
 row per iteration to ``OUT/metrics.jsonl`` and replaces
 ``OUT/checkpoint.msgpack`` (the whole runner, flax msgpack; its size,
-iteration and SHA-256 in ``OUT/checkpoint.json``) atomically. ``--resume``
+iteration and SHA-256 in ``OUT/checkpoint.json``) and the exported policy
+atomically; ``--time-limit`` stops after the first chunk past that many
+seconds. ``--resume``
 continues from the checkpoint (bit for bit: the runner holds the PRNG key
 and every buffer); metrics rows past it are moved aside to
-``metrics.jsonl.after-<iteration>`` first. At the end the best evaluated
-parameters are exported to ``OUT/policy/policy.npz`` + ``policy.json``
+``metrics.jsonl.after-<iteration>`` first. The best evaluated parameters
+are exported to ``OUT/policy/policy.npz`` + ``policy.json``
 (:func:`plume_jax.train.value_iteration.policy_scores` runs them).
 """
 
@@ -225,8 +227,11 @@ def _fmt(x: float, spec: str = ".3f") -> str:
     return "-" if x is None or not math.isfinite(x) else format(x, spec)
 
 
-def train(config: dict, out: pathlib.Path, resume: bool, quiet: bool = False) -> Any:
-    """Train to ``run.iterations``; returns the final runner."""
+def train(config: dict, out: pathlib.Path, resume: bool, quiet: bool = False,
+          time_limit: float | None = None) -> Any:
+    """Train to ``run.iterations`` (or until a chunk ends past ``time_limit``
+    seconds of wall time); the policy is exported after every chunk.
+    Returns the final runner."""
     import jax
 
     out.mkdir(parents=True, exist_ok=True)
@@ -267,6 +272,7 @@ def train(config: dict, out: pathlib.Path, resume: bool, quiet: bool = False) ->
                 fh.write(json.dumps({k: (v if math.isfinite(v) else None)
                                      for k, v in row.items()}) + "\n")
         save_checkpoint(out, runner, config)
+        export_policy(out, algo, runner, config)
         done = int(np.asarray(runner.update))
         if not quiet:
             last = rows[-1]
@@ -279,6 +285,11 @@ def train(config: dict, out: pathlib.Path, resume: bool, quiet: bool = False) ->
                   f"  best {_fmt(last['best_eval_mean_steps'])} @{int(last['best_update'])}"
                   f"  ({time.perf_counter() - start:.0f} s)", flush=True)
         first = False
+        if time_limit is not None and time.perf_counter() - start > time_limit and done < total:
+            if not quiet:
+                print(f"stopping: past --time-limit {time_limit:g} s (resume with --resume)",
+                      flush=True)
+            break
     folder = export_policy(out, algo, runner, config)
     if not quiet:
         print(f"policy: {folder} (best eval {_fmt(float(np.asarray(runner.best_score)))} at "
@@ -296,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="iterations per jitted chunk and checkpoint (default: run.chunk)")
     parser.add_argument("--resume", action="store_true",
                         help="continue from OUT/checkpoint.msgpack (fresh if there is none)")
+    parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                        help="stop after the first chunk that ends past this wall time")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config key, e.g. --set algo.eval_searches=400")
     args = parser.parse_args(argv)
@@ -303,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         config = load_config(args.config, args.sets, args.iterations, args.chunk)
-        train(config, args.out, args.resume)
+        train(config, args.out, args.resume, time_limit=args.time_limit)
     except (ConfigError, ValidationError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
