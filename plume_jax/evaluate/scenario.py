@@ -169,14 +169,23 @@ def validate_scenario(raw: Any, source: str = "<scenario>") -> dict[str, Any]:
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """95% Wilson score interval for a binomial proportion."""
+    """95% Wilson score interval ``(low, high)`` for ``successes`` of ``n``.
+
+    Always ``0 <= low <= successes / n <= high <= 1``: exactly ``0.0`` at no
+    successes and exactly ``1.0`` at all successes (the closed form leaves a
+    rounding error there, 0.9999999999999999, which put the point outside
+    its own interval), so error bars drawn from it are never negative.
+    ``n == 0`` gives ``(0.0, 1.0)``.
+    """
     if n == 0:
         return (0.0, 1.0)
     p = successes / n
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    low = 0.0 if successes <= 0 else min(max(0.0, centre - half), p)
+    high = 1.0 if successes >= n else max(min(1.0, centre + half), p)
+    return (low, high)
 
 
 def summarise(result: Any, goal_radius: float, team: bool = False) -> dict[str, Any]:
@@ -614,28 +623,78 @@ def output_stems(reports: list[Mapping[str, Any]]) -> tuple[list[str], list[str]
     return run_stems, group_stems
 
 
-def write_outputs(reports: list[dict[str, Any]], out_dir: str) -> list[str]:
-    """A JSON report per run, ``summary.md`` (a table per scenario) and a
-    comparison figure per scenario (``<scenario>.png``: success with 95%
-    intervals, mean steps ± SE, and a trajectory panel per agent). File
-    names are :func:`safe_name` forms of scenario and agent names, always
-    inside ``out_dir``."""
-    from plume_jax.evaluate.figures import scenario_figure
-
+def write_results(reports: list[dict[str, Any]], out_dir: str) -> list[str]:
+    """The results of the runs, before any figure: a JSON report per run and
+    ``summary.md`` (a table per scenario). File names are :func:`safe_name`
+    forms of scenario and agent names, always inside ``out_dir``. Each file
+    is written whole under a temporary name and then renamed into place."""
     os.makedirs(out_dir, exist_ok=True)
     written = []
-    run_stems, group_stems = output_stems(reports)
+    run_stems, _ = output_stems(reports)
     for r, stem in zip(reports, run_stems):
         path = os.path.join(out_dir, stem + ".json")
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(public(r), f, indent=2)
-        written.append(path)
-    for group, stem in zip(_groups(reports), group_stems):
-        path = os.path.join(out_dir, stem + ".png")
-        scenario_figure(group).savefig(path, dpi=100)
+        _write_atomic(path, lambda f, r=r: json.dump(public(r), f, indent=2))
         written.append(path)
     path = os.path.join(out_dir, "summary.md")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(markdown_table(reports) + "\n")
+    _write_atomic(path, lambda f: f.write(markdown_table(reports) + "\n"))
     written.append(path)
     return written
+
+
+def write_figures(reports: list[dict[str, Any]], out_dir: str) -> tuple[list[str], list[str]]:
+    """A comparison figure per scenario (``<scenario>.png``: success with 95%
+    intervals, mean steps ± SE, and a trajectory panel per agent).
+
+    A figure that cannot be drawn or saved loses nothing else: it is left
+    out (no partial file), a ``RuntimeWarning`` names it and the error, and
+    the others are still drawn.
+
+    Returns:
+        ``(written, problems)``: the figures written, and one line per
+        figure that failed.
+    """
+    import warnings
+
+    from plume_jax.evaluate.figures import scenario_figure
+
+    written, problems = [], []
+    _, group_stems = output_stems(reports)
+    for group, stem in zip(_groups(reports), group_stems):
+        path = os.path.join(out_dir, stem + ".png")
+        tmp = f"{path}.tmp-{os.getpid()}"
+        try:
+            scenario_figure(group).savefig(tmp, dpi=100, format="png")
+            os.replace(tmp, path)
+        except Exception as error:  # a figure must never lose the results
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            problem = (f"figure {path} was not written ({type(error).__name__}: "
+                       f"{' '.join(str(error).split())[:300]}); the JSON reports and "
+                       "summary.md are written")
+            warnings.warn(problem, RuntimeWarning, stacklevel=2)
+            problems.append(problem)
+            continue
+        written.append(path)
+    return written, problems
+
+
+def write_outputs(reports: list[dict[str, Any]], out_dir: str) -> list[str]:
+    """:func:`write_results`, then :func:`write_figures` (a figure that fails
+    is a warning, after the results are on disk). Returns the files
+    written."""
+    written = write_results(reports, out_dir)
+    figures, _ = write_figures(reports, out_dir)
+    return written + figures
+
+
+def _write_atomic(path: str, write: Callable[[Any], Any]) -> None:
+    """``write(f)`` into ``path``'s temporary sibling, then rename it onto
+    ``path``: a reader never sees half a file."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            write(f)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
