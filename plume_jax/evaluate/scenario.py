@@ -63,6 +63,8 @@ SCENARIO_KEYS = {"name", "description", "env", "agent", "episodes", "seed", "max
 EXPECT_KEYS = {"min_success_rate", "max_mean_steps", "min_path_efficiency"}
 #: The most episodes one run may ask for (one vmapped batch).
 MAX_EPISODES = 2**24
+#: The largest ``--baseline`` file read (a report is a few KiB per run).
+MAX_BASELINE_BYTES = 64 << 20
 
 
 def validate_seed(value: Any, parameter: str = "seed") -> int:
@@ -80,19 +82,12 @@ def safe_name(text: str, limit: int = 80) -> str:
 
 
 def load_scenario(path: str | os.PathLike) -> dict[str, Any]:
-    """Read and validate a scenario YAML file."""
-    import yaml
+    """Read and validate a scenario YAML file (read with the bounds of
+    :mod:`plume_jax.safe_io`: at most 1 MiB, 64 levels, 100 000 nodes once
+    aliases are expanded)."""
+    from plume_jax.safe_io import load_yaml_file
 
-    try:
-        with open(path, encoding="utf-8") as f:
-            raw = yaml.safe_load(f)
-    except OSError as error:
-        raise ValidationError.for_parameter(
-            "scenario", str(path), f"a readable YAML file ({error.strerror or error})") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise ValidationError.for_parameter(
-            "scenario", str(path), f"a YAML file ({' '.join(str(error).split())[:300]})") from None
-    return validate_scenario(raw, source=str(path))
+    return validate_scenario(load_yaml_file(path, "scenario"), source=str(path))
 
 
 def _mapping(value: Any, parameter: str, allowed: str) -> dict[str, Any]:
@@ -495,13 +490,15 @@ def load_baseline(path: str | os.PathLike) -> dict[tuple[str, str], dict[str, An
     Raises:
         ValidationError: (parameter ``--baseline``) unreadable or not such a file.
     """
+    from plume_jax.safe_io import load_json_file
+
+    saved = load_json_file(path, "--baseline", max_bytes=MAX_BASELINE_BYTES)
     try:
-        with open(path, encoding="utf-8") as f:
-            return {baseline_key(r): r["metrics"] for r in json.load(f)["reports"]}
-    except (OSError, KeyError, TypeError, ValueError) as error:
+        return {baseline_key(r): r["metrics"] for r in saved["reports"]}
+    except (KeyError, TypeError, ValueError) as error:
         raise ValidationError.for_parameter(
-            "--baseline", str(path),
-            f"a report JSON written by --save-baseline ({type(error).__name__}: {error})") from None
+            "--baseline", str(path), f"a report JSON written by --save-baseline "
+            f"({type(error).__name__}: {' '.join(str(error).split())[:200]})") from None
 
 
 def attach_baseline(report: dict[str, Any],
