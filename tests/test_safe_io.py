@@ -175,6 +175,17 @@ def test_env_config_of_a_text_file_quotes_an_excerpt_not_the_whole_file(tmp_path
     assert len(message) < 400
 
 
+def test_train_env_config_etc_passwd_echoes_only_an_excerpt(tmp_path, capsys):
+    text = tmp_path / "passwd"
+    text.write_text("".join(f"user{i}:x:{i}:{i}::/home/user{i}:/bin/sh\n" for i in range(500)))
+    config = tmp_path / "train.yaml"
+    config.write_text(f"env: {{config: {text}}}\nalgo: {{total_steps: 10000}}\n")
+    assert cli.main(["train", "--config", str(config), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "expected a YAML mapping of settings" in err and "user0:x:0" in err
+    assert "user250:" not in err and len(err) < 400
+
+
 # ------------------------------------------------------------ every CLI door
 @pytest.fixture()
 def bomb_file(tmp_path):
