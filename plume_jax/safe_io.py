@@ -27,14 +27,20 @@ How:
   build Python objects).
 - :func:`load_json_bounded` measures the nesting of the text (outside
   strings) before ``json.loads``; a ``RecursionError`` is still caught.
+- :func:`load_npz_bounded` reads a ``.npz`` archive of numeric arrays
+  (policy weights, ...) without pickle, each member's declared shape x
+  itemsize checked against the budget before it is decompressed, and its
+  unpacked size against what its header declares (a zip bomb is refused).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import stat
+import zipfile
 from typing import Any
 
 import numpy as np
@@ -314,6 +320,84 @@ def load_json_file(path: str | os.PathLike, parameter: str, *,
     text = read_text_bounded(path, max_bytes, parameter, "a JSON file: a readable text file")
     return load_json_bounded(text, parameter, value=os.fspath(path), what="a JSON file",
                              max_bytes=max_bytes, max_depth=max_depth)
+
+
+def load_npz_bounded(path: str | os.PathLike, parameter: str, *, max_bytes: int,
+                     max_members: int = 1024) -> dict[str, np.ndarray]:
+    """The arrays of the ``.npz`` archive ``path`` (member name without
+    ``.npy`` -> array), read without pickle and with bounds: at most
+    ``max_members`` members and ``max_bytes`` of array data in all, each
+    member's header (dtype: numbers, booleans or fixed-size strings, never
+    objects; declared shape) checked before its data is decompressed, and
+    its unpacked size checked against what the header declares.
+
+    Raises:
+        ValidationError: naming ``parameter`` and the path, for a missing
+            file, a folder, a file that is not such an archive, a member that
+            is truncated, damaged, of object dtype or over the bounds.
+    """
+    name = os.fspath(path)
+    allowed = f"a .npz archive of numeric arrays (at most {describe_bytes(max_bytes)})"
+
+    def refuse(detail: str) -> ValidationError:
+        return ValidationError.for_parameter(parameter, name, f"{allowed}; {detail}")
+
+    try:
+        info = os.stat(name)
+    except (OSError, ValueError) as error:
+        raise refuse(f"{getattr(error, 'strerror', None) or error}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise refuse("this is a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file")
+    budget = max_bytes
+    out: dict[str, np.ndarray] = {}
+    try:
+        with zipfile.ZipFile(name) as archive:
+            members = archive.infolist()
+            if len(members) > max_members:
+                raise refuse(f"it has {len(members)} members, at most {max_members} allowed")
+            for member in members:
+                key = member.filename[:-4] if member.filename.endswith(".npy") \
+                    else member.filename
+                with archive.open(member) as fp:
+                    shape, _, dtype = read_npy_header(fp)
+                    header = fp.tell()
+                if dtype.hasobject or dtype.kind not in "biufcUS":
+                    raise refuse(f"member {key!r} has dtype {dtype}")
+                size = math.prod(shape) * dtype.itemsize
+                if size > budget:
+                    raise refuse(f"member {key!r} declares {shape} of {dtype} "
+                                 f"({describe_bytes(size)}), over what is left of the bound")
+                if not header + size <= member.file_size <= header + size + 64:
+                    raise refuse(f"member {key!r} unpacks to {member.file_size} bytes, its "
+                                 f"header declares {header + size}")
+                budget -= size
+                with archive.open(member) as fp:
+                    out[key] = np.lib.format.read_array(fp, allow_pickle=False)
+    except ValidationError:
+        raise
+    except Exception as error:  # not a zip, truncated, bad CRC or zlib stream, bad header
+        raise refuse(f"it cannot be read ({type(error).__name__}: "
+                     f"{' '.join(str(error).split())[:200]})") from None
+    return out
+
+
+def read_npy_header(fp: Any, max_header_size: int = 10_000
+                    ) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """``(shape, fortran_order, dtype)`` from the ``.npy`` header at ``fp``'s
+    position (numpy's parser, versions 1-3, header at most
+    ``max_header_size`` bytes). Raises ``ValueError`` for anything else."""
+    version = np.lib.format.read_magic(fp)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(
+            fp, max_header_size=max_header_size)
+    elif version in ((2, 0), (3, 0)):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(
+            fp, max_header_size=max_header_size)
+    else:
+        raise ValueError(f"unknown .npy format version {version}")
+    if not all(isinstance(n, int) and n >= 0 for n in shape):
+        raise ValueError(f"bad shape {shape!r}")
+    return tuple(shape), bool(fortran), dtype
 
 
 def _excerpt(text: str, limit: int = 80) -> str:

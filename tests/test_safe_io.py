@@ -9,6 +9,7 @@ import os
 import time
 import tracemalloc
 
+import numpy as np
 import pytest
 import yaml
 
@@ -16,8 +17,8 @@ from plume_jax import cli
 from plume_jax.config import make_from_config
 from plume_jax.errors import REPR_LIMIT, ValidationError, bounded_repr
 from plume_jax.safe_io import (MAX_DEPTH, json_depth, load_json_bounded, load_json_file,
-                               load_yaml_bounded, load_yaml_file, read_bytes_bounded,
-                               read_text_bounded)
+                               load_npz_bounded, load_yaml_bounded, load_yaml_file,
+                               read_bytes_bounded, read_text_bounded)
 
 
 def alias_bomb(levels: int = 9, width: int = 9) -> str:
@@ -140,6 +141,43 @@ def test_binary_file_is_refused_as_not_utf8_text(tmp_path):
     path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff")
     with pytest.raises(ValidationError, match="a readable text file in UTF-8"):
         load_yaml_file(path, "--config")
+
+
+def _npz_with(path, header_shape, data: bytes, dtype="<f4"):
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        buffer, {"descr": dtype, "fortran_order": False, "shape": header_shape})
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("w.npy", buffer.getvalue() + data)
+    return path
+
+
+def test_npz_of_weights_loads_within_its_bound(tmp_path):
+    np.savez(tmp_path / "p.npz", w=np.ones((3, 4), np.float32), b=np.zeros(4, np.int8))
+    arrays = load_npz_bounded(tmp_path / "p.npz", "path", max_bytes=1000)
+    assert sorted(arrays) == ["b", "w"] and arrays["w"].shape == (3, 4)
+    with pytest.raises(ValidationError, match="over what is left of the bound"):
+        load_npz_bounded(tmp_path / "p.npz", "path", max_bytes=50)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda p: np.savez(p, w=np.array([None], dtype=object)), "has dtype object"),
+    (lambda p: _npz_with(p, (10**6, 10**6), b"\0" * 16), r"declares \(1000000, 1000000\)"),
+    (lambda p: _npz_with(p, (2, 2), b"\0" * (4 << 20)), "unpacks to"),
+    (lambda p: _npz_with(p, (100,), b"\0" * 16), "unpacks to"),
+    (lambda p: p.write_bytes(b"garbage" * 10), "cannot be read .BadZipFile"),
+    (lambda p: p.write_bytes(b""), "cannot be read .BadZipFile"),
+    (lambda p: p.mkdir(), "this is a folder"),
+])
+def test_malformed_npz_is_refused_before_it_is_decompressed(make, message, tmp_path):
+    path = tmp_path / "p.npz"
+    make(path)
+    with pytest.raises(ValidationError, match=message) as info:
+        load_npz_bounded(path, "path", max_bytes=1 << 20)
+    assert info.value.parameter == "path" and str(path) in str(info.value)
 
 
 # ----------------------------------------------------------- bounded messages

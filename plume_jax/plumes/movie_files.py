@@ -58,7 +58,8 @@ from typing import Any
 import numpy as np
 
 from plume_jax.errors import ValidationError
-from plume_jax.safe_io import MAX_CONFIG_BYTES, describe_bytes, load_json_bounded, load_json_file
+from plume_jax.safe_io import (MAX_CONFIG_BYTES, describe_bytes, load_json_bounded,
+                               load_json_file, read_npy_header)
 
 #: The valid ``layout`` strings: each a permutation of "t", "y", "x".
 LAYOUTS = ("tyx", "txy", "ytx", "yxt", "xty", "xyt")
@@ -107,19 +108,9 @@ def _npy_header(fp: Any, path: pathlib.Path, where: str) -> tuple[tuple[int, ...
     """``(shape, fortran_order, dtype)`` from an ``.npy`` header, refused
     when it is not one."""
     try:
-        version = np.lib.format.read_magic(fp)
-        if version == (1, 0):
-            header = np.lib.format.read_array_header_1_0(fp, max_header_size=_MAX_HEADER)
-        elif version in ((2, 0), (3, 0)):
-            header = np.lib.format.read_array_header_2_0(fp, max_header_size=_MAX_HEADER)
-        else:
-            raise ValueError(f"unknown .npy format version {version}")
+        return read_npy_header(fp, _MAX_HEADER)
     except (ValueError, EOFError, SyntaxError, TypeError, KeyError, OverflowError) as error:
         raise _refuse(path, f"{where} with a valid .npy header", error) from None
-    shape, fortran, dtype = header
-    if not all(isinstance(n, int) and n >= 0 for n in shape):
-        raise _refuse(path, f"{where} with a valid .npy header (shape {shape!r})")
-    return tuple(shape), bool(fortran), dtype
 
 
 def _suffix(path: pathlib.Path) -> str:
