@@ -80,6 +80,11 @@ def _build(table: dict, name: str, env: Any, params: dict[str, Any]) -> Any:
         if key not in allowed and not accepts_any:
             raise ValidationError.for_parameter(f"agent.{key}", params[key],
                                                 f"a parameter of agent {name!r}: one of {allowed}")
+    for key, value in params.items():
+        parameter = signature.parameters.get(key)
+        if parameter is not None and _is_boolean(parameter) and not isinstance(value, bool):
+            raise ValidationError.for_parameter(
+                f"agent.{key}", value, f"true or false (a boolean parameter of agent {name!r})")
     missing = [p.name for p in signature.parameters.values()
                if p.name != "env" and p.default is p.empty
                and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and p.name not in params]
@@ -95,6 +100,12 @@ def _build(table: dict, name: str, env: Any, params: dict[str, Any]) -> Any:
             "agent.params", dict(params),
             f"parameter values agent {name!r} accepts ({type(error).__name__}: {error})"
         ) from None
+
+
+def _is_boolean(parameter: inspect.Parameter) -> bool:
+    """A factory parameter that takes a boolean (annotated ``bool`` or with
+    a boolean default): ``greedy``, ``deterministic``, ``include_noop``..."""
+    return parameter.annotation in (bool, "bool") or isinstance(parameter.default, bool)
 
 
 def default_params(name: str) -> dict[str, Any]:

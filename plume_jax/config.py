@@ -28,8 +28,9 @@ from typing import Any
 
 import yaml
 
-from plume_jax.errors import ValidationError
+from plume_jax.errors import ValidationError, bounded_repr
 from plume_jax.registry import COMPONENTS, PRESETS, build_env, make, merge_overrides
+from plume_jax.safe_io import load_yaml_file
 
 #: Where the preset config files live in a source checkout.
 PRESET_DIR = pathlib.Path(__file__).resolve().parent.parent / "configs" / "presets"
@@ -107,35 +108,33 @@ def save_config(env: Any, path: str | pathlib.Path, description: str | None = No
 
 
 def read_yaml(path: str | pathlib.Path, parameter: str = "path") -> Any:
-    """The YAML document of a file (not yet validated).
+    """The YAML document of a file (not yet validated), read with the
+    bounds of :mod:`plume_jax.safe_io` (at most 1 MiB, 64 levels of nesting
+    and 100 000 nodes once aliases are expanded: an alias bomb is refused
+    before it is built).
 
     Raises:
-        ValidationError: naming ``parameter``, for a missing, unreadable or
-            binary file, or for text that is not YAML.
+        ValidationError: naming ``parameter``, for a missing, unreadable,
+            binary or too large file, a folder, or text that is not YAML or
+            is over those bounds.
     """
-    path = pathlib.Path(path)
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValidationError.for_parameter(parameter, str(path),
-                                            f"a readable text file ({exc})") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ValidationError.for_parameter(
-            parameter, str(path), f"a YAML file ({str(exc).splitlines()[0]})") from None
+    return load_yaml_file(path, parameter)
 
 
 def load_config(path: str | pathlib.Path) -> dict[str, Any]:
     """Read a config file into a settings dict (not yet validated).
 
     Raises:
-        ValidationError: the file is missing, is not YAML, or is not a mapping.
+        ValidationError: the file is missing, is not YAML, or is not a
+            mapping (the message quotes a bounded excerpt of what it holds,
+            never the whole file).
     """
     spec = read_yaml(path)
     if not isinstance(spec, Mapping):
-        raise ValidationError.for_parameter(
-            "config", spec, f"a mapping of settings at the top of {pathlib.Path(path)}")
+        raise ValidationError(
+            f"config={str(path)!r} is invalid: expected a YAML mapping of settings at the top "
+            f"of the file (it holds {type(spec).__name__} {bounded_repr(spec, 80)})",
+            parameter="config", value=spec, allowed="a YAML mapping of settings")
     return dict(spec)
 
 

@@ -188,3 +188,12 @@ def test_first_reading_gives_otto_initial_belief():
 def test_bad_configurations_are_refused_naming_the_setting(cfg, name):
     with pytest.raises(ValidationError, match=name.replace(".", r"\.")):
         build(**cfg)
+
+
+@pytest.mark.parametrize("radius", [float(np.hypot(6, 4)), 8.0, 1000.0])
+def test_belief_goal_radius_at_or_beyond_the_grid_diagonal_is_refused(radius):
+    """Every cell within goal_radius of the agent: the posterior was all zero, silently."""
+    with pytest.raises(ValidationError, match=r"sensor\.goal_radius=.*below the grid's "
+                                              r"diagonal \(7\.2111 cells on this 7x5 grid\)"):
+        build(goal_radius=radius)
+    build(goal_radius=float(np.hypot(6, 4)) - 0.01)  # just below: accepted

@@ -9,6 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import plume_jax
 from plume_jax import ValidationError, cli
@@ -111,6 +113,57 @@ def test_wilson_interval_known_values():
     assert sc.wilson_interval(0, 10)[0] == 0.0
     assert sc.wilson_interval(10, 10)[1] == pytest.approx(1.0)
     assert sc.wilson_interval(10, 10)[0] == pytest.approx(0.7225, abs=1e-4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(n=st.integers(1, 5000), data=st.data())
+def test_wilson_interval_holds_its_point_and_stays_in_the_unit_interval(n, data):
+    k = data.draw(st.sampled_from([0, n]) | st.integers(0, n), label="successes")
+    low, high = sc.wilson_interval(k, n)
+    assert 0.0 <= low <= k / n <= high <= 1.0
+
+
+@pytest.mark.parametrize("n", [4, 10, 14, 19, 24, 29, 33, 1000, 4999])
+def test_wilson_interval_upper_bound_is_one_at_all_successes(n):
+    # the closed form gave 0.9999999999999999 here, a point outside its own
+    # interval and a negative error bar that crashed `plume-jax evaluate`
+    assert sc.wilson_interval(n, n)[1] == 1.0
+    assert sc.wilson_interval(0, n)[0] == 0.0
+
+
+def test_scenario_figure_draws_a_run_with_every_episode_successful(klino_runs):
+    from plume_jax.evaluate.figures import scenario_figure
+
+    env, params, _, _, full, _ = klino_runs
+    metrics = dict(sc.summarise(full, float(params.goal_radius)), episodes=10, successes=10,
+                   success_rate=1.0, success_ci95=list(sc.wilson_interval(10, 10)))
+    report = {"scenario": "all", "preset": "PlumeNav-Gaussian-v0", "seed": 3,
+              "agent": {"name": "klinotaxis"}, "metrics": metrics,
+              "_rollout": full, "_env": env, "_params": params}
+    scenario_figure([report])  # raised "'yerr' must not contain negative values"
+
+
+def test_a_failing_figure_loses_no_results(tmp_path, capsys, monkeypatch):
+    from plume_jax.evaluate import figures
+
+    def broken(reports):
+        raise RuntimeError("no figure today")
+
+    monkeypatch.setattr(figures, "scenario_figure", broken)
+    path = _write(tmp_path, "fig", "klinotaxis", episodes=8)
+    out = tmp_path / "out"
+    assert cli.main(["evaluate", "--scenario", str(path), "--out", str(out),
+                     "--save-baseline", str(tmp_path / "base.json"), "--quiet"]) == 0
+    assert json.loads((out / "fig__klinotaxis.json").read_text())["metrics"]["episodes"] == 8
+    assert "### fig" in (out / "summary.md").read_text()
+    assert json.loads((tmp_path / "base.json").read_text())["reports"]
+    assert sorted(p.name for p in out.iterdir()) == ["fig__klinotaxis.json", "summary.md"]
+    err = capsys.readouterr().err
+    assert "warning: figure" in err and "fig.png" in err and "no figure today" in err
+    with pytest.warns(RuntimeWarning, match="no figure today"):
+        sc.write_outputs([json.loads((out / "fig__klinotaxis.json").read_text())],
+                         str(tmp_path / "again"))
+    assert (tmp_path / "again" / "summary.md").exists()
 
 
 def test_host_and_functional_rollouts_agree_for_the_same_policy():

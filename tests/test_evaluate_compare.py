@@ -15,6 +15,7 @@ from hypothesis import given
 
 import plume_jax
 from plume_jax import ValidationError, cli
+from plume_jax.cli.evaluate import parse_agent_choices
 from plume_jax.evaluate import scenario as sc
 from policy_folders import write_policy_folder
 
@@ -215,6 +216,33 @@ def test_bad_evaluate_inputs_exit_2_before_any_rollout(scenario_file, tmp_path, 
     err = capsys.readouterr().err
     assert err.startswith("plume-jax: error:") and message in err, err
     assert not out.exists() or not list(out.iterdir())
+
+
+@pytest.mark.parametrize("agent, params", [
+    ("trained", ["path=/nonexistent/policy", "greedy=maybe"]),
+    ("random_walk", ["include_noop=maybe"]),
+    ("random_walk", ["include_noop=1"]),
+    ("sb3", ["path=/nonexistent/model.zip", "deterministic=[true]"]),
+])
+def test_agent_param_greedy_maybe_is_refused_as_not_boolean(agent, params, scenario_file,
+                                                            tmp_path, capsys, no_rollouts):
+    key, _, value = params[-1].partition("=")
+    extra = [a for p in params for a in ("--agent-param", p)]
+    assert cli.main(["evaluate", "--scenario", str(scenario_file), "--agent", agent, *extra,
+                     "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert f"agent.{key}=" in err and "expected true or false (a boolean parameter of agent " \
+        f"{agent!r})" in err, err
+
+
+def test_boolean_agent_params_still_take_yaml_booleans(no_rollouts):
+    from agents.registry import make_agent
+
+    env, _ = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[8, 8])
+    for value in ("true", "no", "False"):
+        choice = parse_agent_choices(["random_walk"], [f"include_noop={value}"])[0]
+        assert isinstance(choice.params["include_noop"], bool)
+        make_agent("random_walk", env, **choice.params)
 
 
 def test_every_bad_pair_is_reported_at_once(tmp_path, capsys, no_rollouts):

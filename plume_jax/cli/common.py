@@ -13,23 +13,19 @@ from plume_jax.errors import ValidationError
 
 def parse_overrides(items: list[str], option: str = "--set") -> dict[str, Any]:
     """``["sigma=10", "grid_size=[64, 64]"]`` -> dict, values parsed as YAML
-    (``yaml.safe_load``: a malformed value or a ``!!python/...`` tag is a
-    ``ValidationError`` naming ``option``). A name given twice keeps the
-    last value."""
-    import yaml
+    with the bounds of :func:`plume_jax.safe_io.load_yaml_bounded` (a
+    malformed value, a ``!!python/...`` tag, an alias bomb or nesting deeper
+    than 64 levels is a ``ValidationError`` naming ``option``, quoting a
+    bounded excerpt). A name given twice keeps the last value."""
+    from plume_jax.safe_io import load_yaml_bounded
 
     out = {}
     for item in items:
         name, sep, raw = item.partition("=")
         if not sep or not name.strip():
             raise ValidationError.for_parameter(option, item, "NAME=VALUE (VALUE in YAML syntax)")
-        try:
-            out[name.strip()] = yaml.safe_load(raw)
-        except yaml.YAMLError as error:
-            raise ValidationError.for_parameter(
-                option, item, f"NAME=VALUE with VALUE in plain YAML syntax; tags that build "
-                f"Python objects (!!python/...) are refused "
-                f"({' '.join(str(error).split())[:200]})") from None
+        out[name.strip()] = load_yaml_bounded(
+            raw, option, value=item, what="NAME=VALUE with VALUE in plain YAML syntax")
     return out
 
 

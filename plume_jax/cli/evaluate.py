@@ -23,6 +23,7 @@ import json
 import os
 import re
 import sys
+import warnings
 from typing import Any
 
 from plume_jax.cli.common import check_output_file, check_output_folder, parse_overrides
@@ -212,12 +213,21 @@ def run(args: argparse.Namespace) -> int:
             reports.append(report)
             done += plan.episodes
             bar.update(done, message)
-    sc.write_outputs(reports, args.out)
+    # results first (reports, summary.md, the baseline), figures last: a
+    # figure that fails is a warning and loses nothing
+    sc.write_results(reports, args.out)
     if args.save_baseline:
         with open(args.save_baseline, "w", encoding="utf-8") as f:
             json.dump({"reports": [sc.public(r) for r in reports]}, f, indent=2)
     print(sc.markdown_table(reports))
-    print(f"\nreports, summary.md and a comparison figure per scenario in {args.out}/")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # printed below, once
+        _, figure_problems = sc.write_figures(reports, args.out)
+    for problem in figure_problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    print(f"\nreports, summary.md and a comparison figure per scenario in {args.out}/"
+          + (f" ({len(figure_problems)} figure(s) not written, see above)"
+             if figure_problems else ""))
     failed = [r for r in reports if sc.failed(r)]
     missing = [r for r in reports if r["baseline"]["status"] == "missing"]
     if missing:

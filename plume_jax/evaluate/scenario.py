@@ -63,6 +63,8 @@ SCENARIO_KEYS = {"name", "description", "env", "agent", "episodes", "seed", "max
 EXPECT_KEYS = {"min_success_rate", "max_mean_steps", "min_path_efficiency"}
 #: The most episodes one run may ask for (one vmapped batch).
 MAX_EPISODES = 2**24
+#: The largest ``--baseline`` file read (a report is a few KiB per run).
+MAX_BASELINE_BYTES = 64 << 20
 
 
 def validate_seed(value: Any, parameter: str = "seed") -> int:
@@ -80,19 +82,12 @@ def safe_name(text: str, limit: int = 80) -> str:
 
 
 def load_scenario(path: str | os.PathLike) -> dict[str, Any]:
-    """Read and validate a scenario YAML file."""
-    import yaml
+    """Read and validate a scenario YAML file (read with the bounds of
+    :mod:`plume_jax.safe_io`: at most 1 MiB, 64 levels, 100 000 nodes once
+    aliases are expanded)."""
+    from plume_jax.safe_io import load_yaml_file
 
-    try:
-        with open(path, encoding="utf-8") as f:
-            raw = yaml.safe_load(f)
-    except OSError as error:
-        raise ValidationError.for_parameter(
-            "scenario", str(path), f"a readable YAML file ({error.strerror or error})") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise ValidationError.for_parameter(
-            "scenario", str(path), f"a YAML file ({' '.join(str(error).split())[:300]})") from None
-    return validate_scenario(raw, source=str(path))
+    return validate_scenario(load_yaml_file(path, "scenario"), source=str(path))
 
 
 def _mapping(value: Any, parameter: str, allowed: str) -> dict[str, Any]:
@@ -169,14 +164,23 @@ def validate_scenario(raw: Any, source: str = "<scenario>") -> dict[str, Any]:
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """95% Wilson score interval for a binomial proportion."""
+    """95% Wilson score interval ``(low, high)`` for ``successes`` of ``n``.
+
+    Always ``0 <= low <= successes / n <= high <= 1``: exactly ``0.0`` at no
+    successes and exactly ``1.0`` at all successes (the closed form leaves a
+    rounding error there, 0.9999999999999999, which put the point outside
+    its own interval), so error bars drawn from it are never negative.
+    ``n == 0`` gives ``(0.0, 1.0)``.
+    """
     if n == 0:
         return (0.0, 1.0)
     p = successes / n
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    low = 0.0 if successes <= 0 else min(max(0.0, centre - half), p)
+    high = 1.0 if successes >= n else max(min(1.0, centre + half), p)
+    return (low, high)
 
 
 def summarise(result: Any, goal_radius: float, team: bool = False) -> dict[str, Any]:
@@ -486,13 +490,15 @@ def load_baseline(path: str | os.PathLike) -> dict[tuple[str, str], dict[str, An
     Raises:
         ValidationError: (parameter ``--baseline``) unreadable or not such a file.
     """
+    from plume_jax.safe_io import load_json_file
+
+    saved = load_json_file(path, "--baseline", max_bytes=MAX_BASELINE_BYTES)
     try:
-        with open(path, encoding="utf-8") as f:
-            return {baseline_key(r): r["metrics"] for r in json.load(f)["reports"]}
-    except (OSError, KeyError, TypeError, ValueError) as error:
+        return {baseline_key(r): r["metrics"] for r in saved["reports"]}
+    except (KeyError, TypeError, ValueError) as error:
         raise ValidationError.for_parameter(
-            "--baseline", str(path),
-            f"a report JSON written by --save-baseline ({type(error).__name__}: {error})") from None
+            "--baseline", str(path), f"a report JSON written by --save-baseline "
+            f"({type(error).__name__}: {' '.join(str(error).split())[:200]})") from None
 
 
 def attach_baseline(report: dict[str, Any],
@@ -614,28 +620,78 @@ def output_stems(reports: list[Mapping[str, Any]]) -> tuple[list[str], list[str]
     return run_stems, group_stems
 
 
-def write_outputs(reports: list[dict[str, Any]], out_dir: str) -> list[str]:
-    """A JSON report per run, ``summary.md`` (a table per scenario) and a
-    comparison figure per scenario (``<scenario>.png``: success with 95%
-    intervals, mean steps ± SE, and a trajectory panel per agent). File
-    names are :func:`safe_name` forms of scenario and agent names, always
-    inside ``out_dir``."""
-    from plume_jax.evaluate.figures import scenario_figure
-
+def write_results(reports: list[dict[str, Any]], out_dir: str) -> list[str]:
+    """The results of the runs, before any figure: a JSON report per run and
+    ``summary.md`` (a table per scenario). File names are :func:`safe_name`
+    forms of scenario and agent names, always inside ``out_dir``. Each file
+    is written whole under a temporary name and then renamed into place."""
     os.makedirs(out_dir, exist_ok=True)
     written = []
-    run_stems, group_stems = output_stems(reports)
+    run_stems, _ = output_stems(reports)
     for r, stem in zip(reports, run_stems):
         path = os.path.join(out_dir, stem + ".json")
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(public(r), f, indent=2)
-        written.append(path)
-    for group, stem in zip(_groups(reports), group_stems):
-        path = os.path.join(out_dir, stem + ".png")
-        scenario_figure(group).savefig(path, dpi=100)
+        _write_atomic(path, lambda f, r=r: json.dump(public(r), f, indent=2))
         written.append(path)
     path = os.path.join(out_dir, "summary.md")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(markdown_table(reports) + "\n")
+    _write_atomic(path, lambda f: f.write(markdown_table(reports) + "\n"))
     written.append(path)
     return written
+
+
+def write_figures(reports: list[dict[str, Any]], out_dir: str) -> tuple[list[str], list[str]]:
+    """A comparison figure per scenario (``<scenario>.png``: success with 95%
+    intervals, mean steps ± SE, and a trajectory panel per agent).
+
+    A figure that cannot be drawn or saved loses nothing else: it is left
+    out (no partial file), a ``RuntimeWarning`` names it and the error, and
+    the others are still drawn.
+
+    Returns:
+        ``(written, problems)``: the figures written, and one line per
+        figure that failed.
+    """
+    import warnings
+
+    from plume_jax.evaluate.figures import scenario_figure
+
+    written, problems = [], []
+    _, group_stems = output_stems(reports)
+    for group, stem in zip(_groups(reports), group_stems):
+        path = os.path.join(out_dir, stem + ".png")
+        tmp = f"{path}.tmp-{os.getpid()}"
+        try:
+            scenario_figure(group).savefig(tmp, dpi=100, format="png")
+            os.replace(tmp, path)
+        except Exception as error:  # a figure must never lose the results
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            problem = (f"figure {path} was not written ({type(error).__name__}: "
+                       f"{' '.join(str(error).split())[:300]}); the JSON reports and "
+                       "summary.md are written")
+            warnings.warn(problem, RuntimeWarning, stacklevel=2)
+            problems.append(problem)
+            continue
+        written.append(path)
+    return written, problems
+
+
+def write_outputs(reports: list[dict[str, Any]], out_dir: str) -> list[str]:
+    """:func:`write_results`, then :func:`write_figures` (a figure that fails
+    is a warning, after the results are on disk). Returns the files
+    written."""
+    written = write_results(reports, out_dir)
+    figures, _ = write_figures(reports, out_dir)
+    return written + figures
+
+
+def _write_atomic(path: str, write: Callable[[Any], Any]) -> None:
+    """``write(f)`` into ``path``'s temporary sibling, then rename it onto
+    ``path``: a reader never sees half a file."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            write(f)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)

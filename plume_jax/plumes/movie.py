@@ -219,11 +219,12 @@ class MoviePlume(Plume[MovieParams, MovieState]):
         dt = resolved["dt"] if resolved["dt"] is not None else 1.0 / fps
 
         def source_from_pixels(value):
+            value = _pixel_pair(f"{prefix}.source (file metadata)", value)
             x, y = component.pixel_to_grid(value, (h_m, w_m), cells_per_pixel)
             return grid_position()(f"{prefix}.source (file metadata)", [x, y], grid)
 
         source = from_file("source", "source", source_from_pixels)
-        velocity = _file_wind(meta, component, cells_per_pixel, dt)
+        velocity = _file_wind(meta, component, cells_per_pixel, dt, prefix)
         speed = resolved["wind_speed"] if resolved["wind_speed"] is not None else \
             real(low=0.0, high=MAX_LENGTH)(f"{prefix}.wind_speed (file metadata)",
                                            math.hypot(*velocity), grid)
@@ -353,12 +354,24 @@ def _ratio(target: int, source: int) -> float:
     return 0.0 if source <= 1 else (target - 1) / (source - 1)
 
 
+def _pixel_pair(name: str, value: Any) -> tuple[float, float]:
+    """A metadata ``[x, y]`` pair as two finite floats, or a ValidationError
+    naming ``name`` (a file's metadata is not trusted)."""
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        pair = (float(value[0]), float(value[1]))
+        if all(math.isfinite(v) for v in pair):
+            return pair
+    raise ValidationError.for_parameter(name, value, "[x, y]: two finite numbers (pixels)")
+
+
 def _file_wind(meta: Mapping[str, Any], plume: MoviePlume, cells_per_pixel: tuple[float, float],
-               dt: float) -> tuple[float, float]:
+               dt: float, prefix: str = "plume") -> tuple[float, float]:
     """The metadata's ``wind_velocity`` (pixels/s) in cells per step (0 if absent)."""
     if "wind_velocity" not in meta:
         return (0.0, 0.0)
-    vx, vy = (float(v) / plume.spatial_stride for v in meta["wind_velocity"])
+    vx, vy = (v / plume.spatial_stride for v in _pixel_pair(
+        f"{prefix}.wind_velocity (file metadata)", meta["wind_velocity"]))
     if plume.flip_y:
         vy = -vy
     return (vx * cells_per_pixel[0] * dt, vy * cells_per_pixel[1] * dt)

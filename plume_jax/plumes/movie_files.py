@@ -26,6 +26,17 @@ corresponding setting is not given: ``fps`` (frames per second),
 ``source`` (``[x, y]`` in pixels of the stored array: x = column, y = row)
 and ``wind_velocity`` (``[vx, vy]``, pixels per second, same axes).
 
+Every file is read with bounds and every malformed one is a one-line
+:class:`~plume_jax.errors.ValidationError` naming the file and what is
+expected (never a raw ``ValueError``, ``BadZipFile``, ``EOFError``,
+``MemoryError`` or ``RecursionError``): the array's declared shape and
+dtype (the ``.npy`` header, each ``.npz`` member's header *before* it is
+decompressed, the HDF5 dataset, the zarr metadata and chunk shape) are
+checked first, and no movie array larger than :data:`MAX_MOVIE_BYTES`
+(2 GiB, stored or as float32 frames; raise it by setting the module
+attribute) is allocated; metadata (JSON in ``.npz``, zarr metadata files)
+is read with the size and depth bounds of :mod:`plume_jax.safe_io`.
+
 ``layout`` names the stored axes (``"tyx"`` = frames, rows, columns;
 ``"yxt"`` for arrays saved frame-last, as MATLAB exports often are), and
 ``frame_range`` / ``spatial_stride`` select a part of the movie; for HDF5
@@ -36,20 +47,70 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import pathlib
+import stat
+import zipfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from plume_jax.errors import ValidationError
+from plume_jax.safe_io import (MAX_CONFIG_BYTES, describe_bytes, load_json_bounded,
+                               load_json_file, read_npy_header)
 
 #: The valid ``layout`` strings: each a permutation of "t", "y", "x".
 LAYOUTS = ("tyx", "txy", "ytx", "yxt", "xty", "xyt")
 SUFFIXES = (".npz", ".npy", ".h5", ".hdf5", ".zarr")
 #: The movie bundled with plume_jax (made by ``scripts/make_filament_movie.py``).
 BUNDLED_MOVIE = pathlib.Path(__file__).resolve().parent.parent / "data" / "filament_movie.npz"
+#: The largest movie array read: stored (a whole ``.npz`` member, one zarr
+#: chunk, the part of a file selected) and as float32 frames.
+MAX_MOVIE_BYTES = 2 << 30
+#: The largest ``.npy`` header read (numpy's own default).
+_MAX_HEADER = 10_000
+
+
+def _refuse(path: pathlib.Path, expected: str, error: BaseException | None = None):
+    """A one-line ValidationError (parameter ``path``) naming the file and
+    what is expected, with the reader's complaint when there is one."""
+    detail = "" if error is None else \
+        f" ({type(error).__name__}: {' '.join(str(error).split())[:200]})"
+    return ValidationError.for_parameter("path", str(path), expected + detail)
+
+
+def _selected_shape(shape: Sequence[int], select: tuple) -> tuple[int, ...]:
+    """The shape of ``array[select]`` for an array of ``shape``, without the
+    array."""
+    return tuple(len(range(*s.indices(n))) for s, n in zip(select, shape))
+
+
+def _check_size(path: pathlib.Path, shape: Sequence[int], itemsize: int, what: str) -> None:
+    """Refuse ``shape`` x ``itemsize`` (and its float32 frames) over
+    :data:`MAX_MOVIE_BYTES` before anything that size is allocated."""
+    count = math.prod(int(n) for n in shape)
+    size = count * max(int(itemsize), 4)
+    if size > MAX_MOVIE_BYTES:
+        raise _refuse(path, f"a movie of at most {describe_bytes(MAX_MOVIE_BYTES)} "
+                            f"(plume_jax.plumes.movie_files.MAX_MOVIE_BYTES); {what} is "
+                            f"{tuple(int(n) for n in shape)} of {itemsize}-byte values, "
+                            f"{describe_bytes(size)} as float32 frames or stored")
+
+
+def _check_dtype(path: pathlib.Path, dtype: np.dtype) -> None:
+    if dtype.kind not in "biuf" or dtype.hasobject:
+        raise _refuse(path, f"a movie of real numbers, not dtype {dtype}")
+
+
+def _npy_header(fp: Any, path: pathlib.Path, where: str) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """``(shape, fortran_order, dtype)`` from an ``.npy`` header, refused
+    when it is not one."""
+    try:
+        return read_npy_header(fp, _MAX_HEADER)
+    except (ValueError, EOFError, SyntaxError, TypeError, KeyError, OverflowError) as error:
+        raise _refuse(path, f"{where} with a valid .npy header", error) from None
 
 
 def _suffix(path: pathlib.Path) -> str:
@@ -79,15 +140,6 @@ def _selection(layout: str, frame_range: Sequence[int] | None, stride: int) -> t
     t = slice(None) if frame_range is None else slice(int(frame_range[0]), int(frame_range[1]))
     space = slice(None, None, stride)
     return tuple(t if axis == "t" else space for axis in layout)
-
-
-def _checked(array: Any, path: pathlib.Path, layout: str) -> Any:
-    """``array`` if it is 3-D, else a ValidationError (before any slicing)."""
-    if len(array.shape) != 3:
-        raise ValidationError.for_parameter(
-            "path", str(path),
-            f"a 3-D movie array (layout {layout!r}), not one of shape {tuple(array.shape)}")
-    return array
 
 
 #: Codecs a zarr movie may use — zarr 2 ``compressor``/``filters`` ids and
@@ -143,46 +195,78 @@ def _check_zarr_array(path: pathlib.Path, where: str, meta: Any) -> None:
             "path", str(path), f"a zarr movie of real numbers ({where} has dtype {dtype!r})")
     for codec in codecs:
         _check_zarr_codec(path, where, codec)
+    if meta.get("zarr_format") == 3 or "data_type" in meta:
+        grid = meta.get("chunk_grid")
+        config = grid.get("configuration") if isinstance(grid, Mapping) else None
+        chunks = config.get("chunk_shape") if isinstance(config, Mapping) else None
+        itemsize = np.dtype(dtype).itemsize
+    else:
+        chunks = meta.get("chunks")
+        itemsize = np.dtype(dtype).itemsize
+    shape = meta.get("shape")
+    for name, value in (("shape", shape), ("chunks", chunks)):
+        if not isinstance(value, (list, tuple)) or len(value) > 32 or not all(
+                isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**62 for n in value):
+            raise ValidationError.for_parameter(
+                "path", str(path), f"zarr metadata ({where}: {name} is a list of non-negative "
+                f"integers, not {value!r})")
+    # reading any part of the array decompresses whole chunks
+    _check_size(path, chunks, itemsize, f"one chunk of {where}")
 
 
 def check_zarr_store(path: pathlib.Path) -> None:
     """Check every array's metadata in the zarr folder ``path`` — zarr 2
     (``.zarray``, consolidated ``.zmetadata``) and zarr 3 (``zarr.json``,
     with consolidated metadata) — before zarr opens it: real-number dtypes
-    and only :data:`ZARR_CODECS`. Reads JSON only, never a chunk, and
-    follows no symbolic links.
+    and only :data:`ZARR_CODECS`. Every metadata file (also ``.zattrs`` and
+    ``.zgroup``) is read with the size and depth bounds of
+    :mod:`plume_jax.safe_io`. Reads JSON only, never a chunk, and follows no
+    symbolic links.
 
     Raises:
         ValidationError: ``path`` is not a folder, a metadata file is not
-            JSON, or an array has another dtype or codec.
+            JSON (or is too big or too deep), or an array has another dtype
+            or codec.
     """
     if not path.is_dir():
         raise ValidationError.for_parameter("path", str(path), "a zarr folder (directory store)")
     for root, _, files in os.walk(path):
         for name in files:
-            if name not in (".zarray", ".zmetadata", "zarr.json"):
+            if name not in (".zarray", ".zmetadata", "zarr.json", ".zattrs", ".zgroup"):
                 continue
             file = pathlib.Path(root, name)
             where = str(file.relative_to(path))
             try:
-                meta = json.loads(file.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as error:
+                meta = load_json_file(file, "path", max_bytes=MAX_CONFIG_BYTES)
+            except ValidationError as error:
                 raise ValidationError.for_parameter(
-                    "path", str(path), f"zarr metadata in JSON ({where}: {error})") from None
+                    "path", str(path), f"zarr metadata in JSON ({where}: {error.allowed})"
+                ) from None
             if name == ".zarray":
                 _check_zarr_array(path, where, meta)
                 continue
             if name == ".zmetadata":
                 nodes = (meta.get("metadata") or {}) if isinstance(meta, Mapping) else {}
+                if not isinstance(nodes, Mapping):
+                    raise ValidationError.for_parameter(
+                        "path", str(path), f"zarr metadata ({where}: 'metadata' is a mapping)")
                 for key, node in nodes.items():
                     if str(key).endswith(".zarray"):
                         _check_zarr_array(path, f"{where}[{key}]", node)
+                continue
+            if name != "zarr.json":
                 continue
             if isinstance(meta, Mapping) and meta.get("node_type") == "array":
                 _check_zarr_array(path, where, meta)
             consolidated = meta.get("consolidated_metadata") if isinstance(meta, Mapping) \
                 else None
-            for key, node in ((consolidated or {}).get("metadata") or {}).items():
+            nodes = ((consolidated or {}).get("metadata") or {}) \
+                if isinstance(consolidated, Mapping) or consolidated is None else None
+            if not isinstance(nodes, Mapping):
+                raise ValidationError.for_parameter(
+                    "path", str(path), f"zarr metadata ({where}: consolidated_metadata is a "
+                    "mapping with a 'metadata' mapping)")
+            for key, node in nodes.items():
                 if isinstance(node, Mapping) and node.get("node_type") == "array":
                     _check_zarr_array(path, f"{where}[{key}]", node)
 
@@ -208,42 +292,174 @@ def _open_zarr(path: pathlib.Path, dataset: str | None):
     return array, {**attrs, **dict(array.attrs)}
 
 
+def _meta_mapping(path: pathlib.Path, meta: Any) -> dict:
+    if not isinstance(meta, Mapping):
+        raise _refuse(path, f"movie metadata that is a JSON mapping, not {type(meta).__name__}")
+    return dict(meta)
+
+
+def _read_npy(path: pathlib.Path, layout: str, select: tuple) -> tuple[np.ndarray, dict]:
+    with open(path, "rb") as fp:
+        shape, _, dtype = _npy_header(fp, path, "a .npy file")
+        offset = fp.tell()
+    _check_dtype(path, dtype)
+    _checked_shape(shape, path, layout)
+    size = offset + math.prod(shape) * dtype.itemsize
+    if path.stat().st_size < size:
+        raise _refuse(path, f"a .npy file holding the whole array its header declares "
+                            f"({shape} of {dtype}: {size} bytes, the file has "
+                            f"{path.stat().st_size})")
+    _check_size(path, _selected_shape(shape, select), dtype.itemsize, "the part selected")
+    array = np.load(path, mmap_mode="r", allow_pickle=False)
+    return np.array(array[select]), {}
+
+
+def _read_npz(path: pathlib.Path, dataset: str | None, layout: str,
+              select: tuple) -> tuple[np.ndarray, dict]:
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, EOFError, ValueError, OSError) as error:
+        raise _refuse(path, "a .npz archive (a zip of .npy arrays)", error) from None
+    with archive:
+        members = {(n[:-4] if n.endswith(".npy") else n): archive.getinfo(n)
+                   for n in archive.namelist()}
+        names = [n for n in members if n != "metadata"]
+        key = dataset if dataset is not None else (
+            "frames" if "frames" in names else (names[0] if len(names) == 1 else None))
+        if key is None or key not in names:
+            raise ValidationError.for_parameter(
+                "dataset", dataset, f"the name of an array in {path}: one of {names}")
+        meta = {}
+        if "metadata" in members:
+            text = _read_member(archive, members["metadata"], path, "metadata", text=True)
+            meta = _meta_mapping(path, load_json_bounded(
+                text, "path", value=str(path), what="movie metadata in JSON (the .npz member "
+                "'metadata')"))
+        array = _read_member(archive, members[key], path, key, layout=layout)
+    return array[select], meta
+
+
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: pathlib.Path,
+                 name: str, layout: str | None = None, text: bool = False) -> Any:
+    """One ``.npz`` member: its header checked (dtype, rank, declared size
+    against the bound) before its data is decompressed, and its
+    uncompressed size against what the header declares."""
+    where = f"a .npz member {name!r}"
+    try:
+        with archive.open(info) as fp:
+            shape, _, dtype = _npy_header(fp, path, where)
+            header = fp.tell()
+            if text:
+                if dtype.kind not in "US" or shape != () \
+                        or dtype.itemsize > 4 * MAX_CONFIG_BYTES:
+                    raise _refuse(path, f"{where} holding one JSON string of at most "
+                                        f"{describe_bytes(MAX_CONFIG_BYTES)}, not {shape} of "
+                                        f"{dtype}")
+            else:
+                _check_dtype(path, dtype)
+                _checked_shape(shape, path, layout)
+                _check_size(path, shape, dtype.itemsize, where)
+            expected = header + math.prod(shape) * dtype.itemsize
+            if info.file_size < expected:
+                raise _refuse(path, f"{where} holding the whole array its header declares "
+                                    f"({expected} bytes, the member has {info.file_size})")
+            if info.file_size > expected + 64:
+                raise _refuse(path, f"{where} no larger than its header declares "
+                                    f"({expected} bytes, the member unpacks to {info.file_size})")
+        with archive.open(info) as fp:
+            array = np.lib.format.read_array(fp, allow_pickle=False)
+    except ValidationError:
+        raise
+    except Exception as error:  # truncated, bad CRC, bad zlib stream, ...
+        raise _refuse(path, f"{where} that can be read", error) from None
+    return str(array) if text else array
+
+
+def _checked_shape(shape: Sequence[int], path: pathlib.Path, layout: str) -> None:
+    if len(shape) != 3:
+        raise ValidationError.for_parameter(
+            "path", str(path),
+            f"a 3-D movie array (layout {layout!r}), not one of shape {tuple(shape)}")
+
+
 def _read(path: pathlib.Path, dataset: str | None, layout: str,
           frame_range: tuple | None, stride: int) -> tuple[np.ndarray, dict]:
     suffix = _suffix(path)
     if not path.exists():
         raise ValidationError.for_parameter("path", str(path), "an existing movie file")
     select = _selection(layout, frame_range, stride)
-    if suffix == ".npy":
-        return np.asarray(_checked(np.load(path, mmap_mode="r"), path, layout)[select]), {}
-    if suffix == ".npz":
-        with np.load(path, allow_pickle=False) as archive:
-            names = [n for n in archive.files if n != "metadata"]
-            key = dataset if dataset is not None else (
-                "frames" if "frames" in names else (names[0] if len(names) == 1 else None))
-            if key is None or key not in names:
-                raise ValidationError.for_parameter(
-                    "dataset", dataset, f"the name of an array in {path}: one of {names}")
-            meta = json.loads(str(archive["metadata"])) if "metadata" in archive.files else {}
-            return _checked(archive[key], path, layout)[select], meta
-    if suffix in (".h5", ".hdf5"):
-        try:
-            import h5py
-        except ImportError:
+    kind = {".npy": "a .npy file", ".npz": "a .npz archive", ".h5": "an HDF5 file",
+            ".hdf5": "an HDF5 file", ".zarr": "a zarr folder"}[suffix]
+    mode = path.stat().st_mode
+    if suffix == ".zarr" and not stat.S_ISDIR(mode):
+        raise _refuse(path, "a zarr folder (directory store), not a file")
+    if suffix != ".zarr" and not stat.S_ISREG(mode):
+        raise _refuse(path, f"{kind} (a regular file, not a "
+                            f"{'folder' if stat.S_ISDIR(mode) else 'special file'})")
+    try:
+        if suffix == ".npy":
+            return _read_npy(path, layout, select)
+        if suffix == ".npz":
+            return _read_npz(path, dataset, layout, select)
+        if suffix in (".h5", ".hdf5"):
+            return _read_hdf5(path, dataset, layout, select)
+        return _read_zarr(path, dataset, layout, select)
+    except ValidationError:
+        raise
+    except Exception as error:  # whatever else a malformed file makes a reader raise
+        raise _refuse(path, f"{kind} holding a movie that can be read", error) from None
+
+
+def _read_hdf5(path: pathlib.Path, dataset: str | None, layout: str,
+               select: tuple) -> tuple[np.ndarray, dict]:
+    try:
+        import h5py
+    except ImportError:
+        raise ValidationError.for_parameter(
+            "path", str(path), "a movie format whose reader is installed: HDF5 needs the "
+            "optional 'h5py' package (pip install 'plume-jax[movies]')") from None
+    try:
+        f = h5py.File(path, "r")
+    except OSError as error:
+        raise _refuse(path, "an HDF5 file", error) from None
+    with f:
+        names = sorted(k for k in f.keys() if isinstance(f[k], h5py.Dataset))
+        key = dataset if dataset is not None else (
+            "frames" if "frames" in names else (names[0] if len(names) == 1 else None))
+        if key is None or key not in f or not isinstance(f[key], h5py.Dataset):
             raise ValidationError.for_parameter(
-                "path", str(path), "a movie format whose reader is installed: HDF5 needs the "
-                "optional 'h5py' package (pip install 'plume-jax[movies]')") from None
-        with h5py.File(path, "r") as f:
-            names = sorted(k for k in f.keys() if isinstance(f[k], h5py.Dataset))
-            key = dataset if dataset is not None else (
-                "frames" if "frames" in names else (names[0] if len(names) == 1 else None))
-            if key is None or key not in f or not isinstance(f[key], h5py.Dataset):
-                raise ValidationError.for_parameter(
-                    "dataset", dataset, f"the name of a dataset in {path}: one of {names}")
-            meta = {**_plain(dict(f.attrs)), **_plain(dict(f[key].attrs))}
-            return np.asarray(_checked(f[key], path, layout)[select]), meta
+                "dataset", dataset, f"the name of a dataset in {path}: one of {names}")
+        data = f[key]
+        _check_dtype(path, data.dtype)
+        _checked_shape(data.shape, path, layout)
+        _check_size(path, _selected_shape(data.shape, select), data.dtype.itemsize,
+                    "the part selected")
+        meta = _bounded_meta(path, {**_plain(dict(f.attrs)), **_plain(dict(data.attrs))})
+        return np.asarray(data[select]), meta
+
+
+def _read_zarr(path: pathlib.Path, dataset: str | None, layout: str,
+               select: tuple) -> tuple[np.ndarray, dict]:
     array, attrs = _open_zarr(path, dataset)
-    return np.asarray(_checked(array, path, layout)[select]), _plain(attrs)
+    _check_dtype(path, np.dtype(array.dtype))
+    _checked_shape(array.shape, path, layout)
+    _check_size(path, _selected_shape(array.shape, select), np.dtype(array.dtype).itemsize,
+                "the part selected")
+    chunks = getattr(array, "chunks", None)
+    if chunks is not None:
+        _check_size(path, chunks, np.dtype(array.dtype).itemsize, "one chunk")
+    return np.asarray(array[select]), _bounded_meta(path, _plain(attrs))
+
+
+def _bounded_meta(path: pathlib.Path, meta: Any) -> dict:
+    """Attributes as metadata, refused when not JSON-able or over the
+    metadata bounds (size, depth)."""
+    try:
+        text = json.dumps(meta)
+    except (TypeError, ValueError, RecursionError) as error:
+        raise _refuse(path, "movie metadata (attributes) that JSON can hold", error) from None
+    return _meta_mapping(path, load_json_bounded(text, "path", value=str(path),
+                                                 what="movie metadata (attributes)"))
 
 
 @functools.lru_cache(maxsize=8)

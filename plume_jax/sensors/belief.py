@@ -11,6 +11,7 @@ and observes it, optionally centred on the agent in a fixed window.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -165,12 +166,20 @@ class BeliefSensor(Sensor[BeliefParams, BeliefState]):
 
     @classmethod
     def validate(cls, resolved: dict[str, Any], grid: Grid, prefix: str) -> dict[str, Any]:
-        """The wrapped sensor must be a ``hits`` sensor; ``window`` only applies
-        with ``centred``."""
+        """The wrapped sensor must be a ``hits`` sensor; ``goal_radius`` must be
+        below the grid's diagonal (else the posterior is all zero); ``window``
+        only applies with ``centred``."""
         if resolved["sensor"]["type"] != "hits":
             raise ValidationError.for_parameter(
                 f"{prefix}.sensor.type", resolved["sensor"]["type"],
                 "'hits' (the posterior is updated from Poisson hit classes)")
+        diagonal = math.hypot(grid.width - 1, grid.height - 1)
+        if resolved["goal_radius"] >= diagonal:
+            raise ValidationError.for_parameter(
+                f"{prefix}.goal_radius", resolved["goal_radius"],
+                f"a radius below the grid's diagonal ({diagonal:g} cells on this "
+                f"{grid.width}x{grid.height} grid): at or beyond it every cell is within "
+                "goal_radius of the agent, so the posterior would be all zero")
         if not resolved["centred"] and resolved["window"] is not None:
             raise ValidationError.for_parameter(
                 f"{prefix}.window", list(resolved["window"]),
