@@ -89,6 +89,12 @@ class MultiAgentPlumeEnv(PlumeEnv):
             raise ValidationError.for_parameter(
                 "observe_others", self.observe_others,
                 "False for a sensor with a Dict observation")
+        cells = self.grid.width * self.grid.height
+        if self.collisions and num_agents > cells:
+            raise ValidationError.for_parameter(
+                "num_agents", num_agents,
+                f"at most {cells} with collisions=True (no two agents share a cell; the "
+                f"{self.grid.width}x{self.grid.height} grid has {cells} cells)")
         object.__setattr__(self, "collisions", bool(self.collisions))
         object.__setattr__(self, "observe_others", bool(self.observe_others))
         super().__post_init__()
