@@ -318,7 +318,7 @@ def test_collisions_refuse_more_agents_than_free_cells():
                             goal_radius=0.5)
     assert env.num_agents == 20
     gymnasium = pytest.importorskip("gymnasium")
-    import plume_jax.gym  # noqa: F401  (registers the ids)
+    pytest.importorskip("plume_jax.gym")  # registers the ids
     with pytest.raises(ValidationError, match="num_agents=20 .*at most 15"):
         gymnasium.make("plume_jax/PlumeNav-Gaussian-v0", grid_size=[4, 4], num_agents=20,
                        collisions=True, goal_radius=0.5)
