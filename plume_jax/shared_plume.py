@@ -169,6 +169,22 @@ class SharedPlumeBatch:
         k = check_agents_per_plume(self.agents_per_plume, num_envs=num_envs)
         return num_envs // k, k
 
+    @staticmethod
+    def _check_batch(keys: jax.Array, state: SharedPlumeState, action: Any) -> None:
+        """``ValidationError`` unless ``keys`` and every leaf of ``action``
+        have one entry per episode of ``state`` (static shapes: checked
+        while tracing, nothing read back from the device)."""
+        expected = jax.tree.leaves(state.episodes)[0].shape[0]
+        if jnp.ndim(keys) < 1 or keys.shape[0] != expected:
+            raise ValidationError.for_parameter(
+                "keys", f"a key batch of shape {tuple(jnp.shape(keys))}",
+                f"{expected} keys, one per episode of the state")
+        for leaf in jax.tree.leaves(action):
+            if jnp.ndim(leaf) < 1 or jnp.shape(leaf)[0] != expected:
+                raise ValidationError.for_parameter(
+                    "action", f"an action batch of shape {tuple(jnp.shape(leaf))}",
+                    f"a leading axis of {expected}, one action per episode of the state")
+
     def _grouped(self, tree: Any, num_plumes: int, k: int) -> Any:
         return jax.tree.map(lambda x: jnp.reshape(x, (num_plumes, k) + x.shape[1:]), tree)
 
@@ -228,6 +244,7 @@ class SharedPlumeBatch:
             :class:`SharedPlumeState`.
         """
         env, params = self.env, self._params(params)
+        self._check_batch(keys, state, action)
         num_plumes, k = self._groups(keys)
         max_resets = check_max_resets(max_resets, keys.shape[0])
 
