@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -160,6 +160,15 @@ class PlumeEnv(gymnax_env.Environment[EnvState, EnvParams]):
     default_params: EnvParams = dataclasses.field(default=None,
                                                   metadata={"fingerprint": _freeze})
     settings: dict = dataclasses.field(default_factory=dict, compare=False)
+
+    #: Agents acting in one env: 1 here; ``MultiAgentPlumeEnv.num_agents``
+    #: (an instance field there) otherwise.
+    num_agents: ClassVar[int] = 1
+    #: Whether observations, actions, rewards and flags carry a leading
+    #: agent axis ``[num_agents, ...]``: False here, True for a
+    #: ``MultiAgentPlumeEnv`` (also one of one agent). Callers branch on
+    #: this, not on the env's type.
+    is_multi_agent: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         if self.default_params is None:
@@ -466,7 +475,7 @@ class PlumeEnv(gymnax_env.Environment[EnvState, EnvParams]):
             else {"type": "box", "shape": list(space.shape), "low": list(space.low),
                   "high": list(space.high)}
         return {
-            "num_agents": 1,
+            "num_agents": self.num_agents,
             "action_names": self.action_names,
             "action_ids": self.action_ids,
             "action_space": action_space,

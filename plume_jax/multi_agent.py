@@ -39,7 +39,7 @@ Random keys: agent ``i`` uses ``fold_in(k, i)`` of each per-step key ``k``
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -72,10 +72,14 @@ class MultiAgentPlumeEnv(PlumeEnv):
         observe_others: append the others' relative positions to each observation.
     """
 
-    num_agents: int
+    # required (``field()`` keeps PlumeEnv's class attribute ``num_agents = 1``
+    # from becoming its default)
+    num_agents: int = dataclasses.field()
     done_mode: str = "all"
     collisions: bool = False
     observe_others: bool = False
+
+    is_multi_agent: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         num_agents = self.num_agents

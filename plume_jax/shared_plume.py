@@ -67,7 +67,6 @@ import numpy as np
 from plume_jax.autoreset import (Transition, check_max_resets, ended_step_info, reset_where)
 from plume_jax.env import PlumeEnv
 from plume_jax.errors import ValidationError
-from plume_jax.multi_agent import MultiAgentPlumeEnv
 from plume_jax.types import EnvParams, EnvState
 
 
@@ -126,7 +125,7 @@ def check_agents_per_plume(agents_per_plume: Any, env: Any = None,
         raise ValidationError.for_parameter(
             "agents_per_plume", k, f"a divisor of the batch size {num_envs}")
     if env is not None and k > 1:
-        if isinstance(env, MultiAgentPlumeEnv):
+        if env.is_multi_agent:
             raise ValidationError.for_parameter(
                 "agents_per_plume", k,
                 "1 for a multi-agent env (it shares its plume among its agents already)")

@@ -330,3 +330,31 @@ def test_collisions_refuse_more_agents_than_cells_when_built_directly(base):
     with pytest.raises(ValidationError, match="num_agents=5 .*at most 4"):
         MultiAgentPlumeEnv.from_env(small, num_agents=5, collisions=True)
     assert MultiAgentPlumeEnv.from_env(small, num_agents=5).num_agents == 5
+
+
+def test_every_env_says_how_many_agents_it_has(base):
+    """Issue 25 item 5: callers read ``num_agents`` / ``is_multi_agent``
+    instead of branching on ``isinstance(env, MultiAgentPlumeEnv)``."""
+    single, _ = base
+    assert single.num_agents == 1 and not single.is_multi_agent
+    assert single.describe()["num_agents"] == 1
+    one = _multi(base, 1)  # a leading agent axis of one: still multi-agent shapes
+    assert one.num_agents == 1 and one.is_multi_agent
+    three = _multi(base, 3)
+    assert three.num_agents == 3 and three.is_multi_agent
+    assert isinstance(make_agent("random_walk", one), PerAgentPolicy)
+    assert not isinstance(make_agent("random_walk", single), PerAgentPolicy)
+    with pytest.raises(TypeError, match="num_agents"):  # still a required field
+        MultiAgentPlumeEnv(**{f.name: getattr(single, f.name)
+                              for f in dataclasses.fields(single)})
+
+
+def test_callers_do_not_branch_on_the_multi_agent_type():
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    for path in ("plume_jax/shared_plume.py", "plume_jax/gym/pettingzoo_env.py",
+                 "plume_jax/gym/env.py", "agents/registry.py"):
+        source = (root / path).read_text()
+        assert "isinstance(env, MultiAgentPlumeEnv)" not in source, path
+        assert "import MultiAgentPlumeEnv" not in source, path
