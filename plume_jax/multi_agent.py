@@ -261,8 +261,9 @@ class MultiAgentPlumeEnv(PlumeEnv):
             "done": finished | out_of_time,
             "num_arrived": jnp.sum(terminated).astype(jnp.int32),
         }
-        return self._with_others(out["obs"], moved.position), new_state, reward, terminated, \
-            truncated, info
+        obs, new_state = self.detach_transition(self._with_others(out["obs"], moved.position),
+                                                new_state)
+        return obs, new_state, reward, terminated, truncated, info
 
     def episode_done(self, terminated, truncated, info):
         return info["done"]
