@@ -446,9 +446,9 @@ class PlumeEnv(gymnax_env.Environment[EnvState, EnvParams]):
         """:meth:`step` with the reset computed on every step and selected
         (:func:`~plume_jax.autoreset.step_then_reset`): under ``vmap`` every
         env draws a fresh start on every step. The reference :meth:`step` is
-        tested against, and the form to use where the batch is sharded over
-        devices (gathering the ended envs would move data between them) or
-        where ``jax.grad`` must go through the step."""
+        tested against, the form to use where the batch is sharded over
+        devices (gathering the ended envs would move data between them), and
+        what ``jax.grad`` of :meth:`step` differentiates."""
         return step_then_reset(self, key, key, state, action, self._params(params))
 
     @functools.partial(jax.jit, static_argnames=("self", "max_resets"))
