@@ -28,7 +28,6 @@ from agents.chemotaxis import BilateralChemotaxisPolicy
 from agents.klinotaxis import KlinotaxisPolicy
 from agents.random_walk import RandomWalkPolicy
 from plume_jax.errors import ValidationError
-from plume_jax.multi_agent import MultiAgentPlumeEnv
 
 
 def _trained(env: Any, path: str, greedy: bool = True) -> Any:
@@ -135,7 +134,8 @@ def make_agent(name: str, env: Any, **params: Any) -> Any:
     """
     if name in FUNCTIONAL_AGENTS:
         policy = _build(FUNCTIONAL_AGENTS, name, env, params)
-        if isinstance(env, MultiAgentPlumeEnv):  # one call acts for every agent
+        # one call acts for every agent (env may be a description dict: not wrapped)
+        if getattr(env, "is_multi_agent", False):
             from agents.batched import PerAgentPolicy
 
             policy = PerAgentPolicy(policy, env.num_agents)

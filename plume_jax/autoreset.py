@@ -211,17 +211,34 @@ def vmappable_step(env: Any) -> Any:
     that ended. The results are ``vmap(step_then_reset)``'s: keys, states,
     counts and flags exactly, floats up to rounding.
 
-    A ``jax.custom_batching.custom_vmap`` function: forward-mode
-    differentiation works; ``jax.grad`` of the unbatched step fails (JAX
-    cannot linearise a ``custom_vmap`` function outside ``vmap``), so
-    differentiate :func:`step_then_reset` instead.
+    Differentiable: the ``custom_vmap`` function (which JAX cannot
+    linearise, so ``jax.grad`` of it alone fails) is wrapped in a
+    ``jax.custom_jvp`` whose derivative rule is the JVP of
+    :func:`step_then_reset`, the function it computes. ``jax.grad`` /
+    ``jax.jvp`` (also under ``vmap``) therefore differentiate the
+    speculative step, while a plain call or ``vmap`` without differentiation
+    runs the ``custom_vmap`` path unchanged. What the derivative holds is
+    the env's business (gymnax's convention: ``PlumeEnv`` detaches the
+    transition's observation and state unless built with
+    ``with_transition_gradients()``).
     """
 
     @custom_batching.custom_vmap
-    def step(key, state, action, params):
+    def fast(key, state, action, params):
         return step_then_reset(env, key, key, state, action, params)
 
-    @step.def_vmap
+    @jax.custom_jvp
+    def step(key, state, action, params):
+        return fast(key, state, action, params)
+
+    @step.defjvp
+    def step_jvp(primals, tangents):
+        def speculative(key, state, action, params):
+            return step_then_reset(env, key, key, state, action, params)
+
+        return jax.jvp(speculative, primals, tangents)
+
+    @fast.def_vmap
     def batched_rule(axis_size, in_batched, key, state, action, params):
         key_b, state_b, action_b, params_b = in_batched
         key, state, action = (_broadcast_unbatched(x, b, axis_size) for x, b in

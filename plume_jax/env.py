@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -160,6 +160,24 @@ class PlumeEnv(gymnax_env.Environment[EnvState, EnvParams]):
     default_params: EnvParams = dataclasses.field(default=None,
                                                   metadata={"fingerprint": _freeze})
     settings: dict = dataclasses.field(default_factory=dict, compare=False)
+    #: Whether ``step`` keeps the gradients of the transition's observation
+    #: and state (gymnax's ``transition_gradients_enabled``); set it with
+    #: :meth:`with_transition_gradients`. Part of the identity: the two
+    #: forms compile separately.
+    transition_gradients: bool = dataclasses.field(default=False, kw_only=True)
+
+    # gymnax: every plume_jax env has a differentiable transition (what its
+    # derivative means depends on the components: docs/functional_api.md)
+    _supports_transition_gradients = True
+
+    #: Agents acting in one env: 1 here; ``MultiAgentPlumeEnv.num_agents``
+    #: (an instance field there) otherwise.
+    num_agents: ClassVar[int] = 1
+    #: Whether observations, actions, rewards and flags carry a leading
+    #: agent axis ``[num_agents, ...]``: False here, True for a
+    #: ``MultiAgentPlumeEnv`` (also one of one agent). Callers branch on
+    #: this, not on the env's type.
+    is_multi_agent: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         if self.default_params is None:
@@ -171,6 +189,28 @@ class PlumeEnv(gymnax_env.Environment[EnvState, EnvParams]):
             for f in dataclasses.fields(self) if f.compare)
         object.__setattr__(self, "_identity", identity)
         object.__setattr__(self, "_hash", hash(identity))
+
+    # -- gradients through a transition (gymnax 1.0.1's convention) --------
+    @property
+    def transition_gradients_enabled(self) -> bool:
+        """Whether ``step``'s observation and state keep their gradients
+        (gymnax API); False unless built by :meth:`with_transition_gradients`."""
+        return self.transition_gradients
+
+    def with_transition_gradients(self) -> "PlumeEnv":
+        """This env with differentiable transitions (gymnax API): ``step``'s
+        observation, state and ``info["final_observation"]`` keep their
+        gradients with respect to the action, the state and the params.
+        By default they are detached (``stop_gradient``) as gymnax's envs
+        detach them; the reward and the rest of ``info`` never are.
+        Which components give meaningful gradients: docs/functional_api.md."""
+        return dataclasses.replace(self, transition_gradients=True)
+
+    def detach_transition(self, obs: Any, state: Any) -> tuple[Any, Any]:
+        """``(obs, state)`` of a transition under the env's gradient policy:
+        unchanged with :meth:`with_transition_gradients`, else with
+        ``stop_gradient`` (a no-op in the computed values)."""
+        return self._apply_transition_gradient_policy(obs, state)
 
     # -- identity: static configuration, so jit caches are shared ----------
     def __hash__(self) -> int:
@@ -192,7 +232,8 @@ class PlumeEnv(gymnax_env.Environment[EnvState, EnvParams]):
     def __repr__(self) -> str:
         return (f"PlumeEnv(grid={self.grid.width}x{self.grid.height}, plume={self.plume}, "
                 f"sensor={self.sensor}, actions={self.actions}, reward={self.reward}, "
-                f"start={self.start})")
+                f"start={self.start}"
+                f"{', transition_gradients=True' if self.transition_gradients else ''})")
 
     # -- keys ------------------------------------------------------------
     @staticmethod
@@ -350,7 +391,8 @@ class PlumeEnv(gymnax_env.Environment[EnvState, EnvParams]):
             goal_reached=terminated,
         )
         info = self.step_info(new_state, out, action_valid, executed, plume_state, params)
-        return out["obs"], new_state, out["reward"], terminated, truncated, info
+        obs, new_state = self.detach_transition(out["obs"], new_state)
+        return obs, new_state, out["reward"], terminated, truncated, info
 
     def step_info(self, new_state: EnvState, out: dict[str, Any], action_valid: jax.Array,
                   executed: jax.Array, plume_state: Any, params: EnvParams) -> dict[str, Any]:
@@ -404,9 +446,9 @@ class PlumeEnv(gymnax_env.Environment[EnvState, EnvParams]):
         """:meth:`step` with the reset computed on every step and selected
         (:func:`~plume_jax.autoreset.step_then_reset`): under ``vmap`` every
         env draws a fresh start on every step. The reference :meth:`step` is
-        tested against, and the form to use where the batch is sharded over
-        devices (gathering the ended envs would move data between them) or
-        where ``jax.grad`` must go through the step."""
+        tested against, the form to use where the batch is sharded over
+        devices (gathering the ended envs would move data between them), and
+        what ``jax.grad`` of :meth:`step` differentiates."""
         return step_then_reset(self, key, key, state, action, self._params(params))
 
     @functools.partial(jax.jit, static_argnames=("self", "max_resets"))
@@ -466,7 +508,7 @@ class PlumeEnv(gymnax_env.Environment[EnvState, EnvParams]):
             else {"type": "box", "shape": list(space.shape), "low": list(space.low),
                   "high": list(space.high)}
         return {
-            "num_agents": 1,
+            "num_agents": self.num_agents,
             "action_names": self.action_names,
             "action_ids": self.action_ids,
             "action_space": action_space,

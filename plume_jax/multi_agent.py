@@ -39,7 +39,7 @@ Random keys: agent ``i`` uses ``fold_in(k, i)`` of each per-step key ``k``
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -72,10 +72,14 @@ class MultiAgentPlumeEnv(PlumeEnv):
         observe_others: append the others' relative positions to each observation.
     """
 
-    num_agents: int
+    # required (``field()`` keeps PlumeEnv's class attribute ``num_agents = 1``
+    # from becoming its default)
+    num_agents: int = dataclasses.field()
     done_mode: str = "all"
     collisions: bool = False
     observe_others: bool = False
+
+    is_multi_agent: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         num_agents = self.num_agents
@@ -89,6 +93,12 @@ class MultiAgentPlumeEnv(PlumeEnv):
             raise ValidationError.for_parameter(
                 "observe_others", self.observe_others,
                 "False for a sensor with a Dict observation")
+        cells = self.grid.width * self.grid.height
+        if self.collisions and num_agents > cells:
+            raise ValidationError.for_parameter(
+                "num_agents", num_agents,
+                f"at most {cells} with collisions=True (no two agents share a cell; the "
+                f"{self.grid.width}x{self.grid.height} grid has {cells} cells)")
         object.__setattr__(self, "collisions", bool(self.collisions))
         object.__setattr__(self, "observe_others", bool(self.observe_others))
         super().__post_init__()
@@ -251,8 +261,9 @@ class MultiAgentPlumeEnv(PlumeEnv):
             "done": finished | out_of_time,
             "num_arrived": jnp.sum(terminated).astype(jnp.int32),
         }
-        return self._with_others(out["obs"], moved.position), new_state, reward, terminated, \
-            truncated, info
+        obs, new_state = self.detach_transition(self._with_others(out["obs"], moved.position),
+                                                new_state)
+        return obs, new_state, reward, terminated, truncated, info
 
     def episode_done(self, terminated, truncated, info):
         return info["done"]

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import jax.numpy as jnp
+import numpy as np
 
 from plume_jax.actions import ACTIONS
 from plume_jax.env import PlumeEnv
@@ -366,6 +367,9 @@ def build_env(spec: Mapping[str, Any]) -> tuple[PlumeEnv, EnvParams]:
         raise ValidationError.for_parameter(
             "start.type", "fixed", "a random start distribution when several agents may not "
             "share a cell (collisions=true, num_agents > 1)")
+    if multi["num_agents"] > 1 and multi["collisions"]:
+        _check_agents_fit(grid, goal_radius, resolved["plume"].get("source"),
+                          multi["num_agents"])
     settings = {
         **({"id": spec["id"]} if "id" in spec else {}),
         "grid_size": [grid.width, grid.height],
@@ -393,6 +397,31 @@ def _multi_agent_settings(spec: Mapping[str, Any], grid: Grid) -> dict[str, Any]
               "collisions": boolean(), "observe_others": boolean()}
     return {name: checks[name](name, spec.get(name, default), grid)
             for name, default in MULTI_AGENT_SETTINGS.items()}
+
+
+def free_start_cells(grid: Grid, goal_radius: float, source: Any) -> int:
+    """How many grid cells lie outside the goal region (farther than
+    ``goal_radius`` from ``source``), where an episode may start; every cell
+    when the source is not known when the env is built."""
+    if source is None:
+        return grid.width * grid.height
+    xs = np.arange(grid.width, dtype=np.float64)[None, :]
+    ys = np.arange(grid.height, dtype=np.float64)[:, None]
+    distance = np.hypot(xs - float(source[0]), ys - float(source[1]))
+    return int(np.count_nonzero(distance > goal_radius))
+
+
+def _check_agents_fit(grid: Grid, goal_radius: float, source: Any, num_agents: int) -> None:
+    """With collisions no two agents share a cell, so there must be a start
+    cell for each (:func:`free_start_cells`)."""
+    limit = free_start_cells(grid, goal_radius, source)
+    if num_agents > limit:
+        where = f"the {grid.width}x{grid.height} grid has {limit} cells" if source is None \
+            else (f"the {grid.width}x{grid.height} grid has {limit} cells outside the goal "
+                  f"region (goal_radius={goal_radius} around the source {list(source)})")
+        raise ValidationError.for_parameter(
+            "num_agents", num_agents,
+            f"at most {limit} with collisions=true: no two agents share a cell, and {where}")
 
 
 def _check_compatible(grid: Grid, goal_radius: float, resolved: Mapping[str, Any]) -> None:

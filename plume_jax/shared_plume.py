@@ -67,7 +67,6 @@ import numpy as np
 from plume_jax.autoreset import (Transition, check_max_resets, ended_step_info, reset_where)
 from plume_jax.env import PlumeEnv
 from plume_jax.errors import ValidationError
-from plume_jax.multi_agent import MultiAgentPlumeEnv
 from plume_jax.types import EnvParams, EnvState
 
 
@@ -126,7 +125,7 @@ def check_agents_per_plume(agents_per_plume: Any, env: Any = None,
         raise ValidationError.for_parameter(
             "agents_per_plume", k, f"a divisor of the batch size {num_envs}")
     if env is not None and k > 1:
-        if isinstance(env, MultiAgentPlumeEnv):
+        if env.is_multi_agent:
             raise ValidationError.for_parameter(
                 "agents_per_plume", k,
                 "1 for a multi-agent env (it shares its plume among its agents already)")
@@ -168,6 +167,22 @@ class SharedPlumeBatch:
         num_envs = keys.shape[0]
         k = check_agents_per_plume(self.agents_per_plume, num_envs=num_envs)
         return num_envs // k, k
+
+    @staticmethod
+    def _check_batch(keys: jax.Array, state: SharedPlumeState, action: Any) -> None:
+        """``ValidationError`` unless ``keys`` and every leaf of ``action``
+        have one entry per episode of ``state`` (static shapes: checked
+        while tracing, nothing read back from the device)."""
+        expected = jax.tree.leaves(state.episodes)[0].shape[0]
+        if jnp.ndim(keys) < 1 or keys.shape[0] != expected:
+            raise ValidationError.for_parameter(
+                "keys", f"a key batch of shape {tuple(jnp.shape(keys))}",
+                f"{expected} keys, one per episode of the state")
+        for leaf in jax.tree.leaves(action):
+            if jnp.ndim(leaf) < 1 or jnp.shape(leaf)[0] != expected:
+                raise ValidationError.for_parameter(
+                    "action", f"an action batch of shape {tuple(jnp.shape(leaf))}",
+                    f"a leading axis of {expected}, one action per episode of the state")
 
     def _grouped(self, tree: Any, num_plumes: int, k: int) -> Any:
         return jax.tree.map(lambda x: jnp.reshape(x, (num_plumes, k) + x.shape[1:]), tree)
@@ -228,6 +243,7 @@ class SharedPlumeBatch:
             :class:`SharedPlumeState`.
         """
         env, params = self.env, self._params(params)
+        self._check_batch(keys, state, action)
         num_plumes, k = self._groups(keys)
         max_resets = check_max_resets(max_resets, keys.shape[0])
 

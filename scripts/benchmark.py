@@ -29,148 +29,27 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
-import math
 import os
-import platform
 import statistics
-import time
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 
+if __package__:  # imported as scripts.benchmark
+    from scripts.bench_harness import (machine_info, time_run, time_run_cpu,  # noqa: F401
+                                       write_json)
+    from scripts.bench_programs import (SHARED_PLUME_FORM, STEP_FORMS, build,  # noqa: F401
+                                        scan_program, shared_plume_form)
+else:  # run as `python scripts/benchmark.py` (this folder is sys.path[0]; sys.path is
+    # left alone, so `--before TREE` workers import that tree's plume_jax)
+    from bench_harness import machine_info, time_run, time_run_cpu, write_json  # noqa: F401
+    from bench_programs import (SHARED_PLUME_FORM, STEP_FORMS, build,  # noqa: F401
+                                scan_program, shared_plume_form)
 
-#: ``SharedPlumeBatch.step`` (plume_jax.shared_plume): ``--agents-per-plume`` agents per plume.
-SHARED_PLUME_FORM = "step_batch_shared"
-STEP_FORMS = ("step", "step_speculative", "step_batch", "step_env", SHARED_PLUME_FORM)
-
-
-def shared_plume_form(env: Any, params: Any, num_envs: int, agents_per_plume: int):
-    """``(reset, step)`` of the ``step_batch_shared`` form: ``num_envs``
-    single-agent episodes over ``num_envs / agents_per_plume`` plume
-    realisations (:class:`plume_jax.shared_plume.SharedPlumeBatch`);
-    ``reset(key)`` gives its state, ``step(keys, state, actions)`` a
-    :class:`~plume_jax.autoreset.Transition` with leading axis ``num_envs``."""
-    from plume_jax.shared_plume import SharedPlumeBatch
-
-    batch = SharedPlumeBatch(env, agents_per_plume)
-
-    def reset(key):
-        return batch.reset(jax.random.split(key, num_envs), params)[1]
-
-    def step(keys, state, actions):
-        return batch.step(keys, state, actions, params)
-
-    return reset, step
-
-
-def scan_program(env: Any, params: Any, num_envs: int, num_steps: int, form: str = "step",
-                 agents_per_plume: int = 1):
-    """``(reset, run)``, jitted: ``reset(key)`` gives a batch of states;
-    ``run(state, key)`` scans ``num_steps`` batch steps with uniformly random
-    actions. ``form``: ``"step"``, ``vmap(env.step)`` (auto-reset on);
-    ``"step_batch"``, ``env.step_batch`` (the same results, the reset computed
-    only for the envs that ended; plume envs only); ``"step_env"``,
-    ``vmap(env.step_env)``, the transition without the reset that ``step``
-    computes speculatively on every step (episodes then run on past their
-    end; only for measuring what the reset costs); ``"step_batch_shared"``,
-    :func:`shared_plume_form` with ``agents_per_plume``. Only ``run`` is timed, so
-    an explicit reset's cost (a filament plume's warm-up) is not counted as
-    stepping.
-
-    Every step's observation (summed), reward and episode ends, and the whole
-    final state, are outputs, so XLA can drop none of the work a user's
-    program would need (an earlier version returned only rewards and one
-    state leaf, which let XLA remove the sensor reads and, for dynamic
-    plumes, the plume update)."""
-    space = env.actions.action_space if hasattr(env, "actions") else None
-    num_agents = getattr(env, "num_agents", None)
-    shape = (num_envs,) if num_agents is None else (num_envs, num_agents)
-
-    def random_actions(key):
-        """The same draw for every discrete env, ours and gymnax's reference."""
-        if space is None or hasattr(space, "n"):
-            n = env.action_space(params).n
-            return jax.random.randint(key, shape, 0, n)
-        keys = jax.random.split(key, math.prod(shape))
-        return jax.vmap(space.sample)(keys).reshape(shape + tuple(space.shape))
-
-    def reset(key):
-        return jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, num_envs), params)[1]
-
-    if form not in STEP_FORMS:
-        raise ValueError(f"form must be one of {STEP_FORMS}, got {form!r}")
-    if form == SHARED_PLUME_FORM:
-        reset, shared_step = shared_plume_form(env, params, num_envs, agents_per_plume)
-
-    def step(keys, state, actions):
-        if form == SHARED_PLUME_FORM:
-            return shared_step(keys, state, actions)
-        if form == "step_batch":
-            return env.step_batch(keys, state, actions, params)
-        fn = {"step": env.step, "step_env": env.step_env,
-              "step_speculative": getattr(env, "step_speculative", None)}[form]
-        return jax.vmap(fn, in_axes=(0, 0, 0, None))(keys, state, actions, params)
-
-    def run(state, key):
-        def body(state, k):
-            k_act, k_step = jax.random.split(k)
-            actions = random_actions(k_act)
-            out = step(jax.random.split(k_step, num_envs), state, actions)
-            # (obs, state, reward, terminated, truncated, info), or gymnax's own
-            # step_env: (obs, state, reward, done, info)
-            obs, state, reward, ends = out[0], out[1], out[2], out[3]
-            if len(out) == 6:
-                ends = ends | out[4]
-            obs_sum = sum(jnp.sum(leaf) for leaf in jax.tree.leaves(obs))
-            return state, (reward.sum(), ends.sum(), obs_sum)
-
-        state, (rewards, ends, obs_sums) = jax.lax.scan(body, state,
-                                                       jax.random.split(key, num_steps))
-        return rewards.sum(), ends.sum(), obs_sums.sum(), state
-
-    return jax.jit(reset), jax.jit(run)
-
-
-def build(env: Any, params: Any, num_envs: int, num_steps: int, form: str = "step",
-          agents_per_plume: int = 1):
-    """``(run, state, figures)``: the compiled stepping program of
-    :func:`scan_program`, a batch of states to start it from, and its
-    compile time and memory per env (bytes): ``state_bytes_per_env`` (the
-    env state the program carries) and ``temp_bytes_per_env`` (XLA's
-    scratch buffers, from the compiled program's memory analysis, when the
-    backend reports it)."""
-    reset, run = scan_program(env, params, num_envs, num_steps, form, agents_per_plume)
-    key = jax.random.key(0)
-    state = jax.block_until_ready(reset(key))
-    t0 = time.perf_counter()
-    compiled = run.lower(state, key).compile()
-    compile_s = time.perf_counter() - t0
-    jax.block_until_ready(compiled(state, key))  # warm-up run
-    figures = {"num_envs": num_envs, "num_steps": num_steps, "compile_seconds": compile_s,
-               "state_bytes_per_env": sum(leaf.nbytes for leaf in jax.tree.leaves(state))
-               / num_envs}
-    memory = compiled.memory_analysis()
-    if memory is not None and getattr(memory, "temp_size_in_bytes", None) is not None:
-        figures["temp_bytes_per_env"] = memory.temp_size_in_bytes / num_envs
-    return compiled, state, figures
-
-
-def time_run(compiled: Any, state: Any, seed: int) -> float:
-    """Seconds of one run of a compiled program (key ``seed``)."""
-    return time_run_cpu(compiled, state, seed)[0]
-
-
-def time_run_cpu(compiled: Any, state: Any, seed: int) -> tuple[float, float]:
-    """``(wall, cpu)`` seconds of one run of a compiled program (key
-    ``seed``); cpu is this process's CPU time, all its threads: on a machine
-    shared with other jobs, steps per CPU-second is less distorted by their
-    load than steps per wall-clock second."""
-    t0, c0 = time.perf_counter(), time.process_time()
-    jax.block_until_ready(compiled(state, jax.random.key(seed)))
-    return time.perf_counter() - t0, time.process_time() - c0
+# re-exported: tests and older callers import these from here
+__all__ = ["SHARED_PLUME_FORM", "STEP_FORMS", "build", "scan_program", "shared_plume_form",
+           "time_run", "time_run_cpu", "machine", "save_json", "main"]
 
 
 def measure(env: Any, params: Any, num_envs: int, num_steps: int, repeats: int,
@@ -321,25 +200,9 @@ def check_shared_plume_cells(presets: list[str], batch_sizes: list[int],
 
 
 def machine() -> dict[str, Any]:
-    from importlib.metadata import version
-
-    import plume_jax
-
-    device = jax.devices()[0]
-    return {
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "device_platform": device.platform,
-        "device_kind": device.device_kind,
-        "device_count": jax.device_count(),
-        "python": platform.python_version(),
-        "jax": jax.__version__,
-        "gymnax": version("gymnax"),
-        "plume_jax": plume_jax.__version__,
-        "load_average_1_5_15min": list(os.getloadavg()),
-    }
+    return machine_info("date", "platform", "processor", "cpu_count", "device_platform",
+                        "device_kind", "device_count", "python", "jax", "version:gymnax",
+                        "plume_jax", "load_average_1_5_15min")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -471,10 +334,11 @@ def run_adapters(args: argparse.Namespace) -> int:
     process (``--device`` is passed on through JAX_PLATFORMS)."""
     import sys
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if root not in sys.path:  # run as `python scripts/benchmark.py`
-        sys.path.insert(0, root)
-    from scripts.benchmark_adapters import ADAPTER_PRESETS, measure_adapters, render_adapters
+    if __package__:
+        from scripts.benchmark_adapters import (ADAPTER_PRESETS, measure_adapters,
+                                                render_adapters)
+    else:  # run as `python scripts/benchmark.py`
+        from benchmark_adapters import ADAPTER_PRESETS, measure_adapters, render_adapters
 
     if args.device:
         jax.config.update("jax_platforms", args.device)
@@ -492,10 +356,7 @@ def run_adapters(args: argparse.Namespace) -> int:
 
 def save_json(payload: dict[str, Any], path: str) -> None:
     """Write a benchmark's results (creating the folder) and say where."""
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(payload, f, indent=2)
-    print(f"saved {path}")
+    write_json(payload, path, announce=True)
 
 
 if __name__ == "__main__":

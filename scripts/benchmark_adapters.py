@@ -37,6 +37,13 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
+if __package__:  # imported as scripts.benchmark_adapters
+    from scripts.bench_harness import time_run
+    from scripts.bench_programs import build
+else:  # imported from a script run from this folder
+    from bench_harness import time_run
+    from bench_programs import build
+
 #: Presets measured by default.
 ADAPTER_PRESETS = ("PlumeNav-Gaussian-v0", "PlumeNav-Filament-v0")
 
@@ -111,9 +118,7 @@ def pettingzoo_cell(preset: str, num_agents: int, num_steps: int, seed: int = 0
 def jit_cell(env: Any, params: Any, num_envs: int, num_steps: int, form: str
              ) -> tuple[Callable[[], float], float]:
     """Timer of the jitted scan of ``form`` (see
-    :func:`scripts.benchmark.scan_program`) and its compile seconds."""
-    from scripts.benchmark import build, time_run
-
+    :func:`scripts.bench_programs.scan_program`) and its compile seconds."""
     compiled, state, figures = build(env, params, num_envs, num_steps, form)
     seeds = iter(range(1, 1 << 30))
     return (lambda: time_run(compiled, state, next(seeds))), figures["compile_seconds"]

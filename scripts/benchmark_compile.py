@@ -23,7 +23,6 @@ recorded next to its timings.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import pathlib
@@ -36,6 +35,11 @@ from typing import Any, Sequence
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
+if __package__:  # imported as scripts.benchmark_compile
+    from scripts.bench_harness import load_rounded, machine_info, write_json
+else:  # run as `python scripts/benchmark_compile.py` (this folder is sys.path[0])
+    from bench_harness import load_rounded, machine_info, write_json
+
 #: (label, config) of the training runs.
 TRAIN_CONFIGS = (
     ("MLP, Gaussian", "configs/train_gaussian.yaml"),
@@ -46,7 +50,7 @@ DEMO_PRESETS = ("PlumeNav-Gaussian-v0", "PlumeNav-Filament-v0")
 
 def load() -> list[float]:
     """The 1, 5 and 15 minute load averages, rounded."""
-    return [round(x, 2) for x in os.getloadavg()]
+    return load_rounded()
 
 
 def cli_command(args: Sequence[str]) -> list[str]:
@@ -171,17 +175,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append(demo_row(preset or None, args.demo_num_envs or None))
         print(f"done: {rows[-1]['command']}", file=sys.stderr)
 
-    import jax
-
     payload = {
         "benchmark": "compile_time",
-        "machine": {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                    "cpu_count": os.cpu_count(), "device": str(jax.devices()[0]),
-                    "jax": jax.__version__},
+        "machine": machine_info("date", "cpu_count", ("device", "device_str"), "jax"),
         "results": rows,
     }
     if args.json_out:
-        pathlib.Path(args.json_out).write_text(json.dumps(payload, indent=2) + "\n")
+        write_json(payload, args.json_out, trailing_newline=True)
     print(markdown(rows))
     return 0
 

@@ -52,12 +52,10 @@ Timings on a shared machine are noisy; the JSON records the load average.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import functools
 import json
 import math
 import os
-import platform
 import sys
 import time
 from typing import Any
@@ -80,6 +78,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import plume_jax  # noqa: E402
 from agents.infotaxis import InfotaxisPolicy  # noqa: E402
+
+if __package__:  # imported as scripts.benchmark_infotaxis
+    from scripts.bench_harness import machine_info as machine_fields, write_json  # noqa: E402
+else:  # run as `python scripts/benchmark_infotaxis.py` (this folder is sys.path[0])
+    from bench_harness import machine_info as machine_fields, write_json  # noqa: E402
 
 #: The benchmark cases: the preset, and ``reference``, the literature's
 #: description of the case for the NumPy reference (checked against the preset
@@ -487,16 +490,9 @@ def decision_check(case: dict[str, Any], rule: str, episodes: int, seed: int) ->
 # ---------------------------------------------------------------------------
 
 def machine_info() -> dict[str, Any]:
-    return {
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-        "device": str(jax.devices()[0].platform),
-        "python": platform.python_version(),
-        "jax": jax.__version__,
-        "numpy": np.__version__,
-    }
+    return machine_fields("date", "platform", "cpu_count", "load_average",
+                          ("device", "device_platform"), "python", "jax",
+                          ("numpy", "version:numpy"))
 
 
 TIE_BREAKS = ("random", "first")
@@ -639,9 +635,7 @@ def main(argv: list[str] | None = None) -> int:
             report["decision_check"] = []
 
     def save():
-        os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
-        with open(args.output, "w") as f:
-            json.dump(report, f, indent=1, default=_plain)
+        write_json(report, args.output, indent=1, default=_plain)
 
     for case_name in args.cases:
         check_preset(CASES[case_name])

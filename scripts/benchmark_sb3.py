@@ -22,13 +22,9 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -39,53 +35,25 @@ DEFAULT_OUT = ROOT / "benchmarks" / "sb3_vecenv.json"
 BEGIN, END = "<!-- sb3-vecenv:begin -->", "<!-- sb3-vecenv:end -->"
 HEADING = "## SB3: vectorised adapter vs DummyVecEnv"
 
-
-def _version(name: str) -> str | None:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def _git_commit() -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                             text=True, check=True)
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return out.stdout.strip()
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+if __package__:  # imported as scripts.benchmark_sb3
+    from scripts.bench_harness import machine_info as machine_info_of
+    from scripts.bench_harness import write_json
+else:  # run as `python scripts/benchmark_sb3.py` (this folder is sys.path[0])
+    from bench_harness import machine_info as machine_info_of
+    from bench_harness import write_json
 
 
 def machine_info() -> dict[str, Any]:
-    import jax
-
-    return {
-        "platform": platform.platform(),
-        "cpu": _cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "load_average_at_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-        "jax_backend": jax.default_backend(),
-        "jax_devices": [str(d) for d in jax.devices()],
-        "python": platform.python_version(),
-    }
+    return machine_info_of("platform", ("cpu", "cpu_model"), "cpu_count",
+                           ("load_average_at_start", "load_average"), "jax_backend",
+                           "jax_devices", "python")
 
 
 def versions() -> dict[str, Any]:
-    import plume_jax
-
-    return {name: _version(name) for name in
-            ("jax", "jaxlib", "gymnasium", "stable-baselines3", "torch", "numpy")} | {
-        "plume_jax": plume_jax.__version__, "git_commit": _git_commit()}
+    return machine_info_of(*(f"version:{name}" for name in ("jax", "jaxlib", "gymnasium",
+                                                            "stable-baselines3", "torch",
+                                                            "numpy")),
+                           "plume_jax", "git_commit")
 
 
 def build_venvs(preset: str, overrides: dict[str, Any], num_envs: int):
@@ -282,8 +250,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         result = json.loads(args.out.read_text())
     else:
         result = run(args)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=2) + "\n")
+        write_json(result, args.out, trailing_newline=True)
         print(f"written to {args.out}\n")
     print(markdown(result))
     if args.markdown is not None:

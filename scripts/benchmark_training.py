@@ -28,12 +28,9 @@ from __future__ import annotations
 
 import argparse
 import copy
-import datetime as dt
 import functools
 import json
-import os
 import pathlib
-import platform
 import time
 from typing import Any
 
@@ -42,37 +39,27 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
+if __package__:  # imported as scripts.benchmark_training
+    from scripts.bench_harness import load_rounded, machine_info, write_json
+else:  # run as `python scripts/benchmark_training.py` (this folder is sys.path[0])
+    from bench_harness import load_rounded, machine_info, write_json
+
 
 def load() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
+    return load_rounded()
 
 
 def machine() -> dict[str, Any]:
-    from importlib.metadata import version
-
-    return {
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "device": str(jax.devices()[0]),
-        "device_count": jax.device_count(),
-        "python": platform.python_version(),
-        "jax": jax.__version__,
-        "flax": version("flax"),
-        "optax": version("optax"),
-        "stable_baselines3": version("stable-baselines3"),
-        "torch": version("torch"),
-    }
+    return machine_info("date", "platform", "processor", "cpu_count", ("device", "device_str"),
+                        "device_count", "python", "jax", "version:flax", "version:optax",
+                        ("stable_baselines3", "version:stable-baselines3"), "version:torch")
 
 
 def save(payload: dict[str, Any], path: str | pathlib.Path) -> None:
     """Record the load average at the end in ``payload`` and write it as JSON."""
     payload["load_at_end"] = load()
-    out = pathlib.Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(payload, indent=2))
-    print(f"saved {out}")
+    write_json(payload, path)
+    print(f"saved {pathlib.Path(path)}")
 
 
 def matched_config(preset: str, num_envs: int, num_steps: int, epochs: int, minibatches: int,

@@ -52,6 +52,11 @@ import numpy as np
 
 import plume_jax
 
+if __package__:  # imported as scripts.plume_validation
+    from scripts.bench_harness import machine_info
+else:  # run as `python scripts/plume_validation.py` (this folder is sys.path[0])
+    from bench_harness import machine_info
+
 #: Presets measured by default (the figures and numbers of docs/plumes.md).
 DEFAULT_PRESETS = ("PlumeNav-Filament-Constant-v0", "PlumeNav-Filament-v0",
                    "PlumeNav-Filament-SwitchMany-v0", "PlumeNav-Filament-Sparse-v0",
@@ -232,8 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {"runs": args.runs, "steps": args.steps, "every": args.every,
                      "threshold": args.threshold, "seed": args.seed,
                      "statistics": "mean over independent runs; se = std over runs / sqrt(runs)"},
-        "machine": {"jax": jax.__version__, "device": jax.devices()[0].device_kind,
-                    "cpu_count": os.cpu_count(), "plume_jax": plume_jax.__version__},
+        "machine": machine_info("jax", ("device", "device_kind"), "cpu_count", "plume_jax"),
         "presets": {},
     }
     if args.append and os.path.exists(args.out):

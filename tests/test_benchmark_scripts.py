@@ -308,3 +308,37 @@ def test_bad_agents_per_plume_is_a_usage_error_before_any_worker_starts(
     err = capsys.readouterr().err
     assert "--agents-per-plume" in err and allowed in err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_machine_info_records_the_named_fields_under_the_scripts_keys():
+    from scripts.bench_harness import FIELDS, machine_info
+
+    info = machine_info("cpu_count", ("device", "device_platform"), "version:numpy",
+                        ("stable_baselines3", "version:stable-baselines3"),
+                        "version:no-such-distribution-xyz")
+    assert list(info) == ["cpu_count", "device", "numpy", "stable_baselines3",
+                          "no-such-distribution-xyz"]
+    assert info["device"] == jax.devices()[0].platform
+    assert info["no-such-distribution-xyz"] is None
+    # every script's machine record comes from the one table of fields
+    assert {"date", "platform", "processor", "cpu_model", "load_average", "jax",
+            "plume_jax"} <= set(FIELDS)
+
+
+def test_benchmark_scripts_do_not_import_one_another_in_a_cycle():
+    """``benchmark.py`` imports ``benchmark_adapters.py`` (``--adapters``);
+    the adapters module used to import ``benchmark.py`` back."""
+    import ast
+    import pathlib
+
+    scripts = pathlib.Path(__file__).resolve().parents[1] / "scripts"
+    tree = ast.parse((scripts / "benchmark_adapters.py").read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                 for a in node.names}
+    assert not {"benchmark", "scripts.benchmark"} & imported, imported
+    for name in ("benchmark", "benchmark_training", "benchmark_sb3", "benchmark_infotaxis",
+                 "benchmark_compile", "plume_validation"):
+        source = (scripts / f"{name}.py").read_text()
+        assert "bench_harness import" in source, name
+        assert "os.cpu_count()" not in source, name  # machine fields come from the harness

@@ -29,7 +29,8 @@ def test_env_is_a_frozen_dataclass_of_its_static_parts(core):
     env, params = core
     assert dataclasses.is_dataclass(env)
     assert [f.name for f in dataclasses.fields(env)] == [
-        "grid", "plume", "sensor", "actions", "reward", "start", "default_params", "settings"]
+        "grid", "plume", "sensor", "actions", "reward", "start", "default_params", "settings",
+        "transition_gradients"]
     with pytest.raises(dataclasses.FrozenInstanceError):
         env.grid = None
     assert env.default_params is params  # gymnax's property, now a field

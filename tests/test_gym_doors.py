@@ -6,6 +6,7 @@ sequences. Each regression test is named after what broke."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -209,6 +210,34 @@ def test_async_make_vec_is_refused_with_a_clear_error_instead_of_hanging():
                          timeout=300)
     assert "refused:" in out.stdout and "make_vec(id, num_envs=N)" in out.stdout, out.stderr
     assert "spawn" in out.stdout
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+@pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")
+def test_a_process_forked_after_jax_started_refuses_to_build_an_env():
+    """The fork refusal is an ``os.register_at_fork`` hook (it compared
+    process ids before): the forked child refuses, the parent still builds."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no JAX work, only the entry point's refusal
+        os.close(read)
+        try:
+            gymnasium.make(GAUSSIAN, **SMALL)
+            message = b"built"
+        except StateError as exc:
+            message = str(exc).encode()
+        except BaseException as exc:  # noqa: BLE001  (report anything else)
+            message = repr(exc).encode()
+        os.write(write, message[:4096])
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        got = pipe.read().decode()
+    os.waitpid(pid, 0)
+    assert got.startswith("plume_jax cannot build an environment in a process forked after JAX "
+                          "started"), got
+    assert "spawn" in got
+    gymnasium.make(GAUSSIAN, **SMALL).close()  # the parent is not marked
 
 
 @pytest.mark.slow

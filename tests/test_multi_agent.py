@@ -4,6 +4,7 @@ batched policies."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import jax
@@ -19,6 +20,7 @@ from plume_jax import ValidationError
 from plume_jax.evaluate.rollout import rollout
 from plume_jax.multi_agent import MultiAgentPlumeEnv
 from plume_jax.render import render_state
+from plume_jax.types import Grid
 
 
 @pytest.fixture(scope="module")
@@ -295,3 +297,64 @@ def test_gymnasium_layer_refuses_a_multi_agent_env(base):
 
     with pytest.raises(ValidationError, match="PlumeParallelEnv"):
         PlumeGymEnv(_multi(base, 2))
+
+
+def test_collisions_refuse_more_agents_than_free_cells():
+    """Issue 26 defect 11: 20 agents with collisions on a 4x4 grid started on shared cells."""
+    with pytest.raises(ValidationError) as excinfo:
+        plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[4, 4], num_agents=20,
+                       collisions=True, goal_radius=0.5)
+    assert excinfo.value.parameter == "num_agents"
+    # the source cell lies inside the goal region: 15 start cells
+    assert "at most 15" in str(excinfo.value)
+    with pytest.raises(ValidationError, match="num_agents=16 .*at most 15"):
+        plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[4, 4], num_agents=16,
+                       collisions=True, goal_radius=0.5)
+    env, _ = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[4, 4], num_agents=15,
+                            collisions=True, goal_radius=0.5)
+    assert env.num_agents == 15
+    # without collisions agents may share cells: no limit
+    env, _ = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[4, 4], num_agents=20,
+                            goal_radius=0.5)
+    assert env.num_agents == 20
+    gymnasium = pytest.importorskip("gymnasium")
+    pytest.importorskip("plume_jax.gym")  # registers the ids
+    with pytest.raises(ValidationError, match="num_agents=20 .*at most 15"):
+        gymnasium.make("plume_jax/PlumeNav-Gaussian-v0", grid_size=[4, 4], num_agents=20,
+                       collisions=True, goal_radius=0.5)
+
+
+def test_collisions_refuse_more_agents_than_cells_when_built_directly(base):
+    env, _ = base
+    small = dataclasses.replace(env, grid=Grid(2, 2))
+    with pytest.raises(ValidationError, match="num_agents=5 .*at most 4"):
+        MultiAgentPlumeEnv.from_env(small, num_agents=5, collisions=True)
+    assert MultiAgentPlumeEnv.from_env(small, num_agents=5).num_agents == 5
+
+
+def test_every_env_says_how_many_agents_it_has(base):
+    """Issue 25 item 5: callers read ``num_agents`` / ``is_multi_agent``
+    instead of branching on ``isinstance(env, MultiAgentPlumeEnv)``."""
+    single, _ = base
+    assert single.num_agents == 1 and not single.is_multi_agent
+    assert single.describe()["num_agents"] == 1
+    one = _multi(base, 1)  # a leading agent axis of one: still multi-agent shapes
+    assert one.num_agents == 1 and one.is_multi_agent
+    three = _multi(base, 3)
+    assert three.num_agents == 3 and three.is_multi_agent
+    assert isinstance(make_agent("random_walk", one), PerAgentPolicy)
+    assert not isinstance(make_agent("random_walk", single), PerAgentPolicy)
+    with pytest.raises(TypeError, match="num_agents"):  # still a required field
+        MultiAgentPlumeEnv(**{f.name: getattr(single, f.name)
+                              for f in dataclasses.fields(single)})
+
+
+def test_callers_do_not_branch_on_the_multi_agent_type():
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    for path in ("plume_jax/shared_plume.py", "plume_jax/gym/pettingzoo_env.py",
+                 "plume_jax/gym/env.py", "agents/registry.py"):
+        source = (root / path).read_text()
+        assert "isinstance(env, MultiAgentPlumeEnv)" not in source, path
+        assert "import MultiAgentPlumeEnv" not in source, path

@@ -257,3 +257,19 @@ def test_multi_agent_env_refuses_sharing():
     env, _ = plume_jax.make("PlumeNav-Gaussian-v0", num_agents=2)
     with pytest.raises(ValidationError, match="agents_per_plume=2.*multi-agent"):
         SharedPlumeBatch(env, 2)
+
+
+def test_step_with_a_key_batch_of_another_size_is_a_validation_error():
+    """Issue 26 defect 13: keys of another size than the episodes gave a raw JAX ValueError."""
+    env, params = plume_jax.make("PlumeNav-Gaussian-v0", **SMALL_GAUSSIAN)
+    batch = SharedPlumeBatch(env, 2)
+    _, state = batch.reset(jax.random.split(jax.random.key(0), 4), params)
+    action = jnp.zeros(4, jnp.int32)
+    for size in (2, 6):
+        with pytest.raises(ValidationError, match=r"keys=.*expected 4 keys, one per episode"):
+            batch.step(jax.random.split(jax.random.key(1), size), state, action, params)
+    with pytest.raises(ValidationError, match=r"action=.*\(3,\).*leading axis of 4"):
+        batch.step(jax.random.split(jax.random.key(1), 4), state, jnp.zeros(3, jnp.int32),
+                   params)
+    out = batch.step(jax.random.split(jax.random.key(1), 4), state, action, params)
+    assert out.reward.shape == (4,)

@@ -58,7 +58,6 @@ import numpy as np
 from plume_jax.errors import StateError, ValidationError
 from plume_jax.gym import _common as common
 from plume_jax.gym.viewer import HumanViewer
-from plume_jax.multi_agent import MultiAgentPlumeEnv
 from plume_jax.render import check_frame_size
 
 
@@ -101,9 +100,9 @@ class PlumeGymEnv(common.ActionNames, gymnasium.Env):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValidationError.for_parameter(
                 "render_mode", render_mode, f"None or one of {self.metadata['render_modes']}")
-        if isinstance(env, MultiAgentPlumeEnv):
+        if getattr(env, "is_multi_agent", False):
             raise ValidationError.for_parameter(
-                "env", f"MultiAgentPlumeEnv(num_agents={env.num_agents})",
+                "env", f"{type(env).__name__}(num_agents={env.num_agents})",
                 "a single-agent env (for several agents use "
                 "plume_jax.gym.pettingzoo_env.PlumeParallelEnv)")
         self.env = env

@@ -31,7 +31,6 @@ from pettingzoo import ParallelEnv
 
 from plume_jax.errors import StateError, ValidationError
 from plume_jax.gym import _common as common
-from plume_jax.multi_agent import MultiAgentPlumeEnv
 
 
 class PlumeParallelEnv(common.ActionNames, ParallelEnv):
@@ -42,7 +41,7 @@ class PlumeParallelEnv(common.ActionNames, ParallelEnv):
 
     def __init__(self, env: Any, params: Any = None, render_mode: str | None = None,
                  render_scale: int = 4):
-        if not isinstance(env, MultiAgentPlumeEnv):
+        if not getattr(env, "is_multi_agent", False):  # e.g. a gymnax env: refused
             raise ValidationError.for_parameter("env", type(env).__name__,
                                                 "a MultiAgentPlumeEnv (plume_jax.make(..., num_agents=N))")
         if render_mode not in (None, "rgb_array"):

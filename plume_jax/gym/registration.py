@@ -26,8 +26,14 @@ Each single-agent preset ``P`` of :data:`plume_jax.registry.PRESETS` is register
   ``make_vec`` has no wrapper and follows the same rule (a
   ``max_episode_steps`` equal to the registered one counts as not given).
   To read the ``TimeLimit`` that ``gymnasium.make`` is about to apply, the
-  entry point looks at ``gymnasium.make``'s arguments on the call stack
-  (Gymnasium passes them nowhere else); a test pins this.
+  entry point looks at ``gymnasium.make``'s arguments on the call stack: as
+  of Gymnasium 1.3, ``make`` hands ``max_episode_steps`` to nothing but the
+  ``TimeLimit`` it builds after the entry point has returned (the env's
+  ``spec`` is set with ``max_episode_steps=None``, and a registered
+  ``additional_wrappers`` entry, which could read the ``TimeLimit``, is
+  refused by ``make_vec``'s native mode), so no documented hook gives the
+  limit while the env can still be refused with this error; a test pins
+  this.
 - ``autoreset_mode=`` (``make_vec``): ``"SameStep"`` (default) or
   ``"NextStep"`` (Gymnasium's default), see :mod:`plume_jax.gym.vector`.
 - ``make_vec(..., vectorization_mode="async")`` with the default ``fork``
@@ -37,8 +43,11 @@ Each single-agent preset ``P`` of :data:`plume_jax.registry.PRESETS` is register
   native vector env (``make_vec`` without ``vectorization_mode``: one
   process, one compiled call) and ``vector_kwargs={"context": "spawn"}``:
   in the parent, when it sees an ``AsyncVectorEnv`` with the ``fork``
-  context among its callers (before any process starts), and in any
-  process forked after JAX started.
+  context among its callers (before any process starts: its first env is
+  built in the parent; nothing documented tells an env it is being built
+  for an ``AsyncVectorEnv``, and a refusal in the forked worker reaches the
+  parent only as a broken pipe), and in any process forked after JAX started
+  (marked by an ``os.register_at_fork`` hook).
 - Every other keyword goes to :func:`plume_jax.make` as an override and is
   validated there (a bad name or value raises ``ValidationError``);
   ``render_mode``, ``render_scale`` and ``trail_length`` go to the adapter.
@@ -64,9 +73,19 @@ from plume_jax.settings import integer
 #: Namespace of the Gymnasium ids.
 NAMESPACE = "plume_jax"
 
-# The process that imported plume_jax (and so started JAX). A process
-# forked from it inherits JAX's state without its threads: JAX hangs there.
-_JAX_STARTED_IN = os.getpid()
+# True in a process forked (``os.fork``, multiprocessing's ``fork`` start
+# method) from one that had imported plume_jax and so started JAX: it
+# inherits JAX's state without its threads, and JAX hangs there.
+_FORKED_AFTER_JAX = False
+
+
+def _mark_forked() -> None:
+    global _FORKED_AFTER_JAX
+    _FORKED_AFTER_JAX = True
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; elsewhere there is no fork
+    os.register_at_fork(after_in_child=_mark_forked)
 
 _EPISODE_LIMIT = integer(low=1, high=2**31 - 1)
 
@@ -102,7 +121,7 @@ def _refuse_forking() -> None:
             raise StateError("gymnasium's AsyncVectorEnv with the 'fork' start method "
                              "(make_vec(..., vectorization_mode='async')) cannot run plume_jax "
                              "envs: " + _FORK_REFUSAL)
-    if os.getpid() != _JAX_STARTED_IN:
+    if _FORKED_AFTER_JAX:
         raise StateError("plume_jax cannot build an environment in a process forked after JAX "
                          "started: " + _FORK_REFUSAL)
 
