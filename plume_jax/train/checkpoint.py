@@ -9,7 +9,10 @@ A checkpoint is a folder::
     meta.json        a readable copy of the metadata: the resolved training
                      config, the update count, the runner's tree structure
 
-``runner.msgpack`` is the checkpoint: it is replaced atomically (written to
+``runner.msgpack`` is the checkpoint: its leaves are one msgpack payload
+whose SHA-256 is in the metadata and is checked on every load, so a damaged
+file (one flipped byte) is refused rather than resumed with other weights.
+It is replaced atomically (written to
 a temporary file in the same folder, then ``os.replace``), so a kill at any
 moment leaves either the previous checkpoint or the new one, whole; the
 metadata inside it is the one a resume trusts. Temporary files a kill left
@@ -32,6 +35,7 @@ An exported policy is a folder readable without flax (``agents.trained``)::
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -46,10 +50,16 @@ import numpy as np
 from flax import serialization, traverse_util
 
 from plume_jax.errors import ValidationError
+from plume_jax.safe_io import load_json_bounded, load_json_file, read_bytes_bounded
 
-CHECKPOINT_FORMAT = "plume_jax.checkpoint/2"
-#: Earlier checkpoints (metadata only in meta.json) still load.
-_FORMATS = (CHECKPOINT_FORMAT, "plume_jax.checkpoint/1")
+#: The largest checkpoint metadata read (bytes).
+MAX_META_BYTES = 16 << 20
+
+CHECKPOINT_FORMAT = "plume_jax.checkpoint/3"
+#: Earlier checkpoints still load: /2 (no checksum) and /1 (metadata only in meta.json).
+_FORMATS = (CHECKPOINT_FORMAT, "plume_jax.checkpoint/2", "plume_jax.checkpoint/1")
+#: The largest checkpoint file read (bytes): a bound, not a target.
+MAX_CHECKPOINT_BYTES = 16 << 30
 POLICY_FORMAT = "plume_jax.trained_policy/1"
 
 #: Temporary files of an interrupted write: ours (``.NAME.tmp-XXXX``) and
@@ -100,10 +110,13 @@ def save_checkpoint(directory: str | pathlib.Path, runner: Any, meta: dict[str, 
     directory = pathlib.Path(directory)
     remove_temporaries(directory)
     leaves, treedef = jax.tree.flatten(runner)
+    payload = serialization.msgpack_serialize(
+        {str(i): _leaf_to_numpy(x) for i, x in enumerate(leaves)})
     meta = {"format": CHECKPOINT_FORMAT, **meta, "treedef": str(treedef),
-            "num_leaves": len(leaves)}
-    state = {"meta": json.dumps(meta),
-             "leaves": {str(i): _leaf_to_numpy(x) for i, x in enumerate(leaves)}}
+            "num_leaves": len(leaves), "payload_sha256": hashlib.sha256(payload).hexdigest()}
+    text = json.dumps(meta)
+    state = {"meta": text, "meta_sha256": hashlib.sha256(text.encode()).hexdigest(),
+             "payload": payload}
     _atomic_write(directory / "runner.msgpack", serialization.msgpack_serialize(state))
     _atomic_write(directory / "meta.json", json.dumps(meta, indent=2).encode())
     return directory
@@ -121,11 +134,11 @@ def read_meta(directory: str | pathlib.Path) -> dict[str, Any]:
     path = directory / "meta.json"
     if not directory.is_dir():
         raise _bad_file(directory, "a checkpoint folder (runner.msgpack and meta.json)")
+    if not path.exists():
+        raise _bad_file(path, "an existing file (is this a checkpoint folder?)")
     try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise _bad_file(path, "an existing file (is this a checkpoint folder?)") from None
-    except (OSError, ValueError) as exc:
+        meta = load_json_file(path, "checkpoint", max_bytes=MAX_META_BYTES)
+    except ValidationError as exc:
         raise _bad_file(path, f"the JSON metadata of a checkpoint (it is damaged: {exc})") \
             from None
     if not isinstance(meta, dict) or meta.get("format") not in _FORMATS:
@@ -141,12 +154,9 @@ def read_checkpoint(directory: str | pathlib.Path) -> tuple[dict[str, Any], dict
     meta = read_meta(directory)
     remove_temporaries(directory)
     path = directory / "runner.msgpack"
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise _bad_file(path, "an existing file (the checkpoint's runner state)") from None
-    except OSError as exc:
-        raise _bad_file(path, f"a readable file ({exc.strerror or exc})") from None
+    if not path.exists():
+        raise _bad_file(path, "an existing file (the checkpoint's runner state)")
+    data = read_bytes_bounded(path, MAX_CHECKPOINT_BYTES, "checkpoint")
     if not data:
         raise _bad_file(path, "a checkpoint's runner state (the file is empty)")
     try:
@@ -154,13 +164,35 @@ def read_checkpoint(directory: str | pathlib.Path) -> tuple[dict[str, Any], dict
     except Exception as exc:  # msgpack raises ValueError subclasses and more
         raise _bad_file(path, f"a checkpoint's runner state (it is truncated or damaged: "
                         f"{exc})") from None
-    if not isinstance(state, dict) or not isinstance(state.get("leaves"), dict):
+    if not isinstance(state, dict):
         raise _bad_file(path, "a checkpoint's runner state (no leaves found)")
+    if "meta_sha256" in state and (not isinstance(state.get("meta"), str) or hashlib.sha256(
+            state["meta"].encode()).hexdigest() != state["meta_sha256"]):
+        raise _bad_file(path, "a checkpoint whose metadata matches the SHA-256 recorded with it "
+                        "(it does not: the file is damaged)")
     if "meta" in state:
         try:
-            meta = json.loads(state["meta"])
-        except (TypeError, ValueError):
+            meta = load_json_bounded(state["meta"], "checkpoint", max_bytes=MAX_META_BYTES)
+        except (TypeError, ValidationError):
             raise _bad_file(path, "a checkpoint's runner state (damaged metadata)") from None
+        if not isinstance(meta, dict):
+            raise _bad_file(path, "a checkpoint's runner state (damaged metadata)")
+    if "payload" in state:  # format 3: the leaves' bytes under a checksum
+        payload = state["payload"]
+        digest = hashlib.sha256(payload).hexdigest() if isinstance(payload, bytes) else None
+        if digest is None or digest != meta.get("payload_sha256"):
+            raise _bad_file(path, "a checkpoint whose leaves match the SHA-256 its metadata "
+                            "records (they do not: the file is damaged)")
+        try:
+            state["leaves"] = serialization.msgpack_restore(payload)
+        except Exception as exc:
+            raise _bad_file(path, f"a checkpoint's runner state (damaged leaves: {exc})") \
+                from None
+    if not isinstance(state.get("leaves"), dict):
+        raise _bad_file(path, "a checkpoint's runner state (no leaves found)")
+    if sorted(state["leaves"]) != sorted(str(i) for i in range(len(state["leaves"]))):
+        raise _bad_file(path, "a checkpoint's runner state (its leaves are not numbered "
+                        "0..N-1: the file is damaged)")
     if meta.get("num_leaves") != len(state["leaves"]):
         raise _bad_file(path, f"{meta.get('num_leaves')} runner leaves as its metadata says "
                         f"(found {len(state['leaves'])})")

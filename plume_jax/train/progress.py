@@ -123,23 +123,36 @@ def append_jsonl(path: str | pathlib.Path, rows: Iterable[dict[str, Any]]) -> No
             f.write(json.dumps(row) + "\n")
 
 
+#: The largest metrics file read (bytes).
+MAX_METRICS_BYTES = 4 << 30
+
+
 def read_jsonl(path: str | pathlib.Path) -> list[dict[str, Any]]:
-    """The rows of a metrics file. A torn last line (a kill during the
-    append) is skipped; a damaged line before it is a ``ValidationError``
-    naming the file and the line."""
+    """The rows of a metrics file: one JSON object per line, each with an
+    integer ``update``. A torn last line (a kill during the append) is
+    skipped; a damaged line before it (not JSON, not an object, nested
+    deeper than a row is, no ``update``) is a ``ValidationError`` naming
+    the file and the line. The file is bounded (:data:`MAX_METRICS_BYTES`)."""
+    from plume_jax.safe_io import read_bytes_bounded
+
     path = pathlib.Path(path)
     if not path.exists():
         return []
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    data = read_bytes_bounded(path, MAX_METRICS_BYTES, "metrics")
+    lines = data.decode("utf-8", errors="replace").splitlines()
     rows = []
     for i, line in enumerate(lines):
         if not line.strip():
             continue
         try:
+            if line.count("[") + line.count("{") > 256:
+                raise ValueError("nested deeper than a metrics row")
             row = json.loads(line)
             if not isinstance(row, dict):
                 raise ValueError("not a JSON object")
-        except ValueError as exc:
+            if isinstance(row.get("update"), bool) or not isinstance(row.get("update"), int):
+                raise ValueError("no integer 'update'")
+        except (ValueError, RecursionError) as exc:
             if i == len(lines) - 1:
                 break  # torn by a kill: the checkpoint never covers it
             raise ValidationError.for_parameter(

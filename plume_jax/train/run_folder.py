@@ -9,11 +9,19 @@ written, compiled or trained.
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 import pathlib
+import platform
 import shutil
-from typing import Iterable
+from typing import Any, Iterable
 
-from plume_jax.errors import ValidationError
+from plume_jax.errors import StateError, ValidationError
+
+#: The lock file of a run or sweep folder (:class:`FolderLock`).
+LOCK_NAME = ".plume_jax.lock"
+#: Where a resume from an older checkpoint moves the run's later state.
+SUPERSEDED = "superseded"
 
 
 def check_out_dir(out: pathlib.Path, *, overwrite: bool, resuming_here: bool = False,
@@ -31,7 +39,7 @@ def check_out_dir(out: pathlib.Path, *, overwrite: bool, resuming_here: bool = F
         return
     if overwrite or not out.exists():
         return
-    entries = sorted(p.name for p in out.iterdir())
+    entries = sorted(p.name for p in out.iterdir() if p.name != LOCK_NAME)
     if entries:
         shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
         hint = (f"continue the run there with --resume {out}, " if command == "train" else "")
@@ -64,3 +72,148 @@ def make_out_dir(out: pathlib.Path) -> None:
     except OSError as exc:
         raise ValidationError.for_parameter(
             "--out", str(out), f"a folder that can be created ({exc.strerror or exc})") from None
+
+
+class FolderLock:
+    """An exclusive lock on a run or sweep folder for one process:
+    ``fcntl.flock`` on the folder itself, while ``folder/.plume_jax.lock``
+    names the holder (PID, host, command, start) for the others' message.
+
+    A second ``train`` / ``sweep`` on the same folder gets a ``StateError``
+    naming the holder's PID instead of interleaving its writes. The kernel
+    releases the lock when the holder ends, however it ends (kill -9
+    included), so a lock is never stale; a holder file a killed process left
+    is only information, replaced by the next holder and removed on release.
+    ``folder`` is created if needed (and removed again on :meth:`release` if
+    this lock created it and it is still empty).
+    """
+
+    def __init__(self, folder: pathlib.Path, command: str):
+        import fcntl
+
+        self.folder = folder
+        self.created = not folder.exists()
+        make_out_dir(folder)
+        self.path = folder / LOCK_NAME
+        self.fd: int | None = os.open(folder, os.O_RDONLY)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(self.fd)
+            self.fd = None
+            try:
+                holder = self.path.read_text(errors="replace")[:300].strip() or "unknown"
+            except OSError:
+                holder = "unknown"
+            raise StateError(
+                f"{folder} is in use by another plume-jax process ({holder}): wait for it to "
+                "finish or stop it (its lock ends with it), or use another folder") from None
+        try:
+            self.path.write_text(
+                f"pid {os.getpid()} on {platform.node()}, plume-jax {command}, since "
+                f"{dt.datetime.now().isoformat(timespec='seconds')}\n")
+        except OSError:
+            pass  # a read-only folder: the lock holds; the run's own checks will say why
+
+    def release(self) -> None:
+        """Release the lock (idempotent)."""
+        if self.fd is None:
+            return
+        import fcntl
+
+        self.path.unlink(missing_ok=True)
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+        self.fd = None
+        if self.created and not any(self.folder.iterdir()):
+            self.folder.rmdir()
+
+    def __enter__(self) -> "FolderLock":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+
+def check_writable_logdir(folder: pathlib.Path, name: str = "tensorboard",
+                          parameter: str = "run.tensorboard") -> None:
+    """``ValidationError`` unless ``folder/name`` is (or can be made) a real
+    folder this process can write: checked before a run changes anything, so
+    an unwritable log folder never fails a run half-way through its resume."""
+    path = folder / name
+    allowed = (f"a writable folder {path} for the event files (it {{}}); fix it, or set "
+               f"{parameter}: false")
+    if path.is_symlink():
+        raise ValidationError.for_parameter(parameter, True, allowed.format("is a symbolic link"))
+    if path.exists() and not path.is_dir():
+        raise ValidationError.for_parameter(parameter, True, allowed.format("is a file"))
+    target = path if path.exists() else folder
+    if target.exists() and not os.access(target, os.W_OK | os.X_OK):
+        raise ValidationError.for_parameter(parameter, True, allowed.format("is not writable"))
+    if path.exists():
+        try:
+            probe = path / f".write-probe-{os.getpid()}"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            raise ValidationError.for_parameter(
+                parameter, True, allowed.format(f"cannot be written: {exc.strerror or exc}")
+            ) from None
+
+
+def set_aside_later_state(out: pathlib.Path, update: int, checkpoint: pathlib.Path,
+                          rows: list[dict[str, Any]]) -> pathlib.Path | None:
+    """Before a run folder resumes from ``checkpoint`` at ``update`` while it
+    holds a later state (kept checkpoints past ``update``, or a
+    ``checkpoint/`` further on): move that later state aside, whole, to
+    ``out/superseded/after_update_<N>-<time>/`` — the metrics (a full copy),
+    the later kept checkpoints and ``checkpoint/`` (moved), the policy and
+    summary (copied) — and make ``checkpoint/`` the resumed one. Every step
+    is a copy or an atomic rename, so a kill at any moment loses nothing.
+    Returns the folder written, or None when there was no later state (a
+    run resumed from its own latest checkpoint keeps its folder)."""
+    from plume_jax.train.checkpoint import read_meta
+
+    kept_dir = out / "checkpoints"
+    later = sorted(p for p in kept_dir.glob("update_*") if p.name[7:].isdigit()
+                   and int(p.name[7:]) > update) if kept_dir.is_dir() else []
+    current = out / "checkpoint"
+    current_later = False
+    if current.is_dir() and current.resolve() != checkpoint.resolve():
+        try:
+            current_later = int(read_meta(current).get("update", 0)) > update
+        except ValidationError:
+            current_later = True  # damaged: keep it aside rather than lose it
+    if not later and not current_later:
+        return None
+    stamp = dt.datetime.now().strftime("%Y%m%dT%H%M%S")
+    dest = out / SUPERSEDED / f"after_update_{update:08d}-{stamp}"
+    n = 1
+    while dest.exists():
+        n += 1
+        dest = out / SUPERSEDED / f"after_update_{update:08d}-{stamp}-{n}"
+    dest.mkdir(parents=True)
+    for name in ("metrics.jsonl", "metrics.csv", "summary.json"):
+        if (out / name).is_file():
+            shutil.copy2(out / name, dest / name)
+    if (out / "policy").is_dir():
+        shutil.copytree(out / "policy", dest / "policy")
+    if later:
+        (dest / "checkpoints").mkdir()
+        for folder in later:
+            os.replace(folder, dest / "checkpoints" / folder.name)
+    if current_later:
+        fresh = out / ".checkpoint.resumed"
+        if fresh.exists():
+            shutil.rmtree(fresh)
+        source = dest / "checkpoints" / checkpoint.name if checkpoint.parent == kept_dir \
+            and not checkpoint.exists() else checkpoint
+        shutil.copytree(source, fresh)
+        os.replace(current, dest / "checkpoint")
+        os.replace(fresh, current)
+    (dest / "README.txt").write_text(
+        f"This run was resumed from update {update} ({checkpoint}) while it held a later "
+        f"state; that later state was moved here, whole, instead of being deleted.\n"
+        f"Metrics rows of updates after {update}: "
+        f"{sum(1 for r in rows if int(r.get('update', 0)) > update)}.\n")
+    return dest

@@ -74,7 +74,6 @@ import json
 import math
 import pathlib
 import re
-import shutil
 import time
 from collections.abc import Mapping
 from typing import Any, TextIO
@@ -85,7 +84,8 @@ import numpy as np
 
 from plume_jax.errors import ValidationError
 from plume_jax.progress import ProgressBar
-from plume_jax.train.checkpoint import export_policy, load_checkpoint, save_checkpoint
+from plume_jax.train.checkpoint import export_policy, load_checkpoint, read_meta, \
+    save_checkpoint
 from plume_jax.train.chunks import run_in_chunks
 from plume_jax.train.config import TrainConfig, apply_dotted, dump_yaml, read_yaml, \
     static_signature, train_config
@@ -94,9 +94,10 @@ from plume_jax.train.evaluation import evaluate
 from plume_jax.train.loggers import RunLoggers, check_wandb
 from plume_jax.train.plots import plot_setting_bars, plot_setting_curves
 from plume_jax.train.algorithm import Algorithm, algorithm_class
-from plume_jax.train.progress import Progress, append_jsonl, metric_rows, rows_up_to, \
-    trim_jsonl, write_csv, write_jsonl
-from plume_jax.train.run_folder import check_out_dir, clear_outputs, make_out_dir
+from plume_jax.train.progress import Progress, append_jsonl, metric_rows, read_jsonl, \
+    rows_up_to, write_csv, write_jsonl
+from plume_jax.train.run_folder import FolderLock, check_out_dir, check_writable_logdir, \
+    clear_outputs, make_out_dir, set_aside_later_state
 from plume_jax.train.sharding import mesh as make_mesh, resolve_devices, shard_members
 from plume_jax.train.trainer import machine_info
 
@@ -469,17 +470,64 @@ def _resume_program(s: SweepSetup, folder: pathlib.Path) -> tuple[Any, int, list
                 "--resume", str(folder / "checkpoint"),
                 f"a checkpoint of this sweep's program (its {key} differ from sweep.yaml's)")
     done = int(meta["update"])
-    members = s.sweep.names
-    if not is_main_process():  # reads; process 0 trims the files
-        return runner, done, [rows_up_to(folder.parent.parent / "members" / members[i] /
-                                          "metrics.jsonl", done) for i in s.members]
-    rows = [trim_jsonl(folder.parent.parent / "members" / members[i] / "metrics.jsonl", done)
-            for i in s.members]
-    for kept in (folder / "checkpoints").glob("update_*"):  # an abandoned continuation's
-        suffix = kept.name.removeprefix("update_")
-        if suffix.isdigit() and int(suffix) > done:
-            shutil.rmtree(kept)
+    members_dir = folder.parent.parent / "members"
+    rows = [_member_rows(members_dir, s.sweep.names[i], done) for i in s.members]
+    if not is_main_process():  # reads; process 0 writes the files
+        return runner, done, rows
+    for i, kept in zip(s.members, rows):  # atomic replacement, every row kept
+        member = members_dir / s.sweep.names[i]
+        make_out_dir(member)
+        write_jsonl(member / "metrics.jsonl", kept)
+    set_aside_later_state(folder, done, folder / "checkpoint", [])
     return runner, done, rows
+
+
+def _member_rows(members_dir: pathlib.Path, name: str, done: int) -> list[dict[str, Any]]:
+    """The metrics rows of member ``name`` for updates 1..``done``: from its
+    run folder, or — when that file was deleted or lost rows — from the
+    sweep's own ``metrics.jsonl`` (written when the sweep last finished).
+    ``StateError`` naming the member when neither holds them all."""
+    from plume_jax.errors import StateError
+
+    def complete(rows: list[dict[str, Any]]) -> bool:
+        return {int(r["update"]) for r in rows} >= set(range(1, done + 1))
+
+    rows = rows_up_to(members_dir / name / "metrics.jsonl", done)
+    if complete(rows):
+        return rows
+    sweep_rows = [{k: v for k, v in r.items() if k not in ("member", "name")}
+                  for r in read_jsonl(members_dir.parent / "metrics.jsonl")
+                  if r.get("name") == name and int(r["update"]) <= done]
+    if complete(sweep_rows):
+        return sweep_rows
+    raise StateError(
+        f"sweep --resume: member {name!r} has metrics rows for {len(rows)} of the {done} updates "
+        f"its program's checkpoint holds (members/{name}/metrics.jsonl was deleted or cut), and "
+        "the sweep's metrics.jsonl does not hold them either; restore the file, or run the "
+        "sweep anew with --overwrite")
+
+
+def _check_members_not_ahead(out: pathlib.Path, sweep: SweepConfig) -> None:
+    """``ValidationError`` naming a member whose run folder was trained
+    further than this sweep trains it (``plume-jax train --resume
+    members/<m>`` with a larger budget): resuming the sweep would rewind it
+    to the sweep's budget and replace its checkpoint, metrics and policy."""
+    for cfg, name in zip(sweep.configs, sweep.names):
+        ckpt = out / "members" / name / "checkpoint"
+        if not (ckpt / "meta.json").exists():
+            continue
+        try:
+            update = int(read_meta(ckpt).get("update", 0))
+        except ValidationError:
+            continue
+        if update > cfg.num_updates:
+            raise ValidationError.for_parameter(
+                "--resume", str(out),
+                f"a sweep whose members are at most at its budget ({cfg.num_updates} updates): "
+                f"member {name!r} was trained further, to {update} updates (plume-jax train "
+                f"--resume); resuming the sweep would rewind it. Move that member's folder out "
+                f"of {out / 'members'} (it is a run folder of its own), or raise the sweep's "
+                "algo.total_steps to at least its budget")
 
 
 def _run_program(s: SweepSetup, bar: ProgressBar, offset: float, prefix: str,
@@ -623,6 +671,25 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
               progress: bool = True, stream: TextIO | None = None,
               evaluate_members: bool = True, overwrite: bool = False,
               resume: bool = False) -> SweepResult:
+    """:func:`_run_sweep` holding the sweep folder's lock
+    (:class:`~plume_jax.train.run_folder.FolderLock`) from before the folder
+    is checked until everything is written."""
+    check_joined(sweep.base.run["distributed"])
+    kwargs = dict(progress=progress, stream=stream, evaluate_members=evaluate_members,
+                  overwrite=overwrite, resume=resume)
+    if out_dir is None or not is_main_process():
+        return _run_sweep(sweep, out_dir, **kwargs)
+    out = pathlib.Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ValidationError.for_parameter("--out", str(out), "a folder (this is a file)")
+    with FolderLock(out, "sweep"):
+        return _run_sweep(sweep, out_dir, **kwargs)
+
+
+def _run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
+               progress: bool = True, stream: TextIO | None = None,
+               evaluate_members: bool = True, overwrite: bool = False,
+               resume: bool = False) -> SweepResult:
     """Train every member of ``sweep``, one compiled program per group of
     :func:`program_groups`; write the outputs of the module docstring to
     ``out_dir`` (new or empty unless ``overwrite``: then the outputs of an
@@ -642,6 +709,12 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
         raise ValidationError.for_parameter("out_dir", None, "the folder of the sweep to resume")
     if out is not None:
         check_out_dir(out, overwrite=overwrite, resuming_here=resume, command="sweep")
+        if resume:
+            _check_members_not_ahead(out, sweep)
+        if main:
+            for cfg, name in zip(sweep.configs, sweep.names):
+                if cfg.run["tensorboard"] and (out / "members" / name).is_dir():
+                    check_writable_logdir(out / "members" / name)
     for cfg in sweep.configs:
         check_wandb(cfg.run["wandb_project"])
     groups = program_groups(sweep)
@@ -729,15 +802,27 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
                                                        for v in evaluations)}
     summary["wall_seconds"] = time.perf_counter() - t_wall
     summary["machine"] = machine_info()
-    if out is not None and main:
+    if out is not None and main:  # results first (atomic replacements), figures last
         write_jsonl(out / "metrics.jsonl", all_rows)
         write_csv(out / "results.csv", results)
-        (out / "summary.md").write_text(summary_markdown(summary, sweep))
-        _plots(out, sweep, summary, all_rows)
         summary["wall_seconds"] = time.perf_counter() - t_wall
-        (out / "results.json").write_text(json.dumps(summary, indent=2))
+        _write_text(out / "results.json", json.dumps(summary, indent=2))
+        _write_text(out / "summary.md", summary_markdown(summary, sweep))
+        try:
+            _plots(out, sweep, summary, all_rows)
+        except Exception as exc:  # a figure never loses the results
+            import warnings
+
+            warnings.warn(f"sweep figures were not written ({type(exc).__name__}: {exc}); "
+                          "the results are in results.json", RuntimeWarning, stacklevel=2)
     barrier("plume_jax.sweep: written")  # no process leaves before process 0 has written
     return SweepResult(summary=summary, programs=programs)
+
+
+def _write_text(path: pathlib.Path, text: str) -> None:
+    from plume_jax.train.checkpoint import _atomic_write
+
+    _atomic_write(path, text.encode())
 
 
 # ------------------------------------------------------------------ summary

@@ -49,7 +49,6 @@ import functools
 import json
 import pathlib
 import platform
-import shutil
 import time
 from typing import Any, TextIO
 
@@ -69,8 +68,9 @@ from plume_jax.train.evaluation import evaluate as evaluate_episodes
 from plume_jax.train.loggers import RunLoggers, check_wandb
 from plume_jax.train.plots import plot_learning_curves
 from plume_jax.train.progress import Progress, append_jsonl, metric_rows, read_jsonl, \
-    rows_up_to, trim_jsonl, write_csv, write_jsonl
-from plume_jax.train.run_folder import check_out_dir, clear_outputs, make_out_dir
+    rows_up_to, write_csv, write_jsonl
+from plume_jax.train.run_folder import FolderLock, check_out_dir, check_writable_logdir, \
+    clear_outputs, make_out_dir, set_aside_later_state
 from plume_jax.train.sharding import mesh as make_mesh, resolve_devices, shard_runner
 
 #: What ``train`` writes into a run folder (``overwrite`` deletes these).
@@ -185,10 +185,35 @@ def learning_rate_note(config: TrainConfig, point: ResumePoint) -> str | None:
             f"is {after:.3g} (it would have been {before:.3g} under the old budget)")
 
 
+#: The most evaluation steps inherited from the env's ``max_steps`` when
+#: ``eval.num_steps`` is null (an explicit ``eval.num_steps`` may go to 10**7).
+MAX_INHERITED_EVAL_STEPS = 100_000
+
+
 def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
           progress: bool = True, stream: TextIO | None = None,
           resume: str | pathlib.Path | None = None, evaluate: bool = True,
           overwrite: bool = False) -> TrainResult:
+    """Train with ``config`` (:func:`_train` says how), holding the run
+    folder's lock (:class:`~plume_jax.train.run_folder.FolderLock`: a
+    second process on the same folder gets a ``StateError`` naming this
+    one) from before the folder is checked until everything is written."""
+    check_joined(config.run["distributed"])
+    if out_dir is None or not is_main_process():
+        return _train(config, out_dir, progress=progress, stream=stream, resume=resume,
+                      evaluate=evaluate, overwrite=overwrite)
+    out = pathlib.Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ValidationError.for_parameter("--out", str(out), "a folder (this is a file)")
+    with FolderLock(out, "train"):
+        return _train(config, out_dir, progress=progress, stream=stream, resume=resume,
+                      evaluate=evaluate, overwrite=overwrite)
+
+
+def _train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
+           progress: bool = True, stream: TextIO | None = None,
+           resume: str | pathlib.Path | None = None, evaluate: bool = True,
+           overwrite: bool = False) -> TrainResult:
     """Train with ``config``; see the module docstring for the output folder.
 
     Args:
@@ -221,6 +246,10 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
     if out is not None:
         here = point is not None and out.resolve() == point.run_dir.resolve()
         check_out_dir(out, overwrite=overwrite, resuming_here=here)
+        if config.run["tensorboard"] and is_main_process():
+            check_writable_logdir(out)
+        if point is not None:
+            check_metrics_cover(point)
     check_wandb(config.run["wandb_project"])
     env, env_params = config.make_env()
     cls = algorithm_class(config.algo["algorithm"])
@@ -254,7 +283,11 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
     if writes:
         if overwrite and out.exists():
             clear_outputs(out, RUN_OUTPUTS)
-        history = _prepare_run_folder(out, config, point)
+        history, aside = _prepare_run_folder(out, config, point)
+        if aside is not None:
+            notes.append(f"resumed from update {point.update} while this folder held a later "
+                         f"state: that state (metrics, checkpoints, policy) was moved, whole, to "
+                         f"{aside}")
         loggers = RunLoggers(out, tensorboard=config.run["tensorboard"],
                              wandb_project=config.run["wandb_project"], name=out.name,
                              config=config.to_dict(), history=history)
@@ -337,7 +370,8 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
 
             policy = (TrainedPolicy.load(out / "policy", greedy=config.eval["greedy"])
                       if writes else result.policy(greedy=config.eval["greedy"]))
-            num_steps = config.eval["num_steps"] or int(np.asarray(env_params.max_steps))
+            num_steps = config.eval["num_steps"] or min(int(np.asarray(env_params.max_steps)),
+                                                        MAX_INHERITED_EVAL_STEPS)
             summary["evaluation"] = evaluate_episodes(
                 env, policy.spec, policy.params, env_params, config.eval["seed"],
                 config.eval["num_envs"], num_steps, greedy=config.eval["greedy"])
@@ -360,28 +394,54 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
     return result
 
 
+def check_metrics_cover(point: ResumePoint) -> None:
+    """``StateError`` unless the resumed run's ``metrics.jsonl`` holds a row
+    for every update up to the checkpoint's (rows are appended before each
+    checkpoint is written, so a shorter file has lost rows: resuming would
+    hide the loss)."""
+    from plume_jax.errors import StateError
+
+    path = point.run_dir / "metrics.jsonl"
+    have = {int(r["update"]) for r in read_jsonl(path)}
+    missing = [u for u in range(1, point.update + 1) if u not in have]
+    if missing:
+        raise StateError(
+            f"--resume {point.checkpoint}: {path} lacks the metrics rows of {len(missing)} of "
+            f"the {point.update} updates the checkpoint has trained (first missing: update "
+            f"{missing[0]}); resuming would hide their loss. Restore the file, or train anew "
+            "with --overwrite")
+
+
 def _prepare_run_folder(out: pathlib.Path, config: TrainConfig, point: ResumePoint | None
-                        ) -> list[dict[str, Any]] | None:
+                        ) -> tuple[list[dict[str, Any]] | None, pathlib.Path | None]:
     """Create the run folder and write its config; on resume make its metrics
-    match the checkpoint (trimmed here, or copied from the resumed run's
-    folder), drop kept checkpoints past it (they belong to the run's
-    abandoned continuation) and return the metrics rows kept."""
+    match the checkpoint. Write-ahead: when the folder holds a later state
+    than the checkpoint resumed (kept checkpoints past it, or a later
+    ``checkpoint/``) that state is first moved aside, whole
+    (:func:`~plume_jax.train.run_folder.set_aside_later_state`); rows past
+    the checkpoint are then dropped by an atomic replacement (after a kill
+    they are trained again, bit for bit). Returns the metrics rows kept and
+    the folder the later state went to (or None)."""
     make_out_dir(out)
-    (out / "config.yaml").write_text(dump_yaml(config.to_dict()))
     if point is None:
-        return None
+        _write_config(out, config)
+        return None, None
+    aside = None
     if out.resolve() == point.run_dir.resolve():
-        kept = trim_jsonl(out / "metrics.jsonl", point.update)
+        rows = read_jsonl(out / "metrics.jsonl")
+        aside = set_aside_later_state(out, point.update, point.checkpoint, rows)
+        kept = [r for r in rows if int(r["update"]) <= point.update]
     else:
         kept = rows_up_to(point.run_dir / "metrics.jsonl", point.update)
-        write_jsonl(out / "metrics.jsonl", kept)
-    kept_dir = out / "checkpoints"
-    if kept_dir.is_dir():
-        for folder in kept_dir.glob("update_*"):
-            suffix = folder.name.removeprefix("update_")
-            if suffix.isdigit() and int(suffix) > point.update:
-                shutil.rmtree(folder)
-    return kept
+    write_jsonl(out / "metrics.jsonl", kept)
+    _write_config(out, config)
+    return kept, aside
+
+
+def _write_config(out: pathlib.Path, config: TrainConfig) -> None:
+    from plume_jax.train.checkpoint import _atomic_write
+
+    _atomic_write(out / "config.yaml", dump_yaml(config.to_dict()).encode())
 
 
 def print_summary(summary: dict[str, Any], stream: TextIO | None = None) -> None:

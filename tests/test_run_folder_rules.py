@@ -1,0 +1,177 @@
+"""Run folders never lose a result (issue 26): write-ahead resume from an
+older checkpoint, the folder lock, checksummed checkpoints, metrics files
+that must cover their checkpoint, sweeps that never rewind or drop a
+member, unwritable TensorBoard folders refused before anything changes,
+and the evaluation length inherited from max_steps bounded."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import pytest
+
+from plume_jax.errors import StateError, ValidationError
+from plume_jax.train.config import train_config
+from plume_jax.train.run_folder import FolderLock
+from plume_jax.train.sweep import run_sweep, sweep_config
+from plume_jax.train.trainer import train
+
+TINY = {"env": {"id": "PlumeNav-Gaussian-v0",
+                "overrides": {"grid_size": [12, 12], "max_steps": 20}},
+        "algo": {"total_steps": 4 * 8 * 4, "num_envs": 4, "num_steps": 8,
+                 "update_epochs": 1, "num_minibatches": 1},
+        "network": {"hidden_sizes": [8]},
+        "run": {"seed": 0, "log_every": 1, "checkpoint_every": 1, "tensorboard": False},
+        "eval": {"num_envs": 4, "num_steps": 10}}
+
+
+def _updates(path: pathlib.Path) -> list[int]:
+    return [json.loads(line)["update"] for line in path.read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A finished 4-update run with every update's checkpoint kept."""
+    out = tmp_path_factory.mktemp("rules") / "run"
+    train(train_config(TINY), out, progress=False, evaluate=False)
+    return out
+
+
+def test_resume_from_an_older_checkpoint_moves_the_later_state_aside_not_away(trained, tmp_path):
+    """Defect 2: resuming from a kept checkpoint used to trim the metrics and
+    delete the later kept checkpoints before anything durable was written."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(trained, run)
+    config = train_config({**TINY, "algo": {**TINY["algo"], "total_steps": 4 * 8 * 2}})
+    result = train(config, run, progress=False, evaluate=False,
+                   resume=run / "checkpoints" / "update_00000001")
+    aside = list((run / "superseded").iterdir())
+    assert len(aside) == 1
+    assert _updates(aside[0] / "metrics.jsonl") == [1, 2, 3, 4]
+    assert sorted(p.name for p in (aside[0] / "checkpoints").iterdir()) == [
+        "update_00000002", "update_00000003"]
+    assert json.loads((aside[0] / "checkpoint" / "meta.json").read_text())["update"] == 4
+    assert (aside[0] / "policy" / "policy.npz").exists()
+    assert _updates(run / "metrics.jsonl") == [1, 2]
+    assert any("moved, whole" in n for n in result.summary["notes"])
+
+
+def test_resume_refuses_a_metrics_file_shorter_than_its_checkpoint(trained, tmp_path):
+    """Defect 9: a metrics.jsonl shorter than the checkpoint resumed with those
+    updates silently missing; a row without 'update' was a KeyError."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(trained, run)
+    lines = (run / "metrics.jsonl").read_text().splitlines()
+    (run / "metrics.jsonl").write_text("\n".join(lines[:2]) + "\n")
+    config = train_config({**TINY, "algo": {**TINY["algo"], "total_steps": 4 * 8 * 5}})
+    with pytest.raises(StateError, match="lacks the metrics rows"):
+        train(config, run, progress=False, evaluate=False, resume=run)
+    (run / "metrics.jsonl").write_text('{"env_steps": 32}\n' + "\n".join(lines) + "\n")
+    with pytest.raises(ValidationError, match="metrics.jsonl:1"):
+        train(config, run, progress=False, evaluate=False, resume=run)
+
+
+@pytest.mark.parametrize("where", [0, 1, -2])
+def test_a_damaged_checkpoint_byte_is_refused_by_its_checksum(trained, tmp_path, where):
+    """Defect 9: single-byte flips in runner.msgpack resumed with other weights."""
+    import shutil
+
+    from plume_jax.train.checkpoint import read_checkpoint
+
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(trained / "checkpoint", ckpt)
+    data = bytearray((ckpt / "runner.msgpack").read_bytes())
+    position = len(data) // 2 if where == 0 else (len(data) - 40 if where == -2 else 200)
+    data[position] ^= 0x01
+    (ckpt / "runner.msgpack").write_bytes(bytes(data))
+    with pytest.raises(ValidationError, match="runner.msgpack"):
+        read_checkpoint(ckpt)
+
+
+def test_a_second_process_on_a_locked_folder_is_refused_naming_the_holder(tmp_path):
+    """Defect 10: two sweeps (or resumes) into one folder interleaved their writes."""
+    with FolderLock(tmp_path / "run", "train"):
+        with pytest.raises(StateError, match=r"in use by another plume-jax process \(pid \d+"):
+            train(train_config(TINY), tmp_path / "run", progress=False, evaluate=False)
+    assert not (tmp_path / "run").exists()  # the lock made it and took it away, empty
+
+
+@pytest.mark.parametrize("kind", ["file", "symlink"])
+def test_an_unwritable_tensorboard_folder_is_refused_before_the_resume_changes_anything(
+        trained, tmp_path, kind):
+    """Defect 7: a TensorBoard folder that is a file or a symbolic link failed the
+    resume with a traceback after the folder was already trimmed."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(trained, run)
+    if kind == "file":
+        (run / "tensorboard").write_text("not a folder")
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        (run / "tensorboard").symlink_to(tmp_path / "elsewhere")
+    before = (run / "metrics.jsonl").read_bytes()
+    config = train_config({**TINY, "algo": {**TINY["algo"], "total_steps": 4 * 8 * 5},
+                           "run": {**TINY["run"], "tensorboard": True}})
+    with pytest.raises(ValidationError, match="run.tensorboard"):
+        train(config, run, progress=False, evaluate=False, resume=run)
+    assert (run / "metrics.jsonl").read_bytes() == before
+
+
+def test_an_evaluation_inherits_at_most_a_bounded_number_of_steps(tmp_path):
+    """Defect 8: max_steps=2**31-1 with eval.num_steps null asked for 34 GB."""
+    from plume_jax.train.trainer import MAX_INHERITED_EVAL_STEPS
+
+    raw = {**TINY, "env": {"id": "PlumeNav-Gaussian-v0", "overrides": {
+        "grid_size": [12, 12], "max_steps": 2**31 - 1, "goal_radius": 7.0}},
+           "algo": {**TINY["algo"], "total_steps": 32},
+           "eval": {"num_envs": 2, "num_steps": None}}
+    result = train(train_config(raw), progress=False)
+    assert result.summary["evaluation"]["max_steps"] == MAX_INHERITED_EVAL_STEPS
+
+
+@pytest.fixture(scope="module")
+def sweep_run(tmp_path_factory):
+    raw = {**TINY, "algo": {**TINY["algo"], "total_steps": 64}}
+    sweep = sweep_config({"base": raw, "grid": {"run.seed": [0, 1]}})
+    out = tmp_path_factory.mktemp("sweep") / "s"
+    run_sweep(sweep, out, progress=False, evaluate_members=False)
+    return sweep, out
+
+
+def test_sweep_resume_recovers_a_deleted_member_from_the_sweep_metrics(sweep_run, tmp_path):
+    """Defect 3: after a member's folder was deleted, sweep --resume crashed
+    in the plots and rewrote the sweep's metrics.jsonl without its rows."""
+    import shutil
+
+    sweep, original = sweep_run
+    out = tmp_path / "s"
+    shutil.copytree(original, out)
+    before = (out / "metrics.jsonl").read_text().splitlines()
+    shutil.rmtree(out / "members" / sweep.names[0])
+    run_sweep(sweep, out, progress=False, evaluate_members=False, resume=True)
+    assert sorted((out / "metrics.jsonl").read_text().splitlines()) == sorted(before)
+    assert _updates(out / "members" / sweep.names[0] / "metrics.jsonl") == [1, 2]
+
+
+def test_sweep_resume_refuses_to_rewind_a_member_trained_further(sweep_run, tmp_path):
+    """Defect 4: a member trained further with train --resume was silently
+    reverted to the sweep's budget by sweep --resume."""
+    import shutil
+
+    sweep, original = sweep_run
+    out = tmp_path / "s"
+    shutil.copytree(original, out)
+    member = out / "members" / sweep.names[1]
+    further = train_config({**sweep.configs[1].to_dict(),
+                            "algo": {**sweep.configs[1].to_dict()["algo"], "total_steps": 96}})
+    train(further, member, progress=False, evaluate=False, resume=member)
+    before = (member / "metrics.jsonl").read_bytes()
+    with pytest.raises(ValidationError, match="trained further, to 3 updates"):
+        run_sweep(sweep, out, progress=False, evaluate_members=False, resume=True)
+    assert (member / "metrics.jsonl").read_bytes() == before
