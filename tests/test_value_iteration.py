@@ -1,0 +1,376 @@
+"""Loisy & Eloy's value iteration on the belief
+(``plume_jax.train.value_iteration.BeliefValueIteration``) and its training
+script ``scripts/train_searcher.py``, on a tiny Poisson grid: the Bellman
+target against a hand computation, the symmetry average, the exploration
+schedule, the replay ring, chunked runs and checkpoint resume bit for bit,
+the exported policy's decisions, and the settings it refuses."""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import yaml
+
+import plume_jax
+from plume_jax.errors import ValidationError
+from plume_jax.train import value_iteration as VI
+
+#: The isotropic benchmark's law on a 7x6 grid (tests/test_belief_training.py's
+#: TINY): the belief image is 11 rows x 13 columns.
+TINY = {"grid_size": [7, 6], "max_steps": 30,
+        "plume": {"observer": [3, 2], "lambda_over_dx": 1.5, "r_dt": 2.0},
+        "start": {"position": [3, 2]},
+        "sensor": {"type": "belief", "sensor": {"type": "hits", "h_max": 3,
+                                                "nonzero_first": True},
+                   "plume": {"lambda_over_dx": 1.5, "r_dt": 2.0}, "grid_channel": True}}
+#: The same law on a square 6x6 grid (11x11 images: all 8 symmetries of the square).
+SQUARE = {**TINY, "grid_size": [6, 6]}
+#: Small settings: each iteration is a few milliseconds.
+SMALL = dict(hidden_sizes=[16], batch_size=8, gd_steps=2, memory_size=16, walkers=4,
+             steps_per_iteration=1, epsilon_decay=3.0, eval_every=2, eval_searches=4,
+             max_episode_steps=12)
+
+
+def make_env(overrides=TINY):
+    return plume_jax.make("PlumeNav-Poisson-Iso19x19-v0", **overrides)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    env, params = make_env()
+    return env, params, VI.BeliefValueIteration(env, params, iterations=10, **SMALL)
+
+
+@pytest.fixture(scope="module")
+def square():
+    env, params = make_env(SQUARE)
+    return env, params, VI.BeliefValueIteration(env, params, iterations=10, **SMALL)
+
+
+def walk_observations(env, params, key, steps, actions=None):
+    """Real belief observations along a short walk (to cells by the walls)."""
+    obs, state = env.reset(key, params)
+    out = [np.asarray(obs)]
+    step = jax.jit(env.step_env)
+    names = list(env.action_names)
+    for t in range(steps):
+        name = actions[t % len(actions)] if actions else "move_west"
+        key, k = jax.random.split(key)
+        obs, state = step(k, state, env.action_ids[name], params)[:2]
+        out.append(np.asarray(obs))
+    assert names
+    return out
+
+
+def random_params(algo, seed, scale=1.0):
+    """A network whose values differ visibly between beliefs."""
+    p = VI.init_network(jax.random.key(seed), algo.in_dim, algo.hidden_sizes)
+    return {**p, "out/kernel": p["out/kernel"] * 40.0 * scale, "out/bias": p["out/bias"] + 2.0}
+
+
+def split_obs(algo, obs):
+    rows, cols = algo.image_shape
+    size = rows * cols
+    obs = np.asarray(obs, np.float32).reshape(-1)
+    return obs[:size].reshape(rows, cols), obs[size:2 * size].reshape(rows, cols)
+
+
+# --------------------------------------------------------------------------- 1. Bellman target
+
+def hand_target(algo, frozen, belief, grid):
+    """min over moves of Σ_h P(h) (1 + V(b'_h)) + P(found) · 1, in float64 NumPy
+    from the likelihood table: a move off the grid stays in place."""
+    rows, cols = algo.image_shape
+    cy, cx = (rows - 1) // 2, (cols - 1) // 2
+    lik = np.asarray(algo.likelihood, np.float64)
+    b = np.asarray(belief, np.float64)
+    qs, found = [], []
+    for dx, dy in algo.move_deltas:
+        if grid[cy + dy, cx + dx] < 0.5:  # wall: the agent stays and reads again
+            dx, dy = 0, 0
+        shifted = np.zeros_like(b)
+        for j in range(rows):
+            for i in range(cols):
+                if 0 <= j + dy < rows and 0 <= i + dx < cols:
+                    shifted[j, i] = b[j + dy, i + dx]
+        q = 1.0  # the step, whatever it reads; the found branch costs nothing after it
+        mass_total = 0.0
+        for h in range(lik.shape[0]):
+            joint = shifted * lik[h]
+            mass = joint.sum()
+            mass_total += mass
+            if mass > 0:
+                post = (joint / mass).astype(np.float32).reshape(1, -1)
+                v = float(VI.network_values(frozen, jnp.asarray(post))[0])
+                q += mass * v
+        qs.append(q)
+        found.append(1.0 - mass_total)
+    return min(qs), np.asarray(qs), np.asarray(found)
+
+
+def test_bellman_target_is_the_hand_computed_minimum_over_moves(tiny):
+    env, params, algo = tiny
+    frozen = random_params(algo, 5)
+    observations = walk_observations(env, params, jax.random.key(1), 4)
+    beliefs, grids = zip(*(split_obs(algo, o) for o in observations))
+    beliefs, grids = np.stack(beliefs), np.stack(grids)
+    valid = np.stack([np.asarray(VI.valid_moves(jnp.asarray(g), jnp.asarray(algo.move_deltas)))
+                      for g in grids])
+    assert not valid.all(), "the walk should reach a wall"
+    got = np.asarray(jax.jit(algo.targets)(frozen, jnp.asarray(beliefs), jnp.asarray(valid)))
+    some_found = False
+    for k in range(len(beliefs)):
+        expected, qs, found = hand_target(algo, frozen, beliefs[k], grids[k])
+        some_found |= bool(np.max(found) > 1e-3)
+        np.testing.assert_allclose(got[k], expected, rtol=2e-5)
+        # the per-move values, from the module's own look-ahead
+        q, _, _ = VI.move_values(frozen, jnp.asarray(algo.likelihood),
+                                 jnp.asarray(algo.move_deltas), jnp.asarray(beliefs[k]),
+                                 jnp.asarray(valid[k]), None)
+        np.testing.assert_allclose(np.asarray(q), qs, rtol=2e-5)
+    assert some_found, "some move should find the source with visible probability"
+
+
+def test_bellman_target_uses_the_lookahead_successors_of_the_exported_agent(tiny):
+    """The same target from agents.trained.lookahead_successors' successor
+    observations and probabilities (walls: the move's delta set to 0)."""
+    from agents.trained import lookahead_successors
+
+    env, params, algo = tiny
+    frozen = random_params(algo, 6)
+    obs = walk_observations(env, params, jax.random.key(2), 3)[-1]
+    belief, grid = split_obs(algo, obs)
+    rows, cols = algo.image_shape
+    shape = (2, rows, cols)
+    _, _, _, valid = lookahead_successors(shape, algo.likelihood, algo.move_deltas, obs)
+    eff = np.where(np.asarray(valid)[:, None], algo.move_deltas, 0)
+    succ, _, mass, _ = lookahead_successors(shape, algo.likelihood, eff, obs)
+    v = np.asarray(VI.network_values(frozen, succ[:, :rows * cols])).reshape(mass.shape)
+    qs = 1.0 + np.sum(np.asarray(mass) * v, axis=-1)
+    got = float(algo.targets(frozen, jnp.asarray(belief)[None], jnp.asarray(valid)[None])[0])
+    np.testing.assert_allclose(got, qs.min(), rtol=2e-5)
+
+
+# --------------------------------------------------------------------------- 2. symmetries
+
+def test_symmetry_averaged_value_is_invariant_under_the_eight_symmetries(square):
+    env, params, algo = square
+    rows, cols = algo.image_shape
+    assert rows == cols and algo.symmetry_perm.shape == (8, rows * cols)
+    net = random_params(algo, 7)
+    obs = walk_observations(env, params, jax.random.key(3), 3)[-1]
+    belief, _ = split_obs(algo, obs)
+    images = []
+    for transpose in (False, True):
+        for turns in range(4):
+            img = belief.T if transpose else belief
+            images.append(np.rot90(img, turns))
+    images = np.stack(images).reshape(8, -1)
+    assert len({im.tobytes() for im in images}) == 8, "the belief should not be symmetric"
+    perm = jnp.asarray(algo.symmetry_perm)
+    # the tables' images are the square's 8 symmetries of the belief
+    tabled = np.asarray(belief).reshape(-1)[algo.symmetry_perm]
+    assert {im.tobytes() for im in tabled} == {im.tobytes() for im in images}
+    averaged = np.asarray(VI.belief_values(net, jnp.asarray(images), perm))
+    plain = np.asarray(VI.belief_values(net, jnp.asarray(images), None))
+    assert np.ptp(plain) > 1e-3, "the plain values should differ between the symmetric images"
+    np.testing.assert_allclose(averaged, averaged[0], rtol=1e-6)
+    np.testing.assert_allclose(averaged[0], plain.mean(), rtol=1e-6)
+
+
+def test_symmetry_maps_move_offsets_as_the_images_move(square):
+    """``maps[s] @ (dx, dy)`` is where symmetry ``s`` takes an offset."""
+    _, _, algo = square
+    rows, cols = algo.image_shape
+    cy, cx = (rows - 1) // 2, (cols - 1) // 2
+    for perm, m in zip(algo.symmetry_perm, algo.symmetry_maps):
+        for dx, dy in [(1, 0), (0, 1), (2, -1)]:
+            probe = np.zeros((rows, cols), np.float32)
+            probe[cy + dy, cx + dx] = 1.0
+            j, i = np.argwhere(probe.reshape(-1)[perm].reshape(rows, cols) > 0.5)[0]
+            np.testing.assert_array_equal(m @ np.asarray([dx, dy]), [i - cx, j - cy])
+
+
+# --------------------------------------------------------------------------- 3. epsilon
+
+def test_epsilon_schedule_decays_exponentially_to_its_floor(tiny):
+    env, params, _ = tiny
+    algo = VI.BeliefValueIteration(env, params, **{**SMALL, "epsilon_start": 0.9,
+                                                   "epsilon_floor": 0.2, "epsilon_decay": 4.0})
+    for it in (0, 1, 3, 4, 6, 50):
+        expected = max(0.9 * np.exp(-it / 4.0), 0.2)
+        np.testing.assert_allclose(float(algo.epsilon(it)), expected, rtol=1e-6)
+    assert float(algo.epsilon(50)) == pytest.approx(0.2)
+    # each iteration explores with the epsilon of its own index (0, 1, 2, ...)
+    runner = algo.init(jax.random.key(0), None, params)
+    _, metrics = jax.jit(lambda r: algo.run(r, None, params, 3))(runner)
+    np.testing.assert_allclose(np.asarray(metrics["epsilon"]),
+                               [max(0.9 * np.exp(-i / 4.0), 0.2) for i in range(3)], rtol=1e-6)
+
+
+# --------------------------------------------------------------------------- 4. replay ring
+
+def test_replay_memory_fills_in_order_and_wraps_around(tiny):
+    _, params, algo = tiny  # memory_size 16
+    runner = algo.init(jax.random.key(0), None, params)
+    rows, cols = algo.image_shape
+    m = algo.move_ids.shape[0]
+    written = []
+    for k in range(6):  # 6 x 3 = 18 beliefs into 16 slots
+        beliefs = jnp.full((3, rows, cols), float(k * 3), jnp.float32) \
+            + jnp.arange(3, dtype=jnp.float32)[:, None, None]
+        valid = jnp.asarray(np.arange(3 * m).reshape(3, m) % (k + 2) == 0)
+        runner = runner.replace(**algo._remember(runner, beliefs, valid))
+        written.extend(zip(range(k * 3, k * 3 + 3), np.asarray(valid)))
+        n = 3 * (k + 1)
+        assert int(runner.memory_count) == min(n, 16)
+        assert int(runner.memory_next) == n % 16
+    memory = np.asarray(runner.memory)
+    for index, valid in written:
+        slot = index % 16
+        if index < 2:  # overwritten by beliefs 16 and 17
+            continue
+        assert memory[slot, 0, 0] == index
+        np.testing.assert_array_equal(np.asarray(runner.memory_moves)[slot], valid)
+    assert memory[0, 0, 0] == 16 and memory[1, 0, 0] == 17
+
+
+def test_training_iterations_write_their_walkers_beliefs_into_the_ring(tiny):
+    _, params, algo = tiny  # 4 walkers x 1 step into 16 slots
+    runner = algo.init(jax.random.key(0), None, params)
+    run = jax.jit(lambda r: algo.run(r, None, params, 5))
+    out, _ = run(runner)
+    assert int(out.memory_count) == 16 and int(out.memory_next) == 20 % 16
+    assert int(out.transitions) == 20
+    sums = np.asarray(out.memory).sum(axis=(1, 2))
+    np.testing.assert_allclose(sums, 1.0, rtol=1e-4)  # every slot a posterior
+
+
+# --------------------------------------------------------------------------- 5. chunks
+
+def test_chunked_runs_are_bit_identical_to_one_run(tiny):
+    _, params, algo = tiny  # evaluates every 2 iterations: best_params cross the chunks
+    run = jax.jit(lambda r, n: algo.run(r, None, params, 3, count=n))
+    runner = algo.init(jax.random.key(11), None, params)
+    one, m_one = jax.jit(lambda r: algo.run(r, None, params, 5))(runner)
+    a, m_a = run(runner, np.int32(3))
+    b, m_b = run(a, np.int32(2))
+    for x, y in zip(jax.tree.leaves(one), jax.tree.leaves(b)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    joined = {k: np.concatenate([np.asarray(m_a[k]), np.asarray(m_b[k])[:2]]) for k in m_one}
+    for k in m_one:
+        np.testing.assert_array_equal(np.asarray(m_one[k]), joined[k], err_msg=k)
+    assert np.all(np.isnan(np.asarray(m_b["loss"])[2:]))  # past count: nothing ran
+    assert int(b.update) == 5 and np.isfinite(float(b.best_score))
+
+
+# --------------------------------------------------------------------------- 6. script resume
+
+def write_config(tmp_path):
+    config = {"env": {"id": "PlumeNav-Poisson-Iso19x19-v0", "overrides": TINY},
+              "algo": {**SMALL, "eval_every": 3}, "run": {"seed": 4, "iterations": 4,
+                                                          "chunk": 2}}
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_script_checkpoint_resume_is_bit_identical_to_a_straight_run(tmp_path, capsys):
+    from scripts.train_searcher import load_policy, main
+
+    config = write_config(tmp_path)
+    sets = ["--set", "algo.learning_rate=0.003"]
+    assert main(["--config", str(config), "--out", str(tmp_path / "a"), "--iterations", "2",
+                 *sets]) == 0
+    assert json.loads((tmp_path / "a" / "checkpoint.json").read_text())["update"] == 2
+    assert main(["--config", str(config), "--out", str(tmp_path / "a"), "--resume",
+                 *sets]) == 0
+    assert main(["--config", str(config), "--out", str(tmp_path / "b"), *sets]) == 0
+    assert "resumed at iteration 2" in capsys.readouterr().out
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert (a / "checkpoint.msgpack").read_bytes() == (b / "checkpoint.msgpack").read_bytes()
+    assert (a / "metrics.jsonl").read_text() == (b / "metrics.jsonl").read_text()
+    assert len((a / "metrics.jsonl").read_text().splitlines()) == 4
+    spec_a, arrays_a = load_policy(a / "policy")
+    spec_b, arrays_b = load_policy(b / "policy")
+    assert spec_a == spec_b and spec_a["best_update"] == 3
+    assert spec_a["settings"]["learning_rate"] == 0.003
+    assert sorted(arrays_a) == sorted(arrays_b)
+    for k in arrays_a:
+        np.testing.assert_array_equal(arrays_a[k], arrays_b[k], err_msg=k)
+    # another config cannot resume this checkpoint
+    assert main(["--config", str(config), "--out", str(a), "--resume", "--iterations", "6",
+                 "--set", "algo.learning_rate=0.01"]) == 2
+    assert "another config" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- 7. exported policy
+
+def test_exported_policy_acts_as_the_greedy_symmetry_averaged_decision(square):
+    env, params, algo = square
+    runner = algo.init(jax.random.key(2), None, params)
+    runner, _ = jax.jit(lambda r: algo.run(r, None, params, 4))(runner)
+    assert np.isfinite(float(runner.best_score))
+    arrays = VI.export_arrays(algo, runner)
+    assert arrays["symmetry_perm"].shape[0] == 8
+    act = jax.jit(lambda o: VI.act(arrays, o))
+    scores = jax.jit(lambda o: VI.policy_scores(arrays, o))
+    observations = walk_observations(env, params, jax.random.key(5), 5,
+                                     actions=["move_west", "move_north"])
+    beliefs, grids = zip(*(split_obs(algo, o) for o in observations))
+    expected = np.asarray(algo.greedy_actions(runner.best_params, jnp.asarray(np.stack(beliefs)),
+                                              jnp.asarray(np.stack(grids)), symmetric=True))
+    q, _, _, _ = algo._q(runner.best_params, jnp.asarray(np.stack(beliefs)),
+                         jnp.asarray(np.stack(grids)), symmetric=True)
+    for k, obs in enumerate(observations):
+        assert int(act(obs)) == int(expected[k])
+        np.testing.assert_allclose(np.asarray(scores(obs)), np.asarray(q[k]), rtol=1e-6)
+    # the symmetry average decides: the plain network's ranking is another function
+    plain = algo.greedy_actions(runner.best_params, jnp.asarray(np.stack(beliefs)),
+                                jnp.asarray(np.stack(grids)), symmetric=False)
+    assert plain.shape == expected.shape
+
+
+# --------------------------------------------------------------------------- 8. refusals
+
+@pytest.mark.parametrize("name,value", [
+    ("hidden_sizes", []), ("hidden_sizes", [16, 0]), ("learning_rate", 0.0),
+    ("adam_eps", -1.0), ("batch_size", 0), ("gd_steps", 1.5), ("memory_size", 4),
+    ("walkers", 0), ("steps_per_iteration", 0), ("epsilon_start", 1.5),
+    ("epsilon_floor", -0.1), ("epsilon_decay", 0.0), ("target_update_every", 0),
+    ("stop_p", 0.0), ("max_episode_steps", 0), ("symmetry_augment", "yes"),
+    ("symmetry_average", 1), ("eval_every", -1), ("eval_searches", 0), ("eval_seed", -1),
+    ("iterations", 0), ("learning_rate", float("nan")), ("batch_size", True),
+])
+def test_bad_settings_are_refused_naming_the_setting(tiny, name, value):
+    env, params, _ = tiny
+    with pytest.raises(ValidationError, match=rf"^{name}=") as info:
+        VI.BeliefValueIteration(env, params, **{**SMALL, name: value})
+    assert info.value.parameter == name
+
+
+def test_envs_it_cannot_plan_on_are_refused():
+    sensor = dict(TINY["sensor"])
+    no_grid = {**TINY, "sensor": {**sensor, "grid_channel": False}}
+    env, params = make_env(no_grid)
+    with pytest.raises(ValidationError, match=r"^env\.sensor="):
+        VI.BeliefValueIteration(env, params, **SMALL)
+    env, params = make_env({**TINY, "sensor": {"type": "hits", "h_max": 3,
+                                               "nonzero_first": True}})
+    with pytest.raises(ValidationError, match=r"^env\.sensor="):
+        VI.BeliefValueIteration(env, params, **SMALL)
+
+
+def test_missing_env_params_and_sweeps_are_refused(tiny):
+    _, params, algo = tiny
+    with pytest.raises(ValidationError, match=r"^env_params="):
+        algo.init(jax.random.key(0), None, None)
+    runner = algo.init(jax.random.key(0), None, params)
+    with pytest.raises(ValidationError, match=r"^env_params="):
+        algo.update(runner, None, None)
+    with pytest.raises(ValidationError, match=r"^batched="):
+        algo.run(runner, None, params, 2, batched=True)
