@@ -67,7 +67,8 @@ the grid channel).
 
 Requirements (``ValidationError`` otherwise): one agent; a ``belief``
 sensor, centred, full window, with ``grid_channel``; ``discrete_grid``
-moves.
+moves of one cell (``step_size`` 1: the env clamps a longer move at a wall
+to the edge, which the look-ahead does not model).
 """
 
 from __future__ import annotations
@@ -366,6 +367,12 @@ class BeliefValueIteration:
         if actions.get("type") != "discrete_grid" or not move_ids:
             raise ValidationError.for_parameter(
                 "env.actions", actions.get("type"), "'discrete_grid' moves")
+        if int(actions.get("step_size", 1)) != 1:
+            # A longer move that would cross a wall is clamped to the edge by the
+            # env, while the look-ahead (and the walkers) model it as staying put.
+            raise ValidationError.for_parameter(
+                "env.actions.step_size", actions.get("step_size"),
+                "1 (a longer move clamped at a wall is not modelled by the look-ahead)")
         if isinstance(hidden_sizes, (str, bytes)) or not hasattr(hidden_sizes, "__len__") \
                 or len(hidden_sizes) < 1:
             raise ValidationError.for_parameter("hidden_sizes", hidden_sizes,
