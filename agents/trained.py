@@ -238,6 +238,11 @@ def policy_step(spec: dict[str, Any], params: dict, carry: TrainedCarry, obs: ja
     iteration (``lookahead/*`` model arrays in ``params``) takes the move of
     least :func:`lookahead_scores`, first in move order on ties (always
     greedy)."""
+    if spec.get("policy") == "belief_lookahead":  # plume_jax.train.value_iteration's
+        from agents.belief_lookahead import act
+
+        action = act(params, obs)
+        return action, carry.replace(prev_action=action, start=jnp.asarray(False))
     if "lookahead/likelihood" in params:
         index = jnp.argmin(lookahead_scores(spec, params, obs))
         action = jnp.asarray(params["lookahead/move_ids"], jnp.int32)[index]

@@ -1,6 +1,6 @@
 """Loisy & Eloy's value iteration on the belief
 (``plume_jax.train.value_iteration.BeliefValueIteration``) and its training
-script ``scripts/train_searcher.py``, on a tiny Poisson grid: the Bellman
+run driver (``plume_jax.train.trainer.train``), on a tiny Poisson grid: the Bellman
 target against a hand computation, the symmetry average, the exploration
 schedule, the replay ring, chunked runs and checkpoint resume bit for bit,
 the exported policy's decisions, and the settings it refuses."""
@@ -266,44 +266,54 @@ def test_chunked_runs_are_bit_identical_to_one_run(tiny):
     assert int(b.update) == 5 and np.isfinite(float(b.best_score))
 
 
-# --------------------------------------------------------------------------- 6. script resume
+# --------------------------------------------------------------------------- 6. the run driver
 
-def write_config(tmp_path):
-    config = {"env": {"id": "PlumeNav-Poisson-Iso19x19-v0", "overrides": TINY},
-              "algo": {**SMALL, "eval_every": 3}, "run": {"seed": 4, "iterations": 4,
-                                                          "chunk": 2}}
-    path = tmp_path / "tiny.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
+def tiny_config(iterations):
+    from plume_jax.train.config import train_config
+
+    own = {k: v for k, v in SMALL.items()
+           if k not in ("hidden_sizes", "walkers", "steps_per_iteration")}
+    return train_config({
+        "env": {"id": "PlumeNav-Poisson-Iso19x19-v0", "overrides": TINY},
+        "algo": {"algorithm": "belief_value_iteration", "num_envs": SMALL["walkers"],
+                 "num_steps": 1, "total_steps": SMALL["walkers"] * iterations,
+                 "learning_rate": 0.003, **own, "eval_every": 3},
+        "network": {"hidden_sizes": SMALL["hidden_sizes"], "activation": "relu"},
+        "run": {"seed": 4, "log_every": 1, "checkpoint_every": 2, "tensorboard": False},
+        "eval": {"num_envs": 4, "num_steps": 12}})
 
 
-def test_script_checkpoint_resume_is_bit_identical_to_a_straight_run(tmp_path, capsys):
-    from scripts.train_searcher import load_policy, main
+def test_plume_jax_train_resume_is_bit_identical_to_a_straight_run(tmp_path):
+    """The algorithm through the run driver (plume-jax train's ``train``):
+    2 iterations then a resume to 4 equal 4 straight, bit for bit; the export
+    is the best evaluated parameters and loads as an agents.trained policy."""
+    from agents.trained import TrainedPolicy
+    from plume_jax.train.checkpoint import read_checkpoint
+    from plume_jax.train.trainer import train
 
-    config = write_config(tmp_path)
-    sets = ["--set", "algo.learning_rate=0.003"]
-    assert main(["--config", str(config), "--out", str(tmp_path / "a"), "--iterations", "2",
-                 *sets]) == 0
-    assert json.loads((tmp_path / "a" / "checkpoint.json").read_text())["update"] == 2
-    assert main(["--config", str(config), "--out", str(tmp_path / "a"), "--resume",
-                 *sets]) == 0
-    assert main(["--config", str(config), "--out", str(tmp_path / "b"), *sets]) == 0
-    assert "resumed at iteration 2" in capsys.readouterr().out
-    a, b = tmp_path / "a", tmp_path / "b"
-    assert (a / "checkpoint.msgpack").read_bytes() == (b / "checkpoint.msgpack").read_bytes()
-    assert (a / "metrics.jsonl").read_text() == (b / "metrics.jsonl").read_text()
-    assert len((a / "metrics.jsonl").read_text().splitlines()) == 4
-    spec_a, arrays_a = load_policy(a / "policy")
-    spec_b, arrays_b = load_policy(b / "policy")
-    assert spec_a == spec_b and spec_a["best_update"] == 3
-    assert spec_a["settings"]["learning_rate"] == 0.003
-    assert sorted(arrays_a) == sorted(arrays_b)
-    for k in arrays_a:
-        np.testing.assert_array_equal(arrays_a[k], arrays_b[k], err_msg=k)
-    # another config cannot resume this checkpoint
-    assert main(["--config", str(config), "--out", str(a), "--resume", "--iterations", "6",
-                 "--set", "algo.learning_rate=0.01"]) == 2
-    assert "another config" in capsys.readouterr().err
+    train(tiny_config(2), tmp_path / "a", progress=False, evaluate=False)
+    train(tiny_config(4), tmp_path / "a", progress=False, evaluate=False,
+          resume=tmp_path / "a")
+    straight = train(tiny_config(4), tmp_path / "b", progress=False)
+    _, leaves_a = read_checkpoint(tmp_path / "a" / "checkpoint")
+    _, leaves_b = read_checkpoint(tmp_path / "b" / "checkpoint")
+    for k in leaves_a:
+        np.testing.assert_array_equal(np.asarray(leaves_a[k]), np.asarray(leaves_b[k]))
+    rows = [json.loads(x) for x in (tmp_path / "a" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["update"] for r in rows] == [1, 2, 3, 4]
+    policy = TrainedPolicy.load(tmp_path / "b" / "policy")
+    assert policy.spec["policy"] == "belief_lookahead" and policy.spec["best_update"] == 3
+    assert straight.summary["evaluation"]["episodes"] == 4
+
+
+def test_a_network_it_does_not_build_is_refused_naming_the_setting():
+    from plume_jax.train.algorithm import algorithm_class
+
+    cfg = tiny_config(2)
+    env, params = cfg.make_env()
+    bad = cfg.replace(network={"activation": "tanh"})
+    with pytest.raises(ValidationError, match=r"network\.activation"):
+        algorithm_class("belief_value_iteration").from_config(bad, env, params)
 
 
 # --------------------------------------------------------------------------- 7. exported policy
@@ -366,7 +376,7 @@ def test_missing_env_params_and_sweeps_are_refused(tiny):
     runner = algo.init(jax.random.key(0), None, params)
     with pytest.raises(ValidationError, match=r"^env_params="):
         algo.update(runner, None, None)
-    with pytest.raises(ValidationError, match=r"^batched="):
+    with pytest.raises(ValidationError, match=r"^algo\.algorithm="):
         algo.run(runner, None, params, 2, batched=True)
 
 
@@ -382,3 +392,27 @@ def test_step_size_two_is_refused_because_the_env_clamps_where_the_lookahead_sta
     np.testing.assert_array_equal(np.asarray(state.agent.position), [0, 2])
     with pytest.raises(ValidationError, match=r"^env\.actions\.step_size=2"):
         VI.BeliefValueIteration(env, params, **SMALL)
+
+
+# --------------------------------------------------------------------------- shipped policy
+
+def test_shipped_searcher_runs_its_scenario_and_acts_as_the_trained_lookahead():
+    """configs/scenarios/poisson_iso19x19_learned.yaml: the shipped policy
+    (trained on a GPU) loads against its scenario's env, finds the sources of
+    a few searches, and decides as the training code's look-ahead does."""
+    import pathlib
+
+    from agents.trained import TrainedPolicy
+    from plume_jax.evaluate import scenario as sc
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    scenario = sc.load_scenario(root / "configs" / "scenarios" / "poisson_iso19x19_learned.yaml")
+    path = root / scenario["agent"]["params"]["path"]
+    report = sc.run_scenario(scenario, agent="trained", agent_params={"path": str(path)},
+                             episodes=4)
+    assert report["metrics"]["episodes"] == 4 and report["metrics"]["successes"] >= 3
+    env, params = plume_jax.make(scenario["env"]["preset"], **scenario["env"]["overrides"])
+    policy = TrainedPolicy.for_env(env, path)
+    obs, _ = env.reset(jax.random.key(1), params)
+    action, _ = policy.act(policy.init(None), obs, jax.random.key(0))
+    assert int(action) == int(VI.act(policy.params, obs))

@@ -59,6 +59,7 @@ from plume_jax.settings import Setting
 ALGORITHMS: dict[str, str] = {
     "ppo": "plume_jax.train.ppo:PPO",
     "lookahead_vi": "plume_jax.train.lookahead:LookaheadVI",
+    "belief_value_iteration": "plume_jax.train.value_iteration:BeliefValueIteration",
 }
 
 #: ``package.module:Class`` (identifiers only).

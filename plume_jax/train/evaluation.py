@@ -33,8 +33,8 @@ from agents.trained import initial_carry, policy_step  # noqa: E402  (after the 
 
 #: The spec keys the forward pass reads (the rest, e.g. env settings, is
 #: informational and left out of the jit cache key).
-_FORWARD_KEYS = ("format", "network", "discrete", "action_dim", "action_low", "action_high",
-                 "obs_dim", "normalize_obs")
+_FORWARD_KEYS = ("format", "policy", "network", "discrete", "action_dim", "action_low",
+                 "action_high", "obs_dim", "normalize_obs")
 
 
 def _spec_key(spec: dict) -> str:

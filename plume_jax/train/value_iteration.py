@@ -75,7 +75,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable
+from typing import Any
 
 import chex
 import jax
@@ -86,18 +86,24 @@ import optax
 from plume_jax.actions.discrete_grid import grid_moves
 from plume_jax.errors import ValidationError
 from plume_jax.multi_agent import MultiAgentPlumeEnv
-from plume_jax.plumes.poisson_posterior import predict_readings, shift_centred
+from agents.belief_lookahead import (act, belief_values, move_values, network_values,
+                                     policy_scores, valid_moves)
+from plume_jax.plumes.poisson_posterior import shift_centred
 from plume_jax.sensors.belief import BeliefSensor
 from plume_jax.train.lookahead import _apply_symmetry, _symmetries
-from plume_jax.train.ppo import PPOStatic, scan_updates
+from plume_jax.train.algorithm import Algorithm, algo_setting
+from plume_jax.train.config import boolean, integer, real
+from plume_jax.train.ppo import PPO_SETTINGS, PPOStatic
 
 #: otto's ``agent_stuck``: more than this many consecutive steps back to the
 #: cell of two steps before ends a training search.
 STUCK_STEPS = 8
 #: otto's ``EPSILON``: a successor or a search whose probability is below this is over.
 TINY_PROBABILITY = 1e-10
-#: Format tag of the exported policy's JSON side.
+#: Format tag of the settings record in the exported policy (``settings``).
 POLICY_FORMAT = "plume_jax.belief_value_iteration/1"
+#: The exported policy is an ``agents.trained`` policy (``policy: belief_lookahead``).
+TRAINED_POLICY_FORMAT = "plume_jax.trained_policy/1"
 
 
 # --------------------------------------------------------------------------- network
@@ -119,87 +125,10 @@ def init_network(key: jax.Array, in_dim: int, hidden_sizes: tuple[int, ...]) -> 
     return params
 
 
-def _hidden_layers(arrays: dict) -> int:
-    n = 0
-    while f"dense_{n}/kernel" in arrays:
-        n += 1
-    return n
-
-
-def network_values(arrays: dict, x: jax.Array) -> jax.Array:
-    """f32[N]: ``V_θ`` of flattened centred beliefs ``x`` f32[N, R*K]."""
-    for i in range(_hidden_layers(arrays)):
-        x = jax.nn.relu(x @ arrays[f"dense_{i}/kernel"] + arrays[f"dense_{i}/bias"])
-    return (x @ arrays["out/kernel"] + arrays["out/bias"])[..., 0]
-
-
 def project_nonnegative(params: dict) -> dict:
     """The output layer's kernel and bias clipped to ``>= 0`` (Keras' ``NonNeg``)."""
     return {**params, "out/kernel": jnp.maximum(params["out/kernel"], 0.0),
             "out/bias": jnp.maximum(params["out/bias"], 0.0)}
-
-
-def belief_values(arrays: dict, images: jax.Array, perm: jax.Array | None) -> jax.Array:
-    """f32[N]: the value of beliefs ``images`` f32[N, R*K]; averaged over
-    the symmetries ``perm`` i32[S, R*K] (``image[perm[s]]`` is the image
-    under symmetry ``s``) unless ``perm`` is None."""
-    if perm is None:
-        return network_values(arrays, images)
-    n, s = images.shape[0], perm.shape[0]
-    v = network_values(arrays, images[:, perm].reshape(n * s, -1)).reshape(n, s)
-    return jnp.mean(v, axis=1)
-
-
-def valid_moves(grid: jax.Array, deltas: jax.Array) -> jax.Array:
-    """bool[M]: which moves stay on the grid, from the centred grid image f32[R, K]."""
-    rows, cols = grid.shape
-    return grid[(rows - 1) // 2 + deltas[:, 1], (cols - 1) // 2 + deltas[:, 0]] > 0.5
-
-
-def move_values(arrays: dict, likelihood: jax.Array, deltas: jax.Array, belief: jax.Array,
-                valid: jax.Array, perm: jax.Array | None
-                ) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """The one-step look-ahead from a centred belief f32[R, K].
-
-    A move off the grid (``valid`` False) leaves the agent in place (delta 0).
-
-    Returns ``(q f32[M], mass f32[M, h_max], posteriors f32[M, h_max, R, K])``:
-    ``q[m] = 1 + Σ_h mass[m, h] V(posteriors[m, h])`` (the found branch costs
-    the step and nothing after), ``mass[m, h]`` the probability of not finding
-    the source and reading ``h``.
-    """
-    eff = jnp.where(valid[:, None], deltas, 0)
-    mass, post = jax.vmap(lambda d: predict_readings(belief, likelihood, d))(eff)
-    m, h = mass.shape
-    v = belief_values(arrays, post.reshape(m * h, -1), perm).reshape(m, h)
-    return 1.0 + jnp.sum(mass * v, axis=-1), mass, post
-
-
-# --------------------------------------------------------------------------- exported policy
-
-def policy_scores(arrays: dict, obs: jax.Array) -> jax.Array:
-    """f32[M]: the expected number of steps to the source after each move
-    (``1 + Σ_h P(h | b, move) V(b')``, ``V`` averaged over the symmetries in
-    ``arrays["symmetry_perm"]``), from a ``belief`` sensor observation f32[D]
-    (centred, full window, grid channel; summaries after the images ignored).
-
-    ``arrays`` (:func:`export_arrays`): the network (``dense_i/*``,
-    ``out/*``), ``likelihood`` f32[h_max, R, K], ``move_deltas`` i32[M, 2],
-    ``move_ids`` i32[M], ``symmetry_perm`` i32[S, R*K]."""
-    lik = jnp.asarray(arrays["likelihood"])
-    rows, cols = lik.shape[1:]
-    size = rows * cols
-    obs = jnp.asarray(obs, jnp.float32).reshape(-1)
-    belief, grid = obs[:size].reshape(rows, cols), obs[size:2 * size].reshape(rows, cols)
-    deltas = jnp.asarray(arrays["move_deltas"], jnp.int32)
-    q, _, _ = move_values(arrays, lik, deltas, belief, valid_moves(grid, deltas),
-                          jnp.asarray(arrays["symmetry_perm"], jnp.int32))
-    return q
-
-
-def act(arrays: dict, obs: jax.Array) -> jax.Array:
-    """i32[]: the env action id of the move with the lowest :func:`policy_scores`."""
-    return jnp.asarray(arrays["move_ids"], jnp.int32)[jnp.argmin(policy_scores(arrays, obs))]
 
 
 # --------------------------------------------------------------------------- symmetries
@@ -305,13 +234,45 @@ def _flag(name: str, value: Any) -> bool:
     return bool(value)
 
 
-class BeliefValueIteration:
-    """Loisy & Eloy's model-based value iteration on the belief (module docstring).
+def _s(default: Any, check: Any, doc: str) -> Any:
+    return algo_setting(default, check, static=True, doc=doc)
 
-    The interface is :class:`plume_jax.train.lookahead.LookaheadVI`'s
-    (``init``, ``update``, ``run``; ``static``, ``discrete``, ``action_dim``,
-    ``obs_dim``, ``multi_agent``, ``num_agents``, ``mesh``); ``hp`` is
-    accepted and unused (every setting is the constructor's).
+
+#: The ``algo.*`` settings of ``algorithm: belief_value_iteration`` (otto's
+#: defaults for the 19x19 isotropic case). The walkers are ``algo.num_envs``,
+#: their steps per iteration ``algo.num_steps``, the iterations
+#: ``algo.total_steps / (num_envs x num_steps)``, the hidden layers
+#: ``network.hidden_sizes`` (ReLU: ``network.activation: relu``).
+VALUE_ITERATION_SETTINGS = {
+    "learning_rate": PPO_SETTINGS["learning_rate"],
+    "adam_eps": PPO_SETTINGS["adam_eps"],
+    "batch_size": _s(64, integer(1, 1 << 20), "beliefs per gradient step"),
+    "gd_steps": _s(12, integer(1, 10_000), "gradient steps per iteration"),
+    "memory_size": _s(1000, integer(1, 1 << 24), "beliefs in the replay memory"),
+    "epsilon_start": _s(1.0, real(0.0, 1.0), "exploration at iteration 0"),
+    "epsilon_floor": _s(0.1, real(0.0, 1.0), "exploration floor"),
+    "epsilon_decay": _s(10_000.0, real(0.0, 1e12, low_open=True),
+                        "decay time of the exploration, iterations"),
+    "target_update_every": _s(1, integer(1, 10**9),
+                              "iterations between refreshes of the frozen copy"),
+    "stop_p": _s(1e-6, real(0.0, 1.0, low_open=True),
+                 "a training search ends when P(not found) is below this"),
+    "max_episode_steps": _s(None, integer(1, 10**7, none_ok=True),
+                            "steps after which a search ends; null: the env's max_steps"),
+    "symmetry_augment": _s(True, boolean(), "a random symmetry of the square per stored belief"),
+    "symmetry_average": _s(True, boolean(),
+                           "decisions on the value averaged over the square's symmetries"),
+    "eval_every": _s(1000, integer(0, 10**9), "iterations between evaluations (0: never)"),
+    "eval_searches": _s(3200, integer(1, 1 << 20), "searches per evaluation"),
+    "eval_seed": _s(1_000_003, integer(0, 2**63 - 1), "seed of the evaluation searches"),
+}
+
+
+class BeliefValueIteration(Algorithm):
+    """Loisy & Eloy's model-based value iteration on the belief (module
+    docstring), an :class:`~plume_jax.train.algorithm.Algorithm`
+    (``algo.algorithm: belief_value_iteration``; one run at a time: not
+    sweepable); ``hp`` is accepted and unused (every setting is static).
 
     Args (defaults: otto's, for the 19x19 isotropic case):
         env, env_params: a ``PlumeEnv`` with a ``belief`` sensor (centred, full
@@ -342,6 +303,34 @@ class BeliefValueIteration:
         eval_seed: seed of the evaluation searches (keep it apart from
             training seeds and from the seeds of final comparisons).
     """
+
+    name = "belief_value_iteration"
+    SETTINGS = VALUE_ITERATION_SETTINGS
+    sweepable = False
+
+    @classmethod
+    def from_config(cls, config: Any, env: Any, env_params: Any, mesh: Any = None
+                    ) -> "BeliefValueIteration":
+        net = config.network
+        wanted = {"type": "mlp", "activation": "relu", "obs_transform": "none",
+                  "prev_action": False, "obs_delta": False}
+        for key, value in wanted.items():
+            if getattr(net, key) != value:
+                raise ValidationError.for_parameter(
+                    f"network.{key}", getattr(net, key),
+                    f"{value!r} for algo.algorithm 'belief_value_iteration' (its value network "
+                    "is a ReLU MLP on the raw centred posterior)")
+        a = config.algo
+        own = {k: a[k] for k in VALUE_ITERATION_SETTINGS}
+        return cls(env, env_params, iterations=config.num_updates,
+                   hidden_sizes=net.hidden_sizes, walkers=a["num_envs"],
+                   steps_per_iteration=a["num_steps"], **own)
+
+    def hparams(self, config: Any, env_params: Any) -> None:
+        return None
+
+    def policy(self, runner: "SearcherRunner") -> tuple[dict[str, Any], dict[str, Any]]:
+        return policy_spec(self, runner), export_arrays(self, runner)
 
     def __init__(self, env: Any, env_params: Any, *, iterations: int = 100_000,
                  hidden_sizes: Any = (512, 512, 512), learning_rate: float = 1e-3,
@@ -411,6 +400,9 @@ class BeliefValueIteration:
                                 update_epochs=1, num_minibatches=self.gd_steps,
                                 num_updates=self.iterations, anneal_lr=False,
                                 adam_eps=self.adam_eps)
+        self.env = env
+        self.num_updates = self.iterations
+        self.steps_per_update = self.walkers * self.steps_per_iteration
         self.discrete, self.action_dim = True, len(env.action_names)
         self.multi_agent, self.num_agents = False, 1
         self.action_low = self.action_high = None
@@ -692,7 +684,7 @@ class BeliefValueIteration:
             transitions=transitions, episodes=episodes, best_params=best_params,
             best_score=best_score, best_update=best_update, key=jax.random.key_data(key))
         metrics = {
-            "update": update.astype(jnp.float32),
+            "update": update,
             "env_steps": transitions.astype(jnp.float32),
             "episodes": finished,
             "episode_length_mean": jnp.where(
@@ -708,20 +700,6 @@ class BeliefValueIteration:
             "best_update": best_update.astype(jnp.float32),
         }
         return new_runner, metrics
-
-    def run(self, runner: SearcherRunner, hp: Any, env_params: Any, num_updates: int,
-            callback: Callable | None = None, log_every: int = 1, batched: bool = False,
-            count: Any = None):
-        """``num_updates`` iterations in one ``lax.scan`` (jit it with
-        ``num_updates`` static); ``callback``, ``log_every`` and ``count`` as
-        in ``PPO.run`` (iterations past ``count`` leave the runner as it is
-        and give NaN metrics). Sweeps (``batched``) are not supported."""
-        if batched:
-            raise ValidationError.for_parameter("batched", True,
-                                                "False (belief value iteration trains one run)")
-        return scan_updates(lambda r: self.update(r, hp, env_params), runner,
-                            num_updates=num_updates, last=self.iterations, callback=callback,
-                            log_every=log_every, count=count)
 
 
 _NO_DISP = np.asarray([1 << 20, 1 << 20], np.int32)  # "no previous move" (never cancels one)
@@ -754,7 +732,13 @@ def policy_spec(algo: BeliefValueIteration, runner: SearcherRunner,
     """The exported policy's JSON side: format, settings, where the
     parameters come from, the env's action names."""
     evaluated = bool(np.isfinite(np.asarray(runner.best_score)))
-    return {"format": POLICY_FORMAT, "algorithm": "belief_value_iteration",
+    return {"format": TRAINED_POLICY_FORMAT, "algorithm": "belief_value_iteration",
+            "policy": "belief_lookahead",
+            "network": {"type": "mlp", "hidden_sizes": list(algo.hidden_sizes),
+                        "activation": "relu", "critic": "none"},
+            "discrete": True, "action_dim": algo.action_dim, "action_low": None,
+            "action_high": None, "obs_dim": algo.obs_dim, "normalize_obs": False,
+            "num_agents": 1,
             "settings": algo.settings(), "hidden_sizes": list(algo.hidden_sizes),
             "image_shape": list(algo.image_shape), "action_names": list(algo.env.action_names),
             "parameters": "best evaluated" if evaluated else "latest (never evaluated)",
