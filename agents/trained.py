@@ -3,7 +3,9 @@
 A trained policy is exported as a folder with ``policy.npz`` (network
 parameters, observation statistics) and ``policy.json`` (network settings,
 action space, observation transform, the env it was trained on). This module
-runs it without flax, in plain ``jax.numpy``, in both agent forms:
+runs it without flax, with the forward pass training runs
+(:func:`agents.actor_critic.actor_critic`; look-ahead policies with
+:mod:`agents.belief_lookahead`), in both agent forms:
 
 - :class:`TrainedPolicy`: a functional policy (``init(key) -> carry``,
   ``act(carry, obs, key) -> (action, carry)``) that ``jit``, ``vmap`` and
@@ -47,6 +49,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from agents.actor_critic import actor_critic
 from agents.base import StatefulAgent, describe
 from plume_jax.errors import ValidationError
 
@@ -66,35 +69,6 @@ class TrainedCarry:
     prev_action: jax.Array
     prev_obs: jax.Array
     start: jax.Array
-
-
-def _dense(p: dict, name: str, x: jax.Array) -> jax.Array:
-    return x @ p[f"{name}/kernel"] + p[f"{name}/bias"]
-
-
-def _gru(p: dict, h: jax.Array, x: jax.Array) -> jax.Array:
-    """The GRU cell of ``flax.linen.GRUCell`` (same parameter names)."""
-    c = "gru/cell"
-    r = jax.nn.sigmoid(_dense(p, f"{c}/ir", x) + h @ p[f"{c}/hr/kernel"])
-    z = jax.nn.sigmoid(_dense(p, f"{c}/iz", x) + h @ p[f"{c}/hz/kernel"])
-    n = jnp.tanh(_dense(p, f"{c}/in", x) + r * _dense(p, f"{c}/hn", h))
-    return (1.0 - z) * n + z * h
-
-
-def _conv_torso(p: dict, net: dict[str, Any], act: Any, x: jax.Array) -> jax.Array:
-    """The ``cnn`` network's shared conv layers (``flax.linen.Conv``, 'SAME'
-    padding, same parameter names): the image ``[C, R, K]`` in the first
-    inputs -> its flattened last feature map, then the other inputs."""
-    shape = tuple(net["image_shape"])
-    channels, rows, cols = shape if len(shape) == 3 else (1,) + shape
-    size = channels * rows * cols
-    image = jnp.reshape(x[:size], (1, channels, rows, cols)).transpose(0, 2, 3, 1)
-    for i, stride in enumerate(net["conv_strides"]):
-        image = jax.lax.conv_general_dilated(
-            image, p[f"torso/conv_{i}/kernel"], (stride, stride), "SAME",
-            dimension_numbers=("NHWC", "HWIO", "NHWC"))
-        image = act(image + p[f"torso/conv_{i}/bias"])
-    return jnp.concatenate([jnp.reshape(image, (-1,)), x[size:]])
 
 
 def lookahead_successors(image_shape: Any, likelihood: jax.Array, move_deltas: jax.Array,
@@ -184,10 +158,11 @@ def preprocess(spec: dict[str, Any], params: dict, carry: TrainedCarry, obs: jax
 
 def forward(spec: dict[str, Any], params: dict, carry: TrainedCarry, obs: jax.Array):
     """``(hidden', (logits_or_mean, log_std | None), value, transformed obs)``
-    for one observation (``value`` is None for a policy trained with a
-    centralised critic, which needs every agent's features)."""
+    for one observation: the network of :func:`agents.actor_critic.actor_critic`
+    (the code training runs) on one row and one step. ``value`` is None for a
+    policy trained with a centralised critic, which needs every agent's
+    features; a value-only network (acted on by look-ahead) gives zero logits."""
     net = spec["network"]
-    act = {"tanh": jnp.tanh, "relu": jax.nn.relu}[net["activation"]]
     x, tobs = preprocess(spec, params, carry, obs)
     if net["prev_action"]:
         if spec["discrete"]:
@@ -195,30 +170,13 @@ def forward(spec: dict[str, Any], params: dict, carry: TrainedCarry, obs: jax.Ar
         else:
             pa = jnp.clip(carry.prev_action, -1.0, 1.0)
         x = jnp.concatenate([x, jnp.where(carry.start, 0.0, pa)])
-    hidden = carry.hidden
-    if net["type"] == "gru":
-        emb = act(_dense(params, "embed", x))
-        hidden = _gru(params, jnp.where(carry.start, 0.0, hidden), emb)
-        feats, heads = hidden, net["hidden_sizes"][1:]
-    elif net["type"] == "cnn":
-        feats, heads = _conv_torso(params, net, act, x), net["hidden_sizes"]
-    else:
-        feats, heads = x, net["hidden_sizes"]
-    if "actor_out/kernel" in params:
-        a = feats
-        for i in range(len(heads)):
-            a = act(_dense(params, f"actor_{i}", a))
-        out = _dense(params, "actor_out", a)
-    else:  # a value-only network (acted on by look-ahead)
-        out = jnp.zeros(spec["action_dim"], jnp.float32)
-    value = None  # a centralised critic reads every agent's features: not one agent's to give
-    if net.get("critic", "decentralised") != "centralised":
-        c = feats
-        for i in range(len(heads)):
-            c = act(_dense(params, f"critic_{i}", c))
-        value = _dense(params, "critic_out", c)[0]
-    log_std = None if spec["discrete"] else params["log_std"]
-    return hidden, (out, log_std), value, tobs
+    value_only = "actor_out/kernel" not in params
+    hidden, (out, log_std), value = actor_critic(
+        net, params, carry.hidden[None], x[None, None], jnp.reshape(carry.start, (1, 1)),
+        action_dim=spec["action_dim"], discrete=spec["discrete"], value_only=value_only,
+        with_value=value_only or net.get("critic", "decentralised") != "centralised")
+    return (hidden[0], (out[0, 0], None if log_std is None else log_std[0, 0]),
+            None if value is None else value[0, 0], tobs)
 
 
 def initial_carry(spec: dict[str, Any]) -> TrainedCarry:

@@ -39,29 +39,29 @@ diagonal Gaussian with a state-independent learned log standard deviation
 coordinates; :func:`to_env_action` clips them and maps them into the box
 (the log-probability is that of the unclipped sample, as usual for PPO).
 
-``agents/trained.py`` re-implements the forward pass without flax (agents
-may not import flax); ``tests/test_train_checkpoint.py`` checks both agree.
+The computation is :func:`agents.actor_critic.actor_critic` (pure jax, layer 4):
+the flax module only declares the parameters and their initialisers, and the
+exported policy (``agents.trained``) runs the same function on the exported
+arrays.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
 import flax.linen as nn
+from flax import traverse_util
 import jax
 from jax import custom_batching
 import jax.numpy as jnp
 import numpy as np
 
+from agents.actor_critic import actor_critic, joint_features
 from plume_jax.train.config import NetworkConfig
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
-
-def _act(name: str):
-    return {"tanh": jnp.tanh, "relu": jax.nn.relu}[name]
 
 
 def _dense(features: int, scale: float, name: str) -> nn.Dense:
@@ -69,62 +69,49 @@ def _dense(features: int, scale: float, name: str) -> nn.Dense:
                     bias_init=nn.initializers.zeros_init(), name=name)
 
 
-class _GRUSequence(nn.Module):
-    """A GRU cell scanned over time, resetting its state where ``starts``."""
+class _GRUParams(nn.Module):
+    """Declares the GRU's parameters (``gru/cell/*``, ``flax.linen.GRUCell``'s
+    names and initialisers)."""
 
     features: int
 
-    @functools.partial(nn.scan, variable_broadcast="params", split_rngs={"params": False},
-                       in_axes=0, out_axes=0)
     @nn.compact
-    def __call__(self, h, inputs):
-        x, start = inputs
-        h = jnp.where(start[:, None], jnp.zeros_like(h), h)
-        h, y = nn.GRUCell(self.features, name="cell")(h, x)
-        return h, y
+    def __call__(self, h: jax.Array, x: jax.Array) -> Any:
+        return nn.GRUCell(self.features, name="cell")(h, x)
 
 
-class ConvTorso(nn.Module):
-    """The ``cnn`` network's shared conv layers: f32[..., D] inputs whose first
-    ``C * R * K`` entries are an image ``[C, R, K]`` -> f32[..., F] features
-    (the flattened last feature map, then the other inputs)."""
+class _TorsoParams(nn.Module):
+    """Declares the conv torso's parameters (``torso/conv_i/*``)."""
 
     config: NetworkConfig
 
     @nn.compact
-    def __call__(self, x: jax.Array) -> jax.Array:
+    def __call__(self, channels: int) -> None:
         cfg = self.config
-        channels, rows, cols = cfg.image_channels_rows_columns
-        size = channels * rows * cols
-        if x.shape[-1] < size:
-            from plume_jax.errors import ValidationError
-
-            raise ValidationError.for_parameter(
-                "network.image_shape", list(cfg.image_shape),
-                f"an image that fits the {x.shape[-1]} network inputs (it needs {size})")
-        lead = x.shape[:-1]
-        image = jnp.reshape(x[..., :size], (-1, channels, rows, cols)).transpose(0, 2, 3, 1)
-        act = _act(cfg.activation)
         for i, (features, kernel, stride) in enumerate(zip(cfg.conv_features, cfg.conv_kernels,
                                                            cfg.conv_strides)):
-            image = act(nn.Conv(features, (kernel, kernel), strides=(stride, stride),
-                                padding="SAME", kernel_init=nn.initializers.orthogonal(
-                                    math.sqrt(2.0)),
-                                bias_init=nn.initializers.zeros_init(), name=f"conv_{i}")(image))
-        feats = jnp.reshape(image, lead + (-1,))
-        return jnp.concatenate([feats, x[..., size:]], axis=-1)
+            nn.Conv(features, (kernel, kernel), strides=(stride, stride), padding="SAME",
+                    kernel_init=nn.initializers.orthogonal(math.sqrt(2.0)),
+                    bias_init=nn.initializers.zeros_init(), name=f"conv_{i}")(
+                jnp.zeros((1, 1, 1, channels), jnp.float32))
+            channels = features
 
 
-def joint_features(feats: jax.Array, num_agents: int) -> jax.Array:
-    """The centralised critic's input: f32[..., B, F] (``B = envs x
-    num_agents``, agent-minor) -> f32[..., B, num_agents * F], where row
-    ``(env, i)`` holds the features of agents ``i, i+1, ..., i-1`` (mod
-    ``num_agents``) of the same env."""
-    lead, (rows, size) = feats.shape[:-2], feats.shape[-2:]
-    per_env = jnp.reshape(feats, lead + (rows // num_agents, num_agents, size))
-    order = (np.arange(num_agents)[:, None] + np.arange(num_agents)[None, :]) % num_agents
-    joint = per_env[..., order, :]  # [..., envs, A (acting), A (relative), F]
-    return jnp.reshape(joint, lead + (rows, num_agents * size))
+def torso_size(config: NetworkConfig, in_dim: int) -> int:
+    """Features out of the ``cnn`` torso for ``in_dim`` inputs: the last
+    feature map ('SAME' padding: ``ceil(side / stride)`` per layer), then
+    the inputs after the image."""
+    from plume_jax.errors import ValidationError
+
+    channels, rows, cols = config.image_channels_rows_columns
+    size = channels * rows * cols
+    if in_dim < size:
+        raise ValidationError.for_parameter(
+            "network.image_shape", list(config.image_shape),
+            f"an image that fits the {in_dim} network inputs (it needs {size})")
+    for stride in config.conv_strides:
+        rows, cols = -(-rows // stride), -(-cols // stride)
+    return rows * cols * config.conv_features[-1] + in_dim - size
 
 
 class ActorCritic(nn.Module):
@@ -132,7 +119,11 @@ class ActorCritic(nn.Module):
     or the size of a ``Box`` action; ``num_agents``: agents per env (the
     batch is ``envs x num_agents`` rows; only the centralised critic reads
     it). ``value_only``: no actor head (the logits are zeros), for a value
-    network acted on by look-ahead (:mod:`plume_jax.train.lookahead`)."""
+    network acted on by look-ahead (:mod:`plume_jax.train.lookahead`).
+
+    The module declares the parameters (names, shapes, initialisers); the
+    computation is :func:`agents.actor_critic.actor_critic`, which the
+    exported policy runs too."""
 
     config: NetworkConfig
     action_dim: int
@@ -143,37 +134,51 @@ class ActorCritic(nn.Module):
     @nn.compact
     def __call__(self, hidden: jax.Array, x: jax.Array, starts: jax.Array):
         cfg = self.config
-        act = _act(cfg.activation)
+        self._declare(x.shape[-1])
+        params = traverse_util.flatten_dict(self.variables["params"], sep="/")
+        return actor_critic(cfg, params, hidden, x, starts, action_dim=self.action_dim,
+                            discrete=self.discrete, num_agents=self.num_agents,
+                            value_only=self.value_only)
+
+    def _declare(self, in_dim: int) -> None:
+        """Create every parameter (their values are what ``init`` returns;
+        the dummy calls compute nothing that is used)."""
+        cfg = self.config
         sqrt2 = math.sqrt(2.0)
+
+        def layer(features: int, scale: float, name: str, width: int) -> None:
+            _dense(features, scale, name)(jnp.zeros((1, width), jnp.float32))
+
         if cfg.recurrent:
-            emb = act(_dense(cfg.hidden_sizes[0], sqrt2, "embed")(x))
-            hidden, feats = _GRUSequence(cfg.gru_size, name="gru")(hidden, (emb, starts))
-            head_sizes = cfg.hidden_sizes[1:]
+            layer(cfg.hidden_sizes[0], sqrt2, "embed", in_dim)
+            _GRUParams(cfg.gru_size, name="gru")(jnp.zeros((1, cfg.gru_size), jnp.float32),
+                                                 jnp.zeros((1, cfg.hidden_sizes[0]),
+                                                           jnp.float32))
+            width, heads = cfg.gru_size, cfg.hidden_sizes[1:]
         elif cfg.type == "cnn":
-            feats = ConvTorso(cfg, name="torso")(x)
-            head_sizes = cfg.hidden_sizes
+            _TorsoParams(cfg, name="torso")(cfg.image_channels_rows_columns[0])
+            width, heads = torso_size(cfg, in_dim), cfg.hidden_sizes
         else:
-            feats = x
-            head_sizes = cfg.hidden_sizes
+            width, heads = in_dim, cfg.hidden_sizes
         if self.value_only:
-            c = feats
-            for i, n in enumerate(head_sizes):
-                c = act(_dense(n, sqrt2, f"critic_{i}")(c))
-            value = _dense(1, 0.0, "critic_out")(c)[..., 0]  # starts at 0 (a correction)
-            return hidden, (jnp.zeros(value.shape + (self.action_dim,), jnp.float32), None), value
-        a = feats
-        for i, n in enumerate(head_sizes):
-            a = act(_dense(n, sqrt2, f"actor_{i}")(a))
-        c = joint_features(feats, self.num_agents) if cfg.critic == "centralised" else feats
-        for i, n in enumerate(head_sizes):
-            c = act(_dense(n, sqrt2, f"critic_{i}")(c))
-        value = _dense(1, 1.0, "critic_out")(c)[..., 0]
-        out = _dense(self.action_dim, 0.01, "actor_out")(a)
-        if self.discrete:
-            return hidden, (out, None), value
-        log_std = self.param("log_std", nn.initializers.constant(cfg.log_std_init),
-                             (self.action_dim,))
-        return hidden, (out, jnp.broadcast_to(log_std, out.shape)), value
+            w = width
+            for i, n in enumerate(heads):
+                layer(n, sqrt2, f"critic_{i}", w)
+                w = n
+            layer(1, 0.0, "critic_out", w)  # starts at 0 (a correction)
+            return
+        w = width
+        for i, n in enumerate(heads):
+            layer(n, sqrt2, f"actor_{i}", w)
+            w = n
+        w = width * self.num_agents if cfg.critic == "centralised" else width
+        for i, n in enumerate(heads):
+            layer(n, sqrt2, f"critic_{i}", w)
+            w = n
+        layer(1, 1.0, "critic_out", w)
+        layer(self.action_dim, 0.01, "actor_out", heads[-1] if heads else width)
+        if not self.discrete:
+            self.param("log_std", nn.initializers.constant(cfg.log_std_init), (self.action_dim,))
 
 
 # ----------------------------------------------------------------- distributions
