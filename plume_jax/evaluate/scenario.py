@@ -56,7 +56,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from plume_jax.errors import ValidationError
-from plume_jax.multi_agent import MultiAgentPlumeEnv
 from plume_jax.seeding import check_seed, seed_key
 
 SCENARIO_KEYS = {"name", "description", "env", "agent", "episodes", "seed", "max_steps", "expect"}
@@ -340,7 +339,7 @@ def check_policy_traces(env: Any, params: Any, policy: Any, name: str) -> None:
             "agent", name, f"an agent that can act on this env's observation {obs} "
             f"({type(error).__name__}: {' '.join(str(error).split())[:300]})") from None
     space = env.action_space(params)
-    team = isinstance(env, MultiAgentPlumeEnv)
+    team = env.is_multi_agent
     expected = ((env.num_agents,) if team else ()) + tuple(space.shape)
     discrete = not hasattr(space, "low")
     if tuple(action.shape) != expected or (discrete and not jnp.issubdtype(action.dtype,
@@ -440,7 +439,7 @@ def execute_run(run: PlannedRun,
         result = jax.block_until_ready(compiled(params, key))
     run_s = time.perf_counter() - t0
 
-    team = isinstance(env, MultiAgentPlumeEnv)
+    team = env.is_multi_agent
     metrics = summarise(result, float(params.goal_radius), team=team)
     if team:
         metrics["num_agents"] = env.num_agents
