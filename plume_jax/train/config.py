@@ -104,7 +104,7 @@ from typing import Any
 import yaml
 
 from plume_jax.errors import ValidationError
-from plume_jax.settings import Setting
+from plume_jax.settings import REQUIRED, Setting, resolve_keys, unknown_setting
 from plume_jax.train.algorithm import algo_setting, algorithm_class, settings_for
 
 
@@ -238,7 +238,7 @@ def string_or_none(name: str, value: Any) -> str | None:
 # cannot differ between the members of one sweep). The algo section is
 # COMMON_ALGO plus the settings the training algorithms declare
 # (plume_jax.train.algorithm: each algorithm's SETTINGS).
-_REQUIRED = object()
+_REQUIRED = REQUIRED
 
 
 def _s(default: Any, check: Any, static: bool, doc: str = "") -> Setting:
@@ -326,26 +326,11 @@ def schemas(algorithm: Any = "ppo") -> dict[str, dict[str, Setting]]:
 
 def _resolve_section(section: str, values: Any, schema: Mapping[str, Setting]
                      ) -> dict[str, Any]:
-    if values is None:
-        values = {}
-    if not isinstance(values, Mapping):
-        raise ValidationError.for_parameter(section, values, f"a mapping with keys {list(schema)}")
-    unknown = sorted(set(values) - set(schema))
-    if unknown:
-        raise ValidationError.for_parameter(
-            f"{section}.{unknown[0]}", values[unknown[0]],
-            f"a known {section} setting: one of {list(schema)}")
-    out = {}
-    for key, setting in schema.items():
-        name = f"{section}.{key}"
-        default = setting.default
-        if key in values:
-            out[key] = setting.check(name, values[key])
-        elif default is _REQUIRED:
-            raise ValidationError.for_parameter(name, None, "a value (this setting is required)")
-        else:
-            out[key] = copy.deepcopy(default)
-    return out
+    """One section checked by :func:`plume_jax.settings.resolve_keys` (the
+    resolver of component settings and scenario files too: the same
+    messages, "did you mean" included); defaults as declared."""
+    return resolve_keys(section, schema, values, what=f"a known {section} setting",
+                        check_defaults=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -453,10 +438,9 @@ def train_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None
     if not isinstance(data, Mapping):
         raise ValidationError.for_parameter("config", data, "a mapping with sections "
                                             f"{list(SECTIONS)}")
-    unknown = sorted(set(data) - set(SECTIONS))
+    unknown = sorted((k for k in data if k not in SECTIONS), key=str)
     if unknown:
-        raise ValidationError.for_parameter(unknown[0], data[unknown[0]],
-                                            f"a config section: one of {list(SECTIONS)}")
+        raise unknown_setting(str(unknown[0]), data[unknown[0]], SECTIONS, "a config section")
     algo_values = data.get("algo")
     name = algo_values.get("algorithm", COMMON_ALGO["algorithm"].default) \
         if isinstance(algo_values, Mapping) else COMMON_ALGO["algorithm"].default
