@@ -360,3 +360,27 @@ def test_summary_tail_without_successes_is_none():
     m = sc.summarise(_known_outcome([7, 9], [False, False]), goal_radius=0.0)
     assert m["p90_steps"] is None and m["p99_steps"] is None
     assert m["p90_episode_length"] == pytest.approx(8.8)
+
+
+@pytest.mark.parametrize("spec, field, suggestion", [
+    ({"env": SMALL_ENV, "agent": "klinotaxis", "episods": 10}, "episods", "episodes"),
+    ({"env": {**SMALL_ENV, "overide": {}}, "agent": "klinotaxis"}, "env.overide", "overrides"),
+    ({"env": SMALL_ENV, "agent": {"name": "klinotaxis", "param": {}}}, "agent.param", "params"),
+])
+def test_misspelt_scenario_key_gets_the_train_configs_did_you_mean(spec, field, suggestion):
+    """Scenario files are resolved by plume_jax.settings.resolve_keys, as training
+    configs and component settings are: one message for an unknown key."""
+    with pytest.raises(ValidationError, match=f"did you mean '{suggestion}'") as excinfo:
+        sc.validate_scenario(spec)
+    assert excinfo.value.parameter == field
+    assert "expected a known scenario" in str(excinfo.value)
+
+
+def test_scenario_keys_are_declared_settings_with_docs():
+    for section, table in sc.SCENARIO_SCHEMA.items():
+        for key, setting in table.items():
+            assert setting.doc, f"{section}.{key}"
+    assert sc.SCENARIO_KEYS == set(sc.SCENARIO_SETTINGS)
+    with pytest.raises(ValidationError, match=r"expect.min_success_rate=1.5 is invalid"):
+        sc.validate_scenario({"env": SMALL_ENV, "agent": "klinotaxis",
+                              "expect": {"min_success_rate": 1.5}})

@@ -425,3 +425,26 @@ def test_member_folder_names_are_safe_file_names_and_unique(members):
     for name in names:
         assert re.fullmatch(r"[A-Za-z0-9._=+,-]{1,100}", name), name
         assert not name.startswith(".") and name not in (".", "..")
+
+
+@pytest.mark.parametrize("data, field, suggestion", [
+    ({**MINIMAL, "algo": {"total_steps": 100_000, "learning_rat": 1e-3}}, "algo.learning_rat",
+     "learning_rate"),
+    ({**MINIMAL, "netwrok": {}}, "netwrok", "network"),
+    ({**MINIMAL, "env": {"id": "PlumeNav-Gaussian-v0",
+                         "overrides": {"plume": {"type": "gaussian", "sigmaa": 5.0}}}},
+     "plume.sigmaa", "sigma"),
+])
+def test_unknown_keys_get_one_did_you_mean_message_everywhere(data, field, suggestion):
+    """Training-config keys, sections and component settings all go through
+    plume_jax.settings.resolve_keys / unknown_setting (scenario files too)."""
+    with pytest.raises(ValidationError, match=f"did you mean '{suggestion}'") as excinfo:
+        train_config(data).make_env()
+    assert excinfo.value.parameter == field
+    assert "one of [" in str(excinfo.value)
+
+
+def test_an_unknown_key_far_from_every_known_one_gets_no_suggestion():
+    with pytest.raises(ValidationError) as excinfo:
+        train_config({**MINIMAL, "run": {"zzzz": 1}})
+    assert excinfo.value.parameter == "run.zzzz" and "did you mean" not in str(excinfo.value)

@@ -17,7 +17,6 @@ from typing import Any
 
 from plume_jax.cli.common import check_output_file, parse_overrides
 from plume_jax.errors import ValidationError
-from plume_jax.multi_agent import MultiAgentPlumeEnv
 from plume_jax.seeding import seed_key
 
 DEMO_DEFAULTS = {
@@ -88,7 +87,7 @@ def run_demo(preset: str, num_envs: int, num_steps: int | None, seed: int, out: 
         result = jax.block_until_ready(compiled(params, key))
         run_s = time.perf_counter() - t0
 
-    metrics = summarise(result, float(params.goal_radius), team=isinstance(env, MultiAgentPlumeEnv))
+    metrics = summarise(result, float(params.goal_radius), team=env.is_multi_agent)
     figures = {
         "preset": preset,
         "policy": "klinotaxis",

@@ -186,9 +186,8 @@ def run(args: argparse.Namespace) -> int:
     from plume_jax.evaluate import scenario as sc
     from plume_jax.progress import ProgressBar
 
-    if args.episodes is not None and not 1 <= args.episodes <= sc.MAX_EPISODES:
-        raise ValidationError.for_parameter("--episodes", args.episodes,
-                                            f"an integer in [1, {sc.MAX_EPISODES}]")
+    if args.episodes is not None:  # the bounds of a scenario file's episodes
+        sc.SCENARIO_SETTINGS["episodes"].check("--episodes", args.episodes, None)
     seed = None if args.seed is None else sc.validate_seed(args.seed, "--seed")
     choices = parse_agent_choices(args.agent, args.agent_param)
     files = scenario_files(args.scenario)

@@ -1,7 +1,8 @@
 """Evaluation scenarios: YAML files that fix an env, an agent, seeds and an
 expectation, and a runner that reports comparable metrics.
 
-A scenario file (``configs/scenarios/*.yaml``)::
+A scenario file (``configs/scenarios/*.yaml``; every key is declared once
+in :data:`SCENARIO_SETTINGS`, listed in docs/config_reference.md)::
 
     name: gaussian-klinotaxis
     description: run-and-tumble on the default Gaussian plume
@@ -56,11 +57,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from plume_jax.errors import ValidationError
-from plume_jax.multi_agent import MultiAgentPlumeEnv
 from plume_jax.seeding import check_seed, seed_key
+from plume_jax.settings import (
+    MAX_INT32,
+    REQUIRED,
+    Setting,
+    integer,
+    optional,
+    qualified,
+    real,
+    resolve_keys,
+)
 
-SCENARIO_KEYS = {"name", "description", "env", "agent", "episodes", "seed", "max_steps", "expect"}
-EXPECT_KEYS = {"min_success_rate", "max_mean_steps", "min_path_efficiency"}
 #: The most episodes one run may ask for (one vmapped batch).
 MAX_EPISODES = 2**24
 #: The largest ``--baseline`` file read (a report is a few KiB per run).
@@ -90,76 +98,139 @@ def load_scenario(path: str | os.PathLike) -> dict[str, Any]:
     return validate_scenario(load_yaml_file(path, "scenario"), source=str(path))
 
 
-def _mapping(value: Any, parameter: str, allowed: str) -> dict[str, Any]:
-    """``value`` (None -> {}) as a dict with string keys, or a ValidationError."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-        raise ValidationError.for_parameter(parameter, value, allowed)
-    return dict(value)
+# ----------------------------------------------------------------- the file's keys
+# Every key of a scenario file is a plume_jax.settings.Setting (default,
+# checker, doc), resolved by plume_jax.settings.resolve_keys: the resolver of
+# component settings and training configs, so unknown keys, bounds and
+# messages ("did you mean") are the same everywhere.
+def _string(name: str, value: Any, grid: Any = None) -> str:
+    if not isinstance(value, str):
+        raise ValidationError.for_parameter(name, value, "a string")
+    return value
+
+
+def _preset_id(name: str, value: Any, grid: Any = None) -> str:
+    if not isinstance(value, str):
+        raise ValidationError.for_parameter(name, value, "a preset id (a string: plume-jax list)")
+    return value
+
+
+def _scenario_name(name: str, value: Any, grid: Any = None) -> str | None:
+    if value is None:  # the file's stem, filled by validate_scenario
+        return None
+    if not isinstance(value, (str, int)) or isinstance(value, bool) or not str(value).strip():
+        raise ValidationError.for_parameter(name, value, "a non-empty string")
+    return str(value)
+
+
+def _seed(name: str, value: Any, grid: Any = None) -> int:
+    return check_seed(value, name, none_ok=False)
+
+
+def _mapping_of(allowed: str):
+    """A mapping with string keys (``None``: ``{}``), copied."""
+
+    def check(name: str, value: Any, grid: Any = None) -> dict[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+            raise ValidationError.for_parameter(name, value, allowed)
+        return dict(value)
+
+    return check
+
+
+def _section(table: Mapping[str, Setting], shape: str, *, shorthand: str | None = None,
+             given_only: bool = False):
+    """A nested mapping checked against ``table``; errors about its shape (not
+    a mapping, a required key missing) name the section and show ``shape``.
+    With ``shorthand``, a bare string ``s`` means ``{shorthand: s}``."""
+
+    def check(name: str, value: Any, grid: Any = None) -> dict[str, Any]:
+        if shorthand is not None and isinstance(value, str):
+            value = {shorthand: value}
+        if given_only and value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise ValidationError.for_parameter(name, value, shape)
+        for key, s in table.items():
+            if s.default is REQUIRED and key not in value:
+                raise ValidationError.for_parameter(
+                    name, value, f"{shape} ({qualified(name, key)} is required)")
+        return resolve_keys(name, table, value, grid, what=f"a known scenario {name} key",
+                            given_only=given_only)
+
+    return check
+
+
+#: ``env``: which environment.
+SCENARIO_ENV_SETTINGS: dict[str, Setting] = {
+    "preset": Setting(REQUIRED, _preset_id, doc="a preset id (plume-jax list)"),
+    "overrides": Setting({}, _mapping_of("a mapping of preset settings {name: value}"),
+                         doc="settings passed to plume_jax.make (validated there)"),
+}
+#: ``agent``: the scenario's own agent (a bare name means ``{name: <name>}``).
+SCENARIO_AGENT_SETTINGS: dict[str, Setting] = {
+    "name": Setting(REQUIRED, _string, doc="an agent of agents.registry (plume-jax agents)"),
+    "params": Setting({}, _mapping_of("a mapping of agent parameters {name: value}"),
+                      doc="the agent's parameters (validated by the agent)"),
+}
+#: ``expect``: checked when the run uses the scenario's own agent; each key
+#: is optional (only the keys given are checked).
+SCENARIO_EXPECT_SETTINGS: dict[str, Setting] = {
+    "min_success_rate": Setting(None, real(low=0.0, high=1.0),
+                                doc="fail below this success rate"),
+    "max_mean_steps": Setting(None, real(low=0.0),
+                              doc="fail above this mean of the steps to the source "
+                                  "(successful episodes)"),
+    "min_path_efficiency": Setting(None, real(low=0.0, high=1.0),
+                                   doc="fail below this mean path efficiency "
+                                       "(successful episodes)"),
+}
+#: The keys of a scenario file.
+SCENARIO_SETTINGS: dict[str, Setting] = {
+    "name": Setting(None, _scenario_name,
+                    doc="shown as written (files use a safe form); null: the file's stem"),
+    "description": Setting("", _string, doc="one line shown with the scenario"),
+    "env": Setting(REQUIRED, _section(SCENARIO_ENV_SETTINGS,
+                                      "a mapping {preset: <id>, overrides: {...}}"),
+                   doc="the environment: {preset, overrides} (below)"),
+    "agent": Setting(REQUIRED, _section(SCENARIO_AGENT_SETTINGS,
+                                        "a mapping {name: <agent>, params: {...}}",
+                                        shorthand="name"),
+                     doc="the agent: a name, or {name, params} (below)"),
+    "episodes": Setting(1000, integer(low=1, high=MAX_EPISODES),
+                        doc="seeded episodes, run as one vmapped rollout"),
+    "seed": Setting(0, _seed, doc="an integer in [0, 2**63); every bit reaches the PRNG key"),
+    "max_steps": Setting(None, optional(integer(low=1, high=MAX_INT32)),
+                         doc="overrides the env's max_steps; null: the preset's"),
+    "expect": Setting({}, _section(SCENARIO_EXPECT_SETTINGS,
+                                   f"a mapping with keys among {list(SCENARIO_EXPECT_SETTINGS)}",
+                                   given_only=True),
+                      doc="expectations of the scenario's own agent (below)"),
+}
+#: ``section -> key -> Setting`` of a scenario file (``""``: the top level).
+SCENARIO_SCHEMA: dict[str, dict[str, Setting]] = {
+    "": SCENARIO_SETTINGS, "env": SCENARIO_ENV_SETTINGS, "agent": SCENARIO_AGENT_SETTINGS,
+    "expect": SCENARIO_EXPECT_SETTINGS}
+SCENARIO_KEYS = set(SCENARIO_SETTINGS)
+EXPECT_KEYS = set(SCENARIO_EXPECT_SETTINGS)
 
 
 def validate_scenario(raw: Any, source: str = "<scenario>") -> dict[str, Any]:
-    """Check a scenario mapping; returns a normalised copy.
+    """Check a scenario mapping against :data:`SCENARIO_SETTINGS`; returns a
+    normalised copy (``expect`` holds only the keys given).
 
     Raises:
         ValidationError: naming the offending key (``env``, ``agent.params``,
             ``seed``, ``expect.min_success_rate``, ...), its value and what is
-            allowed.
+            allowed; an unknown key with the closest known ones.
     """
     if not isinstance(raw, Mapping):
         raise ValidationError.for_parameter("scenario", source, "a YAML mapping")
-    unknown = sorted(set(map(str, raw)) - SCENARIO_KEYS)
-    if unknown:
-        value = next(v for k, v in raw.items() if str(k) == unknown[0])
-        raise ValidationError.for_parameter(unknown[0], value,
-                                            f"a scenario key: one of {sorted(SCENARIO_KEYS)}")
-    env = raw.get("env")
-    if not isinstance(env, Mapping) or not isinstance(env.get("preset"), str) \
-            or set(env) - {"preset", "overrides"}:
-        raise ValidationError.for_parameter("env", env, "a mapping {preset: <id>, overrides: {...}}")
-    agent = raw.get("agent")
-    if isinstance(agent, str):
-        agent = {"name": agent}
-    if not isinstance(agent, Mapping) or not isinstance(agent.get("name"), str) \
-            or set(agent) - {"name", "params"}:
-        raise ValidationError.for_parameter("agent", agent, "a mapping {name: <agent>, params: {...}}")
-    name = raw.get("name", os.path.splitext(os.path.basename(source))[0])
-    if not isinstance(name, (str, int)) or isinstance(name, bool) or not str(name).strip():
-        raise ValidationError.for_parameter("name", name, "a non-empty string")
-    description = raw.get("description", "")
-    if not isinstance(description, str):
-        raise ValidationError.for_parameter("description", description, "a string")
-    out = {
-        "name": str(name),
-        "description": description,
-        "env": {"preset": env["preset"],
-                "overrides": _mapping(env.get("overrides"), "env.overrides",
-                                      "a mapping of preset settings {name: value}")},
-        "agent": {"name": agent["name"],
-                  "params": _mapping(agent.get("params"), "agent.params",
-                                     "a mapping of agent parameters {name: value}")},
-        "episodes": raw.get("episodes", 1000),
-        "seed": raw.get("seed", 0),
-        "max_steps": raw.get("max_steps"),
-        "expect": _mapping(raw.get("expect"), "expect",
-                           f"a mapping with keys among {sorted(EXPECT_KEYS)}"),
-    }
-    validate_seed(out["seed"])
-    for key, high in (("episodes", MAX_EPISODES), ("max_steps", 2**31 - 1)):
-        value = out[key]
-        if key == "max_steps" and value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
-            raise ValidationError.for_parameter(key, value, f"an integer in [1, {high}]")
-    bad = sorted(set(out["expect"]) - EXPECT_KEYS)
-    if bad:
-        raise ValidationError.for_parameter(f"expect.{bad[0]}", out["expect"][bad[0]],
-                                            f"one of {sorted(EXPECT_KEYS)}")
-    for key, value in out["expect"].items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not math.isfinite(value):
-            raise ValidationError.for_parameter(f"expect.{key}", value, "a finite number")
+    out = resolve_keys("", SCENARIO_SETTINGS, raw, what="a known scenario key")
+    if out["name"] is None:
+        out["name"] = _scenario_name("name", os.path.splitext(os.path.basename(source))[0])
     return out
 
 
@@ -340,7 +411,7 @@ def check_policy_traces(env: Any, params: Any, policy: Any, name: str) -> None:
             "agent", name, f"an agent that can act on this env's observation {obs} "
             f"({type(error).__name__}: {' '.join(str(error).split())[:300]})") from None
     space = env.action_space(params)
-    team = isinstance(env, MultiAgentPlumeEnv)
+    team = env.is_multi_agent
     expected = ((env.num_agents,) if team else ()) + tuple(space.shape)
     discrete = not hasattr(space, "low")
     if tuple(action.shape) != expected or (discrete and not jnp.issubdtype(action.dtype,
@@ -389,10 +460,8 @@ def plan_run(scenario: Mapping[str, Any], agent: AgentChoice | None = None, *,
                    + (f" with parameters {own['params']}" if own["params"] else "")
                    + f", not {agent.name!r}"
                    + (f" with parameters {agent_params}" if agent_params else ""))
-    if episodes is not None and (isinstance(episodes, bool) or not isinstance(episodes, int)
-                                 or not 1 <= episodes <= MAX_EPISODES):
-        raise ValidationError.for_parameter("episodes", episodes,
-                                            f"an integer in [1, {MAX_EPISODES}]")
+    if episodes is not None:
+        SCENARIO_SETTINGS["episodes"].check("episodes", episodes, None)
     policy = make_agent(agent.name, env, **agent_params)
     if not is_host_agent(agent.name):
         check_policy_traces(env, params, policy, agent.name)
@@ -440,7 +509,7 @@ def execute_run(run: PlannedRun,
         result = jax.block_until_ready(compiled(params, key))
     run_s = time.perf_counter() - t0
 
-    team = isinstance(env, MultiAgentPlumeEnv)
+    team = env.is_multi_agent
     metrics = summarise(result, float(params.goal_radius), team=team)
     if team:
         metrics["num_agents"] = env.num_agents

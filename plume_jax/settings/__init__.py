@@ -44,18 +44,22 @@ from plume_jax.settings.checks import (
 )
 from plume_jax.settings.nested import component_config, component_list, nested, resolve_component
 from plume_jax.settings.schema import (
+    REQUIRED,
     Configurable,
     Setting,
     derived,
     grid_domain,
     nested_params,
     plain,
+    qualified,
+    resolve_keys,
     resolve_settings,
     setting,
     settings_of,
     static_config,
     to_leaf,
     type_table,
+    unknown_setting,
 )
 
 __all__ = [
@@ -71,6 +75,7 @@ __all__ = [
     "MAX_SCALE",
     "MIN_LENGTH",
     "OrNone",
+    "REQUIRED",
     "Real",
     "Setting",
     "angle",
@@ -91,6 +96,8 @@ __all__ = [
     "nested_params",
     "optional",
     "plain",
+    "qualified",
+    "resolve_keys",
     "real",
     "real_list",
     "resolve_component",
@@ -100,4 +107,5 @@ __all__ = [
     "static_config",
     "to_leaf",
     "type_table",
+    "unknown_setting",
 ]

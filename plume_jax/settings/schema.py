@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import difflib
 import functools
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
@@ -151,13 +152,97 @@ class _Schema:
         return settings_of(owner)
 
 
+class _Required:
+    """The default of a setting that has none: the user must give it."""
+
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+    def __deepcopy__(self, memo: dict) -> "_Required":
+        return self
+
+
+#: Default of a setting the user must give (``algo.total_steps``, a
+#: scenario's ``env.preset``).
+REQUIRED: Any = _Required()
+
+
+def qualified(prefix: str, key: str) -> str:
+    """``prefix.key`` (``key`` alone at the top level, ``prefix == ""``)."""
+    return f"{prefix}.{key}" if prefix else key
+
+
+def unknown_setting(name: str, value: Any, known: Any, what: str) -> ValidationError:
+    """The error for an unknown key ``name`` (qualified: ``algo.learning_rat``):
+    ``expected <what> (did you mean 'learning_rate'?): one of [...]``, the
+    suggestions being the known keys closest to the last part of ``name``
+    (none when nothing is close). One message for component settings,
+    training-config keys and scenario keys."""
+    known = sorted(map(str, known))
+    key = str(name).rpartition(".")[2]
+    close = difflib.get_close_matches(key, known, n=3, cutoff=0.6)
+    hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+    return ValidationError.for_parameter(name, value, f"{what}{hint}: one of {known}")
+
+
+def resolve_keys(prefix: str, schema: Mapping[str, Setting], values: Any, grid: Any = None, *,
+                 what: str | None = None, check_defaults: bool = True,
+                 given_only: bool = False) -> dict[str, Any]:
+    """Validate a mapping of settings against ``schema``: the one resolver of
+    component settings (:func:`resolve_settings`), training-config sections
+    (:mod:`plume_jax.train.config`) and scenario files
+    (:mod:`plume_jax.evaluate.scenario`).
+
+    Args:
+        prefix: qualifies names in errors (``"algo"`` gives ``algo.gamma``;
+            ``""``: top-level keys, named bare).
+        schema: ``key -> Setting``; a :data:`REQUIRED` default must be given.
+        values: the user's mapping (``None``: empty).
+        grid: passed to the checkers (``None`` outside an env).
+        what: what a known key is, in errors (default ``a known <prefix>
+            setting``).
+        check_defaults: pass defaults through the checker (normalising
+            them); else use a deep copy of each default as declared.
+        given_only: resolve only the keys given (no defaults filled).
+
+    Raises:
+        ValidationError: ``values`` is not a mapping (naming ``prefix``), an
+            unknown key (:func:`unknown_setting`), a required key left out,
+            or a bad value.
+    """
+    what = what or f"a known {prefix or 'top-level'} setting"
+    if values is None:
+        values = {}
+    if not isinstance(values, Mapping):
+        raise ValidationError.for_parameter(prefix or "settings", values,
+                                            f"a mapping with keys among {list(schema)}")
+    unknown = sorted((k for k in values if k not in schema), key=str)
+    if unknown:
+        raise unknown_setting(qualified(prefix, str(unknown[0])), values[unknown[0]], schema, what)
+    out = {}
+    for key, s in schema.items():
+        name = qualified(prefix, key)
+        if key in values:
+            out[key] = s.check(name, values[key], grid)
+        elif given_only:
+            continue
+        elif s.default is REQUIRED:
+            raise ValidationError.for_parameter(name, None, "a value (this setting is required)")
+        elif check_defaults:
+            out[key] = s.check(name, s.default, grid)
+        else:
+            out[key] = copy.deepcopy(s.default)
+    return out
+
+
 def resolve_settings(component: str, schema: Mapping[str, Setting], values: Mapping[str, Any],
                      grid: Grid) -> dict[str, Any]:
-    """Validate ``values`` against ``schema``, filling defaults.
+    """Validate a component's ``values`` against ``schema``, filling defaults
+    (:func:`resolve_keys`).
 
     Args:
         component: name used to qualify parameter names in errors
-            (``"plume.sigma"``).
+            (``"plume"``, giving ``plume.sigma``).
         schema: the component's settings.
         values: user-supplied values; every key must be in ``schema``.
         grid: the static grid (for position checks).
@@ -167,16 +252,10 @@ def resolve_settings(component: str, schema: Mapping[str, Setting], values: Mapp
         to plain Python values (JSON-serialisable).
 
     Raises:
-        ValidationError: for an unknown name or a bad value.
+        ValidationError: for an unknown name (with the closest known names)
+            or a bad value.
     """
-    unknown = sorted(set(values) - set(schema))
-    if unknown:
-        raise ValidationError.for_parameter(
-            f"{component}.{unknown[0]}", values[unknown[0]],
-            f"a parameter of {component!r}: one of {sorted(schema)}",
-        )
-    return {name: s.check(f"{component}.{name}", values.get(name, s.default), grid)
-            for name, s in schema.items()}
+    return resolve_keys(component, schema, values, grid)
 
 
 def to_leaf(value: Any) -> jax.Array:

@@ -1,87 +1,30 @@
 """Training configuration: YAML in, validated frozen dataclasses out.
 
-A training config has five sections; every key is optional except
-``env.id`` (or ``env.config``) and ``algo.total_steps``::
+A training config has five sections (``env``, ``algo``, ``network``,
+``run``, ``eval``); every key is optional except ``env.id`` (or
+``env.config``) and ``algo.total_steps``. Each key is declared once below
+(``ENV_SCHEMA``, ``COMMON_ALGO`` and each algorithm's ``SETTINGS``,
+``NETWORK_SCHEMA``, ``RUN_SCHEMA``, ``EVAL_SCHEMA``) as a
+:class:`plume_jax.settings.Setting` with its default, checker, static flag
+and doc; docs/config_reference.md lists them all (generated from these
+declarations by ``scripts/settings_reference.py``). A short example::
 
-    env:                       # which environment
-      id: PlumeNav-Gaussian-v0 # a preset id (plume-jax list) ...
-      config: null             # ... or the path of an env config YAML
-      overrides: {}            # passed to plume_jax.make / make_from_config
-    algo:                      # PPO (or look-ahead value iteration, below)
-      algorithm: ppo           # ppo | lookahead_vi: fitted value iteration on
-                               # the belief sensor with a one-step model
-                               # look-ahead (plume_jax.train.lookahead; static)
-      epsilon: 0.1             # lookahead_vi: probability of a random move
-      baseline_scale: 0.0      # lookahead_vi: K (steps) of the baseline value
-                               # K ln(1 + E/K) of the search-time estimate E
-                               # that the network corrects; 0: E itself
-      total_steps: 1000000     # env steps; rounded down to whole updates
-      num_envs: 64             # parallel envs          (static)
-      num_steps: 128           # rollout length          (static)
-      update_epochs: 4         # epochs per update       (static)
-      num_minibatches: 4       # minibatches per epoch   (static)
+    env:
+      id: PlumeNav-Gaussian-v0   # a preset id (plume-jax list), or config: <env YAML>
+      overrides: {sigma: 10.0}   # passed to plume_jax.make / make_from_config
+    algo:
+      algorithm: ppo             # a registered algorithm (plume_jax.train.algorithm)
+      total_steps: 1000000       # env steps; rounded down to whole updates
+      num_envs: 64
       learning_rate: 0.0003
-      anneal_lr: true          # linear decay to 0 over the run (static)
-      gamma: null              # null: the reward's shaping discount, else 0.99
-      gae_lambda: 0.95
-      clip_eps: 0.2
-      clip_value: true         # PPO value clipping       (static)
-      ent_coef: 0.01
-      vf_coef: 0.5
-      max_grad_norm: 0.5
-      adam_eps: 1.0e-5         # (static)
-      normalize_obs: false     # running mean/std of observations (static)
-      normalize_advantages: true  # (static)
-    network:                   # (all static)
-      type: mlp                # mlp | gru | cnn
-      hidden_sizes: [64, 64]   # mlp: actor and critic layers; gru: the input
-                               # embedding, then the actor / critic head layers;
-                               # cnn: the actor / critic layers after the conv torso
-      gru_size: 64             # GRU hidden size (gru only)
-      image_shape: null        # cnn: [rows, columns] or [channels, rows, columns]
-                               # of the image in the first inputs (the belief
-                               # sensor's window: rows = columns = 2 * grid - 1)
-      conv_features: [8, 16, 16]  # cnn: output channels of each conv layer
-      conv_kernels: [3, 3, 3]  # cnn: kernel side of each conv layer
-      conv_strides: [2, 2, 2]  # cnn: stride of each conv layer ('SAME' padding)
-      activation: tanh         # tanh | relu
-      obs_transform: none      # none | log  (log(obs + log_eps))
-      log_eps: 1.0e-6
-      prev_action: false       # feed the previous action to the network
-      obs_delta: false         # also feed the change of the (transformed)
-                               # observation since the previous step
-      log_std_init: 0.0        # Box actions: initial log std of the Gaussian
-      critic: decentralised    # multi-agent envs: decentralised (the value
-                               # sees the agent's own input, like the actor) |
-                               # centralised (MAPPO-style: the value sees every
-                               # agent's features, own first, then the others
-                               # in agent order from the next one on)
-    run:
-      seed: 0
-      log_every: 10            # updates between progress lines
-      checkpoint_minutes: 5.0  # minutes between checkpoints to checkpoint/
-                               # (null: only at the end)
-      checkpoint_every: null   # updates between checkpoints, each also kept
-                               # in checkpoints/update_N/ (null: none)
-      devices: auto            # auto | N: shard the env batch (a sweep: its
-                               # members) over N local devices; auto: as many
-                               # as divide the batch (several processes:
-                               # all their devices)
-      distributed: auto        # auto | cluster | off: join a multi-process
-                               # run (plume_jax.train.distributed): auto when
-                               # the launcher's environment says so (SLURM
-                               # srun, multi-host Cloud TPU, JAX_* variables)
-      tensorboard: true        # TensorBoard event files in tensorboard/
-      wandb_project: null      # a Weights & Biases project to log to (needs
-                               # the wandb package); null: no W&B
-    eval:                      # greedy evaluation on fresh seeds after training
-      num_envs: 1000           # episodes (one per env)
-      num_steps: null          # null: the env's max_steps
-      seed: 1000003            # evaluation key seed (distinct from training seeds)
-      greedy: true
+    network: {type: mlp, hidden_sizes: [64, 64]}
+    run: {seed: 0, checkpoint_minutes: 5.0}
+    eval: {num_envs: 1000}
 
 Unknown keys and bad values raise :class:`plume_jax.errors.ValidationError`
-naming the key (``algo.learning_rate``), the value and what is allowed.
+naming the key (``algo.learning_rate``), the value and what is allowed; an
+unknown key with the closest known ones (:func:`plume_jax.settings.resolve_keys`,
+the resolver of component settings and scenario files too).
 *Static* settings fix shapes or code paths and are compiled in; the others
 are leaves of :class:`plume_jax.train.ppo.Hparams` and can be swept in one
 program (see :mod:`plume_jax.train.sweep`, which runs members that differ in
@@ -104,7 +47,7 @@ from typing import Any
 import yaml
 
 from plume_jax.errors import ValidationError
-from plume_jax.settings import Setting
+from plume_jax.settings import REQUIRED, Setting, resolve_keys, unknown_setting
 from plume_jax.train.algorithm import algo_setting, algorithm_class, settings_for
 
 
@@ -238,7 +181,7 @@ def string_or_none(name: str, value: Any) -> str | None:
 # cannot differ between the members of one sweep). The algo section is
 # COMMON_ALGO plus the settings the training algorithms declare
 # (plume_jax.train.algorithm: each algorithm's SETTINGS).
-_REQUIRED = object()
+_REQUIRED = REQUIRED
 
 
 def _s(default: Any, check: Any, static: bool, doc: str = "") -> Setting:
@@ -275,41 +218,73 @@ def image_shape_check(name: str, value: Any) -> tuple[int, ...] | None:
 
 
 NETWORK_SCHEMA: dict[str, Setting] = {
-    "type": _s("mlp", choice("mlp", "gru", "cnn"), True),
-    "hidden_sizes": _s((64, 64), int_list(), True),
-    "gru_size": _s(64, integer(1, 65536), True),
-    "image_shape": _s(None, image_shape_check, True),
-    "conv_features": _s((8, 16, 16), int_list(), True),
-    "conv_kernels": _s((3, 3, 3), int_list(1, 64), True),
-    "conv_strides": _s((2, 2, 2), int_list(1, 64), True),
-    "activation": _s("tanh", choice("tanh", "relu"), True),
-    "obs_transform": _s("none", choice("none", "log"), True),
-    "log_eps": _s(1e-6, real(0.0, 1.0, low_open=True), True),
-    "prev_action": _s(False, boolean(), True),
-    "obs_delta": _s(False, boolean(), True),
-    "log_std_init": _s(0.0, real(-20.0, 5.0), True),
-    "critic": _s("decentralised", choice("decentralised", "centralised"), True),
+    "type": _s("mlp", choice("mlp", "gru", "cnn"), True,
+               "mlp | gru (recurrent) | cnn (conv torso over an image in the inputs)"),
+    "hidden_sizes": _s((64, 64), int_list(), True,
+                       "mlp: actor and critic layers; gru: the input embedding, then the "
+                       "actor / critic head layers; cnn: the actor / critic layers after the "
+                       "conv torso"),
+    "gru_size": _s(64, integer(1, 65536), True, "GRU hidden size (gru only)"),
+    "image_shape": _s(None, image_shape_check, True,
+                      "cnn: [rows, columns] or [channels, rows, columns] of the image in the "
+                      "first inputs (the belief sensor's window: rows = columns = 2 * grid - 1)"),
+    "conv_features": _s((8, 16, 16), int_list(), True,
+                        "cnn: output channels of each conv layer"),
+    "conv_kernels": _s((3, 3, 3), int_list(1, 64), True,
+                       "cnn: kernel side of each conv layer"),
+    "conv_strides": _s((2, 2, 2), int_list(1, 64), True,
+                       "cnn: stride of each conv layer ('SAME' padding)"),
+    "activation": _s("tanh", choice("tanh", "relu"), True, "tanh | relu"),
+    "obs_transform": _s("none", choice("none", "log"), True,
+                        "none | log: log(obs + log_eps)"),
+    "log_eps": _s(1e-6, real(0.0, 1.0, low_open=True), True,
+                  "the offset of obs_transform: log"),
+    "prev_action": _s(False, boolean(), True, "feed the previous action to the network"),
+    "obs_delta": _s(False, boolean(), True,
+                    "also feed the change of the (transformed) observation since the "
+                    "previous step"),
+    "log_std_init": _s(0.0, real(-20.0, 5.0), True,
+                       "Box actions: initial log std of the Gaussian policy"),
+    "critic": _s("decentralised", choice("decentralised", "centralised"), True,
+                 "multi-agent envs: decentralised (the value sees the agent's own input, like "
+                 "the actor) | centralised (MAPPO-style: the value sees every agent's "
+                 "features, own first, then the others in agent order from the next one on)"),
 }
 
 #: Values of ``run.distributed`` (see :mod:`plume_jax.train.distributed`).
 DISTRIBUTED_MODES = ("auto", "cluster", "off")
 
 RUN_SCHEMA: dict[str, Setting] = {
-    "seed": _s(0, integer(0, 2**31 - 1), False),
-    "log_every": _s(10, integer(1, 10**9), True),
-    "checkpoint_minutes": _s(5.0, real(0.0, 10**6, low_open=True, none_ok=True), False),
-    "checkpoint_every": _s(None, integer(1, 10**9, none_ok=True), False),
-    "devices": _s("auto", devices_check, True),
-    "distributed": _s("auto", choice(*DISTRIBUTED_MODES), False),
-    "tensorboard": _s(True, boolean(), False),
-    "wandb_project": _s(None, string_or_none, False),
+    "seed": _s(0, integer(0, 2**31 - 1), False, "training seed"),
+    "log_every": _s(10, integer(1, 10**9), True, "updates between progress lines"),
+    "checkpoint_minutes": _s(5.0, real(0.0, 10**6, low_open=True, none_ok=True), False,
+                             "minutes between checkpoints to checkpoint/ (null: only at the "
+                             "end)"),
+    "checkpoint_every": _s(None, integer(1, 10**9, none_ok=True), False,
+                           "updates between checkpoints, each also kept in "
+                           "checkpoints/update_N/ (null: none)"),
+    "devices": _s("auto", devices_check, True,
+                  "auto | N: shard the env batch (a sweep: its members) over N local devices; "
+                  "auto: as many as divide the batch (several processes: all their devices)"),
+    "distributed": _s("auto", choice(*DISTRIBUTED_MODES), False,
+                      "auto | cluster | off: join a multi-process run "
+                      "(plume_jax.train.distributed); auto: when the launcher's environment "
+                      "says so (SLURM srun, multi-host Cloud TPU, JAX_* variables)"),
+    "tensorboard": _s(True, boolean(), False, "TensorBoard event files in tensorboard/"),
+    "wandb_project": _s(None, string_or_none, False,
+                        "a Weights & Biases project to log to (needs the wandb package); "
+                        "null: no W&B"),
 }
 
 EVAL_SCHEMA: dict[str, Setting] = {
-    "num_envs": _s(1000, integer(1, 1 << 20), True),
-    "num_steps": _s(None, integer(1, 10**7, none_ok=True), True),
-    "seed": _s(1000003, integer(0, 2**31 - 1), True),
-    "greedy": _s(True, boolean(), True),
+    "num_envs": _s(1000, integer(1, 1 << 20), True,
+                   "greedy evaluation after training: episodes (one per env)"),
+    "num_steps": _s(None, integer(1, 10**7, none_ok=True), True,
+                    "steps of each evaluation episode; null: the env's max_steps"),
+    "seed": _s(1000003, integer(0, 2**31 - 1), True,
+               "evaluation key seed (distinct from training seeds)"),
+    "greedy": _s(True, boolean(), True,
+                 "act on the policy's most likely action (false: sample)"),
 }
 
 SECTIONS = ("env", "algo", "network", "run", "eval")
@@ -326,26 +301,11 @@ def schemas(algorithm: Any = "ppo") -> dict[str, dict[str, Setting]]:
 
 def _resolve_section(section: str, values: Any, schema: Mapping[str, Setting]
                      ) -> dict[str, Any]:
-    if values is None:
-        values = {}
-    if not isinstance(values, Mapping):
-        raise ValidationError.for_parameter(section, values, f"a mapping with keys {list(schema)}")
-    unknown = sorted(set(values) - set(schema))
-    if unknown:
-        raise ValidationError.for_parameter(
-            f"{section}.{unknown[0]}", values[unknown[0]],
-            f"a known {section} setting: one of {list(schema)}")
-    out = {}
-    for key, setting in schema.items():
-        name = f"{section}.{key}"
-        default = setting.default
-        if key in values:
-            out[key] = setting.check(name, values[key])
-        elif default is _REQUIRED:
-            raise ValidationError.for_parameter(name, None, "a value (this setting is required)")
-        else:
-            out[key] = copy.deepcopy(default)
-    return out
+    """One section checked by :func:`plume_jax.settings.resolve_keys` (the
+    resolver of component settings and scenario files too: the same
+    messages, "did you mean" included); defaults as declared."""
+    return resolve_keys(section, schema, values, what=f"a known {section} setting",
+                        check_defaults=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -453,10 +413,9 @@ def train_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None
     if not isinstance(data, Mapping):
         raise ValidationError.for_parameter("config", data, "a mapping with sections "
                                             f"{list(SECTIONS)}")
-    unknown = sorted(set(data) - set(SECTIONS))
+    unknown = sorted((k for k in data if k not in SECTIONS), key=str)
     if unknown:
-        raise ValidationError.for_parameter(unknown[0], data[unknown[0]],
-                                            f"a config section: one of {list(SECTIONS)}")
+        raise unknown_setting(str(unknown[0]), data[unknown[0]], SECTIONS, "a config section")
     algo_values = data.get("algo")
     name = algo_values.get("algorithm", COMMON_ALGO["algorithm"].default) \
         if isinstance(algo_values, Mapping) else COMMON_ALGO["algorithm"].default

@@ -70,7 +70,6 @@ import optax
 from plume_jax.actions.discrete_grid import grid_moves
 from plume_jax.env import batched_step
 from plume_jax.errors import ValidationError
-from plume_jax.multi_agent import MultiAgentPlumeEnv
 from plume_jax.plumes.poisson_posterior import (belief_summaries, compressed_estimate,
                                                 search_time_estimate)
 from plume_jax.sensors.belief import BeliefSensor
@@ -189,7 +188,7 @@ class LookaheadVI(Algorithm):
                  baseline_scale: float = 0.0):
         sensor = env.sensor
         net = static.network
-        if isinstance(env, MultiAgentPlumeEnv):
+        if env.is_multi_agent:
             raise ValidationError.for_parameter(
                 "env.num_agents", env.num_agents,
                 "1 for 'lookahead_vi' (it predicts one searcher's posterior)")

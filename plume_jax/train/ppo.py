@@ -69,7 +69,6 @@ from gymnax.environments import spaces as gymnax_spaces
 
 from plume_jax.env import batched_step
 from plume_jax.errors import ValidationError
-from plume_jax.multi_agent import MultiAgentPlumeEnv
 from plume_jax.train import networks
 from plume_jax.train.algorithm import Algorithm, algo_setting
 from plume_jax.train.config import NetworkConfig, boolean, integer, real
@@ -276,9 +275,9 @@ def action_spec(env: Any, env_params: Any) -> tuple[bool, int, Any, Any]:
 
 
 def num_agents_of(env: Any) -> int | None:
-    """Agents per env of a :class:`~plume_jax.multi_agent.MultiAgentPlumeEnv`
-    (whose observations, actions and rewards carry an agent axis), else None."""
-    return env.num_agents if isinstance(env, MultiAgentPlumeEnv) else None
+    """Agents per env of a multi-agent env (``env.is_multi_agent``: its
+    observations, actions and rewards carry an agent axis), else None."""
+    return env.num_agents if env.is_multi_agent else None
 
 
 def obs_dim(env: Any, env_params: Any) -> int:

@@ -85,7 +85,6 @@ import optax
 
 from plume_jax.actions.discrete_grid import grid_moves
 from plume_jax.errors import ValidationError
-from plume_jax.multi_agent import MultiAgentPlumeEnv
 from agents.belief_lookahead import (act, belief_values, move_values, network_values,
                                      policy_scores, valid_moves)
 from plume_jax.plumes.poisson_posterior import shift_centred
@@ -342,7 +341,7 @@ class BeliefValueIteration(Algorithm):
                  symmetry_augment: bool = True, symmetry_average: bool = True,
                  eval_every: int = 1000, eval_searches: int = 3200, eval_seed: int = 1_000_003):
         sensor = env.sensor
-        if isinstance(env, MultiAgentPlumeEnv):
+        if env.is_multi_agent:
             raise ValidationError.for_parameter(
                 "env.num_agents", env.num_agents, "1 (the value is one searcher's)")
         if not isinstance(sensor, BeliefSensor) or not sensor.centred \
