@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -54,7 +55,7 @@ def scan_program(env: Any, params: Any, num_envs: int, num_steps: int, form: str
     state leaf, which let XLA remove the sensor reads and, for dynamic
     plumes, the plume update)."""
     space = env.actions.action_space if hasattr(env, "actions") else None
-    num_agents = getattr(env, "num_agents", None)
+    num_agents = env.num_agents if getattr(env, "is_multi_agent", False) else None
     shape = (num_envs,) if num_agents is None else (num_envs, num_agents)
 
     def random_actions(key):

@@ -34,7 +34,6 @@ import statistics
 import time
 from typing import Any, Callable, Sequence
 
-import jax
 import numpy as np
 
 if __package__:  # imported as scripts.benchmark_adapters

@@ -52,7 +52,6 @@ Timings on a shared machine are noisy; the JSON records the load average.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import math
 import os

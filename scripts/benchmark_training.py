@@ -35,7 +35,6 @@ import time
 from typing import Any
 
 import jax
-import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

@@ -10,7 +10,6 @@ trained in the slow tests."""
 from __future__ import annotations
 
 import contextlib
-import copy
 import io
 import json
 import math

@@ -13,7 +13,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import yaml
 
 import plume_jax
 from plume_jax.errors import ValidationError

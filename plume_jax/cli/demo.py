@@ -57,7 +57,6 @@ def run_demo(preset: str, num_envs: int, num_steps: int | None, seed: int, out: 
     terminal) while the rollout compiles and runs.
     """
     import jax
-    import numpy as np
 
     import plume_jax
     from plume_jax.agents_package import check_agents_package

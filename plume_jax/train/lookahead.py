@@ -74,7 +74,7 @@ from plume_jax.plumes.poisson_posterior import (belief_summaries, compressed_est
                                                 search_time_estimate)
 from plume_jax.sensors.belief import BeliefSensor
 from plume_jax.train import networks as N
-from plume_jax.train.normalize import ObsStats, transform
+from plume_jax.train.normalize import transform
 from plume_jax.train.algorithm import Algorithm, algo_setting
 from plume_jax.train.config import real
 from plume_jax.train.ppo import PPO_SETTINGS, Hparams, PPOStatic, _typed_key, network_policy, \
@@ -91,7 +91,6 @@ class LookaheadRunner:
     Attributes:
         params: ``{"params": network parameters + {MODEL_KEY: the model}}``.
         opt_state: Adam state of the network parameters.
-        obs_stats: unused (no ``normalize_obs``), kept for the export interface.
         env_state, obs: the env batch (leading axis ``num_envs``).
         ep_return, ep_length: the running episodes' return and length.
         key: u32[2], raw PRNG key data.
@@ -100,7 +99,6 @@ class LookaheadRunner:
 
     params: Any
     opt_state: Any
-    obs_stats: ObsStats
     env_state: Any
     obs: jax.Array
     ep_return: jax.Array
@@ -151,6 +149,42 @@ LOOKAHEAD_SETTINGS = {
 }
 
 
+def belief_searcher(algo: Any, env: Any, env_params: Any, name: str) -> None:
+    """Check that ``env`` is a one-searcher Poisson search the look-ahead can
+    predict — a ``belief`` sensor (centred, full window, grid channel) and
+    ``discrete_grid`` moves — and set the policy's spaces and the look-ahead's
+    model on ``algo`` (``env``, ``discrete``, ``action_dim``, ``obs_dim``,
+    ``move_ids``, ``move_deltas``, ``likelihood``, ...). ``ValidationError``
+    naming the env setting otherwise; ``name`` is the algorithm's."""
+    sensor = env.sensor
+    if env.is_multi_agent:
+        raise ValidationError.for_parameter(
+            "env.num_agents", env.num_agents,
+            f"1 for {name!r} (it predicts one searcher's posterior)")
+    if not isinstance(sensor, BeliefSensor) or not sensor.centred \
+            or sensor.window is not None or not sensor.grid_channel:
+        raise ValidationError.for_parameter(
+            "env.sensor", getattr(sensor, "type_name", type(sensor).__name__),
+            "a 'belief' sensor with centred: true, window: null and grid_channel: true "
+            f"(algo.algorithm {name!r} predicts the posterior after each move)")
+    actions = env.settings["actions"]
+    move_ids, move_deltas = grid_moves(env.action_names, env.action_ids,
+                                       int(actions.get("step_size", 1)))
+    if actions.get("type") != "discrete_grid" or not move_ids:
+        raise ValidationError.for_parameter(
+            "env.actions", actions.get("type"),
+            f"'discrete_grid' moves for {name!r} (it predicts where each move leads)")
+    algo.env = env
+    algo.discrete, algo.action_dim = True, len(env.action_names)
+    algo.multi_agent, algo.num_agents = False, 1
+    algo.action_low = algo.action_high = None
+    algo.obs_dim = int(np.prod(env.observation_space(env_params).shape))
+    algo.mesh = None
+    algo.move_ids = np.asarray(move_ids, np.int32)
+    algo.move_deltas = np.asarray(move_deltas, np.int32)
+    algo.likelihood = np.asarray(sensor.likelihood(), np.float32)
+
+
 class LookaheadVI(Algorithm):
     """Fitted value iteration with a one-step look-ahead (module docstring),
     an :class:`~plume_jax.train.algorithm.Algorithm` (one run at a time: not
@@ -188,16 +222,7 @@ class LookaheadVI(Algorithm):
                  baseline_scale: float = 0.0):
         sensor = env.sensor
         net = static.network
-        if env.is_multi_agent:
-            raise ValidationError.for_parameter(
-                "env.num_agents", env.num_agents,
-                "1 for 'lookahead_vi' (it predicts one searcher's posterior)")
-        if not isinstance(sensor, BeliefSensor) or not sensor.centred \
-                or sensor.window is not None or not sensor.grid_channel:
-            raise ValidationError.for_parameter(
-                "env.sensor", sensor.type_name,
-                "a 'belief' sensor with centred: true, window: null and grid_channel: true "
-                "(algo.algorithm 'lookahead_vi' predicts the posterior after each move)")
+        belief_searcher(self, env, env_params, "lookahead_vi")
         if net.recurrent or net.prev_action or net.obs_delta:
             raise ValidationError.for_parameter(
                 "network.type", net.type,
@@ -212,26 +237,11 @@ class LookaheadVI(Algorithm):
                 or not 0.0 <= float(baseline_scale) <= 1e6:
             raise ValidationError.for_parameter("algo.baseline_scale", baseline_scale,
                                                 "a number of steps in [0, 1e6] (0: the raw estimate)")
-        move_ids, move_deltas = grid_moves(env.action_names, env.action_ids,
-                                           int(env.settings["actions"].get("step_size", 1)))
-        if env.settings["actions"].get("type") != "discrete_grid" or not move_ids:
-            raise ValidationError.for_parameter(
-                "env.actions", env.settings["actions"].get("type"),
-                "'discrete_grid' moves for 'lookahead_vi' (it predicts where each move leads)")
-        self.env = env
         self.static = static
         self.num_updates = static.num_updates
         self.steps_per_update = static.num_envs * static.num_steps
         self.epsilon = float(epsilon)
         self.baseline_scale = float(baseline_scale)
-        self.discrete, self.action_dim = True, len(env.action_names)
-        self.multi_agent, self.num_agents = False, 1
-        self.action_low = self.action_high = None
-        self.obs_dim = int(np.prod(env.observation_space(env_params).shape))
-        self.mesh = None
-        self.move_ids = np.asarray(move_ids, np.int32)
-        self.move_deltas = np.asarray(move_deltas, np.int32)
-        self.likelihood = np.asarray(sensor.likelihood(), np.float32)
         self.image_shape = (sensor.channels,) + tuple(sensor.image_shape)
         self.symmetries = _symmetries(sensor)
         if net.type == "cnn" and tuple(net.image_channels_rows_columns) != self.image_shape:
@@ -303,7 +313,7 @@ class LookaheadVI(Algorithm):
         obs, env_state = jax.vmap(self.env.reset, in_axes=(0, None))(
             jax.random.split(k_env, s.num_envs), env_params)
         return LookaheadRunner(
-            params=params, opt_state=opt_state, obs_stats=ObsStats.create(self.obs_dim),
+            params=params, opt_state=opt_state,
             env_state=env_state, obs=obs, ep_return=jnp.zeros(s.num_envs, jnp.float32),
             ep_length=jnp.zeros(s.num_envs, jnp.int32), key=jax.random.key_data(k_run),
             update=jnp.asarray(0, jnp.int32))

@@ -57,7 +57,7 @@ from jax import custom_batching
 import jax.numpy as jnp
 import numpy as np
 
-from agents.actor_critic import actor_critic, joint_features
+from agents.actor_critic import actor_critic, joint_features  # noqa: F401 (re-exported)
 from plume_jax.train.config import NetworkConfig
 
 _LOG_2PI = math.log(2.0 * math.pi)

@@ -57,7 +57,6 @@ single-agent PPO.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any, Callable
 
 import chex

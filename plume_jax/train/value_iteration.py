@@ -73,7 +73,6 @@ to the edge, which the look-ahead does not model).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
@@ -83,13 +82,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from plume_jax.actions.discrete_grid import grid_moves
 from plume_jax.errors import ValidationError
 from agents.belief_lookahead import (act, belief_values, move_values, network_values,
                                      policy_scores, valid_moves)
 from plume_jax.plumes.poisson_posterior import shift_centred
-from plume_jax.sensors.belief import BeliefSensor
-from plume_jax.train.lookahead import _apply_symmetry, _symmetries
+from plume_jax.train.lookahead import _apply_symmetry, _symmetries, belief_searcher
 from plume_jax.train.algorithm import Algorithm, algo_setting
 from plume_jax.train.config import boolean, integer, real
 from plume_jax.train.ppo import PPO_SETTINGS, PPOStatic
@@ -341,20 +338,8 @@ class BeliefValueIteration(Algorithm):
                  symmetry_augment: bool = True, symmetry_average: bool = True,
                  eval_every: int = 1000, eval_searches: int = 3200, eval_seed: int = 1_000_003):
         sensor = env.sensor
-        if env.is_multi_agent:
-            raise ValidationError.for_parameter(
-                "env.num_agents", env.num_agents, "1 (the value is one searcher's)")
-        if not isinstance(sensor, BeliefSensor) or not sensor.centred \
-                or sensor.window is not None or not sensor.grid_channel:
-            raise ValidationError.for_parameter(
-                "env.sensor", getattr(sensor, "type_name", type(sensor).__name__),
-                "a 'belief' sensor with centred: true, window: null and grid_channel: true")
+        belief_searcher(self, env, env_params, self.name)
         actions = env.settings["actions"]
-        move_ids, move_deltas = grid_moves(env.action_names, env.action_ids,
-                                           int(actions.get("step_size", 1)))
-        if actions.get("type") != "discrete_grid" or not move_ids:
-            raise ValidationError.for_parameter(
-                "env.actions", actions.get("type"), "'discrete_grid' moves")
         if int(actions.get("step_size", 1)) != 1:
             # A longer move that would cross a wall is clamped to the edge by the
             # env, while the look-ahead (and the walkers) model it as staying put.
@@ -399,17 +384,8 @@ class BeliefValueIteration(Algorithm):
                                 update_epochs=1, num_minibatches=self.gd_steps,
                                 num_updates=self.iterations, anneal_lr=False,
                                 adam_eps=self.adam_eps)
-        self.env = env
         self.num_updates = self.iterations
         self.steps_per_update = self.walkers * self.steps_per_iteration
-        self.discrete, self.action_dim = True, len(env.action_names)
-        self.multi_agent, self.num_agents = False, 1
-        self.action_low = self.action_high = None
-        self.obs_dim = int(np.prod(env.observation_space(env_params).shape))
-        self.mesh = None
-        self.move_ids = np.asarray(move_ids, np.int32)
-        self.move_deltas = np.asarray(move_deltas, np.int32)
-        self.likelihood = np.asarray(sensor.likelihood(), np.float32)
         self.image_shape = tuple(int(v) for v in sensor.image_shape)  # (R, K)
         self.symmetry_perm, self.symmetry_maps = symmetry_tables(sensor)
         self.in_dim = self.image_shape[0] * self.image_shape[1]
