@@ -175,3 +175,21 @@ def test_sweep_resume_refuses_to_rewind_a_member_trained_further(sweep_run, tmp_
     with pytest.raises(ValidationError, match="trained further, to 3 updates"):
         run_sweep(sweep, out, progress=False, evaluate_members=False, resume=True)
     assert (member / "metrics.jsonl").read_bytes() == before
+
+
+def test_train_seed_above_two_to_the_31_is_accepted_and_every_bit_counts():
+    """Defect 12: run.seed stopped at 2**31 - 1 though every door takes
+    [0, 2**63); and jax.random.key drops the bits above 32, so seeds that
+    differ only there must still train differently (plume_jax.seeding)."""
+    import jax
+    import numpy as np
+
+    raw = {**TINY, "algo": {**TINY["algo"], "total_steps": 32}}
+    big = train_config({**raw, "run": {**TINY["run"], "seed": 4611686018427387904}})
+    assert big.run["seed"] == 2**62
+    runs = [train(train_config({**raw, "run": {**TINY["run"], "seed": s}}), progress=False,
+                  evaluate=False) for s in (5, 5 + 2**32)]
+    a, b = (jax.tree.leaves(r.runner.params)[0] for r in runs)
+    assert not np.array_equal(np.asarray(a), np.asarray(b))
+    with pytest.raises(ValidationError, match=r"run\.seed"):
+        train_config({**raw, "run": {**TINY["run"], "seed": 2**63}})

@@ -255,7 +255,7 @@ NETWORK_SCHEMA: dict[str, Setting] = {
 DISTRIBUTED_MODES = ("auto", "cluster", "off")
 
 RUN_SCHEMA: dict[str, Setting] = {
-    "seed": _s(0, integer(0, 2**31 - 1), False, "training seed"),
+    "seed": _s(0, integer(0, 2**63 - 1), False, "training seed (every bit is used)"),
     "log_every": _s(10, integer(1, 10**9), True, "updates between progress lines"),
     "checkpoint_minutes": _s(5.0, real(0.0, 10**6, low_open=True, none_ok=True), False,
                              "minutes between checkpoints to checkpoint/ (null: only at the "
@@ -281,7 +281,7 @@ EVAL_SCHEMA: dict[str, Setting] = {
                    "greedy evaluation after training: episodes (one per env)"),
     "num_steps": _s(None, integer(1, 10**7, none_ok=True), True,
                     "steps of each evaluation episode; null: the env's max_steps"),
-    "seed": _s(1000003, integer(0, 2**31 - 1), True,
+    "seed": _s(1000003, integer(0, 2**63 - 1), True,
                "evaluation key seed (distinct from training seeds)"),
     "greedy": _s(True, boolean(), True,
                  "act on the policy's most likely action (false: sample)"),

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from plume_jax.agents_package import check_agents_package
+from plume_jax.seeding import seed_key
 from plume_jax.train.ppo import num_agents_of
 
 check_agents_package()
@@ -124,7 +125,7 @@ def evaluate(env: Any, spec: dict, params: dict, env_params: Any, seed: int, num
     and ``env_params`` when ``batched``) and summarise: success rate, mean
     steps to goal of the successful episodes, mean return."""
     t0 = time.perf_counter()
-    out = jax.device_get(_run(env, _spec_key(spec), params, env_params, jax.random.key(seed),
+    out = jax.device_get(_run(env, _spec_key(spec), params, env_params, seed_key(seed),
                               num_envs, num_steps, greedy, batched))
     seconds = time.perf_counter() - t0
     success = np.asarray(out["success"])

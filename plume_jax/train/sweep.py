@@ -84,6 +84,7 @@ import numpy as np
 
 from plume_jax.errors import ValidationError
 from plume_jax.progress import ProgressBar
+from plume_jax.seeding import keys_from_seeds
 from plume_jax.train.checkpoint import export_policy, load_checkpoint, read_meta, \
     save_checkpoint
 from plume_jax.train.chunks import run_in_chunks
@@ -349,7 +350,7 @@ def setup(sweep: SweepConfig, members: list[int] | None = None) -> SweepSetup:
     mesh = make_mesh(n_dev, "members") if n_dev > 1 else None
     algo = algorithm_class(base.algo["algorithm"]).from_config(base, envs[0], params[0])
     hps = [algo.hparams(sweep.configs[i], p) for i, p in zip(members, params)]
-    keys = jnp.stack([jax.random.key(sweep.configs[i].run["seed"]) for i in members])
+    keys = keys_from_seeds([sweep.configs[i].run["seed"] for i in members])
     return SweepSetup(sweep=sweep, algo=algo, env=envs[0], hp=_stack(hps),
                       env_params=_stack(params), keys=keys, mesh=mesh, members=members,
                       envs=envs)

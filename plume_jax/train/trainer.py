@@ -57,6 +57,7 @@ import numpy as np
 
 from plume_jax.errors import ValidationError
 from plume_jax.progress import ProgressBar
+from plume_jax.seeding import seed_key
 from plume_jax.train.chunks import run_in_chunks
 from plume_jax.train.algorithm import Algorithm, algorithm_class
 from plume_jax.train.checkpoint import export_policy, find_checkpoint, load_checkpoint, \
@@ -259,7 +260,7 @@ def _train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
         mesh = make_mesh(n_dev, "envs") if n_dev > 1 else None
     algo = cls.from_config(config, env, env_params, mesh=mesh)
     hp = algo.hparams(config, env_params)
-    key = jax.random.key(config.run["seed"])
+    key = seed_key(config.run["seed"])
     num_updates = config.num_updates
     per_update = config.steps_per_update
 

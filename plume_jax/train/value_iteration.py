@@ -86,6 +86,7 @@ from plume_jax.errors import ValidationError
 from agents.belief_lookahead import (act, belief_values, move_values, network_values,
                                      policy_scores, valid_moves)
 from plume_jax.plumes.poisson_posterior import shift_centred
+from plume_jax.seeding import seed_key
 from plume_jax.train.lookahead import _apply_symmetry, _symmetries, belief_searcher
 from plume_jax.train.algorithm import Algorithm, algo_setting
 from plume_jax.train.config import boolean, integer, real
@@ -525,7 +526,7 @@ class BeliefValueIteration(Algorithm):
         on its posterior, as otto's ``compute_stats``; a search stops when
         ``P(not found) < stop_p``."""
         n, horizon = self.eval_searches, self.max_episode_steps
-        k_reset, k_hits = jax.random.split(jax.random.key(self.eval_seed))
+        k_reset, k_hits = jax.random.split(seed_key(self.eval_seed))
         belief, grid = self._starts(k_reset, env_params, n)
         hit_keys = jax.random.split(k_hits, n)
         rows_ = jnp.arange(n)
