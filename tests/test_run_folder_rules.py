@@ -196,3 +196,39 @@ def test_train_seed_above_two_to_the_31_is_accepted_and_every_bit_counts():
     assert not np.array_equal(np.asarray(a), np.asarray(b))
     with pytest.raises(ValidationError, match=r"run\.seed"):
         train_config({**raw, "run": {**TINY["run"], "seed": 2**63}})
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_an_interrupted_train_checkpoints_and_says_how_to_resume(tmp_path, signame):
+    """Ctrl-C (or a scheduler's SIGTERM) printed a long traceback and wrote no
+    checkpoint: a run shorter than the checkpoint period could not resume."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import yaml
+
+    raw = {**TINY, "algo": {**TINY["algo"], "total_steps": 4 * 8 * 100000},
+           "run": {**TINY["run"], "checkpoint_every": None, "checkpoint_minutes": 60.0}}
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump(raw))
+    root = pathlib.Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-m", "plume_jax", "train", "--config", "t.yaml",
+                             "--out", "run", "--quiet"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    metrics = tmp_path / "run" / "metrics.jsonl"
+    deadline = time.monotonic() + 300
+    while not (metrics.exists() and metrics.stat().st_size) and time.monotonic() < deadline:
+        if proc.poll() is not None:
+            break
+        time.sleep(0.2)
+    proc.send_signal(getattr(signal, signame))
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == (130 if signame == "SIGINT" else 143), err[-2000:]
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "plume-jax train --resume run" in lines[0], err[-2000:]
+    update = json.loads((tmp_path / "run" / "checkpoint" / "meta.json").read_text())["update"]
+    assert update >= 1 and _updates(metrics)[-1] >= update

@@ -8,8 +8,11 @@ One module per subcommand, each with ``add_parser(s)`` and ``run``:
   and sweeps from YAML configs;
 - ``plume-jax evaluate`` (:mod:`.evaluate`): evaluation scenarios.
 
-Bad input exits 2 with ``plume-jax: error: <what was wrong and what is
-allowed>``.
+Bad input (and a folder another process holds) exits 2 with ``plume-jax:
+error: <what was wrong and what is allowed>``. Ctrl-C (SIGINT) or SIGTERM
+during ``train`` / ``sweep`` stops at the end of the current chunk with a
+checkpoint and exits 130 / 143 with one line naming the command that
+resumes; a second Ctrl-C stops at once.
 """
 
 from __future__ import annotations
@@ -46,13 +49,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = build_parser().parse_args(argv)
-    from plume_jax.errors import ValidationError
+    from plume_jax.errors import StateError, ValidationError
+    from plume_jax.train.chunks import Interrupted
 
     try:
         return _COMMANDS[args.command](args)
-    except ValidationError as error:
+    except (ValidationError, StateError) as error:
         print(f"plume-jax: error: {error}", file=sys.stderr)
         return 2
+    except Interrupted as stopped:  # checkpointed on SIGINT / SIGTERM
+        print(f"plume-jax: {stopped}", file=sys.stderr)
+        return 130 if stopped.signal_name == "SIGINT" else 143
 
 
 if __name__ == "__main__":

@@ -19,11 +19,14 @@ are gathered to every process before ``on_chunk``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
+import signal
+import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import jax
 
@@ -57,12 +60,68 @@ def next_chunk(done: int, num_updates: int, *, every: int | None, seconds_per_up
 
 @dataclasses.dataclass
 class ChunkStats:
-    """Timings of :func:`run_in_chunks`."""
+    """Timings of :func:`run_in_chunks`; ``interrupted``: the run stopped
+    early on a stop request (:func:`stop_on_signals`), after checkpointing."""
 
     compile_seconds: float = 0.0
     train_seconds: float = 0.0
     checkpoint_seconds: float = 0.0
     checkpoints: int = 0
+    interrupted: str | None = None
+
+
+class Interrupted(Exception):
+    """A run stopped on SIGINT or SIGTERM after checkpointing (raised by
+    ``train`` / ``sweep``; the CLI turns it into one line saying how to
+    resume, exit status 130 or 143).
+
+    Attributes: ``signal_name`` (``"SIGINT"``), ``update`` (the update the
+    checkpoint holds) and ``resume`` (the command that continues the run).
+    """
+
+    def __init__(self, signal_name: str, update: int, resume: str):
+        super().__init__(f"interrupted by {signal_name} at update {update}: the checkpoint is "
+                         f"saved; continue with: {resume}")
+        self.signal_name = signal_name
+        self.update = update
+        self.resume = resume
+
+
+class StopRequest:
+    """Set by :func:`stop_on_signals` when a stop was asked for (the signal's name)."""
+
+    def __init__(self) -> None:
+        self.signal_name: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.signal_name is not None
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[StopRequest]:
+    """While the block runs, the first SIGINT (Ctrl-C) or SIGTERM (what a
+    scheduler sends before it kills a job) asks the run to stop at the end of
+    the current chunk, checkpointed, instead of killing it; a second SIGINT
+    interrupts at once (``KeyboardInterrupt``). Handlers are installed only
+    in the main thread (elsewhere the block runs as it is) and restored after."""
+    request = StopRequest()
+    if threading.current_thread() is not threading.main_thread():
+        yield request
+        return
+    previous = {}
+
+    def handler(signum: int, frame: Any) -> None:
+        if request.signal_name is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        request.signal_name = signal.Signals(signum).name
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.signal(sig, handler)
+    try:
+        yield request
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def compile_program(algo: Any, runner: Any, hp: Any, env_params: Any, num_updates: int,
@@ -80,7 +139,8 @@ def run_in_chunks(algo: Any, runner: Any, hp: Any, env_params: Any, *, done: int
                   on_chunk: Callable[[dict[str, Any], int], None] | None = None,
                   on_checkpoint: Callable[[Any, int, bool], None] | None = None,
                   every: int | None = None, minutes: float | None = None,
-                  batched: bool = False, label: str = "") -> tuple[Any, ChunkStats]:
+                  batched: bool = False, label: str = "",
+                  stop: StopRequest | None = None) -> tuple[Any, ChunkStats]:
     """Train from update ``done`` to ``num_updates``.
 
     Args:
@@ -95,6 +155,8 @@ def run_in_chunks(algo: Any, runner: Any, hp: Any, env_params: Any, *, done: int
             (``kept``: a ``checkpoint_every`` multiple before the end) and at
             the end. None: no chunks but the first, no checkpoints.
         every, minutes: ``run.checkpoint_every`` / ``run.checkpoint_minutes``.
+        stop: a :class:`StopRequest`; when it is set after a chunk, the run
+            checkpoints and returns early (``stats.interrupted``).
 
     Returns ``(runner, stats)``.
     """
@@ -130,15 +192,22 @@ def run_in_chunks(algo: Any, runner: Any, hp: Any, env_params: Any, *, done: int
         done += n
         if on_chunk is not None:
             on_chunk(host_copy(jax.tree.map(lambda x: x[:n], metrics)), done)
+        stopping = stop is not None and bool(agree(bool(stop)))
+        if stopping:
+            stats.interrupted = stop.signal_name or "a stop request"
         if on_checkpoint is None:
+            if stopping:
+                break
             continue
         kept = bool(every) and done % every == 0 and done < num_updates
         timed = bool(agree(interval is not None and (time.monotonic() - last_checkpoint
                                                      + 0.5 * seconds_per_update >= interval)))
-        if kept or timed or done == num_updates:
+        if kept or timed or stopping or done == num_updates:
             t0 = time.perf_counter()
             on_checkpoint(runner, done, kept)
             stats.checkpoint_seconds += time.perf_counter() - t0
             stats.checkpoints += 1
             last_checkpoint = time.monotonic()
+        if stopping:
+            break
     return runner, stats

@@ -87,7 +87,7 @@ from plume_jax.progress import ProgressBar
 from plume_jax.seeding import keys_from_seeds
 from plume_jax.train.checkpoint import export_policy, load_checkpoint, read_meta, \
     save_checkpoint
-from plume_jax.train.chunks import run_in_chunks
+from plume_jax.train.chunks import Interrupted, run_in_chunks, stop_on_signals
 from plume_jax.train.config import TrainConfig, apply_dotted, dump_yaml, read_yaml, \
     static_signature, train_config
 from plume_jax.train.distributed import barrier, check_joined, host_copy, is_main_process
@@ -414,6 +414,8 @@ class ProgramResult:
     compile_seconds: float
     train_seconds: float
     resumed_at_update: int = 0
+    interrupted: str | None = None
+    update: int = 0
 
     @property
     def metrics(self) -> dict[str, np.ndarray]:
@@ -532,7 +534,7 @@ def _check_members_not_ahead(out: pathlib.Path, sweep: SweepConfig) -> None:
 
 
 def _run_program(s: SweepSetup, bar: ProgressBar, offset: float, prefix: str,
-                 folder: pathlib.Path | None, resume: bool) -> ProgramResult:
+                 folder: pathlib.Path | None, resume: bool, stop: Any = None) -> ProgramResult:
     """Train the members of one program (``folder``: where its checkpoints
     go, ``out/programs/<k>``; None: nothing written), from its checkpoint
     when ``resume`` and there is one."""
@@ -584,12 +586,14 @@ def _run_program(s: SweepSetup, bar: ProgressBar, offset: float, prefix: str,
         bar_scale=len(s.members), on_chunk=on_chunk,
         on_checkpoint=on_checkpoint if folder is not None else None,
         every=cfg.run["checkpoint_every"], minutes=cfg.run["checkpoint_minutes"], batched=True,
-        label=prefix)
+        label=prefix, stop=stop)
     if jax.process_count() > 1:  # the members' state on every process, for what follows
         runner = host_copy(runner)
     return ProgramResult(setup=s, runner=runner, rows=rows, init_seconds=init_s,
                          compile_seconds=stats.compile_seconds,
-                         train_seconds=stats.train_seconds, resumed_at_update=start)
+                         train_seconds=stats.train_seconds, resumed_at_update=start,
+                         interrupted=stats.interrupted,
+                         update=int(np.asarray(runner.update).reshape(-1)[0]))
 
 
 def _evaluate_program(p: ProgramResult) -> dict[str, Any]:
@@ -738,11 +742,17 @@ def _run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
     programs: list[ProgramResult] = []
     evaluations: list[dict[str, Any] | None] = []
     try:
-        for k, s in enumerate(setups):
-            prefix = f"program {k + 1}/{len(setups)}" if len(setups) > 1 else ""
-            folder = None if out is None else out / "programs" / str(k + 1)
-            programs.append(_run_program(s, bar, float(sum(sizes[:k])), prefix, folder, resume))
-            evaluations.append(_evaluate_program(programs[-1]) if evaluate_members else None)
+        with stop_on_signals() as stop:
+            for k, s in enumerate(setups):
+                prefix = f"program {k + 1}/{len(setups)}" if len(setups) > 1 else ""
+                folder = None if out is None else out / "programs" / str(k + 1)
+                programs.append(_run_program(s, bar, float(sum(sizes[:k])), prefix, folder,
+                                             resume, stop))
+                if programs[-1].interrupted:
+                    raise Interrupted(programs[-1].interrupted, programs[-1].update,
+                                      f"plume-jax sweep --resume {out}" if out is not None
+                                      else "(no sweep folder: nothing was saved)")
+                evaluations.append(_evaluate_program(programs[-1]) if evaluate_members else None)
     finally:
         bar.close()
 

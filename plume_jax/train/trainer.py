@@ -58,7 +58,7 @@ import numpy as np
 from plume_jax.errors import ValidationError
 from plume_jax.progress import ProgressBar
 from plume_jax.seeding import seed_key
-from plume_jax.train.chunks import run_in_chunks
+from plume_jax.train.chunks import Interrupted, run_in_chunks, stop_on_signals
 from plume_jax.train.algorithm import Algorithm, algorithm_class
 from plume_jax.train.checkpoint import export_policy, find_checkpoint, load_checkpoint, \
     read_checkpoint, save_checkpoint
@@ -319,13 +319,19 @@ def _train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
             save_checkpoint(out / "checkpoints" / f"update_{update:08d}", state, meta)
 
     try:
-        runner, stats = run_in_chunks(
-            algo, runner, hp, env_params, done=done, num_updates=num_updates,
-            log_every=config.run["log_every"], bar=bar, printer=printer, bar_offset=0.0,
-            bar_scale=1.0, on_chunk=on_chunk,
-            on_checkpoint=on_checkpoint if out is not None else None,
-            every=config.run["checkpoint_every"], minutes=config.run["checkpoint_minutes"])
+        with stop_on_signals() as stop:
+            runner, stats = run_in_chunks(
+                algo, runner, hp, env_params, done=done, num_updates=num_updates,
+                log_every=config.run["log_every"], bar=bar, printer=printer, bar_offset=0.0,
+                bar_scale=1.0, on_chunk=on_chunk,
+                on_checkpoint=on_checkpoint if out is not None else None,
+                every=config.run["checkpoint_every"], minutes=config.run["checkpoint_minutes"],
+                stop=stop)
         done = int(runner.update)
+        if stats.interrupted:  # checkpointed: the folder resumes where it stopped
+            raise Interrupted(stats.interrupted, done,
+                              f"plume-jax train --resume {out}" if out is not None
+                              else "(no run folder: nothing was saved)")
         compile_s, run_s = stats.compile_seconds, stats.train_seconds
         trained_steps = (done - start_update) * per_update
         summary: dict[str, Any] = {
