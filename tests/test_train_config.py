@@ -425,3 +425,25 @@ def test_member_folder_names_are_safe_file_names_and_unique(members):
     for name in names:
         assert re.fullmatch(r"[A-Za-z0-9._=+,-]{1,100}", name), name
         assert not name.startswith(".") and name not in (".", "..")
+
+
+@pytest.mark.parametrize("content", ["zero", "huge", "folder", "not an id"])
+def test_a_wandb_run_id_file_is_read_with_a_bound(tmp_path, content):
+    """Issue 26: the W&B run id of a resumed run was read without bounds
+    (``wandb_run_id`` as /dev/zero read gigabytes)."""
+    from plume_jax.train.loggers import wandb_run_id
+
+    first = wandb_run_id(tmp_path)
+    assert wandb_run_id(tmp_path) == first == (tmp_path / "wandb_run_id").read_text()
+    (tmp_path / "wandb_run_id").unlink()
+    if content == "zero":
+        (tmp_path / "wandb_run_id").symlink_to("/dev/zero")
+    elif content == "huge":
+        (tmp_path / "wandb_run_id").write_text("a" * 5000)
+    elif content == "folder":
+        (tmp_path / "wandb_run_id").mkdir()
+    else:
+        (tmp_path / "wandb_run_id").write_text("../../etc\n")
+    with pytest.raises(ValidationError, match="wandb_run_id") as excinfo:
+        wandb_run_id(tmp_path)
+    assert excinfo.value.parameter == "wandb_run_id"
