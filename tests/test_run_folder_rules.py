@@ -175,3 +175,18 @@ def test_sweep_resume_refuses_to_rewind_a_member_trained_further(sweep_run, tmp_
     with pytest.raises(ValidationError, match="trained further, to 3 updates"):
         run_sweep(sweep, out, progress=False, evaluate_members=False, resume=True)
     assert (member / "metrics.jsonl").read_bytes() == before
+
+
+def test_a_folder_in_use_fails_the_command_line_with_one_line_not_a_traceback(tmp_path, capsys):
+    """Found by tests/test_run_folder_property.py: two `plume-jax train --resume`
+    of one run at once: the second died with a StateError traceback (exit 1),
+    the CLI caught only ValidationError."""
+    from plume_jax.cli import main
+
+    with FolderLock(tmp_path / "run", "train"):
+        code = main(["train", "--config", "configs/train_gaussian.yaml", "--out",
+                     str(tmp_path / "run"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("plume-jax: error: ") and err.count("\n") == 1
+    assert "in use by another plume-jax process (pid" in err

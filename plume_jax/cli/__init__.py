@@ -8,8 +8,10 @@ One module per subcommand, each with ``add_parser(s)`` and ``run``:
   and sweeps from YAML configs;
 - ``plume-jax evaluate`` (:mod:`.evaluate`): evaluation scenarios.
 
-Bad input exits 2 with ``plume-jax: error: <what was wrong and what is
-allowed>``.
+Bad input (``ValidationError``) and a state that forbids the command
+(``StateError``: a run or sweep folder in use by another process, a run
+whose metrics lack rows its checkpoint covers, ...) exit 2 with one line,
+``plume-jax: error: <what was wrong and what is allowed>``.
 """
 
 from __future__ import annotations
@@ -46,11 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = build_parser().parse_args(argv)
-    from plume_jax.errors import ValidationError
+    from plume_jax.errors import StateError, ValidationError
 
     try:
         return _COMMANDS[args.command](args)
-    except ValidationError as error:
+    except (ValidationError, StateError) as error:
         print(f"plume-jax: error: {error}", file=sys.stderr)
         return 2
 
