@@ -236,19 +236,21 @@ def _walk(tmp_path: pathlib.Path, seed: int, actions: int,
         kept = sorted((run / "checkpoints").glob("update_*")) \
             if (run / "checkpoints").is_dir() else []
         members = sorted(state["members"])
-        choices = ["train", "resume", "sweep"]
-        if kept:
-            choices += ["resume_kept", "resume_kept"]
-        if members:
-            choices += ["member", "sweep_resume"]
-        if (run / "checkpoint").is_dir():
-            choices.append("two_at_once")
+        # a folder killed before its first checkpoint holds nothing durable:
+        # it is started again (--overwrite); one with a checkpoint is resumed
+        choices = ["train"] if state["run"]["checkpoint"] is None else \
+            ["resume", "resume", "two_at_once"] + ["resume_kept"] * 3 * bool(kept)
+        choices += ["sweep"] if state["sweep_durable"] == 0 and not any(
+            m["checkpoint"] for m in state["members"].values()) else ["sweep_resume"] * 2
+        choices += ["member"] * 2 * bool(members)
         action = script[step][0] if script else rng.choice(choices)
         if action not in choices:  # a scripted action whose folder is not there yet
             action = "train"
         together = None
+        overwrite = []
         if action == "train":
-            args = ["train", "--config", str(config), "--out", str(run)]
+            overwrite = ["--overwrite"] if run.exists() else []
+            args = ["train", "--config", str(config), "--out", str(run), *overwrite]
         elif action == "resume":
             budget += rng.choice([0, PER_UPDATE * 4])
             args = ["train", "--resume", str(run), "--total-steps", str(budget)]
@@ -258,14 +260,16 @@ def _walk(tmp_path: pathlib.Path, seed: int, actions: int,
             args = ["train", "--resume", str(run), "--total-steps", str(budget)]
             together = list(args)
         elif action == "sweep":
-            args = ["sweep", "--config", str(sweep_config), "--out", str(sweep)]
+            overwrite = ["--overwrite"] if sweep.exists() else []
+            args = ["sweep", "--config", str(sweep_config), "--out", str(sweep), *overwrite]
         elif action == "sweep_resume":
             args = ["sweep", "--resume", str(sweep)]
         else:
             member = rng.choice(members)
-            steps = TINY["algo"]["total_steps"] + PER_UPDATE * rng.choice([2, 6])
+            ckpt = state["members"][member]["checkpoint"]
+            steps = ((ckpt[0] if ckpt else 0) + rng.choice([2, 6])) * PER_UPDATE
             args = ["train", "--resume", str(sweep / "members" / member),
-                    "--total-steps", str(steps)]
+                    "--total-steps", str(max(steps, TINY["algo"]["total_steps"]))]
         kind = args[0] if "--resume" not in args else args[0] + " --resume"
         kill_after = rng.uniform(0.4, 1.0) * took.get(kind, 12.0) \
             if (script[step][1] if script else rng.random() < 0.6) else None
@@ -276,10 +280,16 @@ def _walk(tmp_path: pathlib.Path, seed: int, actions: int,
         log.append(f"{' '.join(a if '/' not in a else pathlib.Path(a).name for a in args)}"
                    f"{' (twice at once)' if together else ''}"
                    f"{f' killed after {kill_after:.1f} s' if kill_after else ''}"
-                   f" -> {[rc for rc, _ in outcomes]}")
+                   f" -> {[rc for rc, _ in outcomes]}"
+                   + "".join(f"\n    {err.strip().splitlines()[-1][:160]}"
+                             for rc, err in outcomes if rc > 0 and err.strip()))
         for rc, err in outcomes:
             _check_outcome(args, rc, err)
-        _check_kept(state, _state(run, sweep))
+        after = _state(run, sweep)
+        if overwrite:  # --overwrite: what that folder held may go
+            after = {**after, "run": state["run"]} if action == "train" \
+                else {**state, "run": after["run"]}
+        _check_kept(state, after)
     return log
 
 
