@@ -39,7 +39,6 @@ abstractly, so weights that do not fit the spec are refused too.
 
 from __future__ import annotations
 
-import json
 import pathlib
 import warnings
 from typing import Any
@@ -219,23 +218,56 @@ def policy_step(spec: dict[str, Any], params: dict, carry: TrainedCarry, obs: ja
                                     start=jnp.asarray(False))
 
 
+#: Bytes of array data a ``policy.npz`` may hold (a bound on what is
+#: decompressed; the shipped policies are a few MB).
+MAX_POLICY_NPZ_BYTES = 1 << 30
+#: Arrays of integer indices (not weights) that an exported belief
+#: look-ahead policy carries; matched on the last part of the name.
+INDEX_ARRAYS = frozenset({"move_deltas", "move_ids", "symmetry_perm"})
+
+
 def load_policy_files(path: str | pathlib.Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """``(spec, arrays)`` from an exported policy folder.
 
+    ``policy.json`` is read with the bounds of
+    :func:`plume_jax.safe_io.load_json_file` (1 MiB, 64 levels) and
+    ``policy.npz`` with :func:`plume_jax.safe_io.load_npz_bounded` (no
+    pickle, at most :data:`MAX_POLICY_NPZ_BYTES` unpacked, a zip bomb
+    refused). Every weight must be a finite real floating-point array
+    (float16/32/64); the index tables of :data:`INDEX_ARRAYS` must be
+    32- or 64-bit signed integers.
+
     Raises:
         ValidationError: (parameter ``path``) the folder, ``policy.json`` or
-            ``policy.npz`` is missing or unreadable, or the spec is not a
-            trained-policy spec. ``policy.npz`` is read without pickle.
+            ``policy.npz`` is missing, unreadable, too big or too deep, the
+            spec is not a trained-policy spec, or an array (named) has another
+            dtype or holds NaN or infinity.
     """
+    from plume_jax.safe_io import load_json_file, load_npz_bounded
+
     folder = pathlib.Path(path)
     allowed = "a policy folder written by `plume-jax train` (policy.json and policy.npz)"
+    spec = load_json_file(folder / "policy.json", "path")
     try:
-        spec = json.loads((folder / "policy.json").read_text())
         check_spec(spec)
-        with np.load(folder / "policy.npz", allow_pickle=False) as data:
-            arrays = {name: np.asarray(data[name]) for name in data.files}
-    except (OSError, ValueError, KeyError, EOFError) as error:
+    except ValueError as error:
         raise ValidationError.for_parameter("path", str(path), f"{allowed}; {error}") from None
+    arrays = load_npz_bounded(folder / "policy.npz", "path", max_bytes=MAX_POLICY_NPZ_BYTES)
+    for name, array in arrays.items():
+        where = f"{folder / 'policy.npz'}: array {name[:100]!r}"
+        if name.rsplit("/", 1)[-1] in INDEX_ARRAYS:
+            if array.dtype.kind != "i" or array.dtype.itemsize < 4:
+                raise ValidationError.for_parameter(
+                    "path", str(path), f"{allowed}; {where} has dtype {array.dtype}, an index "
+                    "table must be int32 or int64")
+        elif array.dtype.kind != "f" or array.dtype.itemsize > 8:
+            raise ValidationError.for_parameter(
+                "path", str(path), f"{allowed}; {where} has dtype {array.dtype}, weights must "
+                "be real floating point (float16, float32 or float64)")
+        elif not np.isfinite(array).all():
+            raise ValidationError.for_parameter(
+                "path", str(path), f"{allowed}; {where} holds "
+                f"{int(np.size(array) - np.isfinite(array).sum())} NaN or infinite values")
     return spec, arrays
 
 

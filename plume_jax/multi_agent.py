@@ -27,7 +27,10 @@ Rules:
   holds another agent (agents ``< i`` at their new cells, agents ``> i`` at
   their old ones), in which case it stays where it was. Start cells are
   redrawn (up to ``START_RETRIES`` times) for agents that land on an
-  earlier agent's cell.
+  earlier agent's cell; an agent still on one after that is placed, in
+  agent-index order, on the next cell in row-major order (wrapping) that
+  no agent holds and that lies outside the goal region, so no two agents
+  ever start on one cell (``make`` refuses more agents than such cells).
 - ``observe_others=True``: each observation is followed by the positions of
   the other agents relative to the observer, in other-agent index order,
   divided by ``(width - 1, height - 1)`` (so in ``[-1, 1]``).
@@ -174,19 +177,80 @@ class MultiAgentPlumeEnv(PlumeEnv):
         earlier = jnp.tril(jnp.ones((self.num_agents, self.num_agents), bool), k=-1)
         return jnp.any(same & earlier, axis=1)
 
+    def _place_on_free_cells(self, positions: jax.Array, goal: jax.Array,
+                             goal_radius: jax.Array) -> jax.Array:
+        """f32[A, 2]: ``positions`` with every agent that shares its cell with
+        an earlier agent moved, one at a time in agent-index order, to the
+        first cell after its own in row-major order (wrapping around the
+        grid) that no agent holds and that lies outside the goal region
+        (farther than ``goal_radius`` from ``goal``); to the first cell no
+        agent holds when every free cell is inside the goal region.
+
+        Deterministic and jittable; it does nothing (zero loop iterations)
+        when no two agents share a cell. Cells are scanned in chunks of at
+        most 64, so a placement costs ``O(A * 64)`` per chunk scanned.
+        """
+        w, h = self.grid.width, self.grid.height
+        n = w * h
+        chunk = min(n, 64)
+        offsets = jnp.arange(chunk, dtype=jnp.int32)
+
+        def place(positions):
+            conflicts = self._first_conflicts(positions)
+            i = jnp.argmax(conflicts)
+            cells = jnp.round(positions).astype(jnp.int32)
+            others = jnp.arange(self.num_agents) != i
+            own = cells[i, 1] * w + cells[i, 0]
+
+            def scan_chunk(carry):
+                start, strict, lenient = carry
+                index = (own + 1 + start + offsets) % n
+                xy = jnp.stack([index % w, index // w], axis=-1)
+                held = jnp.any(jnp.all(xy[:, None, :] == cells[None, :, :], axis=-1)
+                               & others[None, :], axis=1)
+                outside = jnp.linalg.norm(xy.astype(jnp.float32) - goal, axis=-1) > goal_radius
+                in_range = start + offsets < n
+                ok_strict = in_range & ~held & outside
+                ok_lenient = in_range & ~held
+                strict = jnp.where((strict < 0) & jnp.any(ok_strict),
+                                   index[jnp.argmax(ok_strict)], strict)
+                lenient = jnp.where((lenient < 0) & jnp.any(ok_lenient),
+                                    index[jnp.argmax(ok_lenient)], lenient)
+                return start + chunk, strict, lenient
+
+            none = jnp.asarray(-1, jnp.int32)
+            _, strict, lenient = jax.lax.while_loop(
+                lambda c: (c[1] < 0) & (c[0] < n), scan_chunk, (jnp.asarray(0, jnp.int32),
+                                                                 none, none))
+            cell = jnp.where(strict >= 0, strict, lenient)
+            xy = jnp.stack([cell % w, cell // w]).astype(positions.dtype)
+            return positions.at[i].set(xy)
+
+        return jax.lax.while_loop(lambda p: jnp.any(self._first_conflicts(p)), place, positions)
+
     # -- episode start ---------------------------------------------------------
     def _start_episode(self, k_start, k_sensor, plume_state, episode_count, params):
         start = jax.vmap(self.agent_start, in_axes=(0, 0, None, None))
         ks, kss = self.agent_keys(k_start), self.agent_keys(k_sensor)
-        obs, agents, sensor_state = start(ks, kss, plume_state, params)
         if self.collisions and self.num_agents > 1:
+            # start cells: drawn, redrawn (START_RETRIES times) where an
+            # earlier agent holds the cell, then placed on the next free cell;
+            # the sensors start once, at the final cells
+            goal = self.goal_location(plume_state, params)
+            probe = self.probe(plume_state, params)
+            sample = jax.vmap(lambda k: self.start.sample(
+                k, self.grid, goal, params.goal_radius, params.start, probe=probe))
+            agents = sample(ks)
             for retry in range(1, START_RETRIES + 1):
                 redo = self._first_conflicts(agents.position)
-                r_obs, r_agents, r_sensor = start(
-                    jax.vmap(jax.random.fold_in, in_axes=(0, None))(ks, retry), kss,
-                    plume_state, params)
-                obs, agents, sensor_state = _where(redo, (r_obs, r_agents, r_sensor),
-                                                   (obs, agents, sensor_state))
+                agents = _where(redo, sample(
+                    jax.vmap(jax.random.fold_in, in_axes=(0, None))(ks, retry)), agents)
+            agents = agents.replace(position=self._place_on_free_cells(
+                agents.position, goal, params.goal_radius))
+            obs, sensor_state = jax.vmap(self.sensor.init, in_axes=(0, 0, None, None))(
+                kss, agents, probe, params.sensor)
+        else:
+            obs, agents, sensor_state = start(ks, kss, plume_state, params)
         a = self.num_agents
         state = EnvState(
             agent=agents, plume=plume_state, sensor=sensor_state,

@@ -115,3 +115,81 @@ def test_evaluate_with_a_mismatched_trained_policy_exits_2_before_running(gaussi
     assert err.startswith("plume-jax: error:") and "agent 'trained'" in err
     assert "5 discrete actions" in err
     assert not list((tmp_path / "o").iterdir())
+
+
+def _with_weight(gaussian_policy, tmp_path, change):
+    """A copy of the policy folder with one kernel replaced by ``change(kernel)``."""
+    import shutil
+
+    folder = tmp_path / "copy"
+    shutil.copytree(gaussian_policy, folder)
+    with np.load(folder / "policy.npz") as data:
+        arrays = {k: data[k] for k in data.files}
+    name = next(k for k in arrays if k.endswith("kernel"))
+    arrays[name] = change(arrays[name])
+    np.savez(folder / "policy.npz", **arrays)
+    return folder, name
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.int8, np.bool_, np.int32])
+def test_policy_weights_that_are_not_real_floating_point_are_refused_naming_the_array(
+        gaussian_policy, tmp_path, dtype):
+    """Defect 13 (issue 26): complex weights passed the pre-run check and then
+    failed with a TypeError while lowering; int8 weights were accepted."""
+    folder, name = _with_weight(gaussian_policy, tmp_path, lambda a: a.astype(dtype))
+    with pytest.raises(ValidationError, match=f"array '{name}' has dtype") as excinfo:
+        TrainedPolicy.load(folder)
+    assert excinfo.value.parameter == "path" and "\n" not in str(excinfo.value)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_policy_weights_holding_nan_or_infinity_are_refused_naming_the_array(
+        gaussian_policy, tmp_path, bad):
+    """Defect 13 (issue 26): NaN weights were accepted (every action then argmax 0)."""
+    def poison(a):
+        a = a.copy()
+        a.flat[0] = bad
+        return a
+
+    folder, name = _with_weight(gaussian_policy, tmp_path, poison)
+    with pytest.raises(ValidationError, match=f"array '{name}' holds 1 NaN or infinite"):
+        TrainedPolicy.load(folder)
+
+
+def test_shipped_belief_policies_with_integer_index_tables_still_load():
+    for folder in ("configs/policies/poisson_iso19x19_belief",
+                   "configs/policies/poisson_iso19x19_searcher"):
+        assert TrainedPolicy.load(folder).params
+
+
+@pytest.mark.parametrize("damage", ["zip bomb", "truncated zip", "deep json", "huge json"])
+def test_policy_files_are_read_with_bounds_and_refused_naming_the_path(gaussian_policy, tmp_path,
+                                                                        damage):
+    """Defect 6/13 (issue 26): policy.json and policy.npz were read unbounded: a
+    deep policy.json raised RecursionError, a truncated npz BadZipFile, a zip
+    bomb decompressed whatever it declared."""
+    import shutil
+    import zipfile
+
+    folder = tmp_path / "copy"
+    shutil.copytree(gaussian_policy, folder)
+    if damage == "zip bomb":  # a member whose header declares 8 bytes, 64 MiB unpacked
+        header = np.lib.format.header_data_from_array_1_0(np.zeros(1))
+        with zipfile.ZipFile(folder / "policy.npz", "w", zipfile.ZIP_DEFLATED) as archive:
+            with archive.open("bomb.npy", "w", force_zip64=True) as fp:
+                np.lib.format.write_array_header_1_0(fp, header)
+                fp.write(bytes(64 << 20))
+        match = "policy.npz"
+    elif damage == "truncated zip":
+        data = (folder / "policy.npz").read_bytes()
+        (folder / "policy.npz").write_bytes(data[: len(data) // 2])
+        match = "policy.npz.*cannot be read"
+    elif damage == "deep json":
+        (folder / "policy.json").write_text("[" * 100_000 + "]" * 100_000)
+        match = "policy.json.*nested at most"
+    else:
+        (folder / "policy.json").write_text(" " * (2 << 20) + "{}")
+        match = "policy.json.*at most 1 MiB"
+    with pytest.raises(ValidationError, match=match) as excinfo:
+        TrainedPolicy.load(folder)
+    assert excinfo.value.parameter == "path" and "\n" not in str(excinfo.value)

@@ -202,6 +202,50 @@ def test_collision_free_starts(base):
     assert min(distinct) == 8
 
 
+@settings(max_examples=12, deadline=None)
+@given(width=st.integers(1, 7), height=st.integers(2, 7), crowd=st.floats(0.0, 1.0),
+       goal_radius=st.sampled_from([0.5, 1.0, 1.5]), seed=st.integers(0, 2**31 - 1))
+def test_no_two_agents_ever_start_on_one_cell(width, height, crowd, goal_radius, seed):
+    """Issue 26 defect 11: with collisions=True agents below the agents-vs-cells
+    limit still started on shared cells (start cells were redrawn only
+    START_RETRIES times). Any grid, any number of agents up to the limit, 64
+    resets each: distinct cells, outside the goal region."""
+    from plume_jax.registry import free_start_cells
+
+    try:
+        probe, _ = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[width, height],
+                                  goal_radius=goal_radius)
+    except ValidationError:  # the goal region covers the whole grid
+        return
+    limit = free_start_cells(Grid(width, height), goal_radius, probe.settings["plume"]["source"])
+    if limit < 2:
+        return
+    num_agents = round(2 + crowd * (limit - 2))
+    env, params = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[width, height],
+                                 goal_radius=goal_radius, num_agents=num_agents, collisions=True)
+    _, states = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(
+        jax.random.split(jax.random.key(seed), 64), params)
+    cells = np.asarray(states.agent.position)
+    assert np.array_equal(cells, np.round(cells))
+    assert all(len({tuple(c) for c in one}) == num_agents for one in cells), cells
+    goal = np.asarray(probe.settings["plume"]["source"])
+    assert (np.linalg.norm(cells - goal, axis=-1) > goal_radius).all()
+
+
+def test_start_placement_spreads_agents_all_drawn_on_one_cell(base):
+    """The deterministic last stage of the start placement: every agent drawn
+    on one cell ends on its own cell, outside the goal region, the first one
+    kept where it was drawn."""
+    env = _multi(base, 12, collisions=True)
+    goal = jnp.asarray([15.0, 0.0])
+    place = jax.jit(lambda p: env._place_on_free_cells(p, goal, jnp.float32(1.5)))
+    for cell in ([15.0, 15.0], [12.0, 0.0], [0.0, 0.0]):
+        positions = np.asarray(place(jnp.tile(jnp.asarray(cell), (12, 1))))
+        assert len({tuple(c) for c in positions}) == 12
+        assert (np.linalg.norm(positions - np.asarray(goal), axis=-1) > 1.5).all()
+        np.testing.assert_array_equal(positions[0], cell)
+
+
 def test_observe_others(base):
     _, params = base
     env = _multi(base, 3, observe_others=True)

@@ -232,3 +232,18 @@ def test_an_interrupted_train_checkpoints_and_says_how_to_resume(tmp_path, signa
     assert len(lines) == 1 and "plume-jax train --resume run" in lines[0], err[-2000:]
     update = json.loads((tmp_path / "run" / "checkpoint" / "meta.json").read_text())["update"]
     assert update >= 1 and _updates(metrics)[-1] >= update
+
+
+def test_a_folder_in_use_fails_the_command_line_with_one_line_not_a_traceback(tmp_path, capsys):
+    """Found by tests/test_run_folder_property.py: two `plume-jax train --resume`
+    of one run at once: the second died with a StateError traceback (exit 1),
+    the CLI caught only ValidationError."""
+    from plume_jax.cli import main
+
+    with FolderLock(tmp_path / "run", "train"):
+        code = main(["train", "--config", "configs/train_gaussian.yaml", "--out",
+                     str(tmp_path / "run"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("plume-jax: error: ") and err.count("\n") == 1
+    assert "in use by another plume-jax process (pid" in err

@@ -448,3 +448,25 @@ def test_an_unknown_key_far_from_every_known_one_gets_no_suggestion():
     with pytest.raises(ValidationError) as excinfo:
         train_config({**MINIMAL, "run": {"zzzz": 1}})
     assert excinfo.value.parameter == "run.zzzz" and "did you mean" not in str(excinfo.value)
+
+
+@pytest.mark.parametrize("content", ["zero", "huge", "folder", "not an id"])
+def test_a_wandb_run_id_file_is_read_with_a_bound(tmp_path, content):
+    """Issue 26: the W&B run id of a resumed run was read without bounds
+    (``wandb_run_id`` as /dev/zero read gigabytes)."""
+    from plume_jax.train.loggers import wandb_run_id
+
+    first = wandb_run_id(tmp_path)
+    assert wandb_run_id(tmp_path) == first == (tmp_path / "wandb_run_id").read_text()
+    (tmp_path / "wandb_run_id").unlink()
+    if content == "zero":
+        (tmp_path / "wandb_run_id").symlink_to("/dev/zero")
+    elif content == "huge":
+        (tmp_path / "wandb_run_id").write_text("a" * 5000)
+    elif content == "folder":
+        (tmp_path / "wandb_run_id").mkdir()
+    else:
+        (tmp_path / "wandb_run_id").write_text("../../etc\n")
+    with pytest.raises(ValidationError, match="wandb_run_id") as excinfo:
+        wandb_run_id(tmp_path)
+    assert excinfo.value.parameter == "wandb_run_id"

@@ -8,11 +8,13 @@ One module per subcommand, each with ``add_parser(s)`` and ``run``:
   and sweeps from YAML configs;
 - ``plume-jax evaluate`` (:mod:`.evaluate`): evaluation scenarios.
 
-Bad input (and a folder another process holds) exits 2 with ``plume-jax:
-error: <what was wrong and what is allowed>``. Ctrl-C (SIGINT) or SIGTERM
-during ``train`` / ``sweep`` stops at the end of the current chunk with a
-checkpoint and exits 130 / 143 with one line naming the command that
-resumes; a second Ctrl-C stops at once.
+Bad input (``ValidationError``) and a state that forbids the command
+(``StateError``: a run or sweep folder in use by another process, a run
+whose metrics lack rows its checkpoint covers, ...) exit 2 with one line,
+``plume-jax: error: <what was wrong and what is allowed>``. Ctrl-C (SIGINT)
+or SIGTERM during ``train`` / ``sweep`` stops at the end of the current
+chunk with a checkpoint and exits 130 / 143 with one line naming the
+command that resumes; a second Ctrl-C stops at once.
 """
 
 from __future__ import annotations

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 import pathlib
+import re
 import shutil
 import uuid
 from typing import Any, Iterable
@@ -33,6 +35,40 @@ def check_wandb(project: str | None, parameter: str = "run.wandb_project") -> No
         raise ValidationError.for_parameter(
             parameter, project, "null, or the wandb package installed (pip install wandb, or "
             "pip install 'plume-jax[wandb]') to log to Weights & Biases")
+
+
+#: What a ``wandb_run_id`` file may hold: W&B's run-id characters, at most
+#: 64 of them (read at most 1 KiB).
+_WANDB_RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+def wandb_run_id(folder: str | pathlib.Path) -> str:
+    """The W&B run id kept in ``folder/wandb_run_id`` (a resumed run logs to
+    the same W&B run), or a new one, written there (atomically) first.
+
+    The file is read with a bound (1 KiB, :func:`plume_jax.safe_io.
+    read_text_bounded`) and must hold one id of W&B's characters.
+
+    Raises:
+        ValidationError: (parameter ``wandb_run_id``) the file is a folder,
+            unreadable, too big or holds something else.
+    """
+    from plume_jax.safe_io import read_text_bounded
+
+    id_file = pathlib.Path(folder) / "wandb_run_id"
+    if os.path.lexists(id_file):
+        text = read_text_bounded(id_file, 1024, "wandb_run_id", "a W&B run id file")
+        run_id = text.strip()
+        if not _WANDB_RUN_ID.fullmatch(run_id):
+            raise ValidationError.for_parameter(
+                "wandb_run_id", str(id_file), "a file holding one W&B run id (1 to 64 letters, "
+                f"digits, '_', '.' or '-'), not {run_id[:40]!r}")
+        return run_id
+    run_id = uuid.uuid4().hex[:12]
+    partial = id_file.with_name(id_file.name + ".partial")
+    partial.write_text(run_id)
+    os.replace(partial, id_file)
+    return run_id
 
 
 def _scalars(row: dict[str, Any], prefix: str) -> dict[str, float]:
@@ -81,9 +117,7 @@ class RunLoggers:
             check_wandb(wandb_project)
             import wandb
 
-            id_file = self.folder / "wandb_run_id"
-            run_id = id_file.read_text().strip() if id_file.exists() else uuid.uuid4().hex[:12]
-            id_file.write_text(run_id)
+            run_id = wandb_run_id(self.folder)
             self.wandb_run = wandb.init(project=wandb_project, name=name or None, group=group,
                                         dir=str(self.folder), config=config, id=run_id,
                                         resume="allow")
