@@ -23,6 +23,7 @@ DEDICATED = {
     "gymnasium-examples": ("test_gym_readme", "test_docs_gymnasium_examples_run"),
     "components-example": ("test_config", "test_docs_components_example_runs"),
     "movie-plif": ("test_plumes_movie", "test_docs_loading_example_runs"),
+    "capture-pandas": ("test_capture", "test_docs_capture_example_runs"),
     "adding-a-component": ("test_docs_adding_a_component",
                            "test_adding_a_component_page_runs_and_leaves_the_tables_as_they_were"),
     "pettingzoo-trained": ("test_train_multi_agent",

@@ -6,7 +6,8 @@ One module per subcommand, each with ``add_parser(s)`` and ``run``:
 - ``plume-jax list`` (:mod:`.presets`): the presets;
 - ``plume-jax train`` / ``plume-jax sweep`` (:mod:`.train`): PPO training
   and sweeps from YAML configs;
-- ``plume-jax evaluate`` (:mod:`.evaluate`): evaluation scenarios.
+- ``plume-jax evaluate`` (:mod:`.evaluate`): evaluation scenarios;
+- ``plume-jax data`` (:mod:`.data`): registered plume datasets.
 
 Bad input (``ValidationError``) and a state that forbids the command
 (``StateError``: a run or sweep folder in use by another process, a run
@@ -22,7 +23,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from plume_jax.cli import demo, evaluate, presets, train
+from plume_jax.cli import data, demo, evaluate, presets, train
 from plume_jax.cli.demo import DEMO_DEFAULTS, run_demo
 
 __all__ = ["DEMO_DEFAULTS", "main", "run_demo"]
@@ -33,6 +34,7 @@ _COMMANDS = {
     "train": train.run_train,
     "sweep": train.run_sweep,
     "evaluate": evaluate.run,
+    "data": data.run,
 }
 
 
@@ -45,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     presets.add_parser(sub)
     train.add_parsers(sub)
     evaluate.add_parser(sub)
+    data.add_parser(sub)
     return parser
 
 

@@ -54,6 +54,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="folder for the JSON reports, summary.md and a figure per scenario")
     ev.add_argument("--baseline", default=None, help="saved report JSON to compare against")
     ev.add_argument("--save-baseline", default=None, help="write this run's reports as a baseline")
+    ev.add_argument("--capture", default=None, metavar="DIR",
+                    help="also write every transition and episode to DIR: run.json, "
+                    "steps.parquet, episodes.parquet (needs pyarrow: plume-jax[data]; "
+                    "docs/agents.md, 'Captured trajectories')")
     ev.add_argument("--quiet", action="store_true", help="no progress bar or lines")
 
 
@@ -196,6 +200,14 @@ def run(args: argparse.Namespace) -> int:
     if args.save_baseline:
         check_output_file(args.save_baseline, "--save-baseline")
     plans = plan_runs(files, choices, args.episodes, seed)
+    capture = getattr(args, "capture", None)
+    if capture:
+        from plume_jax.evaluate.capture import check_capture_plan, require_pyarrow
+
+        require_pyarrow()
+        check_output_folder(capture, "--capture")
+        for plan in plans:
+            check_capture_plan(plan)
 
     reports, groups = [], {id(p.scenario): i for i, p in enumerate(plans)}
     total = sum(p.episodes for p in plans)
@@ -206,7 +218,8 @@ def run(args: argparse.Namespace) -> int:
             message = f"run {i + 1}/{len(plans)}: {plan.scenario['name']} / {plan.label}"
             bar.update(done, f"{message} (compiling)")
             report = sc.execute_run(plan, progress=None if args.quiet
-                                    else RunProgress(bar, done, message))
+                                    else RunProgress(bar, done, message),
+                                    capture=bool(capture))
             report["_group"] = groups[id(plan.scenario)]
             sc.attach_baseline(report, baseline)
             reports.append(report)
@@ -215,6 +228,13 @@ def run(args: argparse.Namespace) -> int:
     # results first (reports, summary.md, the baseline), figures last: a
     # figure that fails is a warning and loses nothing
     sc.write_results(reports, args.out)
+    if capture:
+        from plume_jax.evaluate.capture import write_capture
+
+        meta = write_capture(reports, capture)
+        print(f"captured {meta['files']['steps.parquet']['rows']:,} transitions of "
+              f"{meta['files']['episodes.parquet']['rows']:,} episodes in {capture}/",
+              file=sys.stderr)
     if args.save_baseline:
         with open(args.save_baseline, "w", encoding="utf-8") as f:
             json.dump({"reports": [sc.public(r) for r in reports]}, f, indent=2)

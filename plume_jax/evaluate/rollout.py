@@ -63,6 +63,10 @@ class RolloutResult:
             run stopped early with ``until_done``).
         final_agent: env 0's agent at the end of its first episode.
         final_plume: env 0's plume state at the end of its first episode.
+        steps: with ``capture=True``, a dict of per-step arrays ``[T, N, ...]``
+            (time-major; ``T = num_steps``, entries after ``steps_run`` are
+            zeros) describing every env's transitions — see
+            :func:`capture_record`; ``None`` otherwise.
     """
 
     success: jax.Array
@@ -76,6 +80,45 @@ class RolloutResult:
     steps_run: jax.Array
     final_agent: Any
     final_plume: Any
+    steps: Any = None
+
+
+#: Largest flattened per-env observation a capture records (larger ones,
+#: e.g. images, are left out of the record).
+MAX_CAPTURED_OBS = 64
+
+
+def capture_record(env: Any, params: Any, t: dict[str, Any], obs: Any, state: Any,
+                   action: jax.Array, reward: jax.Array, terminated: jax.Array,
+                   truncated: jax.Array, info: dict[str, Any]) -> dict[str, jax.Array]:
+    """One batched transition as arrays ``[N, ...]`` (lead agent of a
+    multi-agent env): the agent's pose ``x``, ``y``, ``heading`` and the
+    ``concentration`` there *before* the step, the ``observation`` it acted
+    on (flattened, when an array of at most :data:`MAX_CAPTURED_OBS`
+    numbers), its ``action``, then the step's ``reward``, ``terminated``,
+    ``truncated`` and the pose after it (``next_x``, ``next_y``); ``valid``
+    marks the envs still in their first episode (the rows a capture keeps).
+    """
+    position = _lead(state.agent.position)
+    heading = state.agent.heading
+    heading = heading if heading.ndim == 1 else heading[:, 0]
+    concentration = jax.vmap(lambda p, xy: env.plume.concentration(
+        p, xy, env.grid, params.plume))(state.plume, position)
+    record = {
+        "valid": ~t["done"],
+        "x": position[:, 0], "y": position[:, 1], "heading": heading,
+        "concentration": concentration.astype(jnp.float32),
+        "action": action if action.ndim == 1 or not env.is_multi_agent else action[:, 0],
+        "reward": _per_env(reward, jnp.sum).astype(jnp.float32),
+        "terminated": _per_env(terminated, jnp.any),
+        "truncated": _per_env(truncated, jnp.any),
+        "next_x": _lead(info["agent_xy"])[:, 0], "next_y": _lead(info["agent_xy"])[:, 1],
+    }
+    if isinstance(obs, jax.Array) and obs.ndim >= 1:
+        flat = obs.reshape(obs.shape[0], -1)
+        if flat.shape[1] <= MAX_CAPTURED_OBS:
+            record["observation"] = flat.astype(jnp.float32)
+    return record
 
 
 def _select(mask: jax.Array, new: Any, old: Any) -> Any:
@@ -148,7 +191,7 @@ def track(t: dict[str, Any], state: Any, reward: jax.Array, terminated: jax.Arra
 
 
 def _result(t: dict[str, Any], start: jax.Array, path: jax.Array, valid: jax.Array,
-            steps_run: Any) -> RolloutResult:
+            steps_run: Any, steps: Any = None) -> RolloutResult:
     """``start`` f32[K, 2], ``path`` f32[T, K, 2] and ``valid`` bool[T, K]
     (time-major, as ``lax.scan`` stacks them) -> episode-major fields."""
     return RolloutResult(
@@ -158,7 +201,7 @@ def _result(t: dict[str, Any], start: jax.Array, path: jax.Array, valid: jax.Arr
         trajectories=jnp.swapaxes(jnp.concatenate([start[None], path], axis=0), 0, 1),
         trajectories_valid=jnp.swapaxes(
             jnp.concatenate([jnp.ones((1,) + valid.shape[1:], bool), valid], axis=0), 0, 1),
-        final_agent=t["final_agent"], final_plume=t["final_plume"],
+        final_agent=t["final_agent"], final_plume=t["final_plume"], steps=steps,
     )
 
 
@@ -183,10 +226,11 @@ NUM_TRACKED = 4
 
 @functools.partial(jax.jit, static_argnames=("env", "policy", "num_envs", "num_steps",
                                              "until_done", "num_tracked", "progress",
-                                             "progress_every"))
+                                             "progress_every", "capture"))
 def rollout(env: Any, params: Any, policy: Any, key: jax.Array, num_envs: int,
             num_steps: int, until_done: bool = False, num_tracked: int = NUM_TRACKED,
-            progress: Any = None, progress_every: int = 0) -> RolloutResult:
+            progress: Any = None, progress_every: int = 0,
+            capture: bool = False) -> RolloutResult:
     """Run ``num_envs`` envs for ``num_steps`` steps under a functional policy.
 
     Args:
@@ -206,6 +250,11 @@ def rollout(env: Any, params: Any, policy: Any, key: jax.Array, num_envs: int,
             every ``progress_every`` steps (default ``num_steps // 20``) and
             after the last step. Each call is a host round trip (a few ms on
             a busy CPU), so the default keeps them to about 20 per run.
+        capture: static; also keep every env's transitions, arrays
+            ``[num_steps, num_envs, ...]`` (:func:`capture_record`) in
+            ``RolloutResult.steps`` — memory grows with
+            ``num_steps * num_envs`` (callers bound it:
+            :func:`plume_jax.evaluate.capture.check_capture_size`).
     """
     k_reset, k_policy, k_run = jax.random.split(key, 3)
     tracked = max(1, min(num_tracked, num_envs))
@@ -217,13 +266,16 @@ def rollout(env: Any, params: Any, policy: Any, key: jax.Array, num_envs: int,
         obs, state, carry, t = c
         k_act, k_step, k_init = jax.random.split(step_key, 3)
         action, carry = jax.vmap(policy.act)(carry, obs, jax.random.split(k_act, num_envs))
-        obs, state, reward, terminated, truncated, info = _step_batch(env, params, k_step, state,
-                                                                      action)
+        new_obs, new_state, reward, terminated, truncated, info = _step_batch(
+            env, params, k_step, state, action)
         fresh = jax.vmap(policy.init)(jax.random.split(k_init, num_envs))
         ended = info["done"] if "done" in info else terminated | truncated
         carry = _select(ended, fresh, carry)
-        new_t = track(t, state, reward, terminated, truncated, info)
-        return (obs, state, carry, new_t), _tracked(t, info["agent_xy"], tracked)
+        new_t = track(t, new_state, reward, terminated, truncated, info)
+        record = (capture_record(env, params, t, obs, state, action, reward, terminated,
+                                 truncated, info) if capture else None)
+        return (new_obs, new_state, carry, new_t), (*_tracked(t, info["agent_xy"], tracked),
+                                                    record)
 
     def report(i, t):
         """Host progress after step ``i`` (1-based) — only when asked for."""
@@ -243,39 +295,47 @@ def rollout(env: Any, params: Any, policy: Any, key: jax.Array, num_envs: int,
             report(i + 1, c[3])
             return c, out
 
-        (_, _, _, t), (path, valid) = jax.lax.scan(
+        (_, _, _, t), (path, valid, steps) = jax.lax.scan(
             scan_body, init, (jnp.arange(num_steps, dtype=jnp.int32), step_keys))
-        return _result(t, start, path, valid, num_steps)
+        return _result(t, start, path, valid, num_steps, steps)
 
     def running(loop):
-        i, c, _, _ = loop
+        i, c = loop[0], loop[1]
         return (i < num_steps) & ~jnp.all(c[3]["done"])
 
     def advance(loop):
-        i, c, path, valid = loop
-        c, (xy, v) = body(c, step_keys[i])
+        i, c, path, valid, steps = loop
+        c, (xy, v, record) = body(c, step_keys[i])
         report(i + 1, c[3])
-        return i + 1, c, path.at[i].set(xy), valid.at[i].set(v)
+        steps = jax.tree.map(lambda buf, r: buf.at[i].set(r), steps, record)
+        return i + 1, c, path.at[i].set(xy), valid.at[i].set(v), steps
 
+    record_shape = jax.eval_shape(body, init, step_keys[0])[1][2] if capture else None
     empty = (jnp.zeros((num_steps, tracked, 2), jnp.float32),
-             jnp.zeros((num_steps, tracked), bool))
-    steps, (_, _, _, t), path, valid = jax.lax.while_loop(running, advance,
-                                                          (jnp.int32(0), init, *empty))
-    return _result(t, start, path, valid, steps)
+             jnp.zeros((num_steps, tracked), bool),
+             jax.tree.map(lambda a: jnp.zeros((num_steps,) + a.shape, a.dtype), record_shape))
+    n, (_, _, _, t), path, valid, steps = jax.lax.while_loop(
+        running, advance, (jnp.int32(0), init, *empty))
+    return _result(t, start, path, valid, n, steps)
 
 
-@functools.partial(jax.jit, static_argnames=("env", "tracked"))
-def _host_step(env: Any, params: Any, key: jax.Array, state: Any, t: dict, action: jax.Array,
-               tracked: int):
-    obs, state, reward, terminated, truncated, info = _step_batch(env, params, key, state, action)
+@functools.partial(jax.jit, static_argnames=("env", "tracked", "capture"))
+def _host_step(env: Any, params: Any, key: jax.Array, obs: Any, state: Any, t: dict,
+               action: jax.Array, tracked: int, capture: bool = False):
+    new_obs, new_state, reward, terminated, truncated, info = _step_batch(env, params, key,
+                                                                          state, action)
     ended = info["done"] if "done" in info else terminated | truncated
     xy, valid = _tracked(t, info["agent_xy"], tracked)
-    return obs, state, ended, track(t, state, reward, terminated, truncated, info), xy, valid
+    record = (capture_record(env, params, t, obs, state, action, reward, terminated, truncated,
+                             info) if capture else None)
+    return (new_obs, new_state, ended, track(t, new_state, reward, terminated, truncated, info),
+            xy, valid, record)
 
 
 def host_rollout(env: Any, params: Any, agent: Any, key: jax.Array, num_envs: int,
                  num_steps: int, until_done: bool = False, num_tracked: int = NUM_TRACKED,
-                 progress: Any = None, progress_every: int = 0) -> RolloutResult:
+                 progress: Any = None, progress_every: int = 0,
+                 capture: bool = False) -> RolloutResult:
     """Like :func:`rollout` for a host-side agent with
     ``act_batch(obs[N], episode_start=bool[N]) -> actions[N]`` and ``reset()``.
     With ``until_done`` the loop ends once every env's first episode has
@@ -288,17 +348,19 @@ def host_rollout(env: Any, params: Any, agent: Any, key: jax.Array, num_envs: in
     start = _lead(state.agent.position)[:tracked]
     agent.reset()
     episode_start = np.ones(num_envs, bool)
-    path, valid = [], []
+    path, valid, records = [], [], []
     for i, step_key in enumerate(jax.random.split(k_run, num_steps)):
         if until_done and bool(jnp.all(t["done"])):
             break
         action = agent.act_batch(np.asarray(obs), episode_start=episode_start)
-        obs, state, ended, t, xy, v = _host_step(env, params, step_key, state, t,
-                                                 jnp.asarray(action), tracked)
+        obs, state, ended, t, xy, v, record = _host_step(env, params, step_key, obs, state, t,
+                                                         jnp.asarray(action), tracked, capture)
         episode_start = np.asarray(ended)
+        records.append(record)
         path.append(xy)
         valid.append(v)
         if progress is not None and ((i + 1) % every == 0 or i + 1 == num_steps
                                      or (until_done and bool(jnp.all(t["done"])))):
             progress(i + 1, int(jnp.sum(t["done"])))
-    return _result(t, start, jnp.stack(path), jnp.stack(valid), len(path))
+    steps = jax.tree.map(lambda *r: jnp.stack(r), *records) if capture else None
+    return _result(t, start, jnp.stack(path), jnp.stack(valid), len(path), steps)

@@ -475,7 +475,8 @@ def plan_run(scenario: Mapping[str, Any], agent: AgentChoice | None = None, *,
 
 
 def execute_run(run: PlannedRun,
-                progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+                progress: Callable[[int, int], None] | None = None,
+                capture: bool = False) -> dict[str, Any]:
     """Run a planned (scenario, agent) pair: one rollout of ``run.episodes``
     seeded episodes that stops when all have ended.
 
@@ -484,8 +485,10 @@ def execute_run(run: PlannedRun,
 
     Returns a JSON-serialisable report: scenario, agent, metrics,
     expectations (checked, failed or skipped, and why), timing; plus
-    ``"_rollout"``, ``"_env"`` and ``"_params"`` (not serialised) for
-    plotting.
+    ``"_rollout"``, ``"_env"``, ``"_params"`` and ``"_scenario"`` (not
+    serialised) for plotting and captures. ``capture=True`` keeps every
+    transition in ``report["_rollout"].steps``
+    (:mod:`plume_jax.evaluate.capture`).
     """
     from plume_jax.agents_package import check_agents_package
 
@@ -500,10 +503,11 @@ def execute_run(run: PlannedRun,
         compile_s = 0.0
         result = jax.block_until_ready(host_rollout(env, params, run.policy, key, n,
                                                     run.num_steps, until_done=True,
-                                                    progress=progress))
+                                                    progress=progress, capture=capture))
     else:
         compiled = rollout.lower(env, params, run.policy, key, n, run.num_steps,
-                                 until_done=True, progress=progress).compile()
+                                 until_done=True, progress=progress,
+                                 capture=capture).compile()
         compile_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         result = jax.block_until_ready(compiled(params, key))
@@ -534,7 +538,7 @@ def execute_run(run: PlannedRun,
         "expectations": expectations,
         "failures": failures,
         "timing": {"compile_seconds": compile_s, "run_seconds": run_s},
-        "_rollout": result, "_env": env, "_params": params,
+        "_rollout": result, "_env": env, "_params": params, "_scenario": run.scenario,
     }
 
 
