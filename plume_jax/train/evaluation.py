@@ -119,6 +119,15 @@ def _run(env, spec_key, params, env_params, key, num_envs, num_steps, greedy, ba
     return fn(params, env_params, key)
 
 
+def _nanmean(x: np.ndarray) -> np.ndarray:
+    """Mean over the last axis without NaNs; NaN (no warning) for a member
+    whose every entry is NaN (no successful episode)."""
+    count = np.sum(~np.isnan(x), axis=-1)
+    total = np.nansum(x, axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
 def evaluate(env: Any, spec: dict, params: dict, env_params: Any, seed: int, num_envs: int,
              num_steps: int, greedy: bool = True, batched: bool = False) -> dict[str, Any]:
     """Run :func:`episodes` (jitted; over a leading member axis of ``params``
@@ -132,7 +141,7 @@ def evaluate(env: Any, spec: dict, params: dict, env_params: Any, seed: int, num
     length = np.asarray(out["length"]).astype(np.float64)
     steps = np.where(success, length, np.nan)
     with np.errstate(invalid="ignore"):
-        mean_steps = np.nanmean(steps, axis=-1) if success.any() else None
+        mean_steps = _nanmean(steps) if success.any() else None
     summary: dict[str, Any] = {
         "episodes": int(num_envs),
         "max_steps": int(num_steps),
@@ -149,7 +158,7 @@ def evaluate(env: Any, spec: dict, params: dict, env_params: Any, seed: int, num
         arrived = first < num_steps
         with np.errstate(invalid="ignore"):
             summary["mean_steps_to_first_arrival"] = (
-                np.nanmean(np.where(arrived, first, np.nan), axis=-1) if arrived.any() else None)
+                _nanmean(np.where(arrived, first, np.nan)) if arrived.any() else None)
         summary["first_arrival_rate"] = arrived.mean(axis=-1)
         summary["mean_arrivals"] = np.asarray(out["arrivals"]).mean(axis=-1)
         summary["mean_collisions"] = np.asarray(out["collisions"]).mean(axis=-1)
