@@ -247,3 +247,20 @@ def test_a_folder_in_use_fails_the_command_line_with_one_line_not_a_traceback(tm
     assert code == 2
     assert err.startswith("plume-jax: error: ") and err.count("\n") == 1
     assert "in use by another plume-jax process (pid" in err
+
+
+def test_continuing_a_finished_run_keeps_its_final_checkpoint_and_policy(trained, tmp_path):
+    """A finished run resumed with a larger budget replaced checkpoint/ and
+    policy/: the finished state was gone."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(trained, run)
+    shutil.rmtree(run / "checkpoints" / "update_00000004", ignore_errors=True)
+    final = (run / "policy" / "policy.npz").read_bytes()
+    config = train_config({**TINY, "algo": {**TINY["algo"], "total_steps": 4 * 8 * 5}})
+    train(config, run, progress=False, evaluate=False, resume=run)
+    kept = run / "checkpoints" / "update_00000004"
+    assert json.loads((kept / "meta.json").read_text())["update"] == 4
+    assert (kept / "policy" / "policy.npz").read_bytes() == final
+    assert json.loads((run / "checkpoint" / "meta.json").read_text())["update"] == 5

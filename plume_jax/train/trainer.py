@@ -438,11 +438,31 @@ def _prepare_run_folder(out: pathlib.Path, config: TrainConfig, point: ResumePoi
         rows = read_jsonl(out / "metrics.jsonl")
         aside = set_aside_later_state(out, point.update, point.checkpoint, rows)
         kept = [r for r in rows if int(r["update"]) <= point.update]
+        if aside is None and point.update == point.num_updates < config.num_updates:
+            keep_finished_run(out, point)
     else:
         kept = rows_up_to(point.run_dir / "metrics.jsonl", point.update)
     write_jsonl(out / "metrics.jsonl", kept)
     _write_config(out, config)
     return kept, aside
+
+
+def keep_finished_run(out: pathlib.Path, point: ResumePoint) -> None:
+    """A finished run continued with a larger budget: keep its final state —
+    the checkpoint as ``checkpoints/update_<N>/`` (as ``run.checkpoint_every``
+    keeps them) and the policy as ``checkpoints/update_<N>/policy/`` — before
+    the continuation replaces ``checkpoint/`` and ``policy/``."""
+    import shutil
+
+    dest = out / "checkpoints" / f"update_{point.update:08d}"
+    if not dest.exists():
+        tmp = out / "checkpoints" / f".update_{point.update:08d}.copy"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        shutil.copytree(point.checkpoint, tmp)
+        if (out / "policy").is_dir():
+            shutil.copytree(out / "policy", tmp / "policy")
+        tmp.rename(dest)
 
 
 def _write_config(out: pathlib.Path, config: TrainConfig) -> None:
