@@ -157,7 +157,7 @@ def belief_searcher(algo: Any, env: Any, env_params: Any, name: str) -> None:
     ``move_ids``, ``move_deltas``, ``likelihood``, ...). ``ValidationError``
     naming the env setting otherwise; ``name`` is the algorithm's."""
     sensor = env.sensor
-    if env.is_multi_agent:
+    if getattr(env, "is_multi_agent", False):
         raise ValidationError.for_parameter(
             "env.num_agents", env.num_agents,
             f"1 for {name!r} (it predicts one searcher's posterior)")

@@ -276,7 +276,7 @@ def action_spec(env: Any, env_params: Any) -> tuple[bool, int, Any, Any]:
 def num_agents_of(env: Any) -> int | None:
     """Agents per env of a multi-agent env (``env.is_multi_agent``: its
     observations, actions and rewards carry an agent axis), else None."""
-    return env.num_agents if env.is_multi_agent else None
+    return env.num_agents if getattr(env, "is_multi_agent", False) else None
 
 
 def obs_dim(env: Any, env_params: Any) -> int:
