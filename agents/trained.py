@@ -247,6 +247,8 @@ def load_policy_files(path: str | pathlib.Path) -> tuple[dict[str, Any], dict[st
 
     folder = pathlib.Path(path)
     allowed = "a policy folder written by `plume-jax train` (policy.json and policy.npz)"
+    if not folder.is_dir():
+        raise ValidationError.for_parameter("path", str(path), f"{allowed}; no such folder")
     spec = load_json_file(folder / "policy.json", "path")
     try:
         check_spec(spec)
