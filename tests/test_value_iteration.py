@@ -18,14 +18,8 @@ import plume_jax
 from plume_jax.errors import ValidationError
 from plume_jax.train import value_iteration as VI
 
-#: The isotropic benchmark's law on a 7x6 grid (tests/test_belief_training.py's
-#: TINY): the belief image is 11 rows x 13 columns.
-TINY = {"grid_size": [7, 6], "max_steps": 30,
-        "plume": {"observer": [3, 2], "lambda_over_dx": 1.5, "r_dt": 2.0},
-        "start": {"position": [3, 2]},
-        "sensor": {"type": "belief", "sensor": {"type": "hits", "h_max": 3,
-                                                "nonzero_first": True},
-                   "plume": {"lambda_over_dx": 1.5, "r_dt": 2.0}, "grid_channel": True}}
+from test_belief_training import TINY  # noqa: E402  (7x6 grid: 11 x 13 belief images)
+
 #: The same law on a square 6x6 grid (11x11 images: all 8 symmetries of the square).
 SQUARE = {**TINY, "grid_size": [6, 6]}
 #: Small settings: each iteration is a few milliseconds.
