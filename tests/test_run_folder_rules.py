@@ -264,3 +264,16 @@ def test_continuing_a_finished_run_keeps_its_final_checkpoint_and_policy(trained
     assert json.loads((kept / "meta.json").read_text())["update"] == 4
     assert (kept / "policy" / "policy.npz").read_bytes() == final
     assert json.loads((run / "checkpoint" / "meta.json").read_text())["update"] == 5
+
+
+def test_a_sweep_resume_refuses_a_member_another_process_is_training(sweep_run, tmp_path):
+    """A sweep --resume and a train --resume of one of its members at the same
+    time both wrote the member's folder."""
+    import shutil
+
+    sweep, original = sweep_run
+    out = tmp_path / "s"
+    shutil.copytree(original, out)
+    with FolderLock(out / "members" / sweep.names[0], "train"):
+        with pytest.raises(StateError, match=sweep.names[0]):
+            run_sweep(sweep, out, progress=False, evaluate_members=False, resume=True)

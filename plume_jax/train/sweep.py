@@ -66,6 +66,7 @@ in its parameters) and agree only statistically. A member resumed with
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import functools
@@ -677,8 +678,10 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
               evaluate_members: bool = True, overwrite: bool = False,
               resume: bool = False) -> SweepResult:
     """:func:`_run_sweep` holding the sweep folder's lock
-    (:class:`~plume_jax.train.run_folder.FolderLock`) from before the folder
-    is checked until everything is written."""
+    (:class:`~plume_jax.train.run_folder.FolderLock`) and those of its
+    existing member folders (a ``plume-jax train --resume`` of a member at
+    the same time is refused, naming it) from before the folder is checked
+    until everything is written."""
     check_joined(sweep.base.run["distributed"])
     kwargs = dict(progress=progress, stream=stream, evaluate_members=evaluate_members,
                   overwrite=overwrite, resume=resume)
@@ -687,7 +690,11 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
     out = pathlib.Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ValidationError.for_parameter("--out", str(out), "a folder (this is a file)")
-    with FolderLock(out, "sweep"):
+    with FolderLock(out, "sweep"), contextlib.ExitStack() as members:
+        if not overwrite:  # a member folder trained on by another process is refused
+            for name in sweep.names:
+                if (out / "members" / name).is_dir():
+                    members.enter_context(FolderLock(out / "members" / name, "sweep"))
         return _run_sweep(sweep, out_dir, **kwargs)
 
 
