@@ -42,6 +42,28 @@ REPORT_SECONDS = 30.0
 MAX_CHUNK = 4096
 
 
+def checkpointer(folder: Any, meta: Callable[[int], dict[str, Any]]
+                 ) -> Callable[[Any, int, bool], None]:
+    """The ``on_checkpoint`` of :func:`run_in_chunks` for a run or sweep
+    program whose checkpoints go to ``folder/checkpoint`` (and, when kept,
+    ``folder/checkpoints/update_<N>``) with the metadata ``meta(update)``.
+    With several processes every process takes part in gathering the state
+    (a collective); process 0 alone writes."""
+    from plume_jax.train.checkpoint import save_checkpoint
+    from plume_jax.train.distributed import is_main_process
+
+    def on_checkpoint(state: Any, update: int, kept: bool) -> None:
+        if jax.process_count() > 1:
+            state = host_copy(state)  # every process: a collective
+        if not is_main_process():
+            return
+        save_checkpoint(folder / "checkpoint", state, meta(update))
+        if kept:
+            save_checkpoint(folder / "checkpoints" / f"update_{update:08d}", state, meta(update))
+
+    return on_checkpoint
+
+
 def next_chunk(done: int, num_updates: int, *, every: int | None, seconds_per_update: float | None,
                seconds_to_checkpoint: float | None, max_chunk: int = MAX_CHUNK) -> int:
     """How many updates the next call runs (see the module docstring); the

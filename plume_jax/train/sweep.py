@@ -88,7 +88,7 @@ from plume_jax.progress import ProgressBar
 from plume_jax.seeding import keys_from_seeds
 from plume_jax.train.checkpoint import export_policy, load_checkpoint, read_meta, \
     save_checkpoint
-from plume_jax.train.chunks import Interrupted, run_in_chunks, stop_on_signals
+from plume_jax.train.chunks import Interrupted, checkpointer, run_in_chunks, stop_on_signals
 from plume_jax.train.config import TrainConfig, apply_dotted, dump_yaml, read_yaml, \
     static_signature, train_config
 from plume_jax.train.distributed import barrier, check_joined, host_copy, is_main_process
@@ -568,16 +568,6 @@ def _run_program(s: SweepSetup, bar: ProgressBar, offset: float, prefix: str,
             if members_dir is not None:
                 append_jsonl(members_dir / s.sweep.names[i] / "metrics.jsonl", new)
 
-    def on_checkpoint(state: Any, update: int, kept: bool) -> None:
-        if jax.process_count() > 1:
-            state = host_copy(state)  # every process: a collective
-        if not main:
-            return
-        save_checkpoint(folder / "checkpoint", state, _program_meta(s, update))
-        if kept:
-            save_checkpoint(folder / "checkpoints" / f"update_{update:08d}", state,
-                            _program_meta(s, update))
-
     printer = Progress(bar, num_updates, cfg.steps_per_update, offset=offset,
                        members=len(s.members), prefix=prefix)
     runner, stats = run_in_chunks(
@@ -585,7 +575,8 @@ def _run_program(s: SweepSetup, bar: ProgressBar, offset: float, prefix: str,
         done=done, num_updates=num_updates,
         log_every=cfg.run["log_every"], bar=bar, printer=printer, bar_offset=offset,
         bar_scale=len(s.members), on_chunk=on_chunk,
-        on_checkpoint=on_checkpoint if folder is not None else None,
+        on_checkpoint=(checkpointer(folder, functools.partial(_program_meta, s))
+                       if folder is not None else None),
         every=cfg.run["checkpoint_every"], minutes=cfg.run["checkpoint_minutes"], batched=True,
         label=prefix, stop=stop)
     if jax.process_count() > 1:  # the members' state on every process, for what follows

@@ -58,7 +58,7 @@ import numpy as np
 from plume_jax.errors import ValidationError
 from plume_jax.progress import ProgressBar
 from plume_jax.seeding import seed_key
-from plume_jax.train.chunks import Interrupted, run_in_chunks, stop_on_signals
+from plume_jax.train.chunks import Interrupted, checkpointer, run_in_chunks, stop_on_signals
 from plume_jax.train.algorithm import Algorithm, algorithm_class
 from plume_jax.train.checkpoint import export_policy, find_checkpoint, load_checkpoint, \
     read_checkpoint, save_checkpoint
@@ -308,15 +308,8 @@ def _train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
             append_jsonl(out / "metrics.jsonl", new_rows)
             loggers.log_rows(new_rows)
 
-    def on_checkpoint(state: Any, update: int, kept: bool) -> None:
-        if jax.process_count() > 1:
-            state = host_copy(state)  # every process: a collective
-        if not main:
-            return
-        meta = {"config": config.to_dict(), "update": update, "num_updates": num_updates}
-        save_checkpoint(out / "checkpoint", state, meta)
-        if kept:
-            save_checkpoint(out / "checkpoints" / f"update_{update:08d}", state, meta)
+    def meta(update: int) -> dict[str, Any]:
+        return {"config": config.to_dict(), "update": update, "num_updates": num_updates}
 
     try:
         with stop_on_signals() as stop:
@@ -324,7 +317,7 @@ def _train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
                 algo, runner, hp, env_params, done=done, num_updates=num_updates,
                 log_every=config.run["log_every"], bar=bar, printer=printer, bar_offset=0.0,
                 bar_scale=1.0, on_chunk=on_chunk,
-                on_checkpoint=on_checkpoint if out is not None else None,
+                on_checkpoint=checkpointer(out, meta) if out is not None else None,
                 every=config.run["checkpoint_every"], minutes=config.run["checkpoint_minutes"],
                 stop=stop)
         done = int(runner.update)
