@@ -352,6 +352,21 @@ def check_env(spec: dict[str, Any], env: Any) -> None:
             f"the observation the trained policy was trained on, in the same order: {labels}")
 
 
+def check_obs_shape(spec: dict[str, Any], shape: tuple[int, ...]) -> None:
+    """``ValidationError`` naming the shape received and the one expected
+    unless an observation of ``shape`` holds ``spec["obs_dim"]`` values (the
+    policy reads it flattened). Shapes are static, so this holds under
+    ``jit`` and ``vmap`` too (it checks one observation's shape)."""
+    dim = int(spec["obs_dim"])
+    shape = tuple(int(n) for n in shape)
+    if int(np.prod(shape, dtype=np.int64)) != dim:
+        raise ValidationError.for_parameter(
+            "obs shape", shape,
+            f"({dim},): an observation of {dim} value{'s' if dim != 1 else ''}, as the trained "
+            f"policy was trained on (got {int(np.prod(shape, dtype=np.int64))}; one "
+            "observation, not a batch: use jax.vmap for several)")
+
+
 class TrainedPolicy:
     """Functional policy of an exported network (see the module docstring).
 
@@ -410,6 +425,13 @@ class TrainedPolicy:
         return initial_carry(self.spec)
 
     def act(self, carry: TrainedCarry, obs: jax.Array, key: jax.Array):
+        """``(action, carry')`` for one observation.
+
+        Raises:
+            ValidationError: ``obs`` does not hold ``spec["obs_dim"]`` values
+                (:func:`check_obs_shape`; a static check, also under jit).
+        """
+        check_obs_shape(self.spec, jnp.shape(obs))
         return policy_step(self.spec, self.params, carry, obs, key, self.greedy)
 
     def value(self, carry: TrainedCarry, obs: jax.Array) -> jax.Array:
@@ -426,6 +448,7 @@ class TrainedPolicy:
                 "network.critic", "centralised",
                 "a decentralised critic: a centralised critic's value reads every agent's "
                 "features and is not defined for one agent's observation")
+        check_obs_shape(self.spec, jnp.shape(obs))
         return forward(self.spec, self.params, carry, obs)[2]
 
 
@@ -441,8 +464,15 @@ class TrainedAgent(StatefulAgent):
         return cls(TrainedPolicy.load(path, greedy=greedy), seed=seed)
 
     def act(self, obs: np.ndarray) -> Any:
-        action, self._carry = self._act(self._carry, np.asarray(obs, np.float32),
-                                        self._next_key())
+        """The action for ``obs``.
+
+        Raises:
+            ValidationError: ``obs`` is not of the shape the policy reads
+                (checked here, before the compiled step runs).
+        """
+        obs = np.asarray(obs, np.float32)
+        check_obs_shape(self.policy.spec, obs.shape)
+        action, self._carry = self._act(self._carry, obs, self._next_key())
         if self.policy.discrete:
             return int(action)
         return np.asarray(action, np.float32)

@@ -193,3 +193,28 @@ def test_policy_files_are_read_with_bounds_and_refused_naming_the_path(gaussian_
     with pytest.raises(ValidationError, match=match) as excinfo:
         TrainedPolicy.load(folder)
     assert excinfo.value.parameter == "path" and "\n" not in str(excinfo.value)
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 1), (0,)])
+def test_trained_agent_act_on_a_wrong_shaped_observation_is_a_validation_error_not_a_jax_type_error(
+        gaussian_policy, shape):
+    """Issue 30 item 9: `TrainedAgent.act` / `TrainedPolicy.act` on an
+    observation of the wrong shape raised JAX's `TypeError: sub got
+    incompatible shapes`; the error now names the shape received and the one
+    expected, on the host and under jit alike."""
+    import jax
+    import jax.numpy as jnp
+
+    from agents.trained import TrainedAgent
+
+    agent = TrainedAgent.load(gaussian_policy)
+    agent.reset()
+    assert isinstance(agent.act(np.zeros(1, np.float32)), int)  # the right shape still acts
+    with pytest.raises(ValidationError, match=r"obs shape=\(.*\) is invalid: expected \(1,\)") \
+            as raised:
+        agent.act(np.zeros(shape, np.float32))
+    assert str(shape) in str(raised.value)
+    policy = agent.policy
+    for act in (policy.act, jax.jit(policy.act)):
+        with pytest.raises(ValidationError, match=r"obs shape=\(.*\) is invalid: expected \(1,\)"):
+            act(policy.init(None), jnp.zeros(shape), jax.random.key(0))

@@ -95,3 +95,27 @@ def test_console_script_lists_presets():
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "PlumeNav-Gaussian-v0" in result.stdout
+
+
+def test_list_piped_into_a_reader_that_stops_early_ends_without_a_broken_pipe_traceback():
+    """Issue 30 item 10: `plume-jax list | head -1` ended in a BrokenPipeError
+    traceback. The reader here is gone before the command writes anything
+    (as `head` is once it has its line): no traceback, status 141 (128 +
+    SIGPIPE, what a shell shows for such a stop)."""
+    proc = subprocess.Popen([sys.executable, "-m", "plume_jax", "list"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader went away
+    _, err = proc.communicate(timeout=120)
+    assert b"Traceback" not in err and b"BrokenPipeError" not in err, err.decode()
+    assert err == b""
+    assert proc.returncode == cli.BROKEN_PIPE_STATUS
+
+
+def test_version_prints_the_package_version(capsys):
+    """Issue 30 item 10: there was no `plume-jax --version`."""
+    import plume_jax
+
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["--version"])
+    assert stopped.value.code == 0
+    assert capsys.readouterr().out.strip() == f"plume-jax {plume_jax.__version__}"

@@ -384,3 +384,35 @@ def test_scenario_keys_are_declared_settings_with_docs():
     with pytest.raises(ValidationError, match=r"expect.min_success_rate=1.5 is invalid"):
         sc.validate_scenario({"env": SMALL_ENV, "agent": "klinotaxis",
                               "expect": {"min_success_rate": 1.5}})
+
+
+def test_evaluate_into_a_folder_with_earlier_reports_is_refused_unless_overwrite(tmp_path, capsys):
+    """Issue 30 item 6: a second `evaluate` into one --out left the first
+    run's reports of other agents beside the new ones. A folder that is not
+    empty is now refused (one line, nothing run); --overwrite replaces the
+    earlier evaluate's outputs (reports, summary.md, figure, a baseline saved
+    there) once the new rollouts are done and leaves other files alone."""
+    path = _write(tmp_path, "stale", "klinotaxis", episodes=4)
+    out = tmp_path / "out"
+    assert cli.main(["evaluate", "--scenario", str(path), "--agent", "klinotaxis",
+                     "random_walk", "--out", str(out), "--save-baseline",
+                     str(out / "base.json"), "--quiet"]) in (0, 1)
+    first = sorted(p.name for p in out.iterdir())
+    assert first == ["base.json", "stale.png", "stale__klinotaxis.json",
+                     "stale__random_walk.json", "summary.md"]
+    (out / "notes.txt").write_text("mine")
+    capsys.readouterr()
+
+    again = ["evaluate", "--scenario", str(path), "--agent", "klinotaxis", "--out", str(out),
+             "--quiet"]
+    assert cli.main(again) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("plume-jax: error: --out")
+    assert "--overwrite" in err
+    assert sorted(p.name for p in out.iterdir()) == sorted([*first, "notes.txt"])  # untouched
+
+    assert cli.main([*again, "--overwrite"]) in (0, 1)
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt", "stale.png",
+                                                     "stale__klinotaxis.json", "summary.md"]
+    assert (out / "notes.txt").read_text() == "mine"
+    assert "random_walk" not in (out / "summary.md").read_text()

@@ -142,6 +142,24 @@ def test_lowest_pins_take_each_lower_bound():
         CHECK_INSTALL.override_pins(pins, ["torch>=2"])
 
 
+def test_tensorboard_command_the_readme_prints_comes_with_a_documented_extra():
+    """Issue 30 item 3: the README printed `tensorboard --logdir runs/`, but
+    `pip install -e .` does not install the viewer (it came only with the
+    test extra, through tbparse). The `tensorboard` extra brings it, and each
+    page that prints the command names the extra beside it."""
+    import re
+
+    (req,) = [Requirement(t) for t in PROJECT["optional-dependencies"]["tensorboard"]]
+    assert canonicalize_name(req.name) == "tensorboard"
+    assert "tensorboard" not in {canonicalize_name(Requirement(t).name)
+                                 for t in PROJECT["dependencies"]}
+    for page in (ROOT / "README.md", ROOT / "docs" / "training.md"):
+        text = page.read_text()
+        paragraph = next(p for p in re.split(r"\n\s*\n", text) if "tensorboard --logdir runs/`" in p)
+        assert 'pip install -e ".[tensorboard]"' in " ".join(paragraph.split()), page.name
+    assert "| `tensorboard` |" in (ROOT / "docs" / "installation.md").read_text()
+
+
 def test_ci_installs_with_the_constraints_file():
     test_command = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
     assert "-c constraints.txt" in test_command and "pip install -e" in test_command

@@ -15,12 +15,16 @@ whose metrics lack rows its checkpoint covers, ...) exit 2 with one line,
 ``plume-jax: error: <what was wrong and what is allowed>``. Ctrl-C (SIGINT)
 or SIGTERM during ``train`` / ``sweep`` stops at the end of the current
 chunk with a checkpoint and exits 130 / 143 with one line naming the
-command that resumes; a second Ctrl-C stops at once.
+command that resumes; a second Ctrl-C stops at once. Output piped into a
+reader that stops early (``plume-jax list | head -1``) ends quietly with
+exit status 141 (128 + SIGPIPE, as a shell reports a command SIGPIPE
+stopped). ``plume-jax --version`` prints ``plume_jax.__version__``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from plume_jax.cli import data, demo, evaluate, presets, train
@@ -42,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="plume-jax", description="plume_jax: odour-plume navigation in JAX — demo, "
         "presets, PPO training and sweeps, evaluation scenarios.")
+    from plume_jax import __version__
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     demo.add_parser(sub)
     presets.add_parser(sub)
@@ -51,14 +58,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The exit status after the reader of stdout went away (128 + SIGPIPE).
+BROKEN_PIPE_STATUS = 141
+
+
+def _stdout_gone() -> int:
+    """After a ``BrokenPipeError`` on stdout: point stdout at ``os.devnull``
+    so that the interpreter's final flush cannot fail again (Python's
+    documented recipe, "Note on SIGPIPE" in the ``signal`` module), and return
+    :data:`BROKEN_PIPE_STATUS`."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, AttributeError, ValueError):  # a stdout without a file descriptor
+        pass
+    return BROKEN_PIPE_STATUS
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        return _stdout_gone()
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     from plume_jax.errors import StateError, ValidationError
     from plume_jax.train.chunks import Interrupted
 
     try:
-        return _COMMANDS[args.command](args)
+        status = _COMMANDS[args.command](args)
+        sys.stdout.flush()  # a reader gone shows here, not at interpreter exit
+        return status
     except (ValidationError, StateError) as error:
         print(f"plume-jax: error: {error}", file=sys.stderr)
         return 2

@@ -14,6 +14,12 @@ one agent is named). Every input — options, scenario files, the baseline,
 the output folder, and every (scenario, agent) pair, built against the
 scenario's env — is checked before the first rollout; all problems are
 reported together and nothing runs.
+
+``--out`` is treated as ``train`` treats run folders: a folder that is not
+empty is refused unless ``--overwrite`` is given, which replaces the outputs
+of the earlier ``evaluate`` there (its reports, ``summary.md``, figures and
+saved baselines: :func:`earlier_outputs`) once the new rollouts are done,
+and leaves other files alone.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pathlib
 import re
 import sys
 import warnings
@@ -28,6 +35,7 @@ from typing import Any
 
 from plume_jax.cli.common import check_output_file, check_output_folder, parse_overrides
 from plume_jax.errors import ValidationError
+from plume_jax.train.run_folder import check_out_dir, clear_outputs
 
 #: ``--agent`` labels: what ``--agent-param LABEL.KEY=VALUE`` refers to.
 _LABEL = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -52,6 +60,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="override each scenario's seed (an integer in [0, 2**63))")
     ev.add_argument("--out", default="eval_out",
                     help="folder for the JSON reports, summary.md and a figure per scenario")
+    ev.add_argument("--overwrite", action="store_true",
+                    help="replace the outputs of an earlier evaluate in --out (its reports, "
+                    "summary.md, figures and a --save-baseline file it wrote there; other "
+                    "files are left alone); without it a folder that is not empty is refused")
     ev.add_argument("--baseline", default=None, help="saved report JSON to compare against")
     ev.add_argument("--save-baseline", default=None, help="write this run's reports as a baseline")
     ev.add_argument("--capture", default=None, metavar="DIR",
@@ -59,6 +71,43 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "steps.parquet, episodes.parquet (needs pyarrow: plume-jax[data]; "
                     "docs/agents.md, 'Captured trajectories')")
     ev.add_argument("--quiet", action="store_true", help="no progress bar or lines")
+
+
+def earlier_outputs(out: pathlib.Path) -> list[str]:
+    """The names of the files an earlier ``evaluate`` wrote in ``out``:
+    ``summary.md``, the JSON files that are evaluation reports
+    (``scenario``, ``agent`` and ``metrics`` keys) or saved baselines (only a
+    ``reports`` list), and the ``<scenario>.png`` figure beside each
+    ``<scenario>__<agent>.json`` report."""
+    if not out.is_dir():
+        return []
+    names, scenarios = [], set()
+    for path in sorted(out.glob("*.json")):
+        try:
+            found = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(found, dict):
+            continue
+        if {"scenario", "agent", "metrics"} <= found.keys():
+            names.append(path.name)
+            scenarios.add(path.stem.rpartition("__")[0] or path.stem)
+        elif found.keys() == {"reports"} and isinstance(found["reports"], list):
+            names.append(path.name)
+    names += [f"{s}.png" for s in sorted(scenarios) if (out / f"{s}.png").is_file()]
+    if (out / "summary.md").is_file():
+        names.append("summary.md")
+    return names
+
+
+def clear_earlier_outputs(out: pathlib.Path, keep: list[str | None] = ()) -> list[str]:
+    """Delete the outputs of an earlier ``evaluate`` in ``out`` (``--overwrite``
+    was checked before anything ran) except the files ``keep`` (the
+    ``--baseline`` being compared against); other files are left alone.
+    Called after the rollouts, so a run that fails loses nothing."""
+    kept = {os.path.abspath(k) for k in keep if k}
+    return clear_outputs(out, [n for n in earlier_outputs(out)
+                               if os.path.abspath(out / n) not in kept])
 
 
 def scenario_files(paths: list[str]) -> list[str]:
@@ -196,6 +245,8 @@ def run(args: argparse.Namespace) -> int:
     choices = parse_agent_choices(args.agent, args.agent_param)
     files = scenario_files(args.scenario)
     baseline = sc.load_baseline(args.baseline) if args.baseline else None
+    check_out_dir(pathlib.Path(args.out), overwrite=getattr(args, "overwrite", False),
+                  command="evaluate")
     check_output_folder(args.out, "--out")
     if args.save_baseline:
         check_output_file(args.save_baseline, "--save-baseline")
@@ -227,6 +278,7 @@ def run(args: argparse.Namespace) -> int:
             bar.update(done, message)
     # results first (reports, summary.md, the baseline), figures last: a
     # figure that fails is a warning and loses nothing
+    clear_earlier_outputs(pathlib.Path(args.out), keep=[args.baseline])
     sc.write_results(reports, args.out)
     if capture:
         from plume_jax.evaluate.capture import write_capture
