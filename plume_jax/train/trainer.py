@@ -383,9 +383,17 @@ def _train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
         if writes:
             all_rows = read_jsonl(out / "metrics.jsonl")
             write_csv(out / "metrics.csv", all_rows)
-            plot_learning_curves(out / "learning_curve.png", {summary["env"]: all_rows},
-                                 title=f"{algo.name} ({config.network.type}) on {summary['env']}")
-            (out / "summary.json").write_text(json.dumps(summary, indent=2))
+            _write_config_text(out / "summary.json", json.dumps(summary, indent=2))
+            try:  # results first: a figure that fails loses nothing
+                plot_learning_curves(out / "learning_curve.png", {summary["env"]: all_rows},
+                                     title=f"{algo.name} ({config.network.type}) on "
+                                           f"{summary['env']}")
+            except Exception as exc:
+                import warnings
+
+                warnings.warn(f"learning_curve.png was not written ({type(exc).__name__}: "
+                              f"{exc}); the results are in summary.json and metrics.csv",
+                              RuntimeWarning, stacklevel=2)
         barrier("plume_jax.train: written")  # no process leaves before process 0 has written
     finally:
         bar.close()
@@ -459,9 +467,14 @@ def keep_finished_run(out: pathlib.Path, point: ResumePoint) -> None:
 
 
 def _write_config(out: pathlib.Path, config: TrainConfig) -> None:
+    _write_config_text(out / "config.yaml", dump_yaml(config.to_dict()))
+
+
+def _write_config_text(path: pathlib.Path, text: str) -> None:
+    """``path`` replaced atomically by ``text``."""
     from plume_jax.train.checkpoint import _atomic_write
 
-    _atomic_write(out / "config.yaml", dump_yaml(config.to_dict()).encode())
+    _atomic_write(path, text.encode())
 
 
 def print_summary(summary: dict[str, Any], stream: TextIO | None = None) -> None:
