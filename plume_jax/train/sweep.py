@@ -530,8 +530,9 @@ def _check_members_not_ahead(out: pathlib.Path, sweep: SweepConfig) -> None:
                 f"a sweep whose members are at most at its budget ({cfg.num_updates} updates): "
                 f"member {name!r} was trained further, to {update} updates (plume-jax train "
                 f"--resume); resuming the sweep would rewind it. Move that member's folder out "
-                f"of {out / 'members'} (it is a run folder of its own), or raise the sweep's "
-                "algo.total_steps to at least its budget")
+                f"of {out / 'members'} (it is a run folder of its own), or set "
+                f"base.algo.total_steps in {out / 'sweep.yaml'} to at least "
+                f"{update * cfg.steps_per_update} (sweep --resume takes no --set)")
 
 
 def _run_program(s: SweepSetup, bar: ProgressBar, offset: float, prefix: str,
