@@ -85,17 +85,21 @@ class FolderLock:
     included), so a lock is never stale; a holder file a killed process left
     is only information, replaced by the next holder and removed on release.
     ``folder`` is created if needed (and removed again on :meth:`release` if
-    this lock created it and it is still empty).
+    this lock created it and it is still empty). Where ``fcntl`` does not
+    exist (Windows) the folder is not locked.
     """
 
     def __init__(self, folder: pathlib.Path, command: str):
-        import fcntl
-
         self.folder = folder
         self.created = not folder.exists()
         make_out_dir(folder)
         self.path = folder / LOCK_NAME
-        self.fd: int | None = os.open(folder, os.O_RDONLY)
+        self.fd: int | None = None
+        try:
+            import fcntl
+        except ImportError:  # no flock (Windows): the folder is not locked
+            return
+        self.fd = os.open(folder, os.O_RDONLY)
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -118,6 +122,8 @@ class FolderLock:
     def release(self) -> None:
         """Release the lock (idempotent)."""
         if self.fd is None:
+            if self.created and self.folder.is_dir() and not any(self.folder.iterdir()):
+                self.folder.rmdir()
             return
         import fcntl
 
