@@ -126,6 +126,17 @@ def _rigolli(level: str, name: str, md5: str) -> Dataset:
 
 
 #: The built-in entries, by id.
+#: The Emonet-lab file; plume_nav_sim registers it twice (full and tail-trimmed).
+_EMONET = Dataset(
+    id="emonet_smoke_v1",
+    title="Emonet lab smoke plume video (Demir et al. 2020), full",
+    description="90 Hz video of a smoke plume in a walking-arena wind tunnel, 300 x 180 mm; "
+                "MATLAB v7.3 (HDF5). Very large download.",
+    url=_EMONET_URL, filename="emonet_smoke.mat", size_bytes=29_000_000_000,
+    checksum="md5:6f87df24e4a5146c49c56979aca0fd78",
+    doi="10.5061/dryad.4j0zpc87z", paper_doi="10.7554/eLife.57524",
+    licence="CC0-1.0", citation=_DEMIR, layout=dict(_EMONET_LAYOUT))
+
 BUILTIN: dict[str, Dataset] = {d.id: d for d in (
     Dataset(
         id="colorado_jet_v1",
@@ -145,24 +156,12 @@ BUILTIN: dict[str, Dataset] = {d.id: d for d in (
                          "approximate (about 300 mm over 406 pixels)"}),
     _rigolli("nose", "nose level (about 50 cm)", "ce390644cf1b075fac06360a6dbe1881"),
     _rigolli("ground", "ground level (z = 0)", "5e674b6a30890f2de0dc720809baa936"),
-    Dataset(
-        id="emonet_smoke_v1",
-        title="Emonet lab smoke plume video (Demir et al. 2020), full",
-        description="90 Hz video of a smoke plume in a walking-arena wind tunnel, 300 x 180 mm; "
-                    "MATLAB v7.3 (HDF5). Very large download.",
-        url=_EMONET_URL, filename="emonet_smoke.mat", size_bytes=29_000_000_000,
-        checksum="md5:6f87df24e4a5146c49c56979aca0fd78",
-        doi="10.5061/dryad.4j0zpc87z", paper_doi="10.7554/eLife.57524",
-        licence="CC0-1.0", citation=_DEMIR, layout=dict(_EMONET_LAYOUT)),
-    Dataset(
-        id="emonet_smoke_trimmed_v1",
+    _EMONET,
+    dataclasses.replace(
+        _EMONET, id="emonet_smoke_trimmed_v1",
         title="Emonet lab smoke plume video (Demir et al. 2020), tail-trimmed",
         description="The same file as emonet_smoke_v1; plume_nav_sim drops the faint frames at "
                     "the end when it ingests it. Very large download.",
-        url=_EMONET_URL, filename="emonet_smoke.mat", size_bytes=29_000_000_000,
-        checksum="md5:6f87df24e4a5146c49c56979aca0fd78",
-        doi="10.5061/dryad.4j0zpc87z", paper_doi="10.7554/eLife.57524",
-        licence="CC0-1.0", citation=_DEMIR,
         layout={**_EMONET_LAYOUT, "notes": _EMONET_LAYOUT["notes"]
                 + "; trim the low-intensity tail (frame_range)"}),
 )}
