@@ -409,3 +409,14 @@ def test_shipped_searcher_runs_its_scenario_and_acts_as_the_trained_lookahead():
     obs, _ = env.reset(jax.random.key(1), params)
     action, _ = policy.act(policy.init(None), obs, jax.random.key(0))
     assert int(action) == int(VI.act(policy.params, obs))
+
+
+def test_an_eval_seed_the_config_accepts_builds_the_algorithm():
+    """algo.eval_seed took [0, 2**63) in the config but the constructor stopped at
+    2**31 - 1, so a valid config failed when the algorithm was built."""
+    from plume_jax.train.algorithm import algorithm_class
+
+    cfg = tiny_config(2).replace(algo={"eval_seed": 2**40 + 5})
+    env, params = cfg.make_env()
+    algo = algorithm_class("belief_value_iteration").from_config(cfg, env, params)
+    assert algo.eval_seed == 2**40 + 5

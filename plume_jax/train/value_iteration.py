@@ -378,7 +378,7 @@ class BeliefValueIteration(Algorithm):
         self.symmetry_average = _flag("symmetry_average", symmetry_average)
         self.eval_every = _integer("eval_every", eval_every, 0)
         self.eval_searches = _integer("eval_searches", eval_searches, 1, 1 << 20)
-        self.eval_seed = _integer("eval_seed", eval_seed, 0, 2**31 - 1)
+        self.eval_seed = _integer("eval_seed", eval_seed, 0, 2**63 - 1)  # every seed door
 
         self.env = env
         self.static = PPOStatic(num_envs=self.walkers, num_steps=self.steps_per_iteration,
