@@ -43,7 +43,10 @@ This module fits a network ``V_θ`` to that equation the way otto does
    (Keras with an unreduced loss differentiates the sum) with
    ``y(b) = min_a [1 + Σ_h U_h V_θ⁻(b'_{a,h})]`` computed exactly; the
    output layer's kernel and bias are clipped to ``>= 0`` after each step
-   (Keras' ``NonNeg`` constraint), so ``V_θ >= 0``;
+   (Keras' ``NonNeg`` constraint), so ``V_θ >= 0``. The ablation
+   ``frozen_target: false`` computes each step's ``y`` from the current
+   parameters instead (under ``stop_gradient``, after the previous step's
+   update);
 5. every ``eval_every`` iterations, the symmetry-averaged greedy policy is
    evaluated on ``eval_searches`` fixed searches (same starts and hit keys
    every time: paired), as otto's ``compute_stats`` does it: on the
@@ -56,9 +59,15 @@ The network is otto's ``ValueModel``: the agent-centred posterior (the
 ``(2H-1) x (2W-1)`` window, raw probabilities, the belief channel only),
 flattened, ``hidden_sizes`` dense ReLU layers (He-uniform kernels, zero
 biases), one linear output (kernel uniform in ``[0, 0.1]``, bias 0, both
-kept ``>= 0``). At decision time (evaluation, the exported policy) the
-value of each successor belief is averaged over the symmetries of the
-square (otto's ``SYM_EVAL_ENSEMBLE_AVG``): ``V(b) = mean_g V_θ(g b)``.
+kept ``>= 0``). The ablation ``network.type: cnn`` puts ``'SAME'``-padded
+ReLU convolution layers (``network.conv_features`` / ``conv_kernels`` /
+``conv_strides``) on the belief image before the flattening, so the
+``hidden_sizes`` dense layers read their features; its forward pass is the
+same function decisions and the exported policy run
+(:func:`agents.belief_lookahead.network_values`). At decision time
+(evaluation, the exported policy) the value of each successor belief is
+averaged over the symmetries of the square (otto's
+``SYM_EVAL_ENSEMBLE_AVG``): ``V(b) = mean_g V_θ(g b)``.
 
 The exported policy is a dict of plain arrays (:func:`export_arrays`) run
 by :func:`policy_scores` / :func:`act` from the ``belief`` sensor's
