@@ -431,6 +431,36 @@ def test_cnn_without_frozen_target_trains_and_its_export_acts_bit_for_bit_as_in_
         assert int(step(obs)) == int(algo.move_ids[np.argmin(q)])
 
 
+def test_cnn_export_gives_the_in_training_lookahead_values_and_actions_bit_for_bit(tiny):
+    """An untrained CNN's export (no run: cheap) through agents.trained's
+    TrainedPolicy: the look-ahead scores and actions of the training code,
+    bit for bit, so the strides recorded in policy.json reach the forward pass."""
+    from agents.trained import TrainedPolicy
+
+    env, params, _ = tiny
+    algo = VI.BeliefValueIteration(env, params, iterations=10, **{
+        **SMALL, "network_type": "cnn", "conv_features": [4, 4], "conv_kernels": [3, 3],
+        "conv_strides": [2, 2], "hidden_sizes": [8]})
+    runner = algo.init(jax.random.key(3), None, params)
+    net = {**runner.params, "out/kernel": runner.params["out/kernel"] * 40.0}  # visible values
+    runner = runner.replace(params=net)
+    policy = TrainedPolicy(VI.policy_spec(algo, runner), VI.export_arrays(algo, runner))
+    obs = walk_observations(env, params, jax.random.key(5), 2)[-1]
+    belief, grid = split_obs(algo, obs)
+
+    @jax.jit  # one program (one compile): in training, exported scores, exported action
+    def both(b, g, o):
+        return (algo._q(net, b[None], g[None], symmetric=True)[0][0],
+                VI.policy_scores(policy.params, o, (2, 2)),
+                policy.act(policy.init(None), o, jax.random.key(0))[0])
+
+    q, scores, action = (np.asarray(x) for x in both(jnp.asarray(belief), jnp.asarray(grid),
+                                                      jnp.asarray(obs)))
+    np.testing.assert_array_equal(scores, q)
+    assert int(action) == int(algo.move_ids[np.argmin(q)])
+    assert len(set(np.round(q, 4).tolist())) > 1  # the moves' values differ
+
+
 def _iterate(env, params, gd_steps, frozen_target):
     algo = VI.BeliefValueIteration(env, params, iterations=10, **{
         **SMALL, "eval_every": 0, "gd_steps": gd_steps, "frozen_target": frozen_target})
@@ -438,6 +468,7 @@ def _iterate(env, params, gd_steps, frozen_target):
     return algo, runner, jax.jit(lambda r: algo.update(r, None, params))(runner)
 
 
+@pytest.mark.slow  # about 14 s on the shared 2-core CPU (two compiles of an iteration)
 def test_without_frozen_target_one_gradient_step_is_bit_for_bit_the_frozen_copy_step(tiny):
     """``frozen_target: false`` with one gradient step per iteration: the
     current parameters are the frozen copy's (refreshed every iteration), so
