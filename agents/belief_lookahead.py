@@ -131,7 +131,8 @@ def policy_scores(arrays: dict, obs: jax.Array, conv_strides: tuple[int, ...] = 
     (centred, full window, grid channel; summaries after the images ignored).
 
     ``arrays`` (:func:`export_arrays`): the network (``conv_i/*`` with
-    their strides ``conv_strides``, ``dense_i/*``, ``out/*``), ``likelihood`` f32[h_max, R, K], ``move_deltas`` i32[M, 2],
+    their strides ``conv_strides``, ``dense_i/*``, ``out/*``),
+    ``likelihood`` f32[h_max, R, K], ``move_deltas`` i32[M, 2],
     ``move_ids`` i32[M], ``symmetry_perm`` i32[S, R*K]."""
     lik = jnp.asarray(arrays["likelihood"])
     rows, cols = lik.shape[1:]

@@ -409,7 +409,8 @@ class BeliefValueIteration(Algorithm):
                  epsilon_decay: float = 10_000.0, target_update_every: int = 1,
                  stop_p: float = 1e-6, max_episode_steps: int | None = None,
                  symmetry_augment: bool = True, symmetry_average: bool = True,
-                 frozen_target: bool = True, eval_every: int = 1000, eval_searches: int = 3200, eval_seed: int = 1_000_003):
+                 frozen_target: bool = True, eval_every: int = 1000, eval_searches: int = 3200,
+                 eval_seed: int = 1_000_003):
         sensor = env.sensor
         belief_searcher(self, env, env_params, self.name)
         actions = env.settings["actions"]
