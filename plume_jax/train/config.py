@@ -219,7 +219,9 @@ def image_shape_check(name: str, value: Any) -> tuple[int, ...] | None:
 
 NETWORK_SCHEMA: dict[str, Setting] = {
     "type": _s("mlp", choice("mlp", "gru", "cnn"), True,
-               "mlp | gru (recurrent) | cnn (conv torso over an image in the inputs)"),
+               "mlp | gru (recurrent) | cnn (conv torso over an image in the inputs; "
+               "belief_value_iteration: mlp | cnn, its value network's conv layers then the "
+               "hidden_sizes dense ReLU layers)"),
     "hidden_sizes": _s((64, 64), int_list(), True,
                        "mlp: actor and critic layers; gru: the input embedding, then the "
                        "actor / critic head layers; cnn: the actor / critic layers after the "
