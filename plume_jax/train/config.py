@@ -608,7 +608,9 @@ def resume_differences(saved: Mapping[str, Any], config: TrainConfig
     """``name -> (saved value, new value)`` of the settings where ``config``
     differs from ``saved`` (a checkpoint's resolved config) in a way a resume
     may not change (see :data:`RESUME_MAY_CHANGE`), sorted by name; an unset
-    value is ``"<unset>"``."""
+    value is ``"<unset>"``. A setting the checkpoint's config lacks (added to
+    plume_jax after it was written) counts at its default, the behaviour
+    every new setting's default keeps."""
     import json
 
     def may_change(name: str) -> bool:
@@ -616,6 +618,11 @@ def resume_differences(saved: Mapping[str, Any], config: TrainConfig
                    for k in RESUME_MAY_CHANGE)
 
     old = _flatten(json.loads(json.dumps(saved)))
+    try:  # a setting added after the checkpoint was written: its default, as it trained
+        filled = _flatten(json.loads(json.dumps(train_config(saved).to_dict())))
+    except ValidationError:
+        filled = {}
+    old = {**{k: v for k, v in filled.items() if k not in old}, **old}
     new = _flatten(json.loads(json.dumps(config.to_dict())))
     return {k: (old.get(k, "<unset>"), new.get(k, "<unset>"))
             for k in sorted(set(old) | set(new))
