@@ -222,3 +222,20 @@ def test_the_not_cached_error_quotes_the_whole_download_command_with_its_catalog
     with pytest.raises(ValidationError) as error:
         ds.require_cached(ds.get("colorado_jet_v1"))
     assert "`plume-jax data download colorado_jet_v1`" in str(error.value)
+
+
+def test_registry_facts_that_do_not_fit_the_file_are_named_as_the_registry_s(cache):
+    entry = ds.get("colorado_jet_v1")
+    save_movie(cache / entry.id / entry.filename, _plume(2, 27, 51, 10.0), dataset="dataset2")
+    with pytest.raises(ValidationError, match=r"plume\.source \(dataset 'colorado_jet_v1' in "
+                                              r"the registry\) from pixel \[0\.0, 107\.0\]"):
+        plume_jax.make("PlumeNav-Crimaldi-v0")
+    nose = ds.get("rigolli_dns_nose_v1")
+    save_movie(cache / nose.id / nose.filename, _plume(2, 6, 4, 2.0).transpose(2, 1, 0),
+               dataset="nose")
+    with pytest.raises(ValidationError, match="neither the movie file nor dataset "
+                                              "'rigolli_dns_nose_v1' in the registry has 'fps'"):
+        plume_jax.make("PlumeNav-Movie-v0", plume={"data_id": "rigolli_dns_nose_v1"})
+    env, params = plume_jax.make("PlumeNav-Movie-v0", plume={
+        "data_id": "rigolli_dns_nose_v1", "fps": 10.0, "source": [10, 30]})
+    assert env.settings["plume"]["layout"] == "xyt" and params.plume.frames.shape == (2, 6, 4)

@@ -265,27 +265,40 @@ class MoviePlume(Plume[MovieParams, MovieState]):
         t, h_m, w_m = frames.shape
         cells_per_pixel = (_ratio(grid.width, w_m), _ratio(grid.height, h_m))
 
+        data_id = resolved["data_id"]
+
+        def whence(key: str) -> str:
+            """Where a metadata value came from, for error messages."""
+            return f"dataset {data_id!r} in the registry" if key in registry_meta \
+                else "file metadata"
+
         def from_file(name: str, key: str, convert):
             if resolved[name] is not None:
                 return resolved[name]
             if key not in meta:
+                source = "the movie file has" if data_id is None else \
+                    f"neither the movie file nor dataset {data_id!r} in the registry has"
                 raise ValidationError.for_parameter(
                     f"{prefix}.{name}", None,
-                    f"a value: the movie file has no {key!r} metadata to take it from")
+                    f"a value: {source} {key!r} metadata to take it from")
             return convert(meta[key])
 
-        fps = from_file("fps", "fps", lambda v: _RATE(f"{prefix}.fps (file metadata)", v, grid))
+        fps = from_file("fps", "fps",
+                        lambda v: _RATE(f"{prefix}.fps ({whence('fps')})", v, grid))
         dt = resolved["dt"] if resolved["dt"] is not None else 1.0 / fps
 
         def source_from_pixels(value):
-            value = _pixel_pair(f"{prefix}.source (file metadata)", value)
+            where = f"{prefix}.source ({whence('source')})"
+            value = _pixel_pair(where, value)
             x, y = component.pixel_to_grid(value, (h_m, w_m), cells_per_pixel)
-            return grid_position()(f"{prefix}.source (file metadata)", [x, y], grid)
+            return grid_position()(f"{where} from pixel {list(value)} of the {w_m}x{h_m} "
+                                   "movie as read", [x, y], grid)
 
         source = from_file("source", "source", source_from_pixels)
-        velocity = _file_wind(meta, component, cells_per_pixel, dt, prefix)
+        velocity = _file_wind(meta, component, cells_per_pixel, dt, prefix,
+                              whence("wind_velocity"))
         speed = resolved["wind_speed"] if resolved["wind_speed"] is not None else \
-            real(low=0.0, high=MAX_LENGTH)(f"{prefix}.wind_speed (file metadata)",
+            real(low=0.0, high=MAX_LENGTH)(f"{prefix}.wind_speed ({whence('wind_velocity')})",
                                            math.hypot(*velocity), grid)
         direction = resolved["wind_direction"] if resolved["wind_direction"] is not None else \
             math.atan2(velocity[1], velocity[0])
@@ -431,12 +444,14 @@ def _pixel_pair(name: str, value: Any) -> tuple[float, float]:
 
 
 def _file_wind(meta: Mapping[str, Any], plume: MoviePlume, cells_per_pixel: tuple[float, float],
-               dt: float, prefix: str = "plume") -> tuple[float, float]:
-    """The metadata's ``wind_velocity`` (pixels/s) in cells per step (0 if absent)."""
+               dt: float, prefix: str = "plume", whence: str = "file metadata"
+               ) -> tuple[float, float]:
+    """The metadata's ``wind_velocity`` (pixels/s) in cells per step (0 if absent);
+    ``whence`` names where it came from in errors."""
     if "wind_velocity" not in meta:
         return (0.0, 0.0)
     vx, vy = (v / plume.spatial_stride for v in _pixel_pair(
-        f"{prefix}.wind_velocity (file metadata)", meta["wind_velocity"]))
+        f"{prefix}.wind_velocity ({whence})", meta["wind_velocity"]))
     if plume.flip_y:
         vy = -vy
     return (vx * cells_per_pixel[0] * dt, vy * cells_per_pixel[1] * dt)
