@@ -239,3 +239,11 @@ def test_registry_facts_that_do_not_fit_the_file_are_named_as_the_registry_s(cac
     env, params = plume_jax.make("PlumeNav-Movie-v0", plume={
         "data_id": "rigolli_dns_nose_v1", "fps": 10.0, "source": [10, 30]})
     assert env.settings["plume"]["layout"] == "xyt" and params.plume.frames.shape == (2, 6, 4)
+    # without data_id the message is the file's alone
+    bare = save_movie(cache / "bare.h5", _plume(2, 6, 4, 2.0))
+    with pytest.raises(ValidationError, match="the movie file has no 'fps' metadata"):
+        plume_jax.make("PlumeNav-Movie-v0", plume={"path": str(bare)})
+    # a None given for dataset is no choice: the registry's array is read
+    env, _ = plume_jax.make("PlumeNav-Movie-v0", plume={
+        "data_id": "rigolli_dns_nose_v1", "dataset": None, "fps": 10.0, "source": [10, 30]})
+    assert env.settings["plume"]["dataset"] == "nose"

@@ -213,7 +213,7 @@ class MoviePlume(Plume[MovieParams, MovieState]):
         registry entry gives (``fps``, ``source``, ``wind_velocity``:
         :meth:`plume_jax.datasets.Dataset.movie_facts`); the entry's
         ``dataset``, ``layout`` and ``flip_y`` fill ``resolved`` where the
-        user gave none. ``(None, {})`` without ``data_id``.
+        user gave none (or None). ``(None, {})`` without ``data_id``.
 
         Raises:
             ValidationError: ``path`` given too; an unknown id; a dataset
@@ -236,7 +236,7 @@ class MoviePlume(Plume[MovieParams, MovieState]):
                                                 exc.allowed or str(exc)) from None
         settings, meta = entry.movie_facts()
         for name, value in settings.items():
-            if name not in given:
+            if given.get(name) is None:  # not given (None: the setting's "from the file")
                 resolved[name] = cls.SETTINGS[name].check(
                     f"{prefix}.{name} (from dataset {data_id!r})", value, grid)
         return file, meta
@@ -276,7 +276,7 @@ class MoviePlume(Plume[MovieParams, MovieState]):
             if resolved[name] is not None:
                 return resolved[name]
             if key not in meta:
-                source = "the movie file has" if data_id is None else \
+                source = "the movie file has no" if data_id is None else \
                     f"neither the movie file nor dataset {data_id!r} in the registry has"
                 raise ValidationError.for_parameter(
                     f"{prefix}.{name}", None,
