@@ -97,8 +97,16 @@ def test_gamma_defaults_to_the_shaping_discount_and_refuses_a_contradiction():
 
 @pytest.mark.parametrize("path", sorted(CONFIGS.glob("train_*.yaml")), ids=lambda p: p.name)
 def test_shipped_train_configs_validate_and_build_their_env(path):
+    """Every shipped config validates; one on a recorded dataset that is not
+    cached (no download here) is refused naming the download command
+    (tests/test_recorded_plumes.py builds it on a file in the real layout)."""
     cfg = load_train_config(path)
-    env, params = cfg.make_env()
+    try:
+        env, params = cfg.make_env()
+    except ValidationError as exc:
+        if "plume-jax data download" not in str(exc):
+            raise
+        return
     assert cfg.num_updates >= 1
     resolve_gamma(env, params, cfg.algo["gamma"])
 
