@@ -160,7 +160,8 @@ class InfotaxisPolicy:
         position_index: indices of ``(x, y)`` in the observation, or None to
             dead-reckon from ``start``.
         start: the fixed start cell ``(x, y)`` (dead reckoning), else None.
-        width, height: grid size.
+        width: grid width (cells).
+        height: grid height (cells).
         h_max: number of hit classes.
         plume: the env's Poisson plume component (static, hashable).
         plume_params: its params as ``((name, values), ...)``.
@@ -216,7 +217,8 @@ class InfotaxisPolicy:
         Args:
             space_aware: use the space-aware rule (Loisy & Eloy 2022).
             position: ``"auto"``, ``"sensor"`` or ``"dead_reckoning"`` (module docstring).
-            tie_break, tie_tolerance: see the class.
+            tie_break: see the class.
+            tie_tolerance: see the class.
             params: the ``EnvParams`` whose plume law and sensor gain the
                 likelihood uses (default: ``env.default_params``).
 
