@@ -191,7 +191,7 @@ def _entry(raw: Any, source: str, i: int) -> Dataset:
         raise ValidationError.for_parameter(f"{where}.{sorted(unknown)[0]}", raw[sorted(unknown)[0]],
                                             f"one of the fields {sorted(fields)}")
     for name in ("id", "title", "url", "filename", "size_bytes", "licence", "citation"):
-        if name not in raw and not (name in ("title", "citation", "licence")):
+        if name not in raw and name not in ("title", "citation", "licence"):
             raise ValidationError.for_parameter(f"{where}.{name}", None, "a value (required)")
     check_name(raw["id"], f"{where}.id", "a dataset id")
     check_name(raw["filename"], f"{where}.filename", "a file name")
