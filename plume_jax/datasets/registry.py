@@ -101,7 +101,7 @@ _DEMIR = ("Demir, M., Kadakia, N., Anderson, H. D., Clark, D. A. & Emonet, T. (2
           "Walking Drosophila navigate complex plumes using stochastic decisions biased by "
           "the timing of odor encounters. eLife 9, e57524. https://doi.org/10.7554/eLife.57524")
 _EMONET_URL = "https://datadryad.org/api/v2/files/852661/download"
-_EMONET_LAYOUT = {
+_EMONET_LAYOUT: dict[str, Any] = {
     "dataset": "frames", "axes": "txy", "flip_y": False, "fps": 90.0,
     "pixel_size_mm": 300.0 / 2048.0, "shape": "2048 x 1200 pixels (300 x 180 mm arena)",
     "notes": "smoke intensity (a proxy for concentration) from a walking-arena wind tunnel; "

@@ -61,6 +61,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
+from types import FrameType
 from typing import Any
 
 import gymnasium
@@ -103,7 +104,7 @@ _FORK_REFUSAL = (
 
 def _caller_frame(code: Any) -> Any:
     """The innermost frame on the call stack running ``code``, or None."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code is not code:
         frame = frame.f_back
     return frame
