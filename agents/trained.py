@@ -197,9 +197,9 @@ def policy_step(spec: dict[str, Any], params: dict, carry: TrainedCarry, obs: ja
     least :func:`lookahead_scores`, first in move order on ties (always
     greedy)."""
     if spec.get("policy") == "belief_lookahead":  # plume_jax.train.value_iteration's
-        from agents.belief_lookahead import act
+        from agents.belief_lookahead import act, spec_conv_strides
 
-        action = act(params, obs)
+        action = act(params, obs, spec_conv_strides(spec))
         return action, carry.replace(prev_action=action, start=jnp.asarray(False))
     if "lookahead/likelihood" in params:
         index = jnp.argmin(lookahead_scores(spec, params, obs))

@@ -272,15 +272,59 @@ PRESETS["PlumeNav-Swarm-v0"] = {
 }
 
 
+#: Presets that play a registered dataset (:mod:`plume_jax.datasets`, ``plume-jax
+#: data``): one per dataset whose registry entry gives the frame rate and the
+#: source position. Kept apart from :data:`PRESETS`, whose every entry builds
+#: without a download (tests, ``configs/presets`` and benchmarks build them all);
+#: :func:`make` and the Gymnasium registration know both. Building one needs the
+#: dataset in the cache: otherwise the error names ``plume-jax data download ID``.
+DATA_PRESETS: dict[str, dict[str, Any]] = {
+    "PlumeNav-Crimaldi-v0": {
+        "description": "The CU Boulder PLIF acetone plume (Connor, McHugh & Crimaldi 2018; "
+                       "dataset colorado_jet_v1, plume-jax data download colorado_jet_v1): "
+                       "150 frames at 15 Hz, read at every 2nd pixel onto a 203x108 grid "
+                       "(1 cell = 2 pixels, about 1.5 mm), played one frame per step and "
+                       "looping every 10 s; source at the upstream edge, mean flow 0.10 m/s "
+                       "toward east (4.5 cells/step); the filament task's observation (odour, "
+                       "body-frame wind up to 5 cells/step), 45-degree oriented moves and "
+                       "shaped reward; start 20-150 cells downwind within 15 cells of the "
+                       "axis; goal radius 5; 1000 steps (67 s).",
+        "grid_size": [203, 108],
+        "goal_radius": 5.0,
+        "max_steps": 1000,
+        "plume": {"type": "movie", "data_id": "colorado_jet_v1", "spatial_stride": 2,
+                  "loop": "wrap", "normalise": "max"},
+        "sensor": {"type": "composite", "sensors": [
+            {"type": "concentration", "name": "odour"},
+            {"type": "wind", "name": "wind", "frame": "body", "max_speed": 5.0}]},
+        "actions": copy.deepcopy(_FILAMENT_TASK["actions"]),
+        "reward": copy.deepcopy(_FILAMENT_TASK["reward"]),
+        "start": {"type": "downwind", "min_distance": 20.0, "max_distance": 150.0,
+                  "half_width": 15.0},
+    },
+}
+
+
+def preset_spec(preset_id: str) -> dict[str, Any] | None:
+    """The settings dict of a preset of :data:`PRESETS` or
+    :data:`DATA_PRESETS` (``None`` for an unknown id)."""
+    return PRESETS.get(preset_id, DATA_PRESETS.get(preset_id))
+
+
 def is_multi_agent(preset_id: str) -> bool:
     """Whether a preset has several agents (a ``MultiAgentPlumeEnv``; its
     Python-side adapter is PettingZoo's, not Gymnasium's single-agent API)."""
-    return int(PRESETS[preset_id].get("num_agents", 1)) > 1
+    spec = preset_spec(preset_id)
+    if spec is None:
+        raise ValidationError.for_parameter(
+            "preset_id", preset_id, f"a preset id (known: {sorted({**PRESETS, **DATA_PRESETS})})")
+    return int(spec.get("num_agents", 1)) > 1
 
 
 def list_presets() -> dict[str, str]:
     """``preset id -> one-line description``."""
-    return {pid: spec.get("description", "") for pid, spec in PRESETS.items()}
+    return {pid: spec.get("description", "")
+            for pid, spec in {**PRESETS, **DATA_PRESETS}.items()}
 
 
 def _grid_size(value: Any) -> Grid:
@@ -460,16 +504,17 @@ def make(env_id: str, **overrides: Any) -> tuple[PlumeEnv, EnvParams]:
     preset = env_id
     if isinstance(env_id, str) and env_id.startswith("plume_jax/"):
         preset = env_id[len("plume_jax/"):]
-    if not isinstance(preset, str) or preset not in PRESETS:
-        lowered = {known.lower(): known for known in PRESETS}
+    known_presets = {**PRESETS, **DATA_PRESETS}
+    if not isinstance(preset, str) or preset not in known_presets:
+        lowered = {known.lower(): known for known in known_presets}
         close = [lowered[m] for m in difflib.get_close_matches(preset.lower(), lowered, n=3,
                                                                cutoff=0.6)] \
             if isinstance(preset, str) else []
         hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
         raise ValidationError.for_parameter(
             "env_id", env_id, f"a preset id, bare or as 'plume_jax/<id>' ({hint}"
-                              f"known: {sorted(PRESETS)})")
-    spec = merge_overrides(PRESETS[preset], overrides)
+                              f"known: {sorted(known_presets)})")
+    spec = merge_overrides(known_presets[preset], overrides)
     spec["id"] = preset
     spec.pop("description", None)
     return build_env(spec)

@@ -126,10 +126,10 @@ def test_an_unwritable_tensorboard_folder_is_refused_before_the_resume_changes_a
 def test_an_evaluation_inherits_at_most_a_bounded_number_of_steps(tmp_path, monkeypatch):
     """Defect 8: max_steps=2**31-1 with eval.num_steps null asked for 34 GB.
     (The bound is lowered here so the test runs few steps; it is 100 000.)"""
-    from plume_jax.train import trainer
+    from plume_jax.train import driver
 
-    assert trainer.MAX_INHERITED_EVAL_STEPS == 100_000
-    monkeypatch.setattr(trainer, "MAX_INHERITED_EVAL_STEPS", 50)
+    assert driver.MAX_INHERITED_EVAL_STEPS == 100_000
+    monkeypatch.setattr(driver, "MAX_INHERITED_EVAL_STEPS", 50)
     raw = {**TINY, "env": {"id": "PlumeNav-Gaussian-v0", "overrides": {
         "grid_size": [12, 12], "max_steps": 2**31 - 1, "goal_radius": 7.0}},
            "algo": {**TINY["algo"], "total_steps": 32},
@@ -293,3 +293,30 @@ def test_a_failing_learning_curve_loses_no_training_results(tmp_path, monkeypatc
         train(train_config(raw), tmp_path / "run", progress=False, evaluate=False)
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["num_updates"] == 1
     assert (tmp_path / "run" / "metrics.csv").exists()
+
+
+def test_a_checkpoint_written_before_a_setting_existed_resumes_at_its_default(trained, tmp_path):
+    """A setting added after a checkpoint was written (algo.frozen_target came
+    with belief_value_iteration's ablations) made every older checkpoint's
+    resume refused ('checkpoint <unset>, now True'); a missing setting counts
+    at its default, and one set away from it is still refused."""
+    import shutil
+
+    from plume_jax.train.checkpoint import read_meta, save_checkpoint
+    from plume_jax.train.driver import Member, build_program, load_runner
+
+    run = tmp_path / "run"
+    shutil.copytree(trained, run)
+    config = train_config(TINY)
+    program = build_program([Member(config, *config.make_env())], batched=False)
+    runner, _ = load_runner(program, run / "checkpoint")
+    meta = read_meta(run / "checkpoint")
+    del meta["config"]["algo"]["frozen_target"]  # as a checkpoint of the previous release
+    save_checkpoint(run / "checkpoint", runner, meta)
+    longer = {**TINY, "algo": {**TINY["algo"], "total_steps": 4 * 8 * 5}}
+    with pytest.raises(ValidationError, match="algo.frozen_target"):
+        train(train_config({**longer, "algo": {**longer["algo"], "frozen_target": False}}),
+              run, progress=False, evaluate=False, resume=run)
+    result = train(train_config(longer), run, progress=False, evaluate=False, resume=run)
+    assert result.summary["resumed_at_update"] == 4
+    assert _updates(run / "metrics.jsonl") == [1, 2, 3, 4, 5]

@@ -387,6 +387,180 @@ def test_step_size_two_is_refused_because_the_env_clamps_where_the_lookahead_sta
         VI.BeliefValueIteration(env, params, **SMALL)
 
 
+# --------------------------------------------------------------------------- 9. ablations
+
+#: The tiny CNN of the ablation tests (11x13 images -> 6x7x4 -> 3x4x4 features).
+TINY_CNN = {"type": "cnn", "image_shape": [11, 13], "conv_features": [4, 4],
+            "conv_kernels": [3, 3], "conv_strides": [2, 2], "hidden_sizes": [8],
+            "activation": "relu"}
+
+
+@pytest.mark.slow  # about 25 s on the shared 2-core CPU
+def test_cnn_without_frozen_target_trains_and_its_export_acts_bit_for_bit_as_in_training(
+        tmp_path):
+    """Both training ablations in one run through the run driver
+    (``network.type: cnn``, ``algo.frozen_target: false``): it trains,
+    evaluates and exports; the exported policy (agents.trained) gives the
+    in-training look-ahead's values and actions bit for bit."""
+    from agents.trained import TrainedPolicy
+    from plume_jax.train.algorithm import algorithm_class
+    from plume_jax.train.trainer import train
+
+    cfg = tiny_config(3).replace(network=TINY_CNN, algo={"frozen_target": False})
+    train(cfg, tmp_path / "run", progress=False, evaluate=False)
+    rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["update"] for r in rows] == [1, 2, 3]
+    assert all(np.isfinite(r["loss"]) for r in rows) and np.isfinite(rows[-1]["eval_mean_steps"])
+    env, params = cfg.make_env()
+    algo = algorithm_class("belief_value_iteration").from_config(cfg, env, params)
+    assert algo.network_type == "cnn" and not algo.frozen_target
+    policy = TrainedPolicy.for_env(env, tmp_path / "run" / "policy")
+    assert policy.spec["network"]["conv_strides"] == [2, 2]
+    assert policy.params["conv_1/kernel"].shape == (3, 3, 4, 4)
+    assert policy.params["dense_0/kernel"].shape == (3 * 4 * 4, 8)
+    net = {k: v for k, v in policy.params.items() if "/" in k}  # not the look-ahead's model
+    observations = walk_observations(env, params, jax.random.key(5), 4,
+                                     actions=["move_west", "move_north"])
+    q_train = jax.jit(lambda b, g: algo._q(net, b[None], g[None], symmetric=True)[0][0])
+    step = jax.jit(lambda o: policy.act(policy.init(None), o, jax.random.key(0))[0])
+    scores = jax.jit(lambda o: VI.policy_scores(policy.params, o, algo.conv_strides))
+    for obs in observations:
+        belief, grid = split_obs(algo, obs)
+        q = np.asarray(q_train(jnp.asarray(belief), jnp.asarray(grid)))
+        np.testing.assert_array_equal(np.asarray(scores(obs)), q)
+        assert int(step(obs)) == int(algo.move_ids[np.argmin(q)])
+
+
+def test_cnn_export_gives_the_in_training_lookahead_values_and_actions_bit_for_bit(tiny):
+    """An untrained CNN's export (no run: cheap) through agents.trained's
+    TrainedPolicy: the look-ahead scores and actions of the training code,
+    bit for bit, so the strides recorded in policy.json reach the forward pass."""
+    from agents.trained import TrainedPolicy
+
+    env, params, _ = tiny
+    algo = VI.BeliefValueIteration(env, params, iterations=10, **{
+        **SMALL, "network_type": "cnn", "conv_features": [4, 4], "conv_kernels": [3, 3],
+        "conv_strides": [2, 2], "hidden_sizes": [8]})
+    runner = algo.init(jax.random.key(3), None, params)
+    net = {**runner.params, "out/kernel": runner.params["out/kernel"] * 40.0}  # visible values
+    runner = runner.replace(params=net)
+    policy = TrainedPolicy(VI.policy_spec(algo, runner), VI.export_arrays(algo, runner))
+    obs = walk_observations(env, params, jax.random.key(5), 2)[-1]
+    belief, grid = split_obs(algo, obs)
+
+    @jax.jit  # one program (one compile): in training, exported scores, exported action
+    def both(b, g, o):
+        return (algo._q(net, b[None], g[None], symmetric=True)[0][0],
+                VI.policy_scores(policy.params, o, (2, 2)),
+                policy.act(policy.init(None), o, jax.random.key(0))[0])
+
+    q, scores, action = (np.asarray(x) for x in both(jnp.asarray(belief), jnp.asarray(grid),
+                                                      jnp.asarray(obs)))
+    np.testing.assert_array_equal(scores, q)
+    assert int(action) == int(algo.move_ids[np.argmin(q)])
+    assert len(set(np.round(q, 4).tolist())) > 1  # the moves' values differ
+
+
+def _iterate(env, params, gd_steps, frozen_target):
+    algo = VI.BeliefValueIteration(env, params, iterations=10, **{
+        **SMALL, "eval_every": 0, "gd_steps": gd_steps, "frozen_target": frozen_target})
+    runner = algo.init(jax.random.key(8), None, params)
+    return algo, runner, jax.jit(lambda r: algo.update(r, None, params))(runner)
+
+
+@pytest.mark.slow  # about 14 s on the shared 2-core CPU (two compiles of an iteration)
+def test_without_frozen_target_one_gradient_step_is_bit_for_bit_the_frozen_copy_step(tiny):
+    """``frozen_target: false`` with one gradient step per iteration: the
+    current parameters are the frozen copy's (refreshed every iteration), so
+    the iteration is bit for bit otto's."""
+    env, params, _ = tiny
+    _, _, frozen = _iterate(env, params, 1, True)
+    _, _, current = _iterate(env, params, 1, False)
+    for x, y in zip(jax.tree.leaves(frozen), jax.tree.leaves(current)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+@pytest.mark.slow  # about 30 s on the shared 2-core CPU
+def test_without_frozen_target_each_gradient_step_targets_the_current_parameters(tiny):
+    """``frozen_target: false`` with two gradient steps: the second step's
+    targets come from the parameters after the first (by hand)."""
+    env, params, _ = tiny
+    algo, runner, (after, metrics) = _iterate(env, params, 2, False)
+    b = algo.batch_size
+    key = _typed(runner.key)
+    _, _, k_batch = jax.random.split(key, 3)
+    idx = jax.random.randint(k_batch, (2 * b,), 0, after.memory_count)
+    x, valid = after.memory[idx], after.memory_moves[idx]
+    one = VI.BeliefValueIteration(env, params, iterations=10, **{**SMALL, "gd_steps": 1})
+    y0 = one.targets(runner.params, x[:b], valid[:b])
+    p1 = _one_adam_step(one, runner.params, x[:b], y0)
+    y1 = one.targets(p1, x[b:], valid[b:])
+    frozen_y1 = one.targets(runner.params, x[b:], valid[b:])
+    assert not np.allclose(np.asarray(y1), np.asarray(frozen_y1), rtol=1e-6, atol=0)
+    np.testing.assert_allclose(float(metrics["target_mean"]),
+                               float(jnp.mean(jnp.concatenate([y0, y1]))), rtol=1e-5)
+
+
+def _typed(key):
+    return jax.random.wrap_key_data(key) if not jnp.issubdtype(
+        key.dtype, jax.dtypes.prng_key) else key
+
+
+def _one_adam_step(algo, p, x, y):
+    import optax
+
+    def loss(q):
+        return jnp.sum(jnp.square(algo.values(q, x.reshape(x.shape[0], -1)) - y))
+
+    tx = algo.tx()
+    upd, _ = tx.update(jax.grad(loss)(p), tx.init(p), p)
+    return VI.project_nonnegative(optax.apply_updates(p, upd))
+
+
+@pytest.mark.parametrize("name,value", [
+    ("frozen_target", "no"), ("network_type", "gru"), ("conv_features", []),
+    ("conv_kernels", [3, 0]), ("conv_strides", "2"), ("conv_features", [4, 4, 4]),
+])
+def test_bad_ablation_settings_are_refused_naming_the_setting(tiny, name, value):
+    env, params, _ = tiny
+    cnn = {"network_type": "cnn", "conv_features": [4, 4], "conv_kernels": [3, 3],
+           "conv_strides": [2, 2]}
+    wrong = "conv_kernels" if value == [4, 4, 4] else name  # a count mismatch names the kernels
+    with pytest.raises(ValidationError, match=rf"^{wrong}=") as info:
+        VI.BeliefValueIteration(env, params, **{**SMALL, **cnn, name: value})
+    assert info.value.parameter == wrong
+
+
+@pytest.mark.parametrize("network,setting", [
+    ({"type": "gru"}, "network.type"),
+    ({**TINY_CNN, "image_shape": [13, 11]}, "network.image_shape"),
+])
+def test_a_value_network_it_cannot_build_is_refused_naming_the_setting(network, setting):
+    from plume_jax.train.algorithm import algorithm_class
+
+    cfg = tiny_config(2)
+    env, params = cfg.make_env()
+    with pytest.raises(ValidationError, match=rf"^{setting}="):
+        algorithm_class("belief_value_iteration").from_config(
+            cfg.replace(network=network), env, params)
+
+
+def test_the_shipped_searcher_config_keeps_otto_frozen_target_and_mlp():
+    """The defaults of the two ablation options are otto's recipe, so the
+    shipped config and policy run as before (an MLP spec has no strides)."""
+    import pathlib
+
+    from agents.belief_lookahead import spec_conv_strides
+    from plume_jax.train.config import load_train_config
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    cfg = load_train_config(root / "configs" / "train_iso19x19_searcher.yaml")
+    assert cfg.algo["frozen_target"] is True and cfg.network.type == "mlp"
+    spec = json.loads((root / "configs" / "policies" / "poisson_iso19x19_searcher"
+                       / "policy.json").read_text())
+    assert spec_conv_strides(spec) == ()
+
+
 # --------------------------------------------------------------------------- shipped policy
 
 def test_shipped_searcher_runs_its_scenario_and_acts_as_the_trained_lookahead():

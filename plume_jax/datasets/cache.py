@@ -199,8 +199,9 @@ def require_cached(entry: Dataset) -> pathlib.Path:
     command that fetches it."""
     path = dataset_path(entry)
     if not path.exists():
+        command = f"plume-jax data download {entry.id}" + (
+            "" if entry.origin == "builtin" else f" --catalog {entry.origin}")
         raise ValidationError.for_parameter(
             "data_id", entry.id, f"a dataset in the cache ({path} is missing): run "
-            f"`plume-jax data download {entry.id}`"
-            + ("" if entry.origin == "builtin" else f" --catalog {entry.origin}"))
+            f"`{command}`")
     return path

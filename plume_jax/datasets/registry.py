@@ -1,5 +1,6 @@
 """The dataset registry: recorded and simulated plumes, their facts and
-their file layout (layer 5; no JAX).
+their file layout (no JAX; imports layer 0 only, so the movie plume of
+layer 1 resolves ``data_id`` through it).
 
 Built-in entries (:data:`BUILTIN`) are the public plumes plume_nav_sim's
 data zoo lists; their facts (URLs, DOIs, licences, citations, approximate
@@ -61,7 +62,8 @@ class Dataset:
         doi, licence, citation, paper_doi: provenance.
         layout: ``dataset`` (array name), ``axes`` (stored axis order of
             ``t``, ``y``, ``x``), ``flip_y``, ``fps``, ``pixel_size_mm``,
-            ``source_px`` (``[x, y]`` pixels), ``mean_flow_m_s``, ``frames``,
+            ``source_px`` (``[x, y]`` pixels), ``mean_flow_m_s`` (toward
+            increasing stored x), ``frames``,
             ``shape``, ``notes``.
         origin: ``"builtin"`` or the catalog file it came from.
     """
@@ -84,6 +86,33 @@ class Dataset:
     @property
     def checksum_algorithm(self) -> str | None:
         return None if self.checksum is None else self.checksum.split(":", 1)[0]
+
+    def movie_facts(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """What the movie plume takes from this entry when it plays it
+        (``plume={"type": "movie", "data_id": ...}``).
+
+        Returns:
+            ``(settings, metadata)``: ``settings`` holds the movie plume's
+            ``dataset``, ``layout`` (from ``axes``) and ``flip_y`` where the
+            layout gives them; ``metadata`` the file-metadata keys the plume
+            reads (``fps``; ``source`` in pixels ``[x, y]`` of the stored
+            array; ``wind_velocity`` in pixels per second, from
+            ``mean_flow_m_s`` and ``pixel_size_mm``, along +x: the registry
+            records the mean flow as a speed toward increasing stored x).
+        """
+        layout = self.layout
+        settings = {name: layout[key] for name, key in
+                    (("dataset", "dataset"), ("layout", "axes"), ("flip_y", "flip_y"))
+                    if layout.get(key) is not None}
+        metadata: dict[str, Any] = {}
+        if layout.get("fps") is not None:
+            metadata["fps"] = layout["fps"]
+        if layout.get("source_px") is not None:
+            metadata["source"] = layout["source_px"]
+        flow, pixel = layout.get("mean_flow_m_s"), layout.get("pixel_size_mm")
+        if flow is not None and pixel is not None and _positive(flow) and _positive(pixel):
+            metadata["wind_velocity"] = [float(flow) * 1000.0 / float(pixel), 0.0]
+        return settings, metadata
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -165,6 +194,10 @@ BUILTIN: dict[str, Dataset] = {d.id: d for d in (
         layout={**_EMONET_LAYOUT, "notes": _EMONET_LAYOUT["notes"]
                 + "; trim the low-intensity tail (frame_range)"}),
 )}
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
 
 
 def check_name(value: Any, parameter: str, what: str) -> str:

@@ -92,32 +92,32 @@ MAX_CAPTURED_OBS = 64
 def capture_record(env: Any, params: Any, t: dict[str, Any], obs: Any, state: Any,
                    action: jax.Array, reward: jax.Array, terminated: jax.Array,
                    truncated: jax.Array, info: dict[str, Any]) -> dict[str, jax.Array]:
-    """One batched transition as arrays ``[N, ...]`` (lead agent of a
-    multi-agent env): the agent's pose ``x``, ``y``, ``heading`` and the
-    ``concentration`` there *before* the step, the ``observation`` it acted
-    on (flattened, when an array of at most :data:`MAX_CAPTURED_OBS`
-    numbers), its ``action``, then the step's ``reward``, ``terminated``,
-    ``truncated`` and the pose after it (``next_x``, ``next_y``); ``valid``
-    marks the envs still in their first episode (the rows a capture keeps).
+    """One batched transition as arrays ``[N, ...]`` — ``[N, A, ...]``, one
+    entry per agent, for a multi-agent env: the agent's pose ``x``, ``y``,
+    ``heading`` and the ``concentration`` there *before* the step, the
+    ``observation`` it acted on (flattened, when an array of at most
+    :data:`MAX_CAPTURED_OBS` numbers per agent), its ``action``, then the
+    step's ``reward``, ``terminated`` (a multi-agent env's: the agent has
+    reached the goal, at this step or before), ``truncated`` and the pose
+    after it (``next_x``, ``next_y``); ``valid`` (``bool[N]``) marks the envs
+    still in their first episode (the rows a capture keeps).
     """
-    position = _lead(state.agent.position)
-    heading = state.agent.heading
-    heading = heading if heading.ndim == 1 else heading[:, 0]
+    position = state.agent.position  # f32[N, 2] or f32[N, A, 2]
     concentration = jax.vmap(lambda p, xy: env.plume.concentration(
         p, xy, env.grid, params.plume))(state.plume, position)
     record = {
         "valid": ~t["done"],
-        "x": position[:, 0], "y": position[:, 1], "heading": heading,
+        "x": position[..., 0], "y": position[..., 1], "heading": state.agent.heading,
         "concentration": concentration.astype(jnp.float32),
-        "action": action if action.ndim == 1 or not env.is_multi_agent else action[:, 0],
-        "reward": _per_env(reward, jnp.sum).astype(jnp.float32),
-        "terminated": _per_env(terminated, jnp.any),
-        "truncated": _per_env(truncated, jnp.any),
-        "next_x": _lead(info["agent_xy"])[:, 0], "next_y": _lead(info["agent_xy"])[:, 1],
+        "action": action,
+        "reward": reward.astype(jnp.float32),
+        "terminated": terminated, "truncated": truncated,
+        "next_x": info["agent_xy"][..., 0], "next_y": info["agent_xy"][..., 1],
     }
     if isinstance(obs, jax.Array) and obs.ndim >= 1:
-        flat = obs.reshape(obs.shape[0], -1)
-        if flat.shape[1] <= MAX_CAPTURED_OBS:
+        lead = position.shape[:-1]  # (N,) or (N, A)
+        flat = obs.reshape(lead + (-1,))
+        if flat.shape[-1] <= MAX_CAPTURED_OBS:
             record["observation"] = flat.astype(jnp.float32)
     return record
 

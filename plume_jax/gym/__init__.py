@@ -6,6 +6,8 @@
   in one compiled call (same-step or next-step autoreset).
 - :class:`PlumeSB3VecEnv`: an SB3 ``VecEnv`` doing the same; it lives in
   :mod:`plume_jax.gym.sb3` and is imported (with SB3) only on first access.
+- :class:`~plume_jax.gym.capture.CaptureTrajectories` (in :mod:`plume_jax.gym.capture`):
+  a wrapper writing the capture folder of ``plume-jax evaluate --capture``.
 
 Every preset is registered with Gymnasium as ``plume_jax/<PresetId>``
 (:mod:`plume_jax.gym.registration`).

@@ -1,7 +1,8 @@
 """Gymnasium registration of every preset (imported by ``import plume_jax``).
 
-Each single-agent preset ``P`` of :data:`plume_jax.registry.PRESETS` is registered as
-``plume_jax/P``::
+Each single-agent preset ``P`` of :data:`plume_jax.registry.PRESETS` and
+:data:`~plume_jax.registry.DATA_PRESETS` (presets on registered datasets; making
+one needs the dataset in the cache) is registered as ``plume_jax/P``::
 
     import gymnasium, plume_jax
     env = gymnasium.make("plume_jax/PlumeNav-Gaussian-v0", render_mode="rgb_array", sigma=10.0)
@@ -78,7 +79,7 @@ import gymnasium
 from gymnasium.envs.registration import register, registry
 
 from plume_jax.errors import StateError, ValidationError
-from plume_jax.registry import PRESETS, is_multi_agent
+from plume_jax.registry import DATA_PRESETS, PRESETS, is_multi_agent, preset_spec
 from plume_jax.rewards import REWARDS
 from plume_jax.settings import integer
 
@@ -198,7 +199,7 @@ def make_gym_env(preset: str, *, render_mode: str | None = None, render_scale: i
     if time_limit is not None:
         limit, given = time_limit
         overrides = _one_episode_limit(overrides, limit, given,
-                                       PRESETS.get(preset, {}).get("max_steps"))
+                                       (preset_spec(preset) or {}).get("max_steps"))
     env, params = plume_jax.make(preset, **overrides)
     return PlumeGymEnv(env, params, render_mode=render_mode, render_scale=render_scale,
                        trail_length=trail_length)
@@ -218,7 +219,7 @@ def make_vector_env(preset: str, num_envs: int = 1, *, max_episode_steps: int | 
     import plume_jax
     from plume_jax.gym.vector import PlumeVectorEnv
 
-    registered = PRESETS.get(preset, {}).get("max_steps")
+    registered = (preset_spec(preset) or {}).get("max_steps")
     if max_episode_steps is not None and max_episode_steps != -1:
         given = max_episode_steps != registered
         if given or "max_steps" not in overrides:
@@ -248,7 +249,7 @@ def register_presets() -> list[str]:
     ids. Multi-agent presets (``num_agents > 1``) are not Gymnasium envs: use
     :class:`plume_jax.gym.pettingzoo_env.PlumeParallelEnv` for them."""
     added = []
-    for preset_id, spec in PRESETS.items():
+    for preset_id, spec in {**PRESETS, **DATA_PRESETS}.items():
         env_id = gym_id(preset_id)
         if env_id in registry or is_multi_agent(preset_id):
             continue

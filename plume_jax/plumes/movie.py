@@ -69,6 +69,15 @@ def _path(name: str, value: Any, grid: Grid) -> str | None:
     return str(value)
 
 
+def _data_id(name: str, value: Any, grid: Grid) -> str | None:
+    if value is None:
+        return None
+    from plume_jax.datasets.registry import check_name
+
+    return check_name(value, name, "None or the id of a registered dataset (plume-jax data "
+                                   "list)")
+
+
 def _optional_name(name: str, value: Any, grid: Grid) -> str | None:
     if value is None or (isinstance(value, str) and value):
         return value
@@ -148,7 +157,11 @@ class MoviePlume(Plume[MovieParams, MovieState]):
 
     ``path=None`` plays the movie bundled with plume_jax (a
     :class:`~plume_jax.plumes.filament.FilamentPlume` run made by
-    ``scripts/make_filament_movie.py``). ``fps``, ``source``, ``wind_speed``
+    ``scripts/make_filament_movie.py``); ``data_id`` plays a registered
+    dataset from the cache (:mod:`plume_jax.datasets`; ``plume-jax data
+    download ID`` fetches it), its registry entry giving ``dataset``,
+    ``layout`` and ``flip_y`` unless set and metadata over the file's
+    (``fps``, ``source``, the mean flow as ``wind_velocity``). ``fps``, ``source``, ``wind_speed``
     and ``wind_direction`` default to the file's metadata (``fps``,
     ``source`` in pixels, ``wind_velocity`` in pixels per second); ``dt``
     defaults to ``1 / fps`` (one frame per step). Values are clipped at 0
@@ -156,8 +169,11 @@ class MoviePlume(Plume[MovieParams, MovieState]):
     ``"p99"`` by its 99th percentile, ``"none"`` keeps them.
     """
 
-    path: str | None = setting(None, _path, doc="movie file (.npz, .npy, .h5/.hdf5, .zarr); "
-                                                "None: the bundled movie")
+    path: str | None = setting(None, _path, doc="movie file (.npz, .npy, .h5/.hdf5, .mat v7.3, "
+                                                ".zarr); None: the bundled movie or data_id's")
+    data_id: str | None = setting(None, _data_id,
+                                  doc="a registered dataset (plume-jax data list) to play from "
+                                      "the cache instead of path; None: path")
     dataset: str | None = setting(None, _optional_name,
                                   doc="name of the array in the file; None: 'frames' or the only "
                                       "one")
@@ -183,8 +199,48 @@ class MoviePlume(Plume[MovieParams, MovieState]):
 
     @property
     def file(self) -> pathlib.Path:
-        """The movie file this plume plays."""
+        """The movie file this plume plays (with ``data_id``: the dataset's
+        place in the cache, :func:`plume_jax.datasets.dataset_path`)."""
+        if self.data_id is not None:
+            from plume_jax import datasets
+
+            return datasets.dataset_path(datasets.get(self.data_id))
         return BUNDLED_MOVIE if self.path is None else pathlib.Path(self.path)
+
+    @classmethod
+    def registered(cls, resolved: dict[str, Any], given: Mapping[str, Any], grid: Grid,
+                   prefix: str) -> tuple[pathlib.Path | None, dict[str, Any]]:
+        """With ``data_id``: the dataset's cached file and the metadata its
+        registry entry gives (``fps``, ``source``, ``wind_velocity``:
+        :meth:`plume_jax.datasets.Dataset.movie_facts`); the entry's
+        ``dataset``, ``layout`` and ``flip_y`` fill ``resolved`` where the
+        user gave none (or None). ``(None, {})`` without ``data_id``.
+
+        Raises:
+            ValidationError: ``path`` given too; an unknown id; a dataset
+                not in the cache (naming ``plume-jax data download ID``).
+        """
+        data_id = resolved["data_id"]
+        if data_id is None:
+            return None, {}
+        if resolved["path"] is not None:
+            raise ValidationError.for_parameter(
+                f"{prefix}.path", resolved["path"], f"None when data_id is given ({prefix}."
+                f"data_id={data_id!r} plays that dataset's cached file): give one of the two")
+        from plume_jax import datasets
+
+        try:
+            entry = datasets.get(data_id)
+            file = datasets.require_cached(entry)
+        except ValidationError as exc:
+            raise ValidationError.for_parameter(f"{prefix}.data_id", data_id,
+                                                exc.allowed or str(exc)) from None
+        settings, meta = entry.movie_facts()
+        for name, value in settings.items():
+            if given.get(name) is None:  # not given (None: the setting's "from the file")
+                resolved[name] = cls.SETTINGS[name].check(
+                    f"{prefix}.{name} (from dataset {data_id!r})", value, grid)
+        return file, meta
 
     @classmethod
     def build(cls, values: Mapping[str, Any], grid: Grid, prefix: str):
@@ -192,42 +248,58 @@ class MoviePlume(Plume[MovieParams, MovieState]):
         left to the file's metadata (a plume that reads a file: the one
         component whose ``build`` does more than validate and assemble)."""
         resolved = cls.resolve(values, grid, prefix)
+        cached, registry_meta = cls.registered(resolved, values, grid, prefix)
         static = {k: v for k, v in resolved.items() if cls.SETTINGS[k].static}
         component = cls(**{**static, "frame_range": None if static["frame_range"] is None
                            else tuple(static["frame_range"])})
         try:
-            raw, meta = load_movie(component.file, component.dataset, layout=component.layout,
-                                   frame_range=component.frame_range,
+            raw, meta = load_movie(cached or component.file, component.dataset,
+                                   layout=component.layout, frame_range=component.frame_range,
                                    spatial_stride=component.spatial_stride)
         except ValidationError as exc:
-            name = exc.parameter if exc.parameter in ("dataset", "layout") else "path"
+            name = exc.parameter if exc.parameter in ("dataset", "layout") else \
+                ("data_id" if cached else "path")
             raise ValidationError.for_parameter(f"{prefix}.{name}", resolved[name],
                                                 exc.allowed or str(exc)) from None
+        meta = {**meta, **registry_meta}  # the registry's facts over the file's attributes
         frames = component.normalised(raw)
         t, h_m, w_m = frames.shape
         cells_per_pixel = (_ratio(grid.width, w_m), _ratio(grid.height, h_m))
+
+        data_id = resolved["data_id"]
+
+        def whence(key: str) -> str:
+            """Where a metadata value came from, for error messages."""
+            return f"dataset {data_id!r} in the registry" if key in registry_meta \
+                else "file metadata"
 
         def from_file(name: str, key: str, convert):
             if resolved[name] is not None:
                 return resolved[name]
             if key not in meta:
+                source = "the movie file has no" if data_id is None else \
+                    f"neither the movie file nor dataset {data_id!r} in the registry has"
                 raise ValidationError.for_parameter(
                     f"{prefix}.{name}", None,
-                    f"a value: the movie file has no {key!r} metadata to take it from")
+                    f"a value: {source} {key!r} metadata to take it from")
             return convert(meta[key])
 
-        fps = from_file("fps", "fps", lambda v: _RATE(f"{prefix}.fps (file metadata)", v, grid))
+        fps = from_file("fps", "fps",
+                        lambda v: _RATE(f"{prefix}.fps ({whence('fps')})", v, grid))
         dt = resolved["dt"] if resolved["dt"] is not None else 1.0 / fps
 
         def source_from_pixels(value):
-            value = _pixel_pair(f"{prefix}.source (file metadata)", value)
+            where = f"{prefix}.source ({whence('source')})"
+            value = _pixel_pair(where, value)
             x, y = component.pixel_to_grid(value, (h_m, w_m), cells_per_pixel)
-            return grid_position()(f"{prefix}.source (file metadata)", [x, y], grid)
+            return grid_position()(f"{where} from pixel {list(value)} of the {w_m}x{h_m} "
+                                   "movie as read", [x, y], grid)
 
         source = from_file("source", "source", source_from_pixels)
-        velocity = _file_wind(meta, component, cells_per_pixel, dt, prefix)
+        velocity = _file_wind(meta, component, cells_per_pixel, dt, prefix,
+                              whence("wind_velocity"))
         speed = resolved["wind_speed"] if resolved["wind_speed"] is not None else \
-            real(low=0.0, high=MAX_LENGTH)(f"{prefix}.wind_speed (file metadata)",
+            real(low=0.0, high=MAX_LENGTH)(f"{prefix}.wind_speed ({whence('wind_velocity')})",
                                            math.hypot(*velocity), grid)
         direction = resolved["wind_direction"] if resolved["wind_direction"] is not None else \
             math.atan2(velocity[1], velocity[0])
@@ -347,7 +419,13 @@ class MoviePlume(Plume[MovieParams, MovieState]):
 
     def metadata_extras(self) -> dict[str, Any]:
         """The file played."""
-        return {"file": str(self.file)}
+        if self.data_id is None:
+            return {"file": str(self.file)}
+        try:
+            file = str(self.file)
+        except ValidationError:  # the id's catalog is no longer set
+            file = None
+        return {"file": file, "data_id": self.data_id}
 
 
 def _ratio(target: int, source: int) -> float:
@@ -367,12 +445,14 @@ def _pixel_pair(name: str, value: Any) -> tuple[float, float]:
 
 
 def _file_wind(meta: Mapping[str, Any], plume: MoviePlume, cells_per_pixel: tuple[float, float],
-               dt: float, prefix: str = "plume") -> tuple[float, float]:
-    """The metadata's ``wind_velocity`` (pixels/s) in cells per step (0 if absent)."""
+               dt: float, prefix: str = "plume", whence: str = "file metadata"
+               ) -> tuple[float, float]:
+    """The metadata's ``wind_velocity`` (pixels/s) in cells per step (0 if absent);
+    ``whence`` names where it came from in errors."""
     if "wind_velocity" not in meta:
         return (0.0, 0.0)
     vx, vy = (v / plume.spatial_stride for v in _pixel_pair(
-        f"{prefix}.wind_velocity (file metadata)", meta["wind_velocity"]))
+        f"{prefix}.wind_velocity ({whence})", meta["wind_velocity"]))
     if plume.flip_y:
         vy = -vy
     return (vx * cells_per_pixel[0] * dt, vy * cells_per_pixel[1] * dt)

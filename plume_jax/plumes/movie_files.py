@@ -11,6 +11,9 @@ suffix              storage
 ``.npy``            one NumPy array, no metadata
 ``.h5``, ``.hdf5``  HDF5 dataset ``dataset`` (optional extra: ``h5py``);
                     metadata from the file's and the dataset's attributes
+``.mat``            MATLAB v7.3 file (HDF5 behind a 512-byte header), read
+                    as HDF5; older MAT versions (v4-v7, not HDF5) are refused
+                    with the MATLAB command that converts them
 ``.zarr``           a zarr array, or array ``dataset`` of a zarr group
                     (optional extra: ``zarr``); metadata from attributes
 ==================  ==========================================================
@@ -63,7 +66,9 @@ from plume_jax.safe_io import (MAX_CONFIG_BYTES, describe_bytes, load_json_bound
 
 #: The valid ``layout`` strings: each a permutation of "t", "y", "x".
 LAYOUTS = ("tyx", "txy", "ytx", "yxt", "xty", "xyt")
-SUFFIXES = (".npz", ".npy", ".h5", ".hdf5", ".zarr")
+SUFFIXES = (".npz", ".npy", ".h5", ".hdf5", ".mat", ".zarr")
+#: Suffixes read with h5py (MATLAB v7.3 ``.mat`` files are HDF5).
+HDF5_SUFFIXES = (".h5", ".hdf5", ".mat")
 #: The movie bundled with plume_jax (made by ``scripts/make_filament_movie.py``).
 BUNDLED_MOVIE = pathlib.Path(__file__).resolve().parent.parent / "data" / "filament_movie.npz"
 #: The largest movie array read: stored (a whole ``.npz`` member, one zarr
@@ -390,7 +395,8 @@ def _read(path: pathlib.Path, dataset: str | None, layout: str,
         raise ValidationError.for_parameter("path", str(path), "an existing movie file")
     select = _selection(layout, frame_range, stride)
     kind = {".npy": "a .npy file", ".npz": "a .npz archive", ".h5": "an HDF5 file",
-            ".hdf5": "an HDF5 file", ".zarr": "a zarr folder"}[suffix]
+            ".hdf5": "an HDF5 file", ".mat": "a MATLAB v7.3 (HDF5) .mat file",
+            ".zarr": "a zarr folder"}[suffix]
     mode = path.stat().st_mode
     if suffix == ".zarr" and not stat.S_ISDIR(mode):
         raise _refuse(path, "a zarr folder (directory store), not a file")
@@ -402,7 +408,7 @@ def _read(path: pathlib.Path, dataset: str | None, layout: str,
             return _read_npy(path, layout, select)
         if suffix == ".npz":
             return _read_npz(path, dataset, layout, select)
-        if suffix in (".h5", ".hdf5"):
+        if suffix in HDF5_SUFFIXES:
             return _read_hdf5(path, dataset, layout, select)
         return _read_zarr(path, dataset, layout, select)
     except ValidationError:
@@ -422,6 +428,10 @@ def _read_hdf5(path: pathlib.Path, dataset: str | None, layout: str,
     try:
         f = h5py.File(path, "r")
     except OSError as error:
+        if path.suffix.lower() == ".mat":
+            raise _refuse(path, "a MATLAB v7.3 .mat file (HDF5 inside); older MAT versions are "
+                                "not HDF5: re-save it in MATLAB with save(name, '-v7.3')",
+                          error) from None
         raise _refuse(path, "an HDF5 file", error) from None
     with f:
         names = sorted(k for k in f.keys() if isinstance(f[k], h5py.Dataset))
@@ -514,12 +524,24 @@ def load_movie(path: str | os.PathLike, dataset: str | None = None, *, layout: s
     return frames, json.loads(meta)
 
 
+#: MATLAB's class names of the dtypes a ``.mat`` movie is written with.
+_MATLAB_CLASS = {"float64": "double", "float32": "single", "uint8": "uint8",
+                 "uint16": "uint16", "int16": "int16", "int32": "int32"}
+#: The 128-byte header MATLAB puts at the start of a v7.3 file's 512-byte
+#: user block: 116 bytes of text, 8 bytes of subsystem offset, version 0x0200
+#: and the endian mark ``IM``.
+_MATLAB_HEADER = (b"MATLAB 7.3 MAT-file, written by plume_jax. HDF5 schema 1.00 .".ljust(116)
+                  + b"\x00" * 8 + b"\x00\x02" + b"IM")
+
+
 def save_movie(path: str | os.PathLike, frames: Any, *, dataset: str = "frames",
                dtype: Any = None, **metadata: Any) -> pathlib.Path:
     """Write ``(T, H, W)`` frames (``[t, row, column]``) and metadata.
 
     Args:
-        path: target file; the suffix picks the format (see the module).
+        path: target file; the suffix picks the format (see the module;
+            ``.mat`` writes HDF5 behind a 512-byte MATLAB v7.3 header and
+            user block, the layout of MATLAB's ``save(..., '-v7.3')``).
         frames: array-like of shape ``(T, H, W)``.
         dataset: the array's name in ``.npz`` / HDF5 / zarr-group files.
         dtype: storage dtype (default: the array's own, e.g. ``float16`` to
@@ -548,13 +570,20 @@ def save_movie(path: str | os.PathLike, frames: Any, *, dataset: str = "frames",
     elif suffix == ".npz":
         members: dict[str, Any] = {dataset: array, "metadata": np.asarray(json.dumps(meta))}
         np.savez_compressed(path, **members)
-    elif suffix in (".h5", ".hdf5"):
+    elif suffix in HDF5_SUFFIXES:
         import h5py
 
-        with h5py.File(path, "w") as f:
+        mat = suffix == ".mat"
+        with h5py.File(path, "w", userblock_size=512 if mat else 0) as f:
             ds = f.create_dataset(dataset, data=array, compression="gzip")
+            if mat:
+                ds.attrs["MATLAB_class"] = np.bytes_(_MATLAB_CLASS.get(array.dtype.name,
+                                                                       "double"))
             for key, value in meta.items():
                 ds.attrs[key] = value
+        if mat:
+            with open(path, "r+b") as fp:
+                fp.write(_MATLAB_HEADER)
     else:
         import zarr
 

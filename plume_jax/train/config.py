@@ -219,7 +219,9 @@ def image_shape_check(name: str, value: Any) -> tuple[int, ...] | None:
 
 NETWORK_SCHEMA: dict[str, Setting] = {
     "type": _s("mlp", choice("mlp", "gru", "cnn"), True,
-               "mlp | gru (recurrent) | cnn (conv torso over an image in the inputs)"),
+               "mlp | gru (recurrent) | cnn (conv torso over an image in the inputs; "
+               "belief_value_iteration: mlp | cnn, its value network's conv layers then the "
+               "hidden_sizes dense ReLU layers)"),
     "hidden_sizes": _s((64, 64), int_list(), True,
                        "mlp: actor and critic layers; gru: the input embedding, then the "
                        "actor / critic head layers; cnn: the actor / critic layers after the "
@@ -606,7 +608,9 @@ def resume_differences(saved: Mapping[str, Any], config: TrainConfig
     """``name -> (saved value, new value)`` of the settings where ``config``
     differs from ``saved`` (a checkpoint's resolved config) in a way a resume
     may not change (see :data:`RESUME_MAY_CHANGE`), sorted by name; an unset
-    value is ``"<unset>"``."""
+    value is ``"<unset>"``. A setting the checkpoint's config lacks (added to
+    plume_jax after it was written) counts at its default, the behaviour
+    every new setting's default keeps."""
     import json
 
     def may_change(name: str) -> bool:
@@ -614,6 +618,11 @@ def resume_differences(saved: Mapping[str, Any], config: TrainConfig
                    for k in RESUME_MAY_CHANGE)
 
     old = _flatten(json.loads(json.dumps(saved)))
+    try:  # a setting added after the checkpoint was written: its default, as it trained
+        filled = _flatten(json.loads(json.dumps(train_config(saved).to_dict())))
+    except ValidationError:
+        filled = {}
+    old = {**{k: v for k, v in filled.items() if k not in old}, **old}
     new = _flatten(json.loads(json.dumps(config.to_dict())))
     return {k: (old.get(k, "<unset>"), new.get(k, "<unset>"))
             for k in sorted(set(old) | set(new))

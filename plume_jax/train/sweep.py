@@ -1,7 +1,10 @@
 """Sweeps: a grid of training runs, one compiled program per static
 structure, every member a run folder you can evaluate, load and resume.
+The programs are run by the driver (:mod:`plume_jax.train.driver`), as a
+single run is; this module expands the grid, groups the members and ranks
+the results.
 
-``PPO.update`` is ``vmap``ped over a leading *member* axis of the runner, of
+``Algorithm.update`` (for PPO, ``PPO.update``) is ``vmap``ped over a leading *member* axis of the runner, of
 the hyperparameters (:class:`~plume_jax.train.ppo.Hparams`) and of the env
 params, and ``lax.scan``ned over updates: one XLA program trains every
 member of a *program group*. Members whose static settings (network shape,
@@ -79,29 +82,25 @@ import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from plume_jax.errors import ValidationError
 from plume_jax.progress import ProgressBar
-from plume_jax.seeding import keys_from_seeds
-from plume_jax.train.checkpoint import export_policy, load_checkpoint, read_meta, \
-    save_checkpoint
-from plume_jax.train.chunks import Interrupted, checkpointer, run_in_chunks, stop_on_signals
+from plume_jax.train import driver
+from plume_jax.train.algorithm import algorithm_class
+from plume_jax.train.checkpoint import read_meta
+from plume_jax.train.chunks import Interrupted, stop_on_signals
 from plume_jax.train.config import TrainConfig, apply_dotted, dump_yaml, read_yaml, \
     static_signature, train_config
-from plume_jax.train.distributed import barrier, check_joined, host_copy, is_main_process
-from plume_jax.train.evaluation import evaluate
+from plume_jax.train.distributed import barrier, check_joined, is_main_process
+from plume_jax.train.driver import Member, Program, ProgramResult, build_program, \
+    export_member, init_runner, load_runner, machine_info, member_summary, run_program, \
+    write_member, write_text
 from plume_jax.train.loggers import RunLoggers, check_wandb
 from plume_jax.train.plots import plot_setting_bars, plot_setting_curves
-from plume_jax.train.algorithm import Algorithm, algorithm_class
-from plume_jax.train.progress import Progress, append_jsonl, metric_rows, read_jsonl, \
-    rows_up_to, write_csv, write_jsonl
+from plume_jax.train.progress import read_jsonl, rows_up_to, write_csv, write_jsonl
 from plume_jax.train.run_folder import FolderLock, check_out_dir, check_writable_logdir, \
     clear_outputs, make_out_dir, set_aside_later_state
-from plume_jax.train.sharding import mesh as make_mesh, resolve_devices, shard_members
-from plume_jax.train.trainer import machine_info
 
 SWEEP_KEYS = ("base", "set", "grid", "mode")
 
@@ -305,31 +304,16 @@ def program_groups(sweep: SweepConfig) -> list[list[int]]:
     return groups
 
 
-def _stack(trees: list[Any]) -> Any:
-    return jax.tree.map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *trees)
-
-
-@dataclasses.dataclass
-class SweepSetup:
-    """Everything one sweep program needs (see :func:`setup`)."""
-
-    sweep: SweepConfig
-    algo: Algorithm
-    env: Any
-    hp: Any            # the algorithm's hparams with a leading member axis
-    env_params: Any    # EnvParams with a leading member axis
-    keys: jax.Array    # one key per member
-    mesh: Any
-    members: list[int] = dataclasses.field(default_factory=list)   # member indices
-    envs: list[Any] = dataclasses.field(default_factory=list)      # each member's env
-
-
-def setup(sweep: SweepConfig, members: list[int] | None = None) -> SweepSetup:
-    """Build the envs of ``members`` (default: all), check they share one
-    program (:func:`program_groups`), and stack hyperparameters, env params
-    and keys along the member axis."""
+def setup(sweep: SweepConfig, members: list[int] | None = None,
+          out: pathlib.Path | None = None, program: int = 1) -> Program:
+    """The batched :class:`~plume_jax.train.driver.Program` of ``members``
+    (default: all) — their envs built, checked to share one program
+    (:func:`program_groups`), hyperparameters, env params and keys stacked
+    along the member axis. With ``out`` (the sweep folder) the members' run
+    folders are ``out/members/<name>`` and the program's checkpoints go to
+    ``out/programs/<program>``."""
     members = list(range(len(sweep.configs))) if members is None else list(members)
-    envs, params, hps = [], [], []
+    runs: list[Member] = []
     ref = None
     for i in members:
         cfg = sweep.configs[i]
@@ -343,94 +327,19 @@ def setup(sweep: SweepConfig, members: list[int] | None = None) -> SweepSetup:
                 changed[0] if changed else "sweep", sweep.members[i],
                 "members of one program: the same static settings and env structure (grid size, "
                 "component types); run_sweep groups members into programs by these")
-        envs.append(env)
-        params.append(env_params)
-    base = sweep.configs[members[0]]
-    m = len(members)
-    n_dev = resolve_devices(base.run["devices"], m, "number of sweep members")
-    mesh = make_mesh(n_dev, "members") if n_dev > 1 else None
-    algo = algorithm_class(base.algo["algorithm"]).from_config(base, envs[0], params[0])
-    hps = [algo.hparams(sweep.configs[i], p) for i, p in zip(members, params)]
-    keys = keys_from_seeds([sweep.configs[i].run["seed"] for i in members])
-    return SweepSetup(sweep=sweep, algo=algo, env=envs[0], hp=_stack(hps),
-                      env_params=_stack(params), keys=keys, mesh=mesh, members=members,
-                      envs=envs)
-
-
-class _OneMember:
-    """A program of one member of an algorithm that is not ``sweepable``:
-    ``init`` and ``run`` take and give the stacked form (a leading member
-    axis of size 1) the sweep handles, and run the algorithm unbatched."""
-
-    def __init__(self, algo: Algorithm):
-        self.algo = algo
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.algo, name)
-
-    def init(self, key: jax.Array, hp: Any, env_params: Any) -> Any:
-        return self.algo.init(key, hp, env_params)
-
-    def run(self, runner: Any, hp: Any, env_params: Any, num_updates: int,
-            callback: Any = None, log_every: int = 1, batched: bool = True, count: Any = None):
-        def first(tree: Any) -> Any:
-            return jax.tree.map(lambda x: x[0], tree)
-
-        inner = None if callback is None else (
-            lambda m: callback(jax.tree.map(lambda x: np.asarray(x)[None], m)))
-        runner, metrics = self.algo.run(first(runner), first(hp), first(env_params),
-                                        num_updates, callback=inner, log_every=log_every,
-                                        batched=False, count=count)
-        return (jax.tree.map(lambda x: x[None], runner),
-                jax.tree.map(lambda x: x[:, None], metrics))
-
-
-def _init_stacked(s: SweepSetup) -> Any:
-    """``algo.init`` of every member, stacked (a leading member axis)."""
-    if s.algo.sweepable:
-        return jax.vmap(s.algo.init)(s.keys, s.hp, s.env_params)
-    first = jax.tree.map(lambda x: x[0], (s.keys, s.hp, s.env_params))
-    return jax.tree.map(lambda x: x[None], s.algo.init(*first))
-
-
-def init_members(s: SweepSetup) -> Any:
-    """The stacked runners (``algo.init`` of each member), sharded over members."""
-    runner = jax.jit(lambda: _init_stacked(s))()
-    if s.mesh is not None:
-        runner = shard_members(runner, s.mesh, "members")
-    return runner
-
-
-@dataclasses.dataclass
-class ProgramResult:
-    """One compiled program of a sweep: its members, final stacked
-    ``runner`` (leading member axis), per-member metrics ``rows`` (one list
-    of per-update rows per member, in ``setup.members`` order), timings, and
-    the update it resumed from (0: a fresh start)."""
-
-    setup: SweepSetup
-    runner: Any
-    rows: list[list[dict[str, Any]]]
-    init_seconds: float
-    compile_seconds: float
-    train_seconds: float
-    resumed_at_update: int = 0
-    interrupted: str | None = None
-    update: int = 0
-
-    @property
-    def metrics(self) -> dict[str, np.ndarray]:
-        """The rows as arrays [updates, members] (NaN where a value is None)."""
-        names = list(self.rows[0][0]) if self.rows and self.rows[0] else []
-        return {n: np.asarray([[np.nan if r[u].get(n) is None else r[u][n] for r in self.rows]
-                               for u in range(len(self.rows[0]))], np.float64) for n in names}
+        runs.append(Member(cfg, env, env_params, name=sweep.names[i],
+                           folder=None if out is None else out / "members" / sweep.names[i],
+                           summary={"sweep": str(out), "member": i,
+                                    "grid_values": sweep.members[i], "program": program}))
+    return build_program(runs, batched=True, members=members,
+                         folder=None if out is None else out / "programs" / str(program))
 
 
 @dataclasses.dataclass
 class SweepResult:
     """What :func:`run_sweep` returns: ``summary`` (also ``results.json``)
-    and one :class:`ProgramResult` per program. ``runner``, ``metrics`` and
-    ``setup`` are those of a one-program sweep."""
+    and one :class:`~plume_jax.train.driver.ProgramResult` per program.
+    ``runner``, ``metrics`` and ``setup`` are those of a one-program sweep."""
 
     summary: dict[str, Any]
     programs: list[ProgramResult]
@@ -450,40 +359,24 @@ class SweepResult:
         return self._only().metrics
 
     @property
-    def setup(self) -> SweepSetup:
+    def setup(self) -> Program:
         return self._only().setup
 
 
 # ------------------------------------------------------------------ running
-def _program_meta(s: SweepSetup, update: int) -> dict[str, Any]:
-    sweep = s.sweep
-    return {"members": [sweep.names[i] for i in s.members],
-            "configs": [sweep.configs[i].to_dict() for i in s.members], "update": update,
-            "num_updates": sweep.configs[s.members[0]].num_updates}
-
-
-def _resume_program(s: SweepSetup, folder: pathlib.Path) -> tuple[Any, int, list[list[dict]]]:
-    """The stacked runner of a program's checkpoint in ``folder``, its update
-    and the members' metrics rows up to it (their metrics files trimmed)."""
-    template = jax.eval_shape(lambda: _init_stacked(s))
-    runner, meta = load_checkpoint(folder / "checkpoint", template)
-    expected = _program_meta(s, 0)
-    for key in ("members", "configs"):
-        if meta.get(key) != json.loads(json.dumps(expected[key])):
-            raise ValidationError.for_parameter(
-                "--resume", str(folder / "checkpoint"),
-                f"a checkpoint of this sweep's program (its {key} differ from sweep.yaml's)")
-    done = int(meta["update"])
-    members_dir = folder.parent.parent / "members"
-    rows = [_member_rows(members_dir, s.sweep.names[i], done) for i in s.members]
-    if not is_main_process():  # reads; process 0 writes the files
-        return runner, done, rows
-    for i, kept in zip(s.members, rows):  # atomic replacement, every row kept
-        member = members_dir / s.sweep.names[i]
-        make_out_dir(member)
-        write_jsonl(member / "metrics.jsonl", kept)
-    set_aside_later_state(folder, done, folder / "checkpoint", [])
-    return runner, done, rows
+def _resume_rows(p: Program) -> list[list[dict[str, Any]]]:
+    """Each member's metrics rows up to its program's checkpoint, their run
+    folders' ``metrics.jsonl`` trimmed to them (atomic replacements, every
+    row kept) and a later state of the program folder set aside."""
+    done = int(read_meta(p.folder / "checkpoint").get("update", 0))
+    members_dir = p.folder.parent.parent / "members"
+    rows = [_member_rows(members_dir, m.name, done) for m in p.runs]
+    if is_main_process():  # reads; process 0 writes the files
+        for m, kept in zip(p.runs, rows):
+            make_out_dir(m.folder)
+            write_jsonl(m.folder / "metrics.jsonl", kept)
+        set_aside_later_state(p.folder, done, p.folder / "checkpoint", [])
+    return rows
 
 
 def _member_rows(members_dir: pathlib.Path, name: str, done: int) -> list[dict[str, Any]]:
@@ -535,77 +428,22 @@ def _check_members_not_ahead(out: pathlib.Path, sweep: SweepConfig) -> None:
                 f"{update * cfg.steps_per_update} (sweep --resume takes no --set)")
 
 
-def _run_program(s: SweepSetup, bar: ProgressBar, offset: float, prefix: str,
-                 folder: pathlib.Path | None, resume: bool, stop: Any = None) -> ProgramResult:
-    """Train the members of one program (``folder``: where its checkpoints
-    go, ``out/programs/<k>``; None: nothing written), from its checkpoint
-    when ``resume`` and there is one."""
-    cfg = s.sweep.configs[s.members[0]]
-    num_updates = cfg.num_updates
-    main = is_main_process()
+def _run_program(p: Program, bar: ProgressBar, offset: float, resume: bool,
+                 stop: Any = None) -> ProgramResult:
+    """Train the members of one program (the driver's
+    :func:`~plume_jax.train.driver.run_program`), from its checkpoint when
+    ``resume`` and there is one."""
     t0 = time.perf_counter()
-    if resume and folder is not None and (folder / "checkpoint").exists():
-        runner, done, rows = _resume_program(s, folder)
+    if resume and p.folder is not None and (p.folder / "checkpoint").exists():
+        rows = _resume_rows(p)
+        runner, _ = load_runner(p, p.folder / "checkpoint")
     else:
-        runner, done, rows = jax.block_until_ready(init_members(s)), 0, [[] for _ in s.members]
-        if folder is not None and main:  # rows of a killed attempt that reached no checkpoint
-            for i in s.members:
-                (folder.parent.parent / "members" / s.sweep.names[i] / "metrics.jsonl").unlink(
-                    missing_ok=True)
-    hp, env_params = s.hp, s.env_params
-    if s.mesh is not None:
-        runner = shard_members(runner, s.mesh, "members")
-        hp = shard_members(hp, s.mesh, "members")
-        env_params = shard_members(env_params, s.mesh, "members")
-    init_s = time.perf_counter() - t0
-    start = done
-    members_dir = None if folder is None or not main else folder.parent.parent / "members"
-
-    def on_chunk(metrics: dict[str, Any], _: int) -> None:
-        for j, i in enumerate(s.members):
-            new = [{k: v for k, v in r.items() if k != "member"} for r in
-                   metric_rows({n: np.asarray(v)[:, j] for n, v in metrics.items()})]
-            rows[j].extend(new)
-            if members_dir is not None:
-                append_jsonl(members_dir / s.sweep.names[i] / "metrics.jsonl", new)
-
-    printer = Progress(bar, num_updates, cfg.steps_per_update, offset=offset,
-                       members=len(s.members), prefix=prefix)
-    runner, stats = run_in_chunks(
-        s.algo if s.algo.sweepable else _OneMember(s.algo), runner, hp, env_params,
-        done=done, num_updates=num_updates,
-        log_every=cfg.run["log_every"], bar=bar, printer=printer, bar_offset=offset,
-        bar_scale=len(s.members), on_chunk=on_chunk,
-        on_checkpoint=(checkpointer(folder, functools.partial(_program_meta, s))
-                       if folder is not None else None),
-        every=cfg.run["checkpoint_every"], minutes=cfg.run["checkpoint_minutes"], batched=True,
-        label=prefix, stop=stop)
-    if jax.process_count() > 1:  # the members' state on every process, for what follows
-        runner = host_copy(runner)
-    return ProgramResult(setup=s, runner=runner, rows=rows, init_seconds=init_s,
-                         compile_seconds=stats.compile_seconds,
-                         train_seconds=stats.train_seconds, resumed_at_update=start,
-                         interrupted=stats.interrupted,
-                         update=int(np.asarray(runner.update).reshape(-1)[0]))
-
-
-def _evaluate_program(p: ProgramResult) -> dict[str, Any]:
-    s = p.setup
-    cfg = s.sweep.configs[s.members[0]]
-    spec, arrays = s.algo.policy(p.runner)
-    num_steps = cfg.eval["num_steps"] or int(np.max(np.asarray(s.env_params.max_steps)))
-    return evaluate(s.env, spec, arrays, s.env_params, cfg.eval["seed"], cfg.eval["num_envs"],
-                    num_steps, greedy=cfg.eval["greedy"], batched=True)
-
-
-def _member_evaluation(evaluation: dict[str, Any], j: int) -> dict[str, Any]:
-    steps = evaluation["mean_steps_to_goal"]
-    step = None if steps is None or not np.isfinite(steps[j]) else float(steps[j])
-    return {"episodes": evaluation["episodes"], "max_steps": evaluation["max_steps"],
-            "seed": evaluation["seed"], "greedy": evaluation["greedy"],
-            "success_rate": float(evaluation["success_rate"][j]),
-            "successes": int(evaluation["successes"][j]), "mean_steps_to_goal": step,
-            "mean_return": float(evaluation["mean_return"][j])}
+        runner, rows = init_runner(p), [[] for _ in p.runs]
+        if p.folder is not None and is_main_process():  # rows of a killed attempt that
+            for m in p.runs:                             # reached no checkpoint
+                (m.folder / "metrics.jsonl").unlink(missing_ok=True)
+    return run_program(p, runner, rows, bar=bar, offset=offset,
+                       init_seconds=time.perf_counter() - t0, stop=stop)
 
 
 def _tail_mean(rows: list[dict[str, Any]], name: str) -> float | None:
@@ -615,38 +453,24 @@ def _tail_mean(rows: list[dict[str, Any]], name: str) -> float | None:
     return float(np.mean(v)) if v else None
 
 
-def _write_member(out: pathlib.Path, sweep: SweepConfig, p: ProgramResult, j: int,
-                  program: int, evaluation: dict[str, Any] | None, sweep_name: str) -> None:
+def _write_member(p: ProgramResult, j: int, evaluation: dict[str, Any] | None,
+                  sweep_name: str) -> None:
     """Member ``j`` of program ``p`` as a finished run folder (see the module
-    docstring; its config.yaml and metrics.jsonl are written as it trains)."""
+    docstring; its config.yaml and metrics.jsonl are written as it trains).
+    Its TensorBoard files are written anew from all its rows (a resumed
+    sweep's member has some from before)."""
     s = p.setup
-    i = s.members[j]
-    cfg = sweep.configs[i]
-    folder = out / "members" / sweep.names[i]
-    rows = p.rows[j]
-    write_csv(folder / "metrics.csv", rows)
-    runner = jax.tree.map(lambda x: x[j], p.runner)
-    num_updates = cfg.num_updates
-    env = s.envs[j]
-    save_checkpoint(folder / "checkpoint", runner,
-                    {"config": cfg.to_dict(), "update": num_updates, "num_updates": num_updates})
-    export_policy(folder / "policy", s.algo, runner, env.settings,
-                  {"trained_env_steps": num_updates * cfg.steps_per_update})
-    summary = {"env": env.settings.get("id", env.name), "config": cfg.to_dict(),
-               "sweep": str(out), "member": i, "grid_values": sweep.members[i],
-               "program": program, "num_updates": num_updates,
-               "env_steps_total": num_updates * cfg.steps_per_update}
+    member = s.runs[j]
+    cfg = member.config
+    export_member(s, p, j)
+    summary = member_summary(s, p, j)
     if evaluation is not None:
         summary["evaluation"] = evaluation
-    (folder / "summary.json").write_text(json.dumps(summary, indent=2))
-    # history=[]: the TensorBoard files are written anew from all rows (a
-    # resumed sweep's member has some from before)
-    with RunLoggers(folder, tensorboard=cfg.run["tensorboard"],
-                    wandb_project=cfg.run["wandb_project"], name=f"{sweep_name}/{sweep.names[i]}",
+    with RunLoggers(member.folder, tensorboard=cfg.run["tensorboard"],
+                    wandb_project=cfg.run["wandb_project"], name=f"{sweep_name}/{member.name}",
                     config=cfg.to_dict(), group=sweep_name, history=[]) as loggers:
-        loggers.log_rows(rows)
-        if evaluation is not None:
-            loggers.log_evaluation(evaluation, num_updates * cfg.steps_per_update)
+        loggers.log_rows(p.rows[j])
+        write_member(s, p, j, summary, loggers=loggers)
 
 
 def _static_differences(sweep: SweepConfig, groups: list[list[int]]) -> list[dict[str, Any]]:
@@ -722,7 +546,9 @@ def _run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
     for cfg in sweep.configs:
         check_wandb(cfg.run["wandb_project"])
     groups = program_groups(sweep)
-    setups = [setup(sweep, g) for g in groups]
+    setups = [setup(sweep, g, out, k + 1) for k, g in enumerate(groups)]
+    for k, s in enumerate(setups):
+        s.label = f"program {k + 1}/{len(setups)}" if len(setups) > 1 else ""
     barrier("plume_jax.sweep: checked")  # before process 0 writes
     if out is not None and main:
         if overwrite and out.exists():
@@ -739,19 +565,17 @@ def _run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
     bar = ProgressBar(sum(sizes), "sweep", unit="member steps", quiet=not (progress and main),
                       stream=stream, min_interval_s=0.0)
     programs: list[ProgramResult] = []
-    evaluations: list[dict[str, Any] | None] = []
+    evaluations: list[list[dict[str, Any]] | None] = []
     try:
         with stop_on_signals() as stop:
             for k, s in enumerate(setups):
-                prefix = f"program {k + 1}/{len(setups)}" if len(setups) > 1 else ""
-                folder = None if out is None else out / "programs" / str(k + 1)
-                programs.append(_run_program(s, bar, float(sum(sizes[:k])), prefix, folder,
-                                             resume, stop))
+                programs.append(_run_program(s, bar, float(sum(sizes[:k])), resume, stop))
                 if programs[-1].interrupted:
                     raise Interrupted(programs[-1].interrupted, programs[-1].update,
                                       f"plume-jax sweep --resume {out}" if out is not None
                                       else "(no sweep folder: nothing was saved)")
-                evaluations.append(_evaluate_program(programs[-1]) if evaluate_members else None)
+                evaluations.append(driver.evaluate_members(s, programs[-1].runner)
+                                   if evaluate_members else None)
     finally:
         bar.close()
 
@@ -760,7 +584,7 @@ def _run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
     name = out.name if out is not None else "sweep"
     for k, (p, evaluation) in enumerate(zip(programs, evaluations)):
         for j, i in enumerate(p.setup.members):
-            member_eval = _member_evaluation(evaluation, j) if evaluation is not None else None
+            member_eval = evaluation[j] if evaluation is not None else None
             rows = p.rows[j]
             row = {"member": i, "name": sweep.names[i], "program": k + 1, **sweep.members[i],
                    "train_success_rate_last10pct": _tail_mean(rows, "success_rate"),
@@ -772,7 +596,7 @@ def _run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
             results[i] = row
             all_rows += [{"member": i, "name": sweep.names[i], **r} for r in rows]
             if out is not None and main:
-                _write_member(out, sweep, p, j, k + 1, member_eval, name)
+                _write_member(p, j, member_eval, name)
 
     statics = _static_differences(sweep, groups)
     steps_total = sum(sizes)
@@ -806,9 +630,9 @@ def _run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
         "settings": rank_settings(sweep, results),
     }
     if evaluate_members:
-        e = evaluations[0]
+        e = evaluations[0][0]
         summary["eval"] = {"episodes": e["episodes"], "seed": e["seed"], "greedy": e["greedy"],
-                           "seconds_incl_compile": sum(v["seconds_incl_compile"]
+                           "seconds_incl_compile": sum(v[0]["seconds_incl_compile"]
                                                        for v in evaluations)}
     summary["wall_seconds"] = time.perf_counter() - t_wall
     summary["machine"] = machine_info()
@@ -816,8 +640,8 @@ def _run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
         write_jsonl(out / "metrics.jsonl", all_rows)
         write_csv(out / "results.csv", results)
         summary["wall_seconds"] = time.perf_counter() - t_wall
-        _write_text(out / "results.json", json.dumps(summary, indent=2))
-        _write_text(out / "summary.md", summary_markdown(summary, sweep))
+        write_text(out / "results.json", json.dumps(summary, indent=2))
+        write_text(out / "summary.md", summary_markdown(summary, sweep))
         try:
             _plots(out, sweep, summary, all_rows)
         except Exception as exc:  # a figure never loses the results
@@ -827,12 +651,6 @@ def _run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
                           "the results are in results.json", RuntimeWarning, stacklevel=2)
     barrier("plume_jax.sweep: written")  # no process leaves before process 0 has written
     return SweepResult(summary=summary, programs=programs)
-
-
-def _write_text(path: pathlib.Path, text: str) -> None:
-    from plume_jax.train.checkpoint import _atomic_write
-
-    _atomic_write(path, text.encode())
 
 
 # ------------------------------------------------------------------ summary

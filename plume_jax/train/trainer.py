@@ -1,19 +1,19 @@
 """``train(config)``: one training run from a validated config, as used by
-``plume-jax train``.
+``plume-jax train`` — a program of one member run by the driver
+(:mod:`plume_jax.train.driver`), plus the single-run folder rules below.
 
-The run compiles ``PPO.run`` once — rollout, GAE and the minibatch epochs of
-every update are one XLA program, with the number of updates per call an
-argument — and calls it in chunks until the update budget is spent
-(:mod:`plume_jax.train.chunks`). Between chunks (about every 30 s) the
-metrics rows are appended to ``metrics.jsonl`` and TensorBoard; every
-``run.checkpoint_minutes`` (and every ``run.checkpoint_every`` updates, when
-set) the whole training state is checkpointed. The chunk lengths never
-change results: splitting a run into chunks of any lengths gives
-bit-for-bit the same run (tested).
-Progress comes from inside the program (``jax.debug.callback``) to a
-:class:`plume_jax.progress.ProgressBar`. Afterwards the policy is
-exported, reloaded from disk as an ``agents.trained.TrainedPolicy`` and
-evaluated greedily on fresh seeds (:mod:`plume_jax.train.evaluation`).
+The driver compiles ``Algorithm.run`` once — for PPO the rollout, GAE and
+the minibatch epochs of every update are one XLA program, with the number
+of updates per call an argument — and calls it in chunks until the update
+budget is spent (:mod:`plume_jax.train.chunks`). Between chunks (about every
+30 s) the metrics rows are appended to ``metrics.jsonl`` and TensorBoard;
+every ``run.checkpoint_minutes`` (and every ``run.checkpoint_every``
+updates, when set) the whole training state is checkpointed. The chunk
+lengths never change results: splitting a run into chunks of any lengths
+gives bit-for-bit the same run (tested). Progress comes from inside the
+program (``jax.debug.callback``) to a :class:`plume_jax.progress.ProgressBar`.
+Afterwards the policy is exported, reloaded from disk as an
+``agents.trained.TrainedPolicy`` and evaluated greedily on fresh seeds.
 
 Output folder (``out_dir``, a *run folder*)::
 
@@ -44,11 +44,8 @@ dropped: they are trained again), so no update is counted twice.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import functools
-import json
 import pathlib
-import platform
 import time
 from typing import Any, TextIO
 
@@ -57,22 +54,20 @@ import numpy as np
 
 from plume_jax.errors import ValidationError
 from plume_jax.progress import ProgressBar
-from plume_jax.seeding import seed_key
-from plume_jax.train.chunks import Interrupted, checkpointer, run_in_chunks, stop_on_signals
-from plume_jax.train.algorithm import Algorithm, algorithm_class
-from plume_jax.train.checkpoint import export_policy, find_checkpoint, load_checkpoint, \
-    read_checkpoint, save_checkpoint
+from plume_jax.train.algorithm import Algorithm
+from plume_jax.train.checkpoint import find_checkpoint, read_checkpoint
+from plume_jax.train.chunks import Interrupted, stop_on_signals
 from plume_jax.train.config import RESUME_MAY_CHANGE, TrainConfig, dump_yaml, \
     resume_differences, train_config
-from plume_jax.train.distributed import barrier, check_joined, host_copy, is_main_process
-from plume_jax.train.evaluation import evaluate as evaluate_episodes
+from plume_jax.train.distributed import barrier, check_joined, is_main_process
+from plume_jax.train.driver import Member, build_program, evaluate_members, export_member, \
+    init_runner, load_runner, machine_info, member_summary, run_program, write_member, \
+    write_text
 from plume_jax.train.loggers import RunLoggers, check_wandb
 from plume_jax.train.plots import plot_learning_curves
-from plume_jax.train.progress import Progress, append_jsonl, metric_rows, read_jsonl, \
-    rows_up_to, write_csv, write_jsonl
+from plume_jax.train.progress import read_jsonl, rows_up_to, write_jsonl
 from plume_jax.train.run_folder import FolderLock, check_out_dir, check_writable_logdir, \
     clear_outputs, make_out_dir, set_aside_later_state
-from plume_jax.train.sharding import mesh as make_mesh, resolve_devices, shard_runner
 
 #: What ``train`` writes into a run folder (``overwrite`` deletes these).
 RUN_OUTPUTS = ("config.yaml", "metrics.jsonl", "metrics.csv", "learning_curve.png",
@@ -109,21 +104,6 @@ class TrainResult:
         spec = {**spec, "env": self.algo.env.settings}
         return TrainedPolicy(spec, {k: np.asarray(v) for k, v in arrays.items()},
                              greedy=greedy)
-
-
-def machine_info() -> dict[str, Any]:
-    import os
-
-    return {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
-        "jax": jax.__version__,
-        "backend": jax.default_backend(),
-        "devices": [str(d) for d in jax.devices()],
-        "processes": jax.process_count(),
-    }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,11 +166,6 @@ def learning_rate_note(config: TrainConfig, point: ResumePoint) -> str | None:
             f"is {after:.3g} (it would have been {before:.3g} under the old budget)")
 
 
-#: The most evaluation steps inherited from the env's ``max_steps`` when
-#: ``eval.num_steps`` is null (an explicit ``eval.num_steps`` may go to 10**7).
-MAX_INHERITED_EVAL_STEPS = 100_000
-
-
 def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
           progress: bool = True, stream: TextIO | None = None,
           resume: str | pathlib.Path | None = None, evaluate: bool = True,
@@ -215,7 +190,8 @@ def _train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
            progress: bool = True, stream: TextIO | None = None,
            resume: str | pathlib.Path | None = None, evaluate: bool = True,
            overwrite: bool = False) -> TrainResult:
-    """Train with ``config``; see the module docstring for the output folder.
+    """Train with ``config``: a program of one member run by the driver
+    (:mod:`plume_jax.train.driver`); see the module docstring for the folder.
 
     Args:
         config: a validated :class:`TrainConfig`.
@@ -253,14 +229,9 @@ def _train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
             check_metrics_cover(point)
     check_wandb(config.run["wandb_project"])
     env, env_params = config.make_env()
-    cls = algorithm_class(config.algo["algorithm"])
-    n_dev, mesh = 1, None
-    if cls.shards_env_batch:  # the env batch over the local devices
-        n_dev = resolve_devices(config.run["devices"], config.algo["num_envs"], "algo.num_envs")
-        mesh = make_mesh(n_dev, "envs") if n_dev > 1 else None
-    algo = cls.from_config(config, env, env_params, mesh=mesh)
-    hp = algo.hparams(config, env_params)
-    key = seed_key(config.run["seed"])
+    program = build_program([Member(config, env, env_params, folder=out)], batched=False,
+                            folder=out)
+    algo = program.algo
     num_updates = config.num_updates
     per_update = config.steps_per_update
 
@@ -268,15 +239,11 @@ def _train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
     writes = out is not None and main
     t0 = time.perf_counter()
     if point is not None:
-        template = jax.eval_shape(algo.init, key, hp, env_params)
-        runner, _ = load_checkpoint(point.checkpoint, template)
+        runner, _ = load_runner(program, point.checkpoint)
     else:
-        runner = jax.block_until_ready(jax.jit(algo.init)(key, hp, env_params))
-    if mesh is not None:
-        runner = shard_runner(runner, mesh, "envs")
+        runner = init_runner(program)
     init_s = time.perf_counter() - t0
-    done = int(runner.update)
-    start_update = done
+    start_update = int(runner.update)
     notes = [n for n in [learning_rate_note(config, point) if point else None] if n]
 
     barrier("plume_jax.train: checked and loaded")  # before process 0 writes
@@ -294,53 +261,31 @@ def _train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
                              config=config.to_dict(), history=history)
 
     bar = ProgressBar(num_updates * per_update, "train", unit="steps",
-                      quiet=not (progress and main),
-                      stream=stream, min_interval_s=0.0)
-    printer = Progress(bar, num_updates, per_update)
+                      quiet=not (progress and main), stream=stream, min_interval_s=0.0)
     for note in notes:
-        bar.update(done * per_update, message=f"note: {note}")
-    rows: list[dict[str, Any]] = []
-
-    def on_chunk(metrics: dict[str, Any], _: int) -> None:
-        new_rows = metric_rows(metrics)
-        rows.extend(new_rows)
-        if writes:
-            append_jsonl(out / "metrics.jsonl", new_rows)
-            loggers.log_rows(new_rows)
-
-    def meta(update: int) -> dict[str, Any]:
-        return {"config": config.to_dict(), "update": update, "num_updates": num_updates}
-
+        bar.update(start_update * per_update, message=f"note: {note}")
     try:
         with stop_on_signals() as stop:
-            runner, stats = run_in_chunks(
-                algo, runner, hp, env_params, done=done, num_updates=num_updates,
-                log_every=config.run["log_every"], bar=bar, printer=printer, bar_offset=0.0,
-                bar_scale=1.0, on_chunk=on_chunk,
-                on_checkpoint=checkpointer(out, meta) if out is not None else None,
-                every=config.run["checkpoint_every"], minutes=config.run["checkpoint_minutes"],
-                stop=stop)
-        done = int(runner.update)
-        if stats.interrupted:  # checkpointed: the folder resumes where it stopped
-            raise Interrupted(stats.interrupted, done,
+            result = run_program(program, runner, [[]], bar=bar, init_seconds=init_s,
+                                 loggers=[loggers], stop=stop)
+        done = result.update
+        if result.interrupted:  # checkpointed: the folder resumes where it stopped
+            raise Interrupted(result.interrupted, done,
                               f"plume-jax train --resume {out}" if out is not None
                               else "(no run folder: nothing was saved)")
-        compile_s, run_s = stats.compile_seconds, stats.train_seconds
+        compile_s, run_s = result.compile_seconds, result.train_seconds
         trained_steps = (done - start_update) * per_update
         summary: dict[str, Any] = {
-            "env": env.settings.get("id", env.name),
-            "config": config.to_dict(),
-            "num_updates": num_updates,
+            **member_summary(program, result, 0),
             "updates_this_call": done - start_update,
-            "env_steps_total": done * per_update,
             "env_steps_this_call": trained_steps,
-            "devices": n_dev,
+            "devices": program.devices,
             "processes": jax.process_count(),
             "init_seconds": init_s,
             "compile_seconds": compile_s,
             "train_seconds": run_s,
-            "checkpoints_written": stats.checkpoints,
-            "checkpoint_seconds": stats.checkpoint_seconds,
+            "checkpoints_written": result.stats.checkpoints,
+            "checkpoint_seconds": result.stats.checkpoint_seconds,
             "steps_per_second_excl_compile": trained_steps / run_s if run_s > 0 else None,
             "steps_per_second_incl_compile": (trained_steps / (run_s + compile_s + init_s)
                                               if trained_steps else None),
@@ -354,52 +299,30 @@ def _train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
             summary["resumed_at_update"] = point.update
         if notes:
             summary["notes"] = notes
-        result = TrainResult(config=config, algo=algo, runner=runner, rows=rows,
-                             summary=summary, out_dir=out)
-        if out is not None:
-            final = runner if jax.process_count() == 1 else host_copy(runner)  # collective
-            if main and done == start_update:  # nothing trained: the checkpoint is the final
-                save_checkpoint(out / "checkpoint", final, {
-                    "config": config.to_dict(), "update": done, "num_updates": num_updates})
-            if main:
-                export_policy(out / "policy", algo, final, env.settings,
-                              {"trained_env_steps": done * per_update})
+        train_result = TrainResult(config=config, algo=algo, runner=result.runner,
+                                   rows=result.rows[0], summary=summary, out_dir=out)
+        export_member(program, result, 0)
         summary["train_wall_seconds"] = time.perf_counter() - t_wall
         if evaluate:  # every process (the same work), process 0 from the exported files
-            from agents.trained import TrainedPolicy
-
-            policy = (TrainedPolicy.load(out / "policy", greedy=config.eval["greedy"])
-                      if writes else result.policy(greedy=config.eval["greedy"]))
-            num_steps = config.eval["num_steps"] or min(int(np.asarray(env_params.max_steps)),
-                                                        MAX_INHERITED_EVAL_STEPS)
-            summary["evaluation"] = evaluate_episodes(
-                env, policy.spec, policy.params, env_params, config.eval["seed"],
-                config.eval["num_envs"], num_steps, greedy=config.eval["greedy"])
-            if loggers is not None:
-                loggers.log_evaluation(summary["evaluation"], done * per_update)
+            summary["evaluation"] = evaluate_members(program, result.runner)[0]
         summary["wall_seconds"] = time.perf_counter() - t_wall
         summary["machine"] = machine_info()
-        summary["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         if writes:
-            all_rows = read_jsonl(out / "metrics.jsonl")
-            write_csv(out / "metrics.csv", all_rows)
-            _write_config_text(out / "summary.json", json.dumps(summary, indent=2))
-            try:  # results first: a figure that fails loses nothing
-                plot_learning_curves(out / "learning_curve.png", {summary["env"]: all_rows},
-                                     title=f"{algo.name} ({config.network.type}) on "
-                                           f"{summary['env']}")
-            except Exception as exc:
-                import warnings
-
-                warnings.warn(f"learning_curve.png was not written ({type(exc).__name__}: "
-                              f"{exc}); the results are in summary.json and metrics.csv",
-                              RuntimeWarning, stacklevel=2)
+            write_member(program, result, 0, summary, rows=read_jsonl(out / "metrics.jsonl"),
+                         loggers=loggers, curve=functools.partial(
+                             _learning_curve, env_id=summary["env"],
+                             title=f"{algo.name} ({config.network.type}) on {summary['env']}"))
         barrier("plume_jax.train: written")  # no process leaves before process 0 has written
     finally:
         bar.close()
         if loggers is not None:
             loggers.close()
-    return result
+    return train_result
+
+
+def _learning_curve(path: pathlib.Path, rows: list[dict[str, Any]], *, title: str,
+                    env_id: str) -> None:
+    plot_learning_curves(path, {env_id: rows}, title=title)
 
 
 def check_metrics_cover(point: ResumePoint) -> None:
@@ -467,14 +390,7 @@ def keep_finished_run(out: pathlib.Path, point: ResumePoint) -> None:
 
 
 def _write_config(out: pathlib.Path, config: TrainConfig) -> None:
-    _write_config_text(out / "config.yaml", dump_yaml(config.to_dict()))
-
-
-def _write_config_text(path: pathlib.Path, text: str) -> None:
-    """``path`` replaced atomically by ``text``."""
-    from plume_jax.train.checkpoint import _atomic_write
-
-    _atomic_write(path, text.encode())
+    write_text(out / "config.yaml", dump_yaml(config.to_dict()))
 
 
 def print_summary(summary: dict[str, Any], stream: TextIO | None = None) -> None:

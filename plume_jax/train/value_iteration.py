@@ -43,7 +43,10 @@ This module fits a network ``V_θ`` to that equation the way otto does
    (Keras with an unreduced loss differentiates the sum) with
    ``y(b) = min_a [1 + Σ_h U_h V_θ⁻(b'_{a,h})]`` computed exactly; the
    output layer's kernel and bias are clipped to ``>= 0`` after each step
-   (Keras' ``NonNeg`` constraint), so ``V_θ >= 0``;
+   (Keras' ``NonNeg`` constraint), so ``V_θ >= 0``. The ablation
+   ``frozen_target: false`` computes each step's ``y`` from the current
+   parameters instead (under ``stop_gradient``, after the previous step's
+   update);
 5. every ``eval_every`` iterations, the symmetry-averaged greedy policy is
    evaluated on ``eval_searches`` fixed searches (same starts and hit keys
    every time: paired), as otto's ``compute_stats`` does it: on the
@@ -56,9 +59,15 @@ The network is otto's ``ValueModel``: the agent-centred posterior (the
 ``(2H-1) x (2W-1)`` window, raw probabilities, the belief channel only),
 flattened, ``hidden_sizes`` dense ReLU layers (He-uniform kernels, zero
 biases), one linear output (kernel uniform in ``[0, 0.1]``, bias 0, both
-kept ``>= 0``). At decision time (evaluation, the exported policy) the
-value of each successor belief is averaged over the symmetries of the
-square (otto's ``SYM_EVAL_ENSEMBLE_AVG``): ``V(b) = mean_g V_θ(g b)``.
+kept ``>= 0``). The ablation ``network.type: cnn`` puts ``'SAME'``-padded
+ReLU convolution layers (``network.conv_features`` / ``conv_kernels`` /
+``conv_strides``) on the belief image before the flattening, so the
+``hidden_sizes`` dense layers read their features; its forward pass is the
+same function decisions and the exported policy run
+(:func:`agents.belief_lookahead.network_values`). At decision time
+(evaluation, the exported policy) the value of each successor belief is
+averaged over the symmetries of the square (otto's
+``SYM_EVAL_ENSEMBLE_AVG``): ``V(b) = mean_g V_θ(g b)``.
 
 The exported policy is a dict of plain arrays (:func:`export_arrays`) run
 by :func:`policy_scores` / :func:`act` from the ``belief`` sensor's
@@ -97,6 +106,8 @@ from plume_jax.train.ppo import PPO_SETTINGS, PPOStatic
 STUCK_STEPS = 8
 #: otto's ``EPSILON``: a successor or a search whose probability is below this is over.
 TINY_PROBABILITY = 1e-10
+#: Value networks of ``belief_value_iteration`` (``network.type``).
+NETWORK_TYPES = ("mlp", "cnn")
 #: Format tag of the settings record in the exported policy (``settings``).
 POLICY_FORMAT = "plume_jax.belief_value_iteration/1"
 #: The exported policy is an ``agents.trained`` policy (``policy: belief_lookahead``).
@@ -105,11 +116,38 @@ TRAINED_POLICY_FORMAT = "plume_jax.trained_policy/1"
 
 # --------------------------------------------------------------------------- network
 
-def init_network(key: jax.Array, in_dim: int, hidden_sizes: tuple[int, ...]) -> dict:
+def conv_output_size(image_shape: tuple[int, int], conv_features: tuple[int, ...],
+                     conv_strides: tuple[int, ...]) -> int:
+    """Flattened size of the convolution layers' output on an image
+    ``(R, K)`` (``'SAME'`` padding: each side becomes ``ceil(side / stride)``)."""
+    rows, cols = (int(v) for v in image_shape)
+    for stride in conv_strides:
+        rows, cols = -(-rows // stride), -(-cols // stride)
+    return rows * cols * int(conv_features[-1])
+
+
+def init_network(key: jax.Array, in_dim: int, hidden_sizes: tuple[int, ...],
+                 image_shape: tuple[int, int] | None = None,
+                 conv_features: tuple[int, ...] = (), conv_kernels: tuple[int, ...] = (),
+                 conv_strides: tuple[int, ...] = ()) -> dict:
     """``{"dense_i/kernel", "dense_i/bias", ..., "out/kernel", "out/bias"}``:
     otto's initialisation (He-uniform hidden kernels, zero biases, output
-    kernel uniform in ``[0, 0.1]``)."""
+    kernel uniform in ``[0, 0.1]``). With ``conv_features`` (the ``cnn``
+    value network), first ``conv_i/kernel`` f32[k_i, k_i, C_in, C_out]
+    (He-uniform) and ``conv_i/bias`` (zeros) on the one-channel image
+    ``image_shape`` ``(R, K)``; the dense layers then read their flattened
+    output (``in_dim`` is ignored)."""
     params = {}
+    if conv_features:
+        key, k_conv = jax.random.split(key)
+        channels = 1
+        for i, (features, kernel, k) in enumerate(zip(
+                conv_features, conv_kernels, jax.random.split(k_conv, len(conv_features)))):
+            params[f"conv_{i}/kernel"] = jax.nn.initializers.he_uniform()(
+                k, (kernel, kernel, channels, features), jnp.float32)
+            params[f"conv_{i}/bias"] = jnp.zeros((features,), jnp.float32)
+            channels = features
+        in_dim = conv_output_size(image_shape, conv_features, conv_strides)
     keys = jax.random.split(key, len(hidden_sizes) + 1)
     width = in_dim
     for i, units in enumerate(hidden_sizes):
@@ -239,7 +277,9 @@ def _s(default: Any, check: Any, doc: str) -> Any:
 #: defaults for the 19x19 isotropic case). The walkers are ``algo.num_envs``,
 #: their steps per iteration ``algo.num_steps``, the iterations
 #: ``algo.total_steps / (num_envs x num_steps)``, the hidden layers
-#: ``network.hidden_sizes`` (ReLU: ``network.activation: relu``).
+#: ``network.hidden_sizes`` (ReLU: ``network.activation: relu``); with
+#: ``network.type: cnn`` the value network is ``network.conv_features`` /
+#: ``conv_kernels`` / ``conv_strides`` convolution layers first.
 VALUE_ITERATION_SETTINGS = {
     "learning_rate": PPO_SETTINGS["learning_rate"],
     "adam_eps": PPO_SETTINGS["adam_eps"],
@@ -259,6 +299,10 @@ VALUE_ITERATION_SETTINGS = {
     "symmetry_augment": _s(True, boolean(), "a random symmetry of the square per stored belief"),
     "symmetry_average": _s(True, boolean(),
                            "decisions on the value averaged over the square's symmetries"),
+    "frozen_target": _s(True, boolean(),
+                        "Bellman targets from the frozen copy, once per iteration (false: "
+                        "from the current parameters under stop_gradient, recomputed at "
+                        "every gradient step; the no-frozen-target ablation)"),
     "eval_every": _s(1000, integer(0, 10**9), "iterations between evaluations (0: never)"),
     "eval_searches": _s(3200, integer(1, 1 << 20), "searches per evaluation"),
     "eval_seed": _s(1_000_003, integer(0, 2**63 - 1), "seed of the evaluation searches"),
@@ -277,6 +321,13 @@ class BeliefValueIteration(Algorithm):
         iterations: iterations planned (``static.num_updates``; training runs
             as many as ``run`` is asked for).
         hidden_sizes: units of each hidden ReLU layer (otto: 3 x 512 for 19x19).
+        network_type: ``"mlp"`` (otto's network on the flattened belief) or
+            ``"cnn"``: ``'SAME'``-padded ReLU convolution layers on the belief
+            image (``conv_features[i]`` channels, ``conv_kernels[i]`` square
+            kernel, stride ``conv_strides[i]``), flattened, then the
+            ``hidden_sizes`` dense ReLU layers and the non-negative linear output.
+        conv_features, conv_kernels, conv_strides: the cnn's layers (one entry
+            each per layer; ignored for the mlp).
         learning_rate: Adam's step size.
         adam_eps: Adam's epsilon (Keras' default 1e-7).
         batch_size: beliefs per gradient step.
@@ -295,6 +346,10 @@ class BeliefValueIteration(Algorithm):
         symmetry_augment: a random symmetry of the square before each training step.
         symmetry_average: average the value over the symmetries at decision
             time (evaluation and the exported policy).
+        frozen_target: compute an iteration's Bellman targets from the frozen
+            copy, in one batch (otto); False: from the current parameters
+            (under ``stop_gradient``) at each gradient step, so every step's
+            targets see the previous step's update (the ablation).
         eval_every: iterations between evaluations (0: never).
         eval_searches: searches per evaluation.
         eval_seed: seed of the evaluation searches (keep it apart from
@@ -309,19 +364,34 @@ class BeliefValueIteration(Algorithm):
     def from_config(cls, config: Any, env: Any, env_params: Any, mesh: Any = None
                     ) -> "BeliefValueIteration":
         net = config.network
-        wanted = {"type": "mlp", "activation": "relu", "obs_transform": "none",
+        if net.type not in NETWORK_TYPES:
+            raise ValidationError.for_parameter(
+                "network.type", net.type,
+                f"one of {list(NETWORK_TYPES)} for algo.algorithm 'belief_value_iteration' "
+                "(its value network reads the raw centred posterior)")
+        wanted = {"activation": "relu", "obs_transform": "none",
                   "prev_action": False, "obs_delta": False}
         for key, value in wanted.items():
             if getattr(net, key) != value:
                 raise ValidationError.for_parameter(
                     f"network.{key}", getattr(net, key),
                     f"{value!r} for algo.algorithm 'belief_value_iteration' (its value network "
-                    "is a ReLU MLP on the raw centred posterior)")
+                    "is a ReLU network on the raw centred posterior)")
         a = config.algo
         own = {k: a[k] for k in VALUE_ITERATION_SETTINGS}
-        return cls(env, env_params, iterations=config.num_updates,
-                   hidden_sizes=net.hidden_sizes, walkers=a["num_envs"],
-                   steps_per_iteration=a["num_steps"], **own)
+        conv = {} if net.type == "mlp" else dict(
+            conv_features=net.conv_features, conv_kernels=net.conv_kernels,
+            conv_strides=net.conv_strides)
+        algo = cls(env, env_params, iterations=config.num_updates,
+                   hidden_sizes=net.hidden_sizes, network_type=net.type, walkers=a["num_envs"],
+                   steps_per_iteration=a["num_steps"], **conv, **own)
+        if net.type == "cnn" and tuple(net.image_channels_rows_columns) \
+                != (1,) + algo.image_shape:
+            raise ValidationError.for_parameter(
+                "network.image_shape", list(net.image_shape),
+                f"{list(algo.image_shape)} or {[1, *algo.image_shape]}: the belief sensor's "
+                "centred window (rows, columns), one channel")
+        return algo
 
     def hparams(self, config: Any, env_params: Any) -> None:
         return None
@@ -330,14 +400,17 @@ class BeliefValueIteration(Algorithm):
         return policy_spec(self, runner), export_arrays(self, runner)
 
     def __init__(self, env: Any, env_params: Any, *, iterations: int = 100_000,
-                 hidden_sizes: Any = (512, 512, 512), learning_rate: float = 1e-3,
+                 hidden_sizes: Any = (512, 512, 512), network_type: str = "mlp",
+                 conv_features: Any = (8, 16), conv_kernels: Any = (3, 3),
+                 conv_strides: Any = (2, 2), learning_rate: float = 1e-3,
                  adam_eps: float = 1e-7, batch_size: int = 64, gd_steps: int = 12,
                  memory_size: int = 1000, walkers: int = 192, steps_per_iteration: int = 1,
                  epsilon_start: float = 1.0, epsilon_floor: float = 0.1,
                  epsilon_decay: float = 10_000.0, target_update_every: int = 1,
                  stop_p: float = 1e-6, max_episode_steps: int | None = None,
                  symmetry_augment: bool = True, symmetry_average: bool = True,
-                 eval_every: int = 1000, eval_searches: int = 3200, eval_seed: int = 1_000_003):
+                 frozen_target: bool = True, eval_every: int = 1000, eval_searches: int = 3200,
+                 eval_seed: int = 1_000_003):
         sensor = env.sensor
         belief_searcher(self, env, env_params, self.name)
         actions = env.settings["actions"]
@@ -352,6 +425,30 @@ class BeliefValueIteration(Algorithm):
             raise ValidationError.for_parameter("hidden_sizes", hidden_sizes,
                                                 "a non-empty list of layer widths")
         self.hidden_sizes = tuple(_integer("hidden_sizes", h, 1, 65536) for h in hidden_sizes)
+        if network_type not in NETWORK_TYPES:
+            raise ValidationError.for_parameter("network_type", network_type,
+                                                f"one of {list(NETWORK_TYPES)}")
+        self.network_type = network_type
+        if network_type == "cnn":
+            layers = {}
+            for name, values, high in (("conv_features", conv_features, 4096),
+                                       ("conv_kernels", conv_kernels, 64),
+                                       ("conv_strides", conv_strides, 64)):
+                if isinstance(values, (str, bytes)) or not hasattr(values, "__len__") \
+                        or len(values) < 1:
+                    raise ValidationError.for_parameter(
+                        name, values, "a non-empty list, one entry per convolution layer")
+                layers[name] = tuple(_integer(name, v, 1, high) for v in values)
+            if len({len(v) for v in layers.values()}) != 1:
+                raise ValidationError.for_parameter(
+                    "conv_kernels", list(layers["conv_kernels"]),
+                    "one entry per convolution layer, as many as conv_features and "
+                    f"conv_strides ({ {k: len(v) for k, v in layers.items()} })")
+            self.conv_features = layers["conv_features"]
+            self.conv_kernels = layers["conv_kernels"]
+            self.conv_strides = layers["conv_strides"]
+        else:
+            self.conv_features = self.conv_kernels = self.conv_strides = ()
         self.iterations = _integer("iterations", iterations, 1)
         self.learning_rate = _real("learning_rate", learning_rate, 0.0, 1.0, open_low=True)
         self.adam_eps = _real("adam_eps", adam_eps, 0.0, 1.0, open_low=True)
@@ -376,6 +473,7 @@ class BeliefValueIteration(Algorithm):
             _integer("max_episode_steps", max_episode_steps, 1, 10**7)
         self.symmetry_augment = _flag("symmetry_augment", symmetry_augment)
         self.symmetry_average = _flag("symmetry_average", symmetry_average)
+        self.frozen_target = _flag("frozen_target", frozen_target)
         self.eval_every = _integer("eval_every", eval_every, 0)
         self.eval_searches = _integer("eval_searches", eval_searches, 1, 1 << 20)
         self.eval_seed = _integer("eval_seed", eval_seed, 0, 2**63 - 1)  # every seed door
@@ -404,7 +502,11 @@ class BeliefValueIteration(Algorithm):
                 "target_update_every": self.target_update_every, "stop_p": self.stop_p,
                 "max_episode_steps": self.max_episode_steps,
                 "symmetry_augment": self.symmetry_augment,
-                "symmetry_average": self.symmetry_average, "eval_every": self.eval_every,
+                "symmetry_average": self.symmetry_average,
+                "frozen_target": self.frozen_target, "network_type": self.network_type,
+                "conv_features": list(self.conv_features),
+                "conv_kernels": list(self.conv_kernels),
+                "conv_strides": list(self.conv_strides), "eval_every": self.eval_every,
                 "eval_searches": self.eval_searches, "eval_seed": self.eval_seed}
 
     def epsilon(self, iteration: Any) -> jax.Array:
@@ -412,6 +514,18 @@ class BeliefValueIteration(Algorithm):
         it = jnp.asarray(iteration, jnp.float32)
         return jnp.maximum(self.epsilon_start * jnp.exp(-it / self.epsilon_decay),
                            self.epsilon_floor).astype(jnp.float32)
+
+    def init_network(self, key: jax.Array) -> dict:
+        """Fresh value-network parameters (:func:`init_network`)."""
+        if self.network_type == "cnn":
+            return init_network(key, self.in_dim, self.hidden_sizes, self.image_shape,
+                                self.conv_features, self.conv_kernels, self.conv_strides)
+        return init_network(key, self.in_dim, self.hidden_sizes)
+
+    def values(self, params: dict, x: jax.Array) -> jax.Array:
+        """f32[N]: the network's value of flattened centred beliefs f32[N, R*K]
+        (:func:`~agents.belief_lookahead.network_values`, no symmetry average)."""
+        return network_values(params, x, self.image_shape, self.conv_strides)
 
     def tx(self) -> optax.GradientTransformation:
         return optax.adam(self.learning_rate, b1=0.9, b2=0.999, eps=self.adam_eps)
@@ -439,7 +553,7 @@ class BeliefValueIteration(Algorithm):
 
         def one(b, g):
             valid = valid_moves(g, deltas) if from_grid else g
-            q, mass, post = move_values(params, lik, deltas, b, valid, perm)
+            q, mass, post = move_values(params, lik, deltas, b, valid, perm, self.conv_strides)
             return q, mass, post, valid
 
         return jax.vmap(one)(belief, grid_or_valid)
@@ -570,7 +684,7 @@ class BeliefValueIteration(Algorithm):
             raise ValidationError.for_parameter("env_params", None, "the env's params")
         key = _typed(key)
         k_net, k_walk, k_run = jax.random.split(key, 3)
-        params = init_network(k_net, self.in_dim, self.hidden_sizes)
+        params = self.init_network(k_net)
         rows, cols = self.image_shape
         w, c, m = self.walkers, self.memory_size, self.move_ids.shape[0]
         belief, grid = self._starts(k_walk, env_params, w)
@@ -616,11 +730,10 @@ class BeliefValueIteration(Algorithm):
         g, b = self.gd_steps, self.batch_size
         idx = jax.random.randint(k_batch, (g * b,), 0, runner_w.memory_count)
         xb = runner_w.memory[idx]
-        yb = self.targets(frozen, xb, runner_w.memory_moves[idx])
         tx = self.tx()
 
         def loss_fn(p, x, y):
-            err = network_values(p, x) - y
+            err = self.values(p, x) - y
             return jnp.sum(jnp.square(err)), (jnp.mean(jnp.square(err)), jnp.mean(err + y))
 
         def gd(carry, batch):
@@ -630,9 +743,22 @@ class BeliefValueIteration(Algorithm):
             upd, opt = tx.update(grads, opt, p)
             return (project_nonnegative(optax.apply_updates(p, upd)), opt), (mse, vmean)
 
-        (params, opt_state), (mses, vmeans) = jax.lax.scan(
-            gd, (runner.params, runner.opt_state),
-            (xb.reshape(g, b, rows * cols), yb.reshape(g, b)))
+        if self.frozen_target:  # otto: one batch of targets from the frozen copy
+            yb = self.targets(frozen, xb, runner_w.memory_moves[idx])
+            (params, opt_state), (mses, vmeans) = jax.lax.scan(
+                gd, (runner.params, runner.opt_state),
+                (xb.reshape(g, b, rows * cols), yb.reshape(g, b)))
+        else:  # the ablation: each step's targets from the current parameters
+
+            def gd_current(carry, batch):
+                x, valid = batch
+                y = jax.lax.stop_gradient(self.targets(carry[0], x, valid))
+                carry, (mse, vmean) = gd(carry, (x.reshape(b, rows * cols), y))
+                return carry, (mse, vmean, y)
+
+            (params, opt_state), (mses, vmeans, yb) = jax.lax.scan(
+                gd_current, (runner.params, runner.opt_state),
+                (xb.reshape(g, b, rows, cols), runner_w.memory_moves[idx].reshape(g, b, -1)))
         update = runner.update + 1
         nan = jnp.float32(jnp.nan)
 
@@ -708,10 +834,14 @@ def policy_spec(algo: BeliefValueIteration, runner: SearcherRunner,
     """The exported policy's JSON side: format, settings, where the
     parameters come from, the env's action names."""
     evaluated = bool(np.isfinite(np.asarray(runner.best_score)))
+    network = {"type": algo.network_type, "hidden_sizes": list(algo.hidden_sizes),
+               "activation": "relu", "critic": "none"}
+    if algo.network_type == "cnn":  # agents.trained passes the strides to the forward pass
+        network.update(image_shape=list(algo.image_shape),
+                       conv_features=list(algo.conv_features),
+                       conv_kernels=list(algo.conv_kernels), conv_strides=list(algo.conv_strides))
     return {"format": TRAINED_POLICY_FORMAT, "algorithm": "belief_value_iteration",
-            "policy": "belief_lookahead",
-            "network": {"type": "mlp", "hidden_sizes": list(algo.hidden_sizes),
-                        "activation": "relu", "critic": "none"},
+            "policy": "belief_lookahead", "network": network,
             "discrete": True, "action_dim": algo.action_dim, "action_low": None,
             "action_high": None, "obs_dim": algo.obs_dim, "normalize_obs": False,
             "num_agents": 1,
@@ -723,7 +853,8 @@ def policy_spec(algo: BeliefValueIteration, runner: SearcherRunner,
             "updates": int(np.asarray(runner.update)), "env": env_config}
 
 
-__all__ = ["BeliefValueIteration", "SearcherRunner", "METRIC_NAMES", "POLICY_FORMAT", "act",
-           "belief_values", "export_arrays", "init_network", "move_values", "network_values",
+__all__ = ["BeliefValueIteration", "SearcherRunner", "METRIC_NAMES", "NETWORK_TYPES",
+           "POLICY_FORMAT", "act", "belief_values", "conv_output_size", "export_arrays",
+           "init_network", "move_values", "network_values",
            "policy_scores", "policy_spec", "project_nonnegative", "symmetry_tables",
            "valid_moves"]

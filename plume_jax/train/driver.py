@@ -1,0 +1,474 @@
+"""The run driver: trains the members of one compiled *program* for any
+:class:`~plume_jax.train.algorithm.Algorithm`, for ``plume-jax train`` (a
+program of one member) and ``plume-jax sweep`` (programs of members grouped
+by static structure).
+
+A :class:`Program` is what one XLA program trains: the algorithm, its
+members (each a :class:`Member`: a config, its env and a run folder), their
+hyperparameters and env params — stacked along a leading *member* axis when
+the program is ``batched`` (a sweep: ``Algorithm.run`` vmapped over
+members) and plain when it is not (a single run, or a sweep member of an
+algorithm that is not ``sweepable``) — and the folder its checkpoints go to
+(``checkpoint/``, ``checkpoints/update_N/``). For a single run that folder
+is the member's run folder; for a sweep it is ``programs/<k>``.
+
+What the driver owns, the same for both front ends:
+
+- the runner: a fresh ``init`` (:func:`init_runner`) or a checkpoint,
+  checked against the program (:func:`load_runner`), placed on the mesh;
+- training in chunks (:func:`run_program`: :mod:`plume_jax.train.chunks`),
+  every chunk's metrics rows appended to each member's ``metrics.jsonl``
+  (and to its live loggers), checkpoints every ``run.checkpoint_minutes`` /
+  ``run.checkpoint_every``, Ctrl-C / SIGTERM answered with a checkpoint and
+  :class:`~plume_jax.train.chunks.Interrupted`;
+- the greedy evaluation (:func:`evaluate_members`: one batched call for a
+  batched program);
+- each member's finished run folder (:func:`write_member`: its checkpoint,
+  exported policy, ``metrics.csv``, ``summary.json`` — results first — and
+  the learning-curve figure);
+- the multi-process rules: every process runs the same calls, process 0
+  alone writes (:mod:`plume_jax.train.distributed`).
+
+The front ends keep what differs: ``train`` (:mod:`plume_jax.train.trainer`)
+checks a resume point (any run or kept checkpoint) and prepares one run
+folder; ``sweep`` (:mod:`plume_jax.train.sweep`) expands a grid, groups
+members into programs and ranks the results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import pathlib
+import platform
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from plume_jax.errors import ValidationError
+from plume_jax.progress import ProgressBar
+from plume_jax.seeding import keys_from_seeds, seed_key
+from plume_jax.train.algorithm import Algorithm, algorithm_class
+from plume_jax.train.checkpoint import _atomic_write, export_policy, load_checkpoint, \
+    save_checkpoint
+from plume_jax.train.chunks import ChunkStats, checkpointer, run_in_chunks
+from plume_jax.train.config import TrainConfig
+from plume_jax.train.distributed import host_copy, is_main_process
+from plume_jax.train.evaluation import evaluate
+from plume_jax.train.loggers import RunLoggers
+from plume_jax.train.progress import Progress, append_jsonl, metric_rows, write_csv
+from plume_jax.train.sharding import mesh as make_mesh, resolve_devices, shard_members, \
+    shard_runner
+
+#: The most evaluation steps inherited from the env's ``max_steps`` when
+#: ``eval.num_steps`` is null (an explicit ``eval.num_steps`` may go to 10**7).
+MAX_INHERITED_EVAL_STEPS = 100_000
+
+
+def machine_info() -> dict[str, Any]:
+    """Where a run trained: platform, CPU count, Python, JAX, backend, devices."""
+    import os
+
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+        "backend": jax.default_backend(),
+        "devices": [str(d) for d in jax.devices()],
+        "processes": jax.process_count(),
+    }
+
+
+def write_text(path: pathlib.Path, text: str) -> None:
+    """``path`` replaced atomically by ``text`` (readers see the old file or
+    the new one, whole)."""
+    _atomic_write(path, text.encode())
+
+
+@dataclasses.dataclass
+class Member:
+    """One run trained by a program.
+
+    Attributes:
+        config: its validated config.
+        env, env_params: the env it trains on (``config.make_env()``).
+        folder: its run folder (None: nothing written).
+        name: its name in a sweep (``""`` for a single run).
+        summary: extra ``summary.json`` fields (a sweep member's grid values).
+    """
+
+    config: TrainConfig
+    env: Any
+    env_params: Any
+    folder: pathlib.Path | None = None
+    name: str = ""
+    summary: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def _stack(trees: list[Any]) -> Any:
+    return jax.tree.map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *trees)
+
+
+@dataclasses.dataclass
+class Program:
+    """Members trained by one compiled program (module docstring).
+
+    ``hp``, ``env_params`` and ``keys`` have a leading member axis when
+    ``batched``; ``mesh`` shards that axis (batched) or the env batch (a
+    single run of an algorithm that ``shards_env_batch``). ``members``:
+    the members' indices in their sweep (``[0]`` for a single run).
+    """
+
+    algo: Algorithm
+    runs: list[Member]
+    hp: Any
+    env_params: Any
+    keys: jax.Array
+    batched: bool
+    mesh: Any = None
+    folder: pathlib.Path | None = None
+    members: list[int] = dataclasses.field(default_factory=lambda: [0])
+    label: str = ""
+
+    @property
+    def config(self) -> TrainConfig:
+        """The first member's config (the static settings all members share)."""
+        return self.runs[0].config
+
+    @property
+    def env(self) -> Any:
+        return self.runs[0].env
+
+    @property
+    def envs(self) -> list[Any]:
+        return [m.env for m in self.runs]
+
+    @property
+    def num_updates(self) -> int:
+        return self.config.num_updates
+
+    @property
+    def devices(self) -> int:
+        return 1 if self.mesh is None else int(self.mesh.size)
+
+    def meta(self, update: int) -> dict[str, Any]:
+        """A checkpoint's metadata at ``update``: a single run's config, or
+        a batched program's member names and configs."""
+        if not self.batched:
+            return {"config": self.config.to_dict(), "update": update,
+                    "num_updates": self.num_updates}
+        return {"members": [m.name for m in self.runs],
+                "configs": [m.config.to_dict() for m in self.runs], "update": update,
+                "num_updates": self.num_updates}
+
+    def runner_of(self, runner: Any, j: int) -> Any:
+        """Member ``j``'s runner (the stacked runner's slice when batched)."""
+        return jax.tree.map(lambda x: x[j], runner) if self.batched else runner
+
+
+def build_program(runs: list[Member], *, batched: bool, folder: pathlib.Path | None = None,
+                  members: list[int] | None = None, label: str = "") -> Program:
+    """The :class:`Program` of ``runs``, which must share static settings
+    and env structure (the caller groups them). ``batched``: stack their
+    hyperparameters, env params and keys along a member axis (several
+    members, or a sweep's program of one); otherwise ``runs`` is one
+    member trained unbatched, as ``plume-jax train`` does."""
+    first = runs[0]
+    cls = algorithm_class(first.config.algo["algorithm"])
+    mesh = None
+    if batched:
+        n_dev = resolve_devices(first.config.run["devices"], len(runs),
+                                "number of sweep members")
+        mesh = make_mesh(n_dev, "members") if n_dev > 1 else None
+        algo = cls.from_config(first.config, first.env, first.env_params)
+        hp = _stack([algo.hparams(m.config, m.env_params) for m in runs])
+        env_params = _stack([m.env_params for m in runs])
+        keys = keys_from_seeds([m.config.run["seed"] for m in runs])
+    else:
+        if len(runs) != 1:
+            raise ValidationError.for_parameter("runs", len(runs), "one member when unbatched")
+        if cls.shards_env_batch:  # the env batch over the local devices
+            n_dev = resolve_devices(first.config.run["devices"], first.config.algo["num_envs"],
+                                    "algo.num_envs")
+            mesh = make_mesh(n_dev, "envs") if n_dev > 1 else None
+        algo = cls.from_config(first.config, first.env, first.env_params, mesh=mesh)
+        hp = algo.hparams(first.config, first.env_params)
+        env_params = first.env_params
+        keys = seed_key(first.config.run["seed"])
+    return Program(algo=algo, runs=list(runs), hp=hp, env_params=env_params, keys=keys,
+                   batched=batched, mesh=mesh, folder=folder,
+                   members=list(range(len(runs))) if members is None else list(members),
+                   label=label)
+
+
+def _init(p: Program) -> Any:
+    if not p.batched:
+        return p.algo.init(p.keys, p.hp, p.env_params)
+    if p.algo.sweepable:
+        return jax.vmap(p.algo.init)(p.keys, p.hp, p.env_params)
+    first = jax.tree.map(lambda x: x[0], (p.keys, p.hp, p.env_params))
+    return jax.tree.map(lambda x: x[None], p.algo.init(*first))
+
+
+def _place(p: Program, runner: Any) -> Any:
+    if p.mesh is None:
+        return runner
+    return shard_members(runner, p.mesh, "members") if p.batched else \
+        shard_runner(runner, p.mesh, "envs")
+
+
+def init_runner(p: Program) -> Any:
+    """A fresh runner (``algo.init`` of every member), on the program's mesh."""
+    return _place(p, jax.block_until_ready(jax.jit(lambda: _init(p))()))
+
+
+def load_runner(p: Program, checkpoint: pathlib.Path) -> tuple[Any, int]:
+    """The runner of ``checkpoint`` (checked against the program: a batched
+    program's checkpoint must hold its members and configs), on the mesh,
+    and its update."""
+    runner, meta = load_checkpoint(checkpoint, jax.eval_shape(lambda: _init(p)))
+    if p.batched:
+        expected = json.loads(json.dumps(p.meta(0)))
+        for key in ("members", "configs"):
+            if meta.get(key) != expected[key]:
+                raise ValidationError.for_parameter(
+                    "--resume", str(checkpoint),
+                    f"a checkpoint of this sweep's program (its {key} differ from sweep.yaml's)")
+    return _place(p, runner), int(meta.get("update", 0))
+
+
+class _OneMember:
+    """A batched program of one member of an algorithm that is not
+    ``sweepable``: ``run`` takes and gives the stacked form (a leading
+    member axis of size 1) and runs the algorithm unbatched."""
+
+    def __init__(self, algo: Algorithm):
+        self.algo = algo
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.algo, name)
+
+    def run(self, runner: Any, hp: Any, env_params: Any, num_updates: int,
+            callback: Any = None, log_every: int = 1, batched: bool = True, count: Any = None):
+        def first(tree: Any) -> Any:
+            return jax.tree.map(lambda x: x[0], tree)
+
+        inner = None if callback is None else (
+            lambda m: callback(jax.tree.map(lambda x: np.asarray(x)[None], m)))
+        runner, metrics = self.algo.run(first(runner), first(hp), first(env_params),
+                                        num_updates, callback=inner, log_every=log_every,
+                                        batched=False, count=count)
+        return (jax.tree.map(lambda x: x[None], runner),
+                jax.tree.map(lambda x: x[:, None], metrics))
+
+
+@dataclasses.dataclass
+class ProgramResult:
+    """A trained program: its final ``runner``, per-member metrics ``rows``
+    (one list of per-update rows per member, from update 1), timings, the
+    update it started from (0: fresh) and ``interrupted`` (the signal that
+    stopped it early, after a checkpoint)."""
+
+    setup: Program
+    runner: Any
+    rows: list[list[dict[str, Any]]]
+    init_seconds: float
+    stats: ChunkStats
+    resumed_at_update: int = 0
+
+    @property
+    def compile_seconds(self) -> float:
+        return self.stats.compile_seconds
+
+    @property
+    def train_seconds(self) -> float:
+        return self.stats.train_seconds
+
+    @property
+    def interrupted(self) -> str | None:
+        return self.stats.interrupted
+
+    @property
+    def update(self) -> int:
+        return int(np.asarray(self.runner.update).reshape(-1)[0])
+
+    @property
+    def metrics(self) -> dict[str, np.ndarray]:
+        """The rows as arrays [updates, members] (NaN where a value is None)."""
+        names = list(self.rows[0][0]) if self.rows and self.rows[0] else []
+        return {n: np.asarray([[np.nan if r[u].get(n) is None else r[u][n] for r in self.rows]
+                               for u in range(len(self.rows[0]))], np.float64) for n in names}
+
+
+def run_program(p: Program, runner: Any, rows: list[list[dict[str, Any]]], *,
+                bar: ProgressBar, offset: float = 0.0, init_seconds: float = 0.0,
+                loggers: list[RunLoggers | None] | None = None, stop: Any = None
+                ) -> ProgramResult:
+    """Train ``p`` from ``runner`` (at its update; ``rows``: each member's
+    metrics rows so far, extended in place) to ``p.num_updates``.
+
+    Every chunk's rows are appended to each member's ``metrics.jsonl`` (by
+    process 0) and to its ``loggers`` entry; checkpoints go to ``p.folder``
+    (none when it is None). The chunking rules, timed and kept checkpoints
+    and the stop request are :func:`~plume_jax.train.chunks.run_in_chunks`'s.
+    """
+    cfg = p.config
+    done = int(np.asarray(runner.update).reshape(-1)[0])
+    start = done
+    main = is_main_process()
+    hp, env_params = p.hp, p.env_params
+    if p.batched and p.mesh is not None:
+        hp = shard_members(hp, p.mesh, "members")
+        env_params = shard_members(env_params, p.mesh, "members")
+    loggers = loggers or [None] * len(p.runs)
+
+    def on_chunk(metrics: dict[str, Any], _: int) -> None:
+        for j, member in enumerate(p.runs):
+            member_metrics = ({n: np.asarray(v)[:, j] for n, v in metrics.items()}
+                              if p.batched else metrics)
+            new = [{k: v for k, v in r.items() if k != "member"}
+                   for r in metric_rows(member_metrics)] if p.batched else \
+                metric_rows(member_metrics)
+            rows[j].extend(new)
+            if member.folder is not None and main:
+                append_jsonl(member.folder / "metrics.jsonl", new)
+            if loggers[j] is not None:
+                loggers[j].log_rows(new)
+
+    algo: Any = p.algo if (p.algo.sweepable or not p.batched) else _OneMember(p.algo)
+    printer = Progress(bar, p.num_updates, cfg.steps_per_update, offset=offset,
+                       members=len(p.runs), prefix=p.label)
+    runner, stats = run_in_chunks(
+        algo, runner, hp, env_params, done=done, num_updates=p.num_updates,
+        log_every=cfg.run["log_every"], bar=bar, printer=printer, bar_offset=offset,
+        bar_scale=len(p.runs), on_chunk=on_chunk,
+        on_checkpoint=checkpointer(p.folder, p.meta) if p.folder is not None else None,
+        every=cfg.run["checkpoint_every"], minutes=cfg.run["checkpoint_minutes"],
+        batched=p.batched, label=p.label, stop=stop)
+    if jax.process_count() > 1:  # the members' state on every process, for what follows
+        runner = host_copy(runner)
+    return ProgramResult(setup=p, runner=runner, rows=rows, init_seconds=init_seconds,
+                         stats=stats, resumed_at_update=start)
+
+
+def eval_num_steps(cfg: TrainConfig, env_params: Any) -> int:
+    """``eval.num_steps``, or the env's ``max_steps`` (the largest over a
+    member axis) capped at :data:`MAX_INHERITED_EVAL_STEPS`."""
+    return cfg.eval["num_steps"] or min(int(np.max(np.asarray(env_params.max_steps))),
+                                        MAX_INHERITED_EVAL_STEPS)
+
+
+def evaluate_members(p: Program, runner: Any) -> list[dict[str, Any]]:
+    """The greedy (``eval.greedy``) evaluation of every member on
+    ``eval.num_envs`` fresh episodes: one batched call for a batched
+    program; a single run evaluates its exported policy as reloaded from
+    disk (``policy/``, written by :func:`export_member` first) when it has
+    a run folder, so the figures are those of the files a user loads."""
+    cfg = p.config
+    num_steps = eval_num_steps(cfg, p.env_params)
+    if p.batched:
+        spec, arrays = p.algo.policy(runner)
+        e = evaluate(p.env, spec, arrays, p.env_params, cfg.eval["seed"], cfg.eval["num_envs"],
+                     num_steps, greedy=cfg.eval["greedy"], batched=True)
+        return [_member_evaluation(e, j) for j in range(len(p.runs))]
+    from agents.trained import TrainedPolicy
+
+    member = p.runs[0]
+    greedy = cfg.eval["greedy"]
+    if member.folder is not None and is_main_process():
+        policy = TrainedPolicy.load(member.folder / "policy", greedy=greedy)
+    else:
+        spec, arrays = p.algo.policy(runner)
+        policy = TrainedPolicy({**spec, "env": p.env.settings},
+                               {k: np.asarray(v) for k, v in arrays.items()}, greedy=greedy)
+    return [evaluate(p.env, policy.spec, policy.params, p.env_params, cfg.eval["seed"],
+                     cfg.eval["num_envs"], num_steps, greedy=greedy)]
+
+
+def _member_evaluation(evaluation: dict[str, Any], j: int) -> dict[str, Any]:
+    steps = evaluation["mean_steps_to_goal"]
+    step = None if steps is None or not np.isfinite(steps[j]) else float(steps[j])
+    out = {"episodes": evaluation["episodes"], "max_steps": evaluation["max_steps"],
+           "seed": evaluation["seed"], "greedy": evaluation["greedy"],
+           "success_rate": float(evaluation["success_rate"][j]),
+           "successes": int(evaluation["successes"][j]), "mean_steps_to_goal": step,
+           "mean_return": float(evaluation["mean_return"][j]),
+           "seconds_incl_compile": evaluation["seconds_incl_compile"]}
+    for key in ("mean_steps_to_first_arrival", "first_arrival_rate", "mean_arrivals",
+                "mean_collisions"):
+        if evaluation.get(key) is not None:
+            value = np.asarray(evaluation[key], np.float64).reshape(-1)
+            value = value[j] if value.size > 1 else value[0]
+            out[key] = float(value) if np.isfinite(value) else None
+    return out
+
+
+def export_member(p: Program, result: ProgramResult, j: int) -> None:
+    """Member ``j``'s final state into its run folder (process 0): its
+    checkpoint — unless the program's checkpoints already go there and one
+    holds this update — and its exported policy."""
+    member = p.runs[j]
+    if member.folder is None or not is_main_process():
+        return
+    runner = p.runner_of(result.runner, j)
+    done = result.update
+    cfg = member.config
+    own = p.folder is not None and p.folder.resolve() == member.folder.resolve()
+    if not own or done == result.resumed_at_update:  # nothing trained: write it
+        save_checkpoint(member.folder / "checkpoint", runner,
+                        {"config": cfg.to_dict(), "update": done, "num_updates": cfg.num_updates})
+    export_policy(member.folder / "policy", p.algo, runner, member.env.settings,
+                  {"trained_env_steps": done * cfg.steps_per_update})
+
+
+def member_summary(p: Program, result: ProgramResult, j: int) -> dict[str, Any]:
+    """The ``summary.json`` fields every run folder has: env, config, budget."""
+    member = p.runs[j]
+    cfg = member.config
+    done = result.update
+    return {"env": member.env.settings.get("id", member.env.name), "config": cfg.to_dict(),
+            "num_updates": cfg.num_updates, "env_steps_total": done * cfg.steps_per_update,
+            **member.summary}
+
+
+def write_member(p: Program, result: ProgramResult, j: int, summary: dict[str, Any], *,
+                 rows: list[dict[str, Any]] | None = None, loggers: RunLoggers | None = None,
+                 curve: Callable[[pathlib.Path, list[dict[str, Any]]], None] | None = None,
+                 figure: str = "learning_curve.png") -> None:
+    """Finish member ``j``'s run folder (process 0), results first:
+    ``metrics.csv`` (of ``rows``, default the member's rows of this call)
+    and ``summary.json`` (atomic replacements), the
+    evaluation logged to ``loggers``, then the figure ``curve(folder /
+    figure, rows)`` — a figure that fails is a warning that loses nothing."""
+    member = p.runs[j]
+    if member.folder is None or not is_main_process():
+        return
+    folder = member.folder
+    rows = result.rows[j] if rows is None else rows
+    write_csv(folder / "metrics.csv", rows)
+    summary.setdefault("finished_at", dt.datetime.now(dt.timezone.utc).isoformat(
+        timespec="seconds"))
+    write_text(folder / "summary.json", json.dumps(summary, indent=2))
+    if loggers is not None and summary.get("evaluation") is not None:
+        loggers.log_evaluation(summary["evaluation"],
+                               result.update * member.config.steps_per_update)
+    if curve is None:
+        return
+    try:
+        curve(folder / figure, rows)
+    except Exception as exc:  # results first: a figure that fails loses nothing
+        import warnings
+
+        warnings.warn(f"{figure} was not written ({type(exc).__name__}: {exc}); "
+                      "the results are in summary.json and metrics.csv", RuntimeWarning,
+                      stacklevel=2)
+
+
+__all__ = ["MAX_INHERITED_EVAL_STEPS", "Member", "Program", "ProgramResult", "build_program",
+           "eval_num_steps", "evaluate_members", "export_member", "init_runner", "load_runner",
+           "machine_info", "member_summary", "run_program", "write_member", "write_text"]
