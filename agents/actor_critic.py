@@ -52,7 +52,8 @@ def gru_cell(p: Mapping[str, jax.Array], h: jax.Array, x: jax.Array,
 def image_channels_rows_columns(net: Any) -> tuple[int, int, int]:
     """``(channels, rows, columns)`` of the ``cnn`` network's image."""
     shape = tuple(int(v) for v in _get(net, "image_shape"))
-    return shape if len(shape) == 3 else (1,) + shape
+    channels, rows, columns = shape if len(shape) == 3 else (1,) + shape
+    return channels, rows, columns
 
 
 def conv_torso(p: Mapping[str, jax.Array], net: Any, x: jax.Array) -> jax.Array:
@@ -124,6 +125,7 @@ def actor_critic(net: Any, p: Mapping[str, jax.Array], hidden: jax.Array, x: jax
         feats, heads = conv_torso(p, net, x), sizes
     else:
         feats, heads = x, sizes
+    value: jax.Array | None
     if value_only:
         c = feats
         for i in range(len(heads)):

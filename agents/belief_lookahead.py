@@ -116,7 +116,8 @@ def move_values(arrays: dict, likelihood: jax.Array, deltas: jax.Array, belief: 
     eff = jnp.where(valid[:, None], deltas, 0)
     mass, post = jax.vmap(lambda d: predict_readings(belief, likelihood, d))(eff)
     m, h = mass.shape
-    v = belief_values(arrays, post.reshape(m * h, -1), perm, belief.shape,
+    rows, cols = belief.shape
+    v = belief_values(arrays, post.reshape(m * h, -1), perm, (rows, cols),
                       conv_strides).reshape(m, h)
     return 1.0 + jnp.sum(mass * v, axis=-1), mass, post
 

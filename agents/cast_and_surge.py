@@ -40,9 +40,11 @@ import jax.numpy as jnp
 from agents.base import action_id, has_action, observation_index
 from agents.chemotaxis import CCW_MOVES
 
+from plume_jax.pytree import Pytree
+
 
 @chex.dataclass(frozen=True)
-class CastSurgeCarry:
+class CastSurgeCarry(Pytree):
     """Attributes:
         since_detection: i32[], steps since the last detection (large at start).
         side: i32[], +1 casting left, -1 casting right.
@@ -79,6 +81,7 @@ class CastAndSurgePolicy:
                 surge_steps: int = 3, cast_steps: int = 2, growth: int = 2) -> "CastAndSurgePolicy":
         odour = observation_index(env, obs_label, agent=cls.name)
         half_turn = 0.0
+        names: tuple[str, ...]
         if has_action(env, "surge"):
             mode, names, wind = "wind_relative", ("surge", "cast_left", "cast_right"), (0, 0)
         elif has_action(env, "forward"):

@@ -36,12 +36,14 @@ import jax.numpy as jnp
 
 from agents.base import action_id, has_action, observation_index
 
+from plume_jax.pytree import Pytree
+
 # Cardinal moves in counter-clockwise order: index + 1 is a left turn.
 CCW_MOVES = ("move_east", "move_north", "move_west", "move_south")
 
 
 @chex.dataclass(frozen=True)
-class ChemotaxisCarry:
+class ChemotaxisCarry(Pytree):
     """Attributes:
         heading: i32[], index into CCW_MOVES (cardinal mode).
         known: bool[], whether ``heading`` is known yet (cardinal mode).

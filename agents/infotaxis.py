@@ -116,6 +116,7 @@ from plume_jax.errors import ValidationError
 from plume_jax.plumes.poisson import PoissonPlume
 from plume_jax.plumes.poisson_posterior import (  # noqa: F401  (capped_poisson_table: re-exported)
     bayes_update, capped_poisson_table, likelihood_tables, plain_params)
+from plume_jax.pytree import Pytree
 from plume_jax.sensors import CompositeSensor, HitsSensor
 
 #: A candidate cell holding the source with at least this probability is entered at once.
@@ -124,7 +125,7 @@ _LN2 = math.log(2.0)
 
 
 @chex.dataclass(frozen=True)
-class InfotaxisCarry:
+class InfotaxisCarry(Pytree):
     """Attributes: posterior f32[H, W] (sums to 1); position i32[2] ``(x, y)``."""
 
     posterior: jax.Array
@@ -160,7 +161,8 @@ class InfotaxisPolicy:
         position_index: indices of ``(x, y)`` in the observation, or None to
             dead-reckon from ``start``.
         start: the fixed start cell ``(x, y)`` (dead reckoning), else None.
-        width, height: grid size.
+        width: grid width (cells).
+        height: grid height (cells).
         h_max: number of hit classes.
         plume: the env's Poisson plume component (static, hashable).
         plume_params: its params as ``((name, values), ...)``.
@@ -216,7 +218,8 @@ class InfotaxisPolicy:
         Args:
             space_aware: use the space-aware rule (Loisy & Eloy 2022).
             position: ``"auto"``, ``"sensor"`` or ``"dead_reckoning"`` (module docstring).
-            tie_break, tie_tolerance: see the class.
+            tie_break: see the class.
+            tie_tolerance: see the class.
             params: the ``EnvParams`` whose plume law and sensor gain the
                 likelihood uses (default: ``env.default_params``).
 
@@ -250,7 +253,8 @@ class InfotaxisPolicy:
             raise ValidationError.for_parameter("agent.position", position,
                                                 "'auto', 'sensor' or 'dead_reckoning'")
         mode = ("sensor" if has_position else "dead_reckoning") if position == "auto" else position
-        position_index, start = None, None
+        position_index: tuple[int, int] | None = None
+        start: tuple[int, int] | None = None
         if mode == "sensor":
             if not has_position:
                 raise ValidationError.for_parameter(
@@ -267,7 +271,8 @@ class InfotaxisPolicy:
                     f"a 'fixed' start for dead reckoning ({agent}); with another start, add a "
                     "'position' sensor: sensor={'type': 'composite', 'sensors': [{'type': "
                     "'hits', ...}, {'type': 'position'}]}")
-            start = tuple(int(round(float(v))) for v in start_cfg["position"])
+            x, y = (int(round(float(v))) for v in start_cfg["position"])
+            start = (x, y)
         return cls(
             move_ids=move_ids, move_deltas=move_deltas,
             hits_index=hits_index, position_index=position_index, start=start,

@@ -28,12 +28,14 @@ import jax.numpy as jnp
 
 from agents.base import action_id, has_action, observation_index
 
+from plume_jax.pytree import Pytree
+
 MOVES = ("move_north", "move_south", "move_east", "move_west")
 ORIENTED = ("forward", "turn_left", "turn_right")
 
 
 @chex.dataclass(frozen=True)
-class KlinotaxisCarry:
+class KlinotaxisCarry(Pytree):
     """Attributes: last_concentration f32[]; last_action i32[]; turned bool[]."""
 
     last_concentration: jax.Array

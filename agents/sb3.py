@@ -32,8 +32,8 @@ class SB3Agent:
     def __init__(self, model: Any, deterministic: bool = True):
         self.model = model
         self.deterministic = deterministic
-        self._state = None
-        self._episode_start = None
+        self._state: Any = None  # the model's recurrent state (None: feed-forward)
+        self._episode_start: np.ndarray | None = None
 
     @classmethod
     def load(cls, path: str, algorithm: str = "PPO", deterministic: bool = True) -> "SB3Agent":

@@ -51,12 +51,13 @@ import numpy as np
 from agents.actor_critic import actor_critic
 from agents.base import StatefulAgent, describe
 from plume_jax.errors import ValidationError
+from plume_jax.pytree import Pytree
 
 POLICY_FORMAT = "plume_jax.trained_policy/1"
 
 
 @chex.dataclass(frozen=True)
-class TrainedCarry:
+class TrainedCarry(Pytree):
     """Attributes:
         hidden: f32[H], recurrent state (H = 1 and unused for an MLP).
         prev_action: i32[] or f32[A], the last action (normalised for Box).
@@ -71,7 +72,7 @@ class TrainedCarry:
 
 
 def lookahead_successors(image_shape: Any, likelihood: jax.Array, move_deltas: jax.Array,
-                         obs: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+                         obs: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """What each move can lead to, from a ``belief`` sensor observation
     (centred, full window, grid channel, optional summaries).
 
@@ -405,7 +406,7 @@ class TrainedPolicy:
         obs = jax.ShapeDtypeStruct(tuple(shape), jnp.float32)
         key = jax.eval_shape(lambda: jax.random.key(0))
         try:
-            action, _ = jax.eval_shape(policy.act, policy.init(None), obs, key)
+            action, _ = jax.eval_shape(policy.act, policy.init(key), obs, key)
         except (TypeError, ValueError, KeyError) as error:
             raise ValidationError.for_parameter(
                 "path", str(path), f"weights (policy.npz) that fit the network in policy.json "
@@ -455,6 +456,8 @@ class TrainedPolicy:
 class TrainedAgent(StatefulAgent):
     """A :class:`TrainedPolicy` as a stateful ``Agent``: ``act(obs)`` returns
     an ``int`` (discrete actions) or a float32 array (``Box`` actions)."""
+
+    policy: TrainedPolicy
 
     def __init__(self, policy: TrainedPolicy, seed: int = 0):
         super().__init__(policy, seed=seed)

@@ -166,8 +166,10 @@ def step_then_reset_batch(env: Any, keys_step: jax.Array, keys_reset: jax.Array,
     the reset computed only for the envs that ended (:func:`reset_where`).
 
     Args:
-        keys_step, keys_reset: key[N] each, one per env.
-        state, action: batches (leading axis N).
+        keys_step: key[N], one per env, for the step.
+        keys_reset: key[N], one per env, for the reset.
+        state: a batch of states (leading axis N).
+        action: a batch of actions (leading axis N).
         params: shared by the batch, or (``params_batched``) one per env.
         max_resets: static; the reset pool, ``1..N``; default ``max(1, N // 16)``.
         params_batched: static; whether ``params`` has the leading axis N.

@@ -157,7 +157,7 @@ class PlumeEnv(gymnax_env.Environment[EnvState, EnvParams]):
     start: StartDistribution
     # A default (None, refused below) keeps a plain class attribute in this
     # class, which shadows gymnax's read-only ``default_params`` property.
-    default_params: EnvParams = dataclasses.field(default=None,
+    default_params: EnvParams = dataclasses.field(default=None,  # type: ignore[assignment]
                                                   metadata={"fingerprint": _freeze})
     settings: dict = dataclasses.field(default_factory=dict, compare=False)
     #: Whether ``step`` keeps the gradients of the transition's observation

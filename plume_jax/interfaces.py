@@ -31,7 +31,7 @@ from plume_jax.settings.schema import NESTED_PARAMS, ROLE, SETTING, declared_fie
 from plume_jax.starts.base import StartDistribution
 
 #: Component slot -> the interface its components implement.
-INTERFACES: dict[str, type] = {
+INTERFACES: dict[str, type[Configurable]] = {
     "plume": Plume,
     "sensor": Sensor,
     "actions": ActionModel,
@@ -73,7 +73,7 @@ def _interface_members(base: type) -> tuple[list[str], list[str]]:
     return methods, attributes
 
 
-def declaration_problems(cls: type) -> list[str]:
+def declaration_problems(cls: type[Configurable]) -> list[str]:
     """What breaks the rule "each setting declared once, as a field":
 
     - every field of ``cls.Params`` declares exactly one thing: a dynamic
@@ -137,8 +137,11 @@ def check_component(cls: type, slot: str) -> list[str]:
         return [f"{cls!r} is not a subclass of {base.__name__}"]
     problems = []
     if inspect.isabstract(cls):
-        problems.append(f"{cls.__name__} does not implement {sorted(cls.__abstractmethods__)}")
-    if not dataclasses.is_dataclass(cls) or not cls.__dataclass_params__.frozen:
+        abstract = sorted(getattr(cls, "__abstractmethods__", ()))
+        problems.append(f"{cls.__name__} does not implement {abstract}")
+    dataclass_params = getattr(cls, "__dataclass_params__", None)  # set by @dataclass
+    if not dataclasses.is_dataclass(cls) or dataclass_params is None \
+            or not dataclass_params.frozen:
         problems.append(f"{cls.__name__} is not a frozen dataclass")
     if not isinstance(cls.type_name, str) or not cls.type_name:
         problems.append(f"{cls.__name__} has no type_name")

@@ -77,7 +77,7 @@ class MultiAgentPlumeEnv(PlumeEnv):
 
     # required (``field()`` keeps PlumeEnv's class attribute ``num_agents = 1``
     # from becoming its default)
-    num_agents: int = dataclasses.field()
+    num_agents: int = dataclasses.field()  # type: ignore[misc]
     done_mode: str = "all"
     collisions: bool = False
     observe_others: bool = False
@@ -127,6 +127,7 @@ class MultiAgentPlumeEnv(PlumeEnv):
         base = self.sensor.observation_space(self._params(params).sensor)
         if not self.observe_others:
             return base
+        assert isinstance(base, spaces.Box)  # a Dict observation is refused at construction
         extra = 2 * (self.num_agents - 1)
         return spaces.Box(low=tuple(base.low) + (-1.0,) * extra,
                           high=tuple(base.high) + (1.0,) * extra,

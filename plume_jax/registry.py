@@ -33,6 +33,8 @@ from plume_jax.plumes import PLUMES
 from plume_jax.rewards import REWARDS
 from plume_jax.sensors import SENSORS
 from plume_jax.settings import (
+    Checker,
+    Configurable,
     MAX_GRID_SIDE,
     MAX_INT32,
     MAX_LENGTH,
@@ -46,7 +48,7 @@ from plume_jax.starts import STARTS
 from plume_jax.types import EnvParams, Grid
 
 #: Component slot -> {type name -> class}.
-COMPONENTS: dict[str, dict[str, type]] = {
+COMPONENTS: dict[str, Mapping[str, type[Configurable]]] = {
     "plume": PLUMES,
     "sensor": SENSORS,
     "actions": ACTIONS,
@@ -312,7 +314,11 @@ def preset_spec(preset_id: str) -> dict[str, Any] | None:
 def is_multi_agent(preset_id: str) -> bool:
     """Whether a preset has several agents (a ``MultiAgentPlumeEnv``; its
     Python-side adapter is PettingZoo's, not Gymnasium's single-agent API)."""
-    return int(preset_spec(preset_id).get("num_agents", 1)) > 1
+    spec = preset_spec(preset_id)
+    if spec is None:
+        raise ValidationError.for_parameter(
+            "preset_id", preset_id, f"a preset id (known: {sorted({**PRESETS, **DATA_PRESETS})})")
+    return int(spec.get("num_agents", 1)) > 1
 
 
 def list_presets() -> dict[str, str]:
@@ -433,7 +439,7 @@ def build_env(spec: Mapping[str, Any]) -> tuple[PlumeEnv, EnvParams]:
 
 def _multi_agent_settings(spec: Mapping[str, Any], grid: Grid) -> dict[str, Any]:
     """Validated multi-agent settings (defaults filled)."""
-    checks = {"num_agents": integer(low=1, high=4096), "done_mode": choice(DONE_MODES),
+    checks: dict[str, Checker] = {"num_agents": integer(low=1, high=4096), "done_mode": choice(DONE_MODES),
               "collisions": boolean(), "observe_others": boolean()}
     return {name: checks[name](name, spec.get(name, default), grid)
             for name, default in MULTI_AGENT_SETTINGS.items()}

@@ -67,11 +67,12 @@ import numpy as np
 from plume_jax.autoreset import (Transition, check_max_resets, ended_step_info, reset_where)
 from plume_jax.env import PlumeEnv
 from plume_jax.errors import ValidationError
+from plume_jax.pytree import Pytree
 from plume_jax.types import EnvParams, EnvState
 
 
 @chex.dataclass(frozen=True)
-class SharedPlumeState:
+class SharedPlumeState(Pytree):
     """A batch of ``N = num_plumes * k`` episodes over ``num_plumes`` plumes.
 
     Attributes:

@@ -14,6 +14,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from plume_jax.pytree import Pytree
+
 
 @dataclasses.dataclass(frozen=True)
 class Grid:
@@ -46,7 +48,7 @@ class Grid:
 
 
 @chex.dataclass(frozen=True)
-class AgentState:
+class AgentState(Pytree):
     """The navigating agent.
 
     Attributes:
@@ -67,7 +69,7 @@ class AgentState:
 
 
 @chex.dataclass(frozen=True)
-class EnvState:
+class EnvState(Pytree):
     """The whole environment state of one episode.
 
     Attributes:
@@ -91,7 +93,7 @@ class EnvState:
 
 
 @chex.dataclass(frozen=True)
-class EnvParams:
+class EnvParams(Pytree):
     """Everything a user may sweep: every leaf may carry a batch axis under vmap.
 
     Attributes:
@@ -112,7 +114,7 @@ class EnvParams:
 
 
 @chex.dataclass(frozen=True)
-class NoParams:
+class NoParams(Pytree):
     """Params of a component that has nothing to sweep."""
 
 

@@ -150,7 +150,8 @@ def record_episode(env: Any, path: str | os.PathLike, policy: Callable[[Any], An
         policy: ``policy(obs) -> action``, an agent with ``act(obs)`` (and
             optionally ``reset()``), or None for uniformly random actions
             from ``env.action_space`` (seeded with ``seed``).
-        seed, options: passed to ``env.reset``.
+        seed: passed to ``env.reset``.
+        options: passed to ``env.reset``.
         max_steps: stop after this many steps even if the episode goes on.
         fps: frames per second (default ``env.metadata["render_fps"]``).
 
@@ -281,13 +282,16 @@ def rollout_frames(env: Any, params: Any = None, policy: Any = None, key: Any = 
     ``num_steps``.
 
     Args:
-        env, params: a ``PlumeEnv`` and its params (default params if None).
+        env: a ``PlumeEnv``.
+        params: its params (default params if None).
         policy: a hashable functional policy (``init(key) -> carry``,
             ``act(carry, obs, key) -> (action, carry)``), or None for
             uniformly random actions.
         key: a PRNG key or an int seed; the same key gives the same frames.
-        num_envs, num_steps: batch size and steps per env (static).
-        scale: pixels per cell; trail_length: recent positions drawn. The
+        num_envs: batch size (static).
+        num_steps: steps per env (static).
+        trail_length: recent positions drawn.
+        scale: pixels per cell. The
             ``num_envs`` frames of one step must fit
             :data:`~plume_jax.render.MAX_FRAME_PIXELS` (``ValidationError``
             otherwise, before anything is compiled).

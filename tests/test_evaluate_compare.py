@@ -149,7 +149,7 @@ def test_scenario_names_that_look_like_paths_stay_inside_out(compared):
 
 
 def test_progress_lines_go_to_stderr(compared):
-    lines = [l for l in compared["stderr"].splitlines() if l.startswith("[evaluate]")]
+    lines = [line for line in compared["stderr"].splitlines() if line.startswith("[evaluate]")]
     assert lines and "episodes" in lines[-1] and "96/96" in lines[-1]
     assert "[evaluate]" not in compared["stdout"]
 

@@ -75,3 +75,31 @@ def test_rejects_a_single_agent_env():
     env, _ = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[16, 16], sigma=4.0)
     with pytest.raises(ValidationError, match="MultiAgentPlumeEnv"):
         PlumeParallelEnv(env)
+
+
+def test_is_success_is_in_the_info_of_the_step_an_agent_leaves(multi):
+    """As in the Gymnasium env: ``is_success`` (goal reached) on the last step of
+    each agent's episode, nowhere else (it was missing from the PettingZoo infos)."""
+    cls, env = multi
+    pz = cls(env)
+    _, infos = pz.reset(seed=1)
+    source = np.asarray(env.default_params.plume.source, float)
+    ids = env.action_ids
+    ended = {}
+    while pz.agents:
+        actions = {}
+        for name in pz.agents:  # step towards the source, x first
+            dx, dy = source - np.asarray(infos[name]["agent_xy"], float)
+            actions[name] = ids["move_east" if dx > 0.5 else "move_west" if dx < -0.5 else
+                                "move_north" if dy > 0.5 else "move_south" if dy < -0.5 else
+                                "noop"]
+        live = list(pz.agents)
+        _, _, terms, truncs, infos = pz.step(actions)
+        for name in live:
+            if terms[name] or truncs[name]:
+                ended[name] = (terms[name], infos[name]["is_success"])
+            else:
+                assert "is_success" not in infos[name]
+    assert set(ended) == set(pz.possible_agents)
+    assert any(success for _, success in ended.values()), "no agent arrived: test the env"
+    assert all(success is terminated for terminated, success in ended.values())

@@ -24,7 +24,7 @@ def test_plain_lines_when_not_a_terminal_and_always_the_last_update():
 def test_quiet_prints_nothing():
     stream = io.StringIO()
     with ProgressBar(10, "sweep", quiet=True, stream=stream) as bar:
-        for i in range(10):
+        for _ in range(10):
             bar.advance()
     assert bar.mode == "quiet" and stream.getvalue() == ""
 

@@ -28,8 +28,8 @@ from plume_jax.actions.run_tumble import RunTumbleActions
 from plume_jax.actions.surge_cast import SurgeCastActions
 from plume_jax.settings import type_table
 
-ACTIONS = type_table(DiscreteGridActions, OrientedGridActions, RunTumbleActions, ContinuousActions,
-                     SurgeCastActions)
+ACTIONS: dict[str, type[ActionModel]] = type_table(
+    DiscreteGridActions, OrientedGridActions, RunTumbleActions, ContinuousActions, SurgeCastActions)
 
 __all__ = [
     "ACTIONS",

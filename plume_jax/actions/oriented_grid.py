@@ -16,12 +16,13 @@ from plume_jax.actions.base import (
     step_size_setting,
     wrap_angle,
 )
+from plume_jax.pytree import Pytree
 from plume_jax.settings import real, setting
 from plume_jax.types import AgentState, Grid, PlumeProbe
 
 
 @chex.dataclass(frozen=True)
-class OrientedGridParams:
+class OrientedGridParams(Pytree):
     """Attributes:
         turn_angle_deg: f32[], degrees turned by ``turn_left`` / ``turn_right``
             (in ``(0, 180]``).

@@ -7,6 +7,7 @@ One module per subcommand, each with ``add_parser(s)`` and ``run``:
 - ``plume-jax train`` / ``plume-jax sweep`` (:mod:`.train`): PPO training
   and sweeps from YAML configs;
 - ``plume-jax evaluate`` (:mod:`.evaluate`): evaluation scenarios;
+- ``plume-jax record`` (:mod:`.record`): a video of a trained policy;
 - ``plume-jax data`` (:mod:`.data`): registered plume datasets.
 
 Bad input (``ValidationError``) and a state that forbids the command
@@ -27,7 +28,7 @@ import argparse
 import os
 import sys
 
-from plume_jax.cli import data, demo, evaluate, presets, train
+from plume_jax.cli import data, demo, evaluate, presets, record, train
 from plume_jax.cli.demo import DEMO_DEFAULTS, run_demo
 
 __all__ = ["DEMO_DEFAULTS", "main", "run_demo"]
@@ -38,6 +39,7 @@ _COMMANDS = {
     "train": train.run_train,
     "sweep": train.run_sweep,
     "evaluate": evaluate.run,
+    "record": record.run,
     "data": data.run,
 }
 
@@ -54,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     presets.add_parser(sub)
     train.add_parsers(sub)
     evaluate.add_parser(sub)
+    record.add_parser(sub)
     data.add_parser(sub)
     return parser
 

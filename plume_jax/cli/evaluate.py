@@ -31,6 +31,7 @@ import pathlib
 import re
 import sys
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 from plume_jax.cli.common import check_output_file, check_output_folder, parse_overrides
@@ -100,7 +101,7 @@ def earlier_outputs(out: pathlib.Path) -> list[str]:
     return names
 
 
-def clear_earlier_outputs(out: pathlib.Path, keep: list[str | None] = ()) -> list[str]:
+def clear_earlier_outputs(out: pathlib.Path, keep: Sequence[str | None] = ()) -> list[str]:
     """Delete the outputs of an earlier ``evaluate`` in ``out`` (``--overwrite``
     was checked before anything ran) except the files ``keep`` (the
     ``--baseline`` being compared against); other files are left alone.
@@ -240,7 +241,7 @@ def run(args: argparse.Namespace) -> int:
     from plume_jax.progress import ProgressBar
 
     if args.episodes is not None:  # the bounds of a scenario file's episodes
-        sc.SCENARIO_SETTINGS["episodes"].check("--episodes", args.episodes, None)
+        sc.check_episodes("--episodes", args.episodes, None)
     seed = None if args.seed is None else sc.validate_seed(args.seed, "--seed")
     choices = parse_agent_choices(args.agent, args.agent_param)
     files = scenario_files(args.scenario)

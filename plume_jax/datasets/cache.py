@@ -129,6 +129,7 @@ def download(entry: Dataset, *, checksum: str | None = None, allow_unverified: b
     headers = {"Range": f"bytes={have}-"} if have else {}
     own = client is None
     client = client or httpx.Client(timeout=timeout, follow_redirects=True)
+    total: int | None  # bytes of the whole file, when the server says
     try:
         with client.stream("GET", url, headers=headers) as response:
             if response.status_code == 416 and have:  # the part is already whole

@@ -110,7 +110,7 @@ class Dataset:
         if layout.get("source_px") is not None:
             metadata["source"] = layout["source_px"]
         flow, pixel = layout.get("mean_flow_m_s"), layout.get("pixel_size_mm")
-        if _positive(flow) and _positive(pixel):
+        if flow is not None and pixel is not None and _positive(flow) and _positive(pixel):
             metadata["wind_velocity"] = [float(flow) * 1000.0 / float(pixel), 0.0]
         return settings, metadata
 
@@ -130,7 +130,7 @@ _DEMIR = ("Demir, M., Kadakia, N., Anderson, H. D., Clark, D. A. & Emonet, T. (2
           "Walking Drosophila navigate complex plumes using stochastic decisions biased by "
           "the timing of odor encounters. eLife 9, e57524. https://doi.org/10.7554/eLife.57524")
 _EMONET_URL = "https://datadryad.org/api/v2/files/852661/download"
-_EMONET_LAYOUT = {
+_EMONET_LAYOUT: dict[str, Any] = {
     "dataset": "frames", "axes": "txy", "flip_y": False, "fps": 90.0,
     "pixel_size_mm": 300.0 / 2048.0, "shape": "2048 x 1200 pixels (300 x 180 mm arena)",
     "notes": "smoke intensity (a proxy for concentration) from a walking-arena wind tunnel; "
@@ -224,7 +224,7 @@ def _entry(raw: Any, source: str, i: int) -> Dataset:
         raise ValidationError.for_parameter(f"{where}.{sorted(unknown)[0]}", raw[sorted(unknown)[0]],
                                             f"one of the fields {sorted(fields)}")
     for name in ("id", "title", "url", "filename", "size_bytes", "licence", "citation"):
-        if name not in raw and not (name in ("title", "citation", "licence")):
+        if name not in raw and name not in ("title", "citation", "licence"):
             raise ValidationError.for_parameter(f"{where}.{name}", None, "a value (required)")
     check_name(raw["id"], f"{where}.id", "a dataset id")
     check_name(raw["filename"], f"{where}.filename", "a file name")

@@ -151,7 +151,9 @@ def scenario_figure(reports: Sequence[Mapping[str, Any]]) -> Any:
     row_height = panel * aspect + legend + 0.8
     fig = Figure(figsize=(max((panel + 1.4) * columns, 9.0), 3.4 + rows * row_height),
                  layout="constrained")
-    top, bottom = fig.subfigures(2, 1, height_ratios=[3.4, rows * row_height])
+    panels = fig.subfigures(2, 1, height_ratios=[3.4, rows * row_height])
+    assert isinstance(panels, np.ndarray)  # two rows: an array of two SubFigures
+    top, bottom = panels
     top.suptitle(f"{first['scenario']} ({first['preset']}): {first['metrics']['episodes']} "
                  f"episodes per agent, seed {first['seed']}", fontsize=11)
     ax_success, ax_steps = top.subplots(1, 2)

@@ -36,11 +36,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from plume_jax.env import batched_step
+from plume_jax.pytree import Pytree
 from plume_jax.types import AgentState
 
 
 @chex.dataclass(frozen=True)
-class RolloutResult:
+class RolloutResult(Pytree):
     """Per-env outcome of the first episode, and the paths of the first
     ``K = min(num_tracked, N)`` envs' first episodes.
 

@@ -44,12 +44,13 @@ time to that arrival; path efficiency is not reported.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import os
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -187,6 +188,8 @@ SCENARIO_EXPECT_SETTINGS: dict[str, Setting] = {
                                    doc="fail below this mean path efficiency "
                                        "(successful episodes)"),
 }
+#: The check of a scenario's ``episodes`` (also of ``--episodes``; needs no grid).
+check_episodes = integer(low=1, high=MAX_EPISODES)
 #: The keys of a scenario file.
 SCENARIO_SETTINGS: dict[str, Setting] = {
     "name": Setting(None, _scenario_name,
@@ -199,7 +202,7 @@ SCENARIO_SETTINGS: dict[str, Setting] = {
                                         "a mapping {name: <agent>, params: {...}}",
                                         shorthand="name"),
                      doc="the agent: a name, or {name, params} (below)"),
-    "episodes": Setting(1000, integer(low=1, high=MAX_EPISODES),
+    "episodes": Setting(1000, check_episodes,
                         doc="seeded episodes, run as one vmapped rollout"),
     "seed": Setting(0, _seed, doc="an integer in [0, 2**63); every bit reaches the PRNG key"),
     "max_steps": Setting(None, optional(integer(low=1, high=MAX_INT32)),
@@ -461,7 +464,7 @@ def plan_run(scenario: Mapping[str, Any], agent: AgentChoice | None = None, *,
                    + f", not {agent.name!r}"
                    + (f" with parameters {agent_params}" if agent_params else ""))
     if episodes is not None:
-        SCENARIO_SETTINGS["episodes"].check("episodes", episodes, None)
+        check_episodes("episodes", episodes, None)
     policy = make_agent(agent.name, env, **agent_params)
     if not is_host_agent(agent.name):
         check_policy_traces(env, params, policy, agent.name)
@@ -624,7 +627,7 @@ def public(report: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in report.items() if not k.startswith("_")}
 
 
-def _groups(reports: list[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+def _groups(reports: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
     """Reports grouped by scenario (``"_group"`` when set, else the name), in
     first-seen order."""
     groups: dict[Any, list] = {}
@@ -633,7 +636,7 @@ def _groups(reports: list[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
     return list(groups.values())
 
 
-def markdown_table(reports: list[Mapping[str, Any]]) -> str:
+def markdown_table(reports: Sequence[Mapping[str, Any]]) -> str:
     """One comparison table per scenario: a row per agent with success (95%
     interval), mean steps ± SE, median steps, the tail of the steps (90th /
     99th percentile, successful episodes), the tail of the episode length
@@ -670,7 +673,7 @@ def markdown_table(reports: list[Mapping[str, Any]]) -> str:
     return "\n\n".join(sections)
 
 
-def output_stems(reports: list[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
+def output_stems(reports: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
     """Safe, distinct file stems: one per report (``<scenario>__<agent>``) and
     one per scenario group (``<scenario>``), in :func:`_groups` order."""
     used: set[str] = set()
@@ -703,7 +706,7 @@ def write_results(reports: list[dict[str, Any]], out_dir: str) -> list[str]:
     run_stems, _ = output_stems(reports)
     for r, stem in zip(reports, run_stems):
         path = os.path.join(out_dir, stem + ".json")
-        _write_atomic(path, lambda f, r=r: json.dump(public(r), f, indent=2))
+        _write_atomic(path, functools.partial(json.dump, public(r), indent=2))
         written.append(path)
     path = os.path.join(out_dir, "summary.md")
     _write_atomic(path, lambda f: f.write(markdown_table(reports) + "\n"))

@@ -92,7 +92,8 @@ def action_template(space: gymnasium.spaces.Space) -> tuple[tuple[int, ...], str
     """``(shape, description)`` of one action of ``space``, for messages."""
     if isinstance(space, gymnasium.spaces.Discrete):
         return (), f"an integer in [0, {int(space.n)})"
-    return tuple(space.shape), f"a float array of shape {tuple(space.shape)} inside {space}"
+    shape = tuple(space.shape or ())
+    return shape, f"a float array of shape {shape} inside {space}"
 
 
 def as_action_array(action: Any, shape: tuple[int, ...], allowed: str,
@@ -136,7 +137,7 @@ def fixed_start_env(env: Any) -> Any:
 def _fixed_start_env(env: Any) -> Any:
     # NumPy placeholders: this may run while a compiled reset is traced
     params = env.default_params.replace(start=FixedStartParams(
-        position=np.zeros(2, np.float32), heading=np.zeros((), np.float32)))
+        position=np.zeros(2, np.float32), heading=np.zeros((), np.float32)))  # type: ignore[arg-type]
     return dataclasses.replace(env, start=FixedStart(), default_params=params,
                                settings={**env.settings, "start": {"type": FixedStart.type_name}})
 

@@ -66,21 +66,22 @@ class BatchStepOutput(NamedTuple):
     ``truncated``, ``done`` (either) and ``action_valid`` the step;
     ``final`` the :class:`~plume_jax.gym._common.EpisodeView` of the step,
     ``now`` that of the env after the call; ``was_reset`` which envs started
-    a new episode in this call.
+    a new episode in this call. The leaves are ``jax.Array``s inside the
+    program and NumPy arrays once the call has returned them to the host.
     """
 
     keys: jax.Array
     state: Any
     obs: Any
     final_obs: Any
-    reward: jax.Array
-    terminated: jax.Array
-    truncated: jax.Array
-    done: jax.Array
-    action_valid: jax.Array
+    reward: Any
+    terminated: Any
+    truncated: Any
+    done: Any
+    action_valid: Any
     final: common.EpisodeView
     now: common.EpisodeView
-    was_reset: jax.Array
+    was_reset: Any
 
 
 def batch_reset_parts(env: Any, keys: jax.Array, params: Any, episode_count: jax.Array
@@ -151,7 +152,7 @@ compiled_same_step = common.HostCall(same_step_parts, ("keys", "state"))
 compiled_next_step = common.HostCall(next_step_parts, ("keys", "state"))
 
 
-def row(tree: Any, i: int) -> Any:
+def row(tree: Any, i: int | np.integer) -> Any:
     """Env ``i``'s slice of a batched (host) pytree."""
     return jax.tree.map(lambda x: x[i], tree)
 
@@ -170,7 +171,7 @@ def view_arrays(view: common.EpisodeView, integer_xy: bool) -> dict[str, np.ndar
     }
 
 
-def _xy(xy: np.ndarray, integer_xy: bool) -> np.ndarray:
+def _xy(xy: np.ndarray | jax.Array, integer_xy: bool) -> np.ndarray:
     if integer_xy:
         return np.rint(xy).astype(np.int64)
     return np.asarray(xy, np.float64)
@@ -231,7 +232,7 @@ class BatchCore:
         self.closed = False
         self.render_scale = render_scale
         self.track_trail = render_scale is not None
-        if self.track_trail:
+        if render_scale is not None:  # track_trail
             check_frame_size(env.grid, render_scale, frames=self.num_envs, name="render_scale")
         self.trail_length = max(common.check_trail_length(trail_length), 1)
         self.trail = np.zeros((self.num_envs, self.trail_length, 2), np.float32)
@@ -266,16 +267,18 @@ class BatchCore:
         if self.keys is None and any(s is None for s in seeds):
             base = common.fresh_seed()
             seeds = [base + i if s is None else s for i, s in enumerate(seeds)]
+        given_seeds = {i: s for i, s in enumerate(seeds) if s is not None}
         given = np.asarray([s is not None for s in seeds])
         if given.all():
-            keys = common.keys_from_seeds(seeds)
+            keys = common.keys_from_seeds(list(given_seeds.values()))
             episode = np.ones(self.num_envs, np.int32)
         else:
+            assert self.keys is not None  # no keys yet: every seed was filled in above
             keys = self.keys
             episode = np.asarray(jax.device_get(self.state.episode_count), np.int32) + 1
             if given.any():
                 idx = np.flatnonzero(given)
-                keys = keys.at[idx].set(common.keys_from_seeds([seeds[i] for i in idx]))
+                keys = keys.at[idx].set(common.keys_from_seeds([given_seeds[int(i)] for i in idx]))
                 episode[idx] = 1
         out = compiled_batch_reset(self.env, keys, self.params, jnp.asarray(episode))
         self.keys, self.state = out.key, out.state
@@ -337,7 +340,7 @@ class BatchCore:
                           final_info=view_arrays(out.final, self.integer_xy))
 
     # -------------------------------------------------------------- rendering
-    def _push_trail(self, xy: np.ndarray) -> None:
+    def _push_trail(self, xy: np.ndarray | jax.Array) -> None:
         cols = self._trail_next
         rows = np.arange(self.num_envs)
         self.trail[rows, cols] = np.asarray(xy, np.float32)

@@ -100,7 +100,9 @@ class CaptureTrajectories(gymnasium.Wrapper):
 
     @property
     def _base(self) -> PlumeGymEnv:
-        return self.env.unwrapped
+        base = self.env.unwrapped
+        assert isinstance(base, PlumeGymEnv)  # checked at construction
+        return base
 
     def _pose_now(self) -> np.ndarray:
         base = self._base
@@ -143,6 +145,7 @@ class CaptureTrajectories(gymnasium.Wrapper):
     def _record(self, before: np.ndarray, after: np.ndarray, action: Any, reward: float,
                 terminated: bool, truncated: bool) -> None:
         episode = self._open
+        assert episode is not None  # a step runs inside an episode (reset opened it)
         flat = np.asarray(self._obs, np.float32).reshape(-1)
         row = {"episode": episode["episode"], "step": episode["length"],
                "x": before[0], "y": before[1], "heading": before[2],

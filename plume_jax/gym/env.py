@@ -1,7 +1,8 @@
 """``PlumeGymEnv``: a Gymnasium ``Env`` over any functional ``PlumeEnv``.
 
-It adds what the functional core leaves to its caller, following
-``contracts/gymnasium_api.md`` and ``contracts/environment_state_machine.md``:
+It adds what the functional core leaves to its caller, following the
+Gymnasium API and environment state machine contracts of ``plume_nav_sim``
+(the stateful simulator plume_jax re-implements):
 
 Lifecycle (:class:`EnvironmentState`)
     ``CREATED`` after construction; ``reset`` -> ``READY`` from any state but

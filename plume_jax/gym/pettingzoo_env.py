@@ -7,7 +7,9 @@ reported ``terminated`` and leaves ``self.agents``; it stays in the
 functional env (where it is frozen at the goal) until the episode ends.
 When the episode ends — all agents arrived (``done_mode="all"``), the first
 arrived (``"any"``), or ``max_steps`` — every remaining agent is reported
-``terminated`` or ``truncated`` and ``self.agents`` becomes empty.
+``terminated`` or ``truncated`` and ``self.agents`` becomes empty. On the step
+an agent leaves, its info holds ``is_success`` (it reached the goal), as the
+Gymnasium env's does.
 
 ``step`` takes a dict ``{agent name: action}``; anything else, an unknown
 or departed agent's name, or an invalid action raises
@@ -141,6 +143,9 @@ class PlumeParallelEnv(common.ActionNames, ParallelEnv):
         truncations = {a: bool(out.truncated[i]) or (done and not terminations[a])
                        for a, i in index.items()}
         infos = {a: {"agent_xy": tuple(out.view.agent_xy[i].tolist())} for a, i in index.items()}
+        for a, i in index.items():
+            if terminations[a] or truncations[a]:  # as the Gymnasium env: on the last step
+                infos[a]["is_success"] = bool(out.view.goal_reached[i])
         self.agents = [a for a in live if not (terminations[a] or truncations[a])]
         return observations, rewards, terminations, truncations, infos
 

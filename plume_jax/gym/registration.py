@@ -49,6 +49,15 @@ one needs the dataset in the cache) is registered as ``plume_jax/P``::
   for an ``AsyncVectorEnv``, and a refusal in the forked worker reaches the
   parent only as a broken pipe), and in any process forked after JAX started
   (marked by an ``os.register_at_fork`` hook).
+- ``spec.reward_threshold`` (what RL Zoo's ``StopTrainingOnRewardThreshold``
+  and ``gymnasium.make``'s users read as "solved"): set where a preset's
+  return says whether an episode succeeded, the sparse goal reward
+  (``goal_reward`` on reaching the goal, 0 otherwise, so the mean return is
+  ``goal_reward`` times the success rate): :data:`SOLVED_SUCCESS_RATE` of
+  ``goal_reward``: the three Gaussian presets (on two of them the klinotaxis
+  and chemotaxis baselines reach 100 %, docs/baselines.md). None elsewhere: a shaped or
+  step-penalty return mixes success with path length. It describes the preset
+  as registered (an override of ``goal_reward`` rescales returns, not it).
 - Every other keyword goes to :func:`plume_jax.make` as an override and is
   validated there (a bad name or value raises ``ValidationError``);
   ``render_mode``, ``render_scale`` and ``trail_length`` go to the adapter.
@@ -62,6 +71,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
+from collections.abc import Mapping
+from types import FrameType
 from typing import Any
 
 import gymnasium
@@ -69,10 +80,14 @@ from gymnasium.envs.registration import register, registry
 
 from plume_jax.errors import StateError, ValidationError
 from plume_jax.registry import DATA_PRESETS, PRESETS, is_multi_agent, preset_spec
+from plume_jax.rewards import REWARDS
 from plume_jax.settings import integer
 
 #: Namespace of the Gymnasium ids.
 NAMESPACE = "plume_jax"
+#: The success rate at which a sparse-reward preset counts as solved
+#: (``spec.reward_threshold``, as a mean return: this times ``goal_reward``).
+SOLVED_SUCCESS_RATE = 0.95
 
 # True in a process forked (``os.fork``, multiprocessing's ``fork`` start
 # method) from one that had imported plume_jax and so started JAX: it
@@ -104,7 +119,7 @@ _FORK_REFUSAL = (
 
 def _caller_frame(code: Any) -> Any:
     """The innermost frame on the call stack running ``code``, or None."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code is not code:
         frame = frame.f_back
     return frame
@@ -215,6 +230,20 @@ def make_vector_env(preset: str, num_envs: int = 1, *, max_episode_steps: int | 
                           trail_length=trail_length)
 
 
+def reward_threshold(preset: Mapping[str, Any]) -> float | None:
+    """``spec.reward_threshold`` of a preset's settings: the mean return of a
+    :data:`SOLVED_SUCCESS_RATE` success rate where the return is ``goal_reward``
+    on success and 0 otherwise (the ``sparse`` reward, ``goal_reward > 0``);
+    None for any other reward."""
+    reward = preset.get("reward", {})
+    reward = {"type": reward} if isinstance(reward, str) else reward
+    if reward.get("type") != "sparse":
+        return None
+    goal_reward = float(reward.get("goal_reward",
+                                   REWARDS["sparse"].SETTINGS["goal_reward"].default))
+    return SOLVED_SUCCESS_RATE * goal_reward if goal_reward > 0 else None
+
+
 def register_presets() -> list[str]:
     """Register every single-agent preset not yet registered; returns the new
     ids. Multi-agent presets (``num_agents > 1``) are not Gymnasium envs: use
@@ -229,6 +258,7 @@ def register_presets() -> list[str]:
             entry_point="plume_jax.gym.registration:make_gym_env",
             vector_entry_point="plume_jax.gym.registration:make_vector_env",
             max_episode_steps=int(spec["max_steps"]),
+            reward_threshold=reward_threshold(spec),
             order_enforce=False,
             kwargs={"preset": preset_id},
         )

@@ -31,7 +31,7 @@ from plume_jax.plumes.poisson import PoissonPlume
 from plume_jax.plumes.wind import WIND_KINDS, WindModel
 from plume_jax.settings import type_table
 
-PLUMES = type_table(GaussianPlume, FilamentPlume, PoissonPlume, MoviePlume)
+PLUMES: dict[str, type[Plume]] = type_table(GaussianPlume, FilamentPlume, PoissonPlume, MoviePlume)
 
 __all__ = [
     "FilamentPlume",

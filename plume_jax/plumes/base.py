@@ -62,8 +62,8 @@ class Plume(Configurable, abc.ABC, Generic[ParamsT, StateT]):
         stays, the field does not jump), e.g. it only restarts a clock.
         Default: a reason, since the default :meth:`reinit` is a fresh
         :meth:`init`."""
-        return (f"its reinit is a fresh init (a new plume) at each episode start, which would "
-                f"replace the plume in the middle of the other agents' episodes")
+        return ("its reinit is a fresh init (a new plume) at each episode start, which would "
+                "replace the plume in the middle of the other agents' episodes")
 
     @abc.abstractmethod
     def advance(self, key: jax.Array, plume_state: StateT, params: ParamsT) -> StateT:

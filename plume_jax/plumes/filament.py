@@ -65,6 +65,7 @@ from plume_jax.plumes.sampling import capped_poisson, uniform_pairs
 from plume_jax.plumes.wind import WindModel, WindState, broadcast_wind, wind_setting
 from plume_jax.plumes.wind_field import GustState, WindField, field_setting
 from plume_jax.errors import ValidationError
+from plume_jax.pytree import Pytree
 from plume_jax.settings import (
     MAX_LENGTH,
     MAX_SCALE,
@@ -89,7 +90,7 @@ KERNELS = ("2d", "3d")
 
 
 @chex.dataclass(frozen=True)
-class FilamentParams:
+class FilamentParams(Pytree):
     """Attributes (all f32[]; see :class:`FilamentPlume` for meanings):
         source: f32[2], ``(x, y)`` of the source, cells.
         release_rate: mean puffs released per step.
@@ -133,7 +134,7 @@ class FilamentParams:
 
 
 @chex.dataclass(frozen=True)
-class FilamentState:
+class FilamentState(Pytree):
     """Attributes:
         positions: f32[capacity, 2], puff centres ``(x, y)``, cells.
         ages: f32[capacity], puff ages, steps.
@@ -221,7 +222,7 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
         """A plume with no puffs yet and a fresh wind (no warm-up)."""
         n = self.capacity
         field = self.gust_field
-        gusts = ()
+        gusts: GustState | tuple = ()
         if field is not None:
             key, k_field = jax.random.split(key)
             gusts = field.init(k_field, params)
@@ -290,6 +291,7 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
         release_velocity = velocity
         puff_velocity = velocity
         if field is not None:
+            assert isinstance(gusts, GustState)  # a gust field keeps its state
             gusts = field.advance(k_field, gusts, velocity, params)
             puff_velocity = velocity + field.at(gusts, plume_state.positions)
             release_velocity = velocity + field.at(gusts, source)
@@ -354,6 +356,7 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
         field = self.gust_field
         if field is None:
             return velocity
+        assert isinstance(plume_state.gusts, GustState)  # a gust field keeps its state
         return (velocity + field.at(plume_state.gusts, points)).astype(jnp.float32)
 
     def field(self, plume_state: FilamentState, grid: Grid, params: FilamentParams) -> jax.Array:

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 
 from plume_jax.plumes.base import Plume, cell_centres
 from plume_jax.plumes.wind import constant_wind, wind_setting
+from plume_jax.pytree import Pytree
 from plume_jax.settings import MAX_LENGTH, MIN_LENGTH, grid_position, real, setting
 from plume_jax.types import Grid
 from plume_jax.vectors import squared_norm
@@ -18,7 +19,7 @@ __all__ = ["GaussianPlume", "GaussianPlumeParams", "cell_centres"]
 
 
 @chex.dataclass(frozen=True)
-class GaussianPlumeParams:
+class GaussianPlumeParams(Pytree):
     """Attributes:
         source: f32[2], ``(x, y)`` of the source in cells.
         sigma: f32[], width of the plume in cells (> 0).

@@ -42,6 +42,7 @@ from plume_jax.errors import ValidationError
 from plume_jax.plumes.base import Plume
 from plume_jax.plumes.movie_files import BUNDLED_MOVIE, LAYOUTS, load_movie
 from plume_jax.plumes.wind import constant_wind
+from plume_jax.pytree import Pytree
 from plume_jax.settings import (
     MAX_LENGTH,
     MAX_SCALE,
@@ -102,7 +103,7 @@ _RATE = real(low=1e-6, high=1e6)
 
 
 @chex.dataclass(frozen=True)
-class MovieParams:
+class MovieParams(Pytree):
     """Attributes:
         frames: f32[T, H_m, W_m], the normalised movie (``[t, row, column]``),
             loaded by ``build``.
@@ -139,7 +140,7 @@ class MovieParams:
 
 
 @chex.dataclass(frozen=True)
-class MovieState:
+class MovieState(Pytree):
     """Attributes:
         step: i32[], steps since the episode started.
         start_frame: f32[], this episode's frame position at step 0.

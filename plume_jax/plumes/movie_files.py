@@ -215,6 +215,7 @@ def _check_zarr_array(path: pathlib.Path, where: str, meta: Any) -> None:
             raise ValidationError.for_parameter(
                 "path", str(path), f"zarr metadata ({where}: {name} is a list of non-negative "
                 f"integers, not {value!r})")
+    assert isinstance(chunks, (list, tuple))  # checked just above
     # reading any part of the array decompresses whole chunks
     _check_size(path, chunks, itemsize, f"one chunk of {where}")
 
@@ -380,7 +381,7 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: pathlib.
     return str(array) if text else array
 
 
-def _checked_shape(shape: Sequence[int], path: pathlib.Path, layout: str) -> None:
+def _checked_shape(shape: Sequence[int], path: pathlib.Path, layout: str | None) -> None:
     if len(shape) != 3:
         raise ValidationError.for_parameter(
             "path", str(path),
@@ -567,7 +568,8 @@ def save_movie(path: str | os.PathLike, frames: Any, *, dataset: str = "frames",
                 "metadata", sorted(meta), "no metadata for .npy files (use .npz)")
         np.save(path, array)
     elif suffix == ".npz":
-        np.savez_compressed(path, **{dataset: array, "metadata": np.asarray(json.dumps(meta))})
+        members: dict[str, Any] = {dataset: array, "metadata": np.asarray(json.dumps(meta))}
+        np.savez_compressed(path, **members)
     elif suffix in HDF5_SUFFIXES:
         import h5py
 
@@ -587,7 +589,7 @@ def save_movie(path: str | os.PathLike, frames: Any, *, dataset: str = "frames",
 
         root = zarr.open_group(str(path), mode="w")
         root.attrs.update(meta)
-        kwargs = {"shape": array.shape, "dtype": array.dtype}
+        kwargs: dict[str, Any] = {"shape": array.shape, "dtype": array.dtype}
         if hasattr(root, "create_array"):
             out = root.create_array(dataset, **kwargs)
         else:

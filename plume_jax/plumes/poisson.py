@@ -69,6 +69,7 @@ from plume_jax.errors import ValidationError
 from plume_jax.plumes.base import Plume, cell_centres
 from plume_jax.plumes.special import k0
 from plume_jax.plumes.wind import broadcast_wind, constant_wind, wind_setting
+from plume_jax.pytree import Pytree
 from plume_jax.settings import (
     MAX_LENGTH,
     MAX_SCALE,
@@ -95,7 +96,7 @@ def _centre_if_none(value: Any, grid: Grid) -> jax.Array:
 
 
 @chex.dataclass(frozen=True)
-class PoissonPlumeParams:
+class PoissonPlumeParams(Pytree):
     """Attributes (f32):
         source: f32[2], the source for ``source_mode="fixed"`` (the grid
             centre, unused, in the other modes).
@@ -137,7 +138,7 @@ class PoissonPlumeParams:
 
 
 @chex.dataclass(frozen=True)
-class PoissonPlumeState:
+class PoissonPlumeState(Pytree):
     """Attributes:
         source: f32[2], this episode's source cell.
         table: f32[H*W] (``source_mode="otto"``; shape ``(0,)`` otherwise):

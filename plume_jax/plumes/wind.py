@@ -51,11 +51,13 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from plume_jax.pytree import Pytree
 from plume_jax.settings import (
     ANGLE_WRAP,
     MAX_INT32,
     MAX_LENGTH,
     MAX_SCALE,
+    Checker,
     angle,
     choice,
     real,
@@ -67,7 +69,7 @@ WIND_KINDS = ("constant", "meander", "switch_once", "switch_random")
 
 
 @chex.dataclass(frozen=True)
-class WindState:
+class WindState(Pytree):
     """Attributes:
         direction: f32[], radians: the current direction for ``meander`` and
             ``switch_random`` (unused by ``constant`` and ``switch_once``,
@@ -84,7 +86,7 @@ class WindState:
 
 #: ``name -> (checker, doc)`` of the wind settings: ``wind_kind`` is static
 #: (a field of the plume), the others dynamic (fields of its params).
-_WIND_DECLARATIONS = {
+_WIND_DECLARATIONS: dict[str, tuple[Checker, str]] = {
     "wind_kind": (choice(WIND_KINDS),
                   "wind kind: constant, meander (OU direction), switch_once, switch_random"),
     "wind_speed": (real(low=0.0, high=MAX_LENGTH),

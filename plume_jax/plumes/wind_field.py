@@ -51,7 +51,8 @@ import jax
 import jax.numpy as jnp
 
 from plume_jax.errors import ValidationError
-from plume_jax.settings import MAX_LENGTH, choice, real, setting
+from plume_jax.pytree import Pytree
+from plume_jax.settings import MAX_LENGTH, Checker, choice, real, setting
 
 #: The values of the static ``wind_model`` setting.
 WIND_MODELS = ("uniform", "field")
@@ -59,7 +60,7 @@ WIND_MODELS = ("uniform", "field")
 #: ``name -> (checker, doc)`` of the gust-field settings: ``wind_model`` and
 #: ``wind_field_spacing`` are static (fields of the plume), the others
 #: dynamic (fields of its params).
-_FIELD_DECLARATIONS = {
+_FIELD_DECLARATIONS: dict[str, tuple[Checker, str]] = {
     "wind_model": (choice(WIND_MODELS),
                    "uniform (the wind of wind_kind everywhere) or field (that wind plus a 2-D "
                    "gust field driven at the boundary and carried downwind, Farrell et al. 2002)"),
@@ -95,7 +96,7 @@ def field_setting(name: str, default: Any, doc: str | None = None) -> Any:
 
 
 @chex.dataclass(frozen=True)
-class GustState:
+class GustState(Pytree):
     """Attributes:
         gusts: f32[ny, nx, 2], the gust velocity ``(wx, wy)`` at the nodes
             (the wind minus the large-scale wind), cells per step; node
@@ -160,7 +161,8 @@ def node_counts(domain: tuple[int, int], spacing: float) -> tuple[int, int]:
     """``(nx, ny)``: nodes per axis so that neighbours are at most
     ``spacing`` cells apart over ``[0, W-1] x [0, H-1]``, at least 3 (one
     interior node)."""
-    return tuple(max(3, math.ceil((side - 1) / spacing - 1e-9) + 1) for side in domain)
+    nx, ny = (max(3, math.ceil((side - 1) / spacing - 1e-9) + 1) for side in domain)
+    return nx, ny
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,12 +178,14 @@ class WindField:
     @classmethod
     def for_grid(cls, domain: tuple[int, int], spacing: float) -> "WindField":
         """The field with nodes at most ``spacing`` cells apart over ``domain``."""
-        return cls(nodes=node_counts(domain, spacing), domain=tuple(domain))
+        width, height = domain
+        return cls(nodes=node_counts(domain, spacing), domain=(width, height))
 
     @property
     def spacing(self) -> tuple[float, float]:
         """``(hx, hy)``, the distance between neighbouring nodes, cells."""
-        return tuple((side - 1) / (n - 1) for side, n in zip(self.domain, self.nodes))
+        hx, hy = ((side - 1) / (n - 1) for side, n in zip(self.domain, self.nodes))
+        return hx, hy
 
     @property
     def max_diffusivity(self) -> float:

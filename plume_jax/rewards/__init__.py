@@ -37,7 +37,7 @@ from plume_jax.rewards.shaping import PotentialShapingParams, PotentialShapingRe
 from plume_jax.rewards.weighted_sum import WeightedSumParams, WeightedSumReward
 from plume_jax.settings import type_table
 
-REWARDS = type_table(SparseGoalReward, StepPenaltyReward, PotentialShapingReward, WeightedSumReward)
+REWARDS: dict[str, type[Reward]] = type_table(SparseGoalReward, StepPenaltyReward, PotentialShapingReward, WeightedSumReward)
 
 __all__ = [
     "PotentialShapingParams",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import abc
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -28,8 +28,10 @@ class Reward(Configurable, abc.ABC, Generic[ParamsT]):
     the potential of a terminal state is taken as 0.
     """
 
-    #: Whether the reward adds potential-based shaping (``Φ`` not identically 0).
-    shaped: ClassVar[bool] = False
+    @property
+    def shaped(self) -> bool:
+        """Whether the reward adds potential-based shaping (``Φ`` not identically 0)."""
+        return False
 
     @abc.abstractmethod
     def compute(self, prev_agent: AgentState, next_agent: AgentState, goal: jax.Array,

@@ -4,34 +4,44 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import chex
 import jax
 import jax.numpy as jnp
 
-from plume_jax.rewards.base import ParamsT, Reward, goal_reward_setting
+from plume_jax.pytree import Pytree
+from plume_jax.rewards.base import Reward, goal_reward_setting
 from plume_jax.settings import MAX_REWARD, real, setting
 from plume_jax.types import AgentState
 
 
 @chex.dataclass(frozen=True)
-class SparseGoalParams:
+class SparseGoalParams(Pytree):
     """Attributes: goal_reward: f32[], paid on the step that reaches the goal."""
 
     goal_reward: jax.Array = goal_reward_setting()
 
 
-class GoalReward(Reward[ParamsT]):
+class _GoalRewardParams(Protocol):
+    @property
+    def goal_reward(self) -> jax.Array: ...
+
+
+#: The params of a goal reward: they hold ``goal_reward``.
+GoalParamsT = TypeVar("GoalParamsT", bound=_GoalRewardParams)
+
+
+class GoalReward(Reward[GoalParamsT]):
     """``goal_reward`` on the step that reaches the goal, :meth:`step_reward`
     on every other step."""
 
     @abc.abstractmethod
-    def step_reward(self, params: ParamsT) -> Any:
+    def step_reward(self, params: GoalParamsT) -> Any:
         """f32[] (or a Python float): the reward of a step that does not reach the goal."""
 
     def compute(self, prev_agent: AgentState, next_agent: AgentState, goal: jax.Array,
-                goal_reached: jax.Array, params: ParamsT) -> jax.Array:
+                goal_reached: jax.Array, params: GoalParamsT) -> jax.Array:
         return jnp.where(goal_reached, params.goal_reward,
                          self.step_reward(params)).astype(jnp.float32)
 
@@ -48,7 +58,7 @@ class SparseGoalReward(GoalReward[SparseGoalParams]):
 
 
 @chex.dataclass(frozen=True)
-class StepPenaltyParams:
+class StepPenaltyParams(Pytree):
     """Attributes:
         goal_reward: f32[], paid on the step that reaches the goal.
         step_penalty: f32[] >= 0, subtracted on every other step.

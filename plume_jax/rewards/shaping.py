@@ -9,6 +9,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from plume_jax.pytree import Pytree
 from plume_jax.rewards.base import Reward, goal_reward_setting
 from plume_jax.settings import MAX_REWARD, real, setting
 from plume_jax.types import AgentState
@@ -16,7 +17,7 @@ from plume_jax.vectors import norm
 
 
 @chex.dataclass(frozen=True)
-class PotentialShapingParams:
+class PotentialShapingParams(Pytree):
     """Attributes:
         goal_reward: f32[], paid on the step that reaches the goal.
         gamma: f32[] in ``(0, 1]``, the discount the shaping is consistent with.

@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from plume_jax.errors import ValidationError
+from plume_jax.pytree import Pytree
 from plume_jax.rewards.base import Reward
 from plume_jax.rewards.shaping import PotentialShapingReward
 from plume_jax.settings import MAX_REWARD, nested, nested_params, real_list, setting
@@ -24,7 +25,7 @@ def reward_table() -> dict[str, type]:
 
 
 @chex.dataclass(frozen=True)
-class WeightedSumParams:
+class WeightedSumParams(Pytree):
     """Attributes:
         components: tuple of the component rewards' params, in order.
         weights: f32[n], the weight of each component.
@@ -66,7 +67,8 @@ class WeightedSumReward(Reward[WeightedSumParams]):
             raise ValidationError.for_parameter(
                 f"{prefix}.weights", resolved["weights"],
                 f"a list of {n} finite real numbers (one per component), or null for all 1.0")
-        gammas = sorted({_gamma_of(entry) for entry in resolved["components"]} - {None})
+        gammas = sorted({g for entry in resolved["components"]
+                         if (g := _gamma_of(entry)) is not None})
         if len(gammas) > 1:
             raise ValidationError.for_parameter(
                 f"{prefix}.components", resolved["components"],
@@ -110,6 +112,6 @@ def _gamma_of(entry: dict) -> float | None:
     if entry["type"] == PotentialShapingReward.type_name:
         return entry["gamma"]
     if entry["type"] == WeightedSumReward.type_name:
-        gammas = {_gamma_of(e) for e in entry["components"]} - {None}
+        gammas = {g for e in entry["components"] if (g := _gamma_of(e)) is not None}
         return min(gammas) if gammas else None
     return None

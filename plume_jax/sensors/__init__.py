@@ -40,9 +40,9 @@ from plume_jax.sensors.wind import WindSensor
 from plume_jax.sensors.wrappers import HistorySensor, NoiseSensor
 from plume_jax.settings import type_table
 
-SENSORS = type_table(ConcentrationSensor, BinarySensor, PoissonSensor, AntennaeSensor, WindSensor,
-                     PatchSensor, NoiseSensor, HistorySensor, CompositeSensor, HitsSensor,
-                     PositionSensor, BeliefSensor)
+SENSORS: dict[str, type[Sensor]] = type_table(
+    ConcentrationSensor, BinarySensor, PoissonSensor, AntennaeSensor, WindSensor, PatchSensor,
+    NoiseSensor, HistorySensor, CompositeSensor, HitsSensor, PositionSensor, BeliefSensor)
 
 __all__ = [
     "AntennaeSensor",

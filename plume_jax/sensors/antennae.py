@@ -9,6 +9,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from plume_jax.pytree import Pytree
 from plume_jax.sensors.base import MemorylessSensor
 from plume_jax.settings import MAX_LENGTH, integer, real, setting
 from plume_jax.spaces import Box
@@ -16,7 +17,7 @@ from plume_jax.types import AgentState, PlumeProbe
 
 
 @chex.dataclass(frozen=True)
-class AntennaeParams:
+class AntennaeParams(Pytree):
     """Attributes:
         length: f32[] >= 0, distance of each antenna tip from the agent, cells.
         spacing_deg: f32[], angle between neighbouring antennae, degrees.

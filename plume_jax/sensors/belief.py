@@ -24,6 +24,7 @@ from plume_jax.errors import ValidationError
 from plume_jax.plumes.poisson import PoissonPlume
 from plume_jax.plumes.poisson_posterior import (bayes_update, belief_summaries, likelihood_at,
                                                 likelihood_tables, plain_params, summary_bounds)
+from plume_jax.pytree import Pytree
 from plume_jax.sensors.base import Sensor, nested_sensors
 from plume_jax.settings import (MAX_LENGTH, boolean, derived, grid_domain, nested_params, real,
                                 resolve_component, setting)
@@ -68,14 +69,14 @@ def _window(name: str, value: Any, grid: Grid) -> tuple[int, int] | None:
 
 
 @chex.dataclass(frozen=True)
-class BeliefParams:
+class BeliefParams(Pytree):
     """Attributes: sensor: the wrapped hits sensor's params."""
 
     sensor: Any = nested_params()
 
 
 @chex.dataclass(frozen=True)
-class BeliefState:
+class BeliefState(Pytree):
     """Attributes:
         posterior: f32[H, W], ``P(source at cell (x, y))`` at ``[y, x]``,
             summing to 1, after the latest reading.
@@ -203,7 +204,7 @@ class BeliefSensor(Sensor[BeliefParams, BeliefState]):
                 "plume": {k: list(v) if isinstance(v, tuple) else v for k, v in self.plume}}
 
     @classmethod
-    def derive(cls, resolved: dict[str, Any], grid: Grid) -> dict[str, Any]:
+    def derive(cls, resolved: Mapping[str, Any], grid: Grid) -> dict[str, Any]:
         """The grid's size and the wrapped hits sensor's configured gain."""
         return {**super().derive(resolved, grid), "gain": float(resolved["sensor"]["gain"])}
 

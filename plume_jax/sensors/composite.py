@@ -10,6 +10,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from plume_jax.pytree import Pytree
 from plume_jax.sensors.base import Sensor, nested_sensors
 from plume_jax.settings import choice, derived, nested_params, setting, static_config
 from plume_jax.spaces import Box, Dict
@@ -17,7 +18,7 @@ from plume_jax.types import AgentState, Grid, PlumeProbe
 
 
 @chex.dataclass(frozen=True)
-class CompositeParams:
+class CompositeParams(Pytree):
     """Attributes: sensors: tuple of the component sensors' params, in order."""
 
     sensors: tuple = nested_params(empty=())

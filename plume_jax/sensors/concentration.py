@@ -10,6 +10,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from plume_jax.pytree import Pytree
 from plume_jax.sensors.base import MemorylessSensor
 from plume_jax.settings import MAX_SCALE, integer, real, setting
 from plume_jax.spaces import Box
@@ -44,7 +45,7 @@ class ConcentrationSensor(MemorylessSensor[NoParams]):
 
 
 @chex.dataclass(frozen=True)
-class BinaryParams:
+class BinaryParams(Pytree):
     """Attributes: threshold: f32[] in ``(0, 1]``, detection threshold."""
 
     threshold: jax.Array = setting(0.1, real(low=0.0, high=1.0, low_inclusive=False),
@@ -75,7 +76,7 @@ class BinarySensor(MemorylessSensor[BinaryParams]):
 
 
 @chex.dataclass(frozen=True)
-class PoissonParams:
+class PoissonParams(Pytree):
     """Attributes: rate: f32[] > 0, mean hits per step at concentration 1."""
 
     rate: jax.Array = setting(1.0, real(low=0.0, high=MAX_SCALE, low_inclusive=False),

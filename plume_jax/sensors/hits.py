@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from plume_jax.plumes.sampling import capped_poisson
+from plume_jax.pytree import Pytree
 from plume_jax.sensors.base import MemorylessSensor
 from plume_jax.settings import MAX_SCALE, boolean, integer, real, setting
 from plume_jax.spaces import Box
@@ -17,7 +18,7 @@ from plume_jax.types import AgentState, PlumeProbe
 
 
 @chex.dataclass(frozen=True)
-class HitsParams:
+class HitsParams(Pytree):
     """Attributes: gain: f32[] > 0, mean hits per step per unit of concentration."""
 
     gain: jax.Array = setting(1.0, real(low=0.0, high=MAX_SCALE, low_inclusive=False),

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from plume_jax.errors import ValidationError
+from plume_jax.pytree import Pytree
 from plume_jax.sensors.base import MemorylessSensor
 from plume_jax.settings import MAX_LENGTH, choice, real, setting
 from plume_jax.spaces import Box
@@ -30,7 +31,7 @@ def _patch_size(name: str, value: Any, grid: Grid) -> int:
 
 
 @chex.dataclass(frozen=True)
-class PatchParams:
+class PatchParams(Pytree):
     """Attributes: spacing: f32[] > 0, distance between neighbouring samples, cells."""
 
     spacing: jax.Array = setting(1.0, real(low=0.0, high=MAX_LENGTH, low_inclusive=False),

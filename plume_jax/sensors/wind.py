@@ -8,6 +8,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from plume_jax.pytree import Pytree
 from plume_jax.sensors.base import MemorylessSensor
 from plume_jax.settings import MAX_LENGTH, choice, real, setting
 from plume_jax.spaces import Box
@@ -15,7 +16,7 @@ from plume_jax.types import AgentState, PlumeProbe
 
 
 @chex.dataclass(frozen=True)
-class WindSensorParams:
+class WindSensorParams(Pytree):
     """Attributes: noise_std: f32[] >= 0, std of additive Gaussian noise on
     each component, cells/step."""
 

@@ -9,6 +9,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from plume_jax.pytree import Pytree
 from plume_jax.sensors.base import Sensor, clip_to_box, nested_sensors
 from plume_jax.settings import MAX_LENGTH, integer, nested_params, real, setting
 from plume_jax.spaces import Box
@@ -16,7 +17,7 @@ from plume_jax.types import AgentState, PlumeProbe
 
 
 @chex.dataclass(frozen=True)
-class NoiseParams:
+class NoiseParams(Pytree):
     """Attributes:
         sensor: the wrapped sensor's params.
         std: f32[] >= 0, standard deviation of the additive noise.
@@ -66,14 +67,14 @@ class NoiseSensor(Sensor[NoiseParams, Any]):
 
 
 @chex.dataclass(frozen=True)
-class HistoryParams:
+class HistoryParams(Pytree):
     """Attributes: sensor: the wrapped sensor's params."""
 
     sensor: Any = nested_params()
 
 
 @chex.dataclass(frozen=True)
-class HistoryState:
+class HistoryState(Pytree):
     """Attributes:
         buffer: f32[length, d], the last ``length`` readings, oldest first.
         sensor: the wrapped sensor's state.

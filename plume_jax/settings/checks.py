@@ -97,14 +97,16 @@ class Real:
         rounds it below the float64 bound)."""
         low, high = self.low, self.high
         if held:
-            v, low, high = (None if x is None else as_float32(x) for x in (v, low, high))
+            v = as_float32(v)
+            low = None if low is None else as_float32(low)
+            high = None if high is None else as_float32(high)
         if not math.isfinite(v):
             return False
         if low is not None and (v < low or (v == low and not self.low_inclusive)):
             return False
         return high is None or not (v > high or (v == high and not self.high_inclusive))
 
-    def __call__(self, name: str, value: Any, grid: Grid) -> float:
+    def __call__(self, name: str, value: Any, grid: Grid | None) -> float:
         if not is_real(value) or not math.isfinite(float(value)):
             raise ValidationError.for_parameter(name, value, self.allowed)
         v = float(value)
@@ -127,7 +129,7 @@ class Angle:
 
     allowed = f"a finite real number of radians (|a| > {ANGLE_WRAP:g} is wrapped into [-pi, pi])"
 
-    def __call__(self, name: str, value: Any, grid: Grid) -> float:
+    def __call__(self, name: str, value: Any, grid: Grid | None) -> float:
         if not is_real(value) or not math.isfinite(float(value)):
             raise ValidationError.for_parameter(name, value, self.allowed)
         v = float(value)
@@ -152,7 +154,7 @@ class Integer:
         """What is allowed, for error messages."""
         return f"an integer in [{self.low}, {self.high}]"
 
-    def __call__(self, name: str, value: Any, grid: Grid) -> int:
+    def __call__(self, name: str, value: Any, grid: Grid | None) -> int:
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
             raise ValidationError.for_parameter(name, value, self.allowed)
         v = int(value)

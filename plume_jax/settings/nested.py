@@ -14,13 +14,13 @@ from typing import Any
 
 from plume_jax.errors import ValidationError
 from plume_jax.settings.checks import Checker
-from plume_jax.settings.schema import Builder, nested_setting
+from plume_jax.settings.schema import Builder, Configurable, nested_setting
 from plume_jax.types import Grid
 
-Table = Callable[[], Mapping[str, type]]
+Table = Callable[[], Mapping[str, type[Configurable]]]
 
 
-def _as_entry(name: str, value: Any, table: Mapping[str, type], kind: str) -> dict[str, Any]:
+def _as_entry(name: str, value: Any, table: Mapping[str, type[Configurable]], kind: str) -> dict[str, Any]:
     allowed = f"a {kind} config: a type name or a dict {{'type': one of {sorted(table)}, ...settings}}"
     if isinstance(value, str):
         value = {"type": value}
@@ -33,7 +33,7 @@ def _as_entry(name: str, value: Any, table: Mapping[str, type], kind: str) -> di
     return dict(value)
 
 
-def resolve_component(name: str, value: Any, table: Mapping[str, type], kind: str,
+def resolve_component(name: str, value: Any, table: Mapping[str, type[Configurable]], kind: str,
                       grid: Grid) -> tuple[Any, Any, dict[str, Any]]:
     """Validate and build one component config.
 
@@ -72,7 +72,8 @@ def component_list(table: Table, kind: str, *, named: bool = False,
         if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__len__") \
                 or len(value) < min_length:
             raise ValidationError.for_parameter(name, value, allowed)
-        out, used = [], set()
+        out: list[dict[str, Any]] = []
+        used: set[str] = set()
         for i, raw in enumerate(value):
             entry_name = f"{name}[{i}]"
             entry = _as_entry(entry_name, raw, table(), kind)

@@ -32,7 +32,7 @@ import dataclasses
 import difflib
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -40,6 +40,9 @@ import jax.numpy as jnp
 from plume_jax.errors import ValidationError
 from plume_jax.settings.checks import Checker, check_order
 from plume_jax.types import Grid, NoParams
+
+#: A component class of one family (``type_table``'s entries).
+ConfigurableT = TypeVar("ConfigurableT", bound="Configurable")
 
 #: Field-metadata key of a setting declaration.
 SETTING = "plume_jax.setting"
@@ -128,12 +131,12 @@ def grid_domain() -> Any:
     return dataclasses.field(default=(), metadata={ROLE: GRID_DOMAIN})
 
 
-def declared_fields(cls: type) -> tuple[dataclasses.Field, ...]:
+def declared_fields(cls: object) -> tuple[dataclasses.Field, ...]:
     """The dataclass fields of ``cls`` (none when it is not a dataclass)."""
     return dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ()
 
 
-def settings_of(cls: type) -> dict[str, Setting]:
+def settings_of(cls: type[Configurable]) -> dict[str, Setting]:
     """``name -> Setting`` of a component class: its static settings (fields
     of the class, in order) then its dynamic ones (fields of ``cls.Params``)."""
     out: dict[str, Setting] = {}
@@ -148,7 +151,7 @@ def settings_of(cls: type) -> dict[str, Setting]:
 class _Schema:
     """Class attribute descriptor: ``cls.SETTINGS`` is :func:`settings_of`."""
 
-    def __get__(self, instance: Any, owner: type) -> dict[str, Setting]:
+    def __get__(self, instance: Any, owner: type[Configurable]) -> dict[str, Setting]:
         return settings_of(owner)
 
 
@@ -292,10 +295,10 @@ def static_config(component: Configurable) -> dict[str, Any]:
     return {"type": component.type_name, **component.static_settings()}
 
 
-def type_table(*classes: type) -> dict[str, type]:
+def type_table(*classes: type[ConfigurableT]) -> dict[str, type[ConfigurableT]]:
     """``type_name -> class`` of component classes, in order (a registry
     table such as ``PLUMES``); two classes may not share a type name."""
-    table: dict[str, type] = {}
+    table: dict[str, type[ConfigurableT]] = {}
     for cls in classes:
         if cls.type_name in table:
             raise ValueError(f"type_name {cls.type_name!r} is used by both "
@@ -322,7 +325,7 @@ class Configurable:
 
     type_name: ClassVar[str] = ""
     Params: ClassVar[type] = NoParams
-    SETTINGS: ClassVar[dict[str, Setting]] = _Schema()
+    SETTINGS = _Schema()  # a dict[str, Setting] read from the class (settings_of)
 
     # -- building ------------------------------------------------------------
     @classmethod
@@ -374,6 +377,7 @@ class Configurable:
         for name, s in cls.SETTINGS.items():
             value = resolved[name]
             if s.nested:
+                assert s.build is not None  # nested_setting() always gives one
                 fields[name], params[name] = s.build(f"{prefix}.{name}", value, grid)
             elif s.static:
                 fields[name] = _frozen(value)

@@ -34,7 +34,7 @@ from plume_jax.starts.downwind import DownwindStart, DownwindStartParams
 from plume_jax.starts.fixed import FixedStart, FixedStartParams
 from plume_jax.starts.uniform import UniformStart
 
-STARTS = type_table(UniformStart, FixedStart, AnnulusStart, DownwindStart)
+STARTS: dict[str, type[StartDistribution]] = type_table(UniformStart, FixedStart, AnnulusStart, DownwindStart)
 
 __all__ = [
     "AnnulusStart",

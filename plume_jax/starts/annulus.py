@@ -10,13 +10,14 @@ import jax
 import jax.numpy as jnp
 
 from plume_jax.errors import ValidationError
+from plume_jax.pytree import Pytree
 from plume_jax.settings import MAX_LENGTH, real, setting
 from plume_jax.starts.candidates import CandidateStart, farthest_distance, unit_floats
 from plume_jax.types import Grid, PlumeProbe
 
 
 @chex.dataclass(frozen=True)
-class AnnulusStartParams:
+class AnnulusStartParams(Pytree):
     """Attributes:
         r_min: f32[] >= 0, inner radius around the source, cells.
         r_max: f32[] >= r_min, outer radius, cells.

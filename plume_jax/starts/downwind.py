@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from plume_jax.errors import ValidationError
+from plume_jax.pytree import Pytree
 from plume_jax.settings import MAX_LENGTH, angle, boolean, real, setting
 from plume_jax.starts.candidates import CandidateStart, unit_floats
 from plume_jax.types import Grid, PlumeProbe
@@ -18,7 +19,7 @@ from plume_jax.vectors import squared_norm
 
 
 @chex.dataclass(frozen=True)
-class DownwindStartParams:
+class DownwindStartParams(Pytree):
     """Attributes:
         min_distance: f32[] >= 0, nearest downwind distance from the source, cells.
         max_distance: f32[] >= min_distance, farthest downwind distance, cells.

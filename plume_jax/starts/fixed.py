@@ -10,13 +10,14 @@ import chex
 import jax
 
 from plume_jax.errors import ValidationError
+from plume_jax.pytree import Pytree
 from plume_jax.settings import angle, grid_position, setting
 from plume_jax.starts.base import StartDistribution
 from plume_jax.types import AgentState, Grid, PlumeProbe
 
 
 @chex.dataclass(frozen=True)
-class FixedStartParams:
+class FixedStartParams(Pytree):
     """Attributes:
         position: f32[2], ``(x, y)`` start cell.
         heading: f32[], start heading in radians.

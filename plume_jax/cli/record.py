@@ -1,0 +1,134 @@
+"""``plume-jax record``: a video of a trained policy (RL Zoo's ``record_video``)::
+
+    plume-jax record runs/train_gaussian --out gaussian.mp4
+    plume-jax record runs/train_gaussian/policy --out four.gif --episodes 4 --seed 3
+
+``RUN`` is a run folder of ``plume-jax train`` (its ``policy/`` is read) or an
+exported policy folder (``policy.json`` + ``policy.npz``). The policy drives
+the env it was trained on (the settings recorded in ``policy.json``);
+``--set NAME=VALUE`` overrides a setting of that env and ``--preset ID`` runs
+a preset instead, each checked against the policy before anything runs.
+``--episodes`` episodes run side by side in one jitted rollout
+(:func:`plume_jax.video.record_batch`), greedy unless ``--sample``, for
+``--steps`` steps (default: the env's ``max_steps``; an episode that ends
+holds its last frame). The video is ``.gif`` (no ffmpeg needed) or ``.mp4``
+(``imageio-ffmpeg``, the ``video`` extra); an existing ``--out`` is refused
+unless ``--overwrite``. One line per episode reports success, steps and return.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import pathlib
+from typing import Any
+
+from plume_jax.cli.common import check_output_file, parse_overrides
+from plume_jax.errors import ValidationError
+
+#: What ``RUN`` may be, for messages.
+RUN_ALLOWED = ("a run folder of `plume-jax train` (holding policy/) or an exported policy "
+               "folder (policy.json and policy.npz)")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("record", help="record a video of a trained policy",
+                       description="Record a video (.gif or .mp4) of a trained policy.")
+    p.add_argument("run", metavar="RUN", help="run folder of `plume-jax train`, or its policy/")
+    p.add_argument("--out", required=True, help="the video file: .gif or .mp4")
+    p.add_argument("--episodes", type=int, default=1,
+                   help="episodes, recorded side by side (default 1)")
+    p.add_argument("--steps", type=int, default=None,
+                   help="steps per episode (default: the env's max_steps)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the episodes (default 0)")
+    p.add_argument("--scale", type=int, default=4, help="pixels per grid cell (default 4)")
+    p.add_argument("--fps", type=float, default=10.0, help="frames per second (default 10)")
+    p.add_argument("--preset", default=None,
+                   help="run this preset instead of the policy's training env")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a setting of the env (repeatable)")
+    p.add_argument("--sample", action="store_true",
+                   help="sample actions from the policy instead of taking the greedy one")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+
+
+def policy_folder(run: str) -> pathlib.Path:
+    """The exported policy folder of ``run`` (a run folder or a policy folder).
+
+    Raises:
+        ValidationError: (``RUN``) neither holds ``policy.json``.
+    """
+    path = pathlib.Path(run)
+    for folder in (path, path / "policy"):
+        if (folder / "policy.json").is_file():
+            return folder
+    raise ValidationError.for_parameter("RUN", run, RUN_ALLOWED)
+
+
+def _check_video_writer(out: str) -> None:
+    """The libraries writing ``out`` are installed (checked before the rollout)."""
+    missing = None
+    if importlib.util.find_spec("imageio") is None:
+        missing = "imageio: pip install 'plume-jax[video]'"
+    elif out.lower().endswith(".mp4") and importlib.util.find_spec("imageio_ffmpeg") is None \
+            and importlib.util.find_spec("av") is None:
+        missing = "an ffmpeg backend for MP4: pip install imageio-ffmpeg (or write a .gif)"
+    if missing:
+        raise ValidationError.for_parameter("--out", out, f"a video format whose writer is "
+                                                          f"installed; missing {missing}")
+
+
+def _env_for(spec: dict[str, Any], preset: str | None, overrides: dict[str, Any]):
+    """``(env, params)``: ``preset`` with ``overrides``, else the policy's
+    training env (its recorded settings) with ``overrides``."""
+    import plume_jax
+    from plume_jax.registry import build_env, merge_overrides
+
+    if preset is not None:
+        return plume_jax.make(preset, **overrides)
+    settings = spec.get("env") or {}
+    if not settings:
+        raise ValidationError.for_parameter(
+            "--preset", None, "a preset id: this policy does not record its training env")
+    return build_env(merge_overrides(settings, overrides))
+
+
+def record(args: argparse.Namespace) -> dict[str, Any]:
+    """Check everything, run the rollout, write the video; returns
+    :func:`plume_jax.video.record_batch`'s summary."""
+    from agents.trained import TrainedPolicy, load_policy_files
+    from plume_jax.multi_agent import MultiAgentPlumeEnv
+    from plume_jax.seeding import check_seed, seed_key
+    from plume_jax.video import VIDEO_FORMATS, record_batch
+
+    check_output_file(args.out, "--out", VIDEO_FORMATS)
+    if os.path.exists(args.out) and not args.overwrite:
+        raise ValidationError.for_parameter("--out", args.out,
+                                            "a file that does not exist yet (or --overwrite)")
+    _check_video_writer(args.out)
+    for option, value, low in (("--episodes", args.episodes, 1), ("--scale", args.scale, 1),
+                               ("--steps", args.steps, 1)):
+        if value is not None and value < low:
+            raise ValidationError.for_parameter(option, value, f"an integer >= {low}")
+    key = seed_key(check_seed(args.seed, "--seed"))
+    folder = policy_folder(args.run)
+    spec, _ = load_policy_files(folder)
+    env, params = _env_for(spec, args.preset, parse_overrides(args.set))
+    if isinstance(env, MultiAgentPlumeEnv):
+        raise ValidationError.for_parameter(
+            "RUN", args.run, "a single-agent policy (record draws single-agent envs; this "
+                             f"env has {env.num_agents} agents)")
+    policy = TrainedPolicy.for_env(env, folder, greedy=not args.sample)
+    steps = int(params.max_steps) if args.steps is None else args.steps
+    return record_batch(args.out, env, params, policy, key, num_envs=args.episodes,
+                        num_steps=steps, scale=args.scale, fps=args.fps)
+
+
+def run(args: argparse.Namespace) -> int:
+    summary = record(args)
+    for i in range(len(summary["success"])):
+        print(f"episode {i}: {'reached the source' if summary['success'][i] else 'no success'}, "
+              f"{int(summary['length'][i])} steps, return {float(summary['return'][i]):.3f}")
+    print(f"wrote {summary['path']} ({summary['frames']} frames)")
+    return 0
