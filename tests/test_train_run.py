@@ -462,6 +462,30 @@ def test_tensorboard_events_hold_the_metrics_csv_scalars_once_per_update(run,
                                    rtol=1e-6)
 
 
+def test_tensorboard_has_the_sb3_rollout_tags_and_the_hparams_table(run):
+    """Issue 30: SB3 users look for rollout/ep_rew_mean, ep_len_mean and
+    success_rate, and compare runs in TensorBoard's HPARAMS table; the run
+    wrote only train/* and eval/* scalars."""
+    import csv
+
+    from tbparse import SummaryReader
+
+    with (run["out"] / "metrics.csv").open() as f:
+        table = list(csv.DictReader(f))
+    reader = SummaryReader(str(run["out"] / "tensorboard"), extra_columns={"dir_name"})
+    scalars = reader.scalars
+    for column, tag in [("return_mean", "rollout/ep_rew_mean"),
+                        ("length_mean", "rollout/ep_len_mean"),
+                        ("success_rate", "rollout/success_rate")]:
+        got = scalars[scalars["tag"] == tag].sort_values("step")
+        want = [float(r[column]) for r in table if r[column] not in ("", "nan")]
+        np.testing.assert_allclose(got["value"], want, rtol=1e-6)
+    table_hp = reader.hparams
+    names = set(table_hp["tag"])
+    assert {"algo.learning_rate", "network.hidden_sizes", "run.seed", "env.id"} <= names
+    assert "hparam/eval/success_rate" in set(scalars["tag"])
+
+
 def test_overwrite_replaces_the_run_and_intermediate_checkpoints_do_not_change_results(
         run, tmp_path, monkeypatch, capsys):
     """--overwrite deletes the earlier run's outputs (and only those) and

@@ -14,6 +14,7 @@ once for any reader (W&B keeps what it received first for a step).
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import os
 import pathlib
@@ -81,6 +82,30 @@ def _scalars(row: dict[str, Any], prefix: str) -> dict[str, float]:
     return out
 
 
+#: Stable-Baselines3's TensorBoard tags, written beside ``train/<metric>``
+#: (``rollout/ep_rew_mean`` is the mean return of the episodes that ended in
+#: the update, as SB3's is of its recent episodes).
+SB3_TAGS = {"return_mean": "rollout/ep_rew_mean", "length_mean": "rollout/ep_len_mean",
+            "success_rate": "rollout/success_rate"}
+
+
+def hparams(config: dict[str, Any] | None) -> dict[str, Any]:
+    """The hyperparameters of a resolved config for TensorBoard's HPARAMS
+    table: ``env.id``, every ``algo.*``, ``network.*`` and ``run.seed``
+    (lists and mappings as text, None as ``"null"``)."""
+    if not config:
+        return {}
+    out: dict[str, Any] = {"env.id": str(config.get("env", {}).get("id"))}
+    for section in ("algo", "network"):
+        for key, value in (config.get(section) or {}).items():
+            if isinstance(value, bool) or isinstance(value, (int, float, str)):
+                out[f"{section}.{key}"] = value
+            else:
+                out[f"{section}.{key}"] = "null" if value is None else json.dumps(value)
+    out["run.seed"] = int((config.get("run") or {}).get("seed", 0))
+    return out
+
+
 class RunLoggers:
     """The TensorBoard writer and W&B run of one training run (or sweep
     member).
@@ -101,6 +126,7 @@ class RunLoggers:
                  wandb_project: str | None = None, name: str = "", config: dict | None = None,
                  history: list[dict[str, Any]] | None = None, group: str | None = None):
         self.folder = pathlib.Path(folder)
+        self.config = config
         self.writer: Any = None
         self.wandb_run: Any = None
         if tensorboard:
@@ -137,13 +163,23 @@ class RunLoggers:
             step = int(row["env_steps"])
             for tag, value in _scalars(row, "train").items():
                 self.writer.add_scalar(tag, value, global_step=step)
+            for name, tag in SB3_TAGS.items():
+                value = row.get(name)
+                if isinstance(value, (int, float)) and math.isfinite(value):
+                    self.writer.add_scalar(tag, float(value), global_step=step)
 
     def log_evaluation(self, evaluation: dict[str, Any], step: int) -> None:
-        """The final evaluation's numbers under ``eval/``."""
+        """The final evaluation's numbers under ``eval/``, and the run's
+        hyperparameters with them in TensorBoard's HPARAMS table (sweep
+        members side by side)."""
         values = _scalars(evaluation, "eval")
         if self.writer is not None:
             for tag, value in values.items():
                 self.writer.add_scalar(tag, value, global_step=int(step))
+            if self.config:
+                self.writer.add_hparams(hparams(self.config),
+                                        {f"hparam/{k}": v for k, v in values.items()},
+                                        name="hparams", global_step=int(step))
             self.writer.flush()
         if self.wandb_run is not None:
             self.wandb_run.log(values, step=int(step))
