@@ -144,7 +144,7 @@ _SWITCH_30 = math.pi / 6
 _FARRELL_WIND: dict[str, Any] = {
     "wind_model": "field", "wind_kind": "constant", "wind_gust_std": 1.6,
     "wind_gust_damping": 0.1, "wind_gust_bandwidth": 0.2, "wind_gust_diffusivity": 10.0,
-    "wind_field_spacing": 8.0, "warmup_steps": 200}
+    "wind_field_spacing": 8.0, "wind_field_substeps": 4, "warmup_steps": 200}
 
 
 def _filament(description: str, **plume: Any) -> dict[str, Any]:
@@ -205,7 +205,7 @@ PRESETS.update({
         "edges and carried downwind by the mean wind with diffusivity 10 cells^2/step on nodes "
         "8 cells apart; its mean plume width matches the meandering preset's. Sensors read the "
         "local wind.",
-        **_FARRELL_WIND),
+        **{**_FARRELL_WIND, "wind_model": "linear_field"}),
     "PlumeNav-Filament-Farrell-v0": _filament(
         "Farrell et al. (2002)'s plume model: the travelling-gust wind field of "
         "PlumeNav-Filament-Gusty-v0 and 3-D Gaussian puffs sampled in their plane "
