@@ -278,12 +278,14 @@ def run_pompy(pompy: Any, s: dict[str, Any], seed: int, warmup: int, steps: int,
 
 
 def run_plume_jax(preset: str, wind_model: str, vertical: bool, s: dict[str, Any], runs: int,
-                  seed: int, warmup: int, steps: int, every: int) -> list[dict[str, np.ndarray]]:
-    """``runs`` independent runs of the preset's plume with ``wind_model``
-    and ``vertical_dispersion=vertical`` (vmapped, one jitted program):
-    per-run statistics."""
+                  seed: int, warmup: int, steps: int, every: int,
+                  overrides: dict[str, Any] | None = None) -> list[dict[str, np.ndarray]]:
+    """``runs`` independent runs of the preset's plume with ``wind_model``,
+    ``vertical_dispersion=vertical`` and further plume ``overrides``
+    (vmapped, one jitted program): per-run statistics."""
     env, params = plume_jax.make(preset, plume={"warmup_steps": warmup, "wind_model": wind_model,
-                                                "vertical_dispersion": vertical})
+                                                "vertical_dispersion": vertical,
+                                                **(overrides or {})})
     plume, grid, p = env.plume, env.grid, params.plume
     points, probes = (jnp.asarray(a, jnp.float32) for a in sample_points(s["source"]))
     n_line = DISTANCES.size
@@ -388,8 +390,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--preset", default="PlumeNav-Filament-Farrell-v0")
     parser.add_argument("--models", nargs="*", default=["field"],
                         help="plume_jax wind models to run (e.g. field linear_field)")
-    parser.add_argument("--runs", type=int, default=16, help="independent runs per model")
-    parser.add_argument("--steps", type=int, default=8000, help="recorded steps per run")
+    parser.add_argument("--plume", default="{}",
+                        help="JSON of further plume settings for plume_jax's runs (e.g. "
+                             "'{\"wind_field_substeps\": 10}')")
+    parser.add_argument("--runs", type=int, default=12, help="independent runs per model")
+    parser.add_argument("--steps", type=int, default=4000, help="recorded steps per run")
     parser.add_argument("--warmup", type=int, default=500, help="steps before recording")
     parser.add_argument("--every", type=int, default=2, help="steps between samples")
     parser.add_argument("--seed", type=int, default=0)
@@ -411,10 +416,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.steps < args.every:
         parser.error("--steps must be at least --every")
 
+    try:
+        overrides = json.loads(args.plume)
+    except json.JSONDecodeError as err:
+        parser.error(f"--plume: not JSON ({err})")
+    if not isinstance(overrides, dict):
+        parser.error("--plume: a JSON object of plume settings")
     s = preset_settings(args.preset, args.warmup)
     settings = {"preset": args.preset, "runs": args.runs, "steps": args.steps,
                 "warmup": args.warmup, "every": args.every, "seed": args.seed,
                 "pompy_substeps": args.pompy_substeps, "mapped": s,
+                "plume_jax_overrides": overrides,
                 "statistics": "mean over independent runs; se = std over runs / sqrt(runs)"}
     payload: dict[str, Any] = {
         "settings": settings,
@@ -425,8 +437,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.pompy_from:
         with open(args.pompy_from) as f:
             earlier = json.load(f)
-        mine = {k: v for k, v in settings.items() if k not in ("seed",)}
-        theirs = {k: v for k, v in earlier["settings"].items() if k not in ("seed",)}
+        # plume_jax's own settings may differ: pompy's runs do not depend on them
+        ours_only = ("seed", "plume_jax_overrides")
+        mine = {k: v for k, v in settings.items() if k not in ours_only}
+        theirs = {k: v for k, v in earlier["settings"].items() if k not in ours_only}
         if mine != theirs:
             parser.error(f"--pompy-from {args.pompy_from}: measured with other settings "
                          f"({earlier['settings']})")
@@ -467,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
         for z in Z_SETTINGS:
             t0 = time.perf_counter()
             per_run_ours = run_plume_jax(args.preset, m, z, s, args.runs, args.seed,
-                                         args.warmup, args.steps, args.every)
+                                         args.warmup, args.steps, args.every, overrides)
             payload["plume_jax"][m][f"z_disp={z}"] = mean_se(per_run_ours)
             payload["seconds"][f"plume_jax {m} z_disp={z}"] = time.perf_counter() - t0
             print(f"plume_jax {m} z_disp={z} done ({time.perf_counter() - t0:.0f} s)", flush=True)

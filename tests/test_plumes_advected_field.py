@@ -18,7 +18,7 @@ import scipy.interpolate
 import plume_jax
 from plume_jax.plumes import FilamentPlume
 from plume_jax.plumes.advected_field import AdvectedField
-from plume_jax.plumes.spline import cardinal_coefficients, spline_weights
+from plume_jax.plumes.spline import bicubic_at, cardinal_coefficients
 from plume_jax.types import Grid
 
 Z = 4.0  # allowed standard errors
@@ -31,7 +31,7 @@ def build(**values):
     cfg = {"source": list(SOURCE), "capacity": 32, "warmup_steps": 0, "wind_kind": "constant",
            "wind_model": "field", "wind_speed": 0.9, "wind_direction": 0.0, "kernel": "3d",
            "wind_gust_std": 0.5, "wind_gust_damping": 0.7, "wind_gust_bandwidth": 0.1,
-           "wind_gust_diffusivity": 3.0, "wind_field_spacing": 6.0, "wind_field_substeps": 2}
+           "wind_gust_diffusivity": 3.0, "wind_field_spacing": 6.0, "wind_field_substeps": 1}
     cfg.update(values)
     return FilamentPlume.build(cfg, GRID, "plume")[:2]
 
@@ -46,24 +46,31 @@ def test_spline_is_pompys_rect_bivariate_spline():
     reference = scipy.interpolate.RectBivariateSpline(xs, ys, values.T)
     px = np.random.default_rng(1).uniform(0.0, xs[-1], 64)
     py = np.random.default_rng(2).uniform(0.0, ys[-1], 64)
-    wx = np.asarray(spline_weights(px / hx, nx), np.float64)
-    wy = np.asarray(spline_weights(py / hy, ny), np.float64)
-    ours = np.einsum("pj,ji,pi->p", wy, values, wx)
-    np.testing.assert_allclose(ours, reference.ev(px, py), atol=2e-5)
+    ours = jax.jit(bicubic_at)(jnp.asarray(values[..., None], jnp.float32), px / hx,
+                               py / hy)[:, 0]
+    np.testing.assert_allclose(np.asarray(ours, np.float64), reference.ev(px, py), atol=2e-5)
 
 
-def test_spline_weights_reproduce_cubics_and_interpolate_nodes():
-    """Weights sum to 1, are the identity at the nodes, and a not-a-knot
-    spline reproduces any cubic exactly."""
-    n = 7
-    s = jnp.linspace(0.0, n - 1.0, 41)
-    w = np.asarray(spline_weights(s, n), np.float64)
-    np.testing.assert_allclose(w.sum(-1), 1.0, atol=1e-5)
-    np.testing.assert_allclose(np.asarray(spline_weights(jnp.arange(n, dtype=jnp.float32), n)),
-                               np.eye(n), atol=1e-6)
-    nodes = np.arange(n, dtype=np.float64)
-    cubic = lambda x: 0.3 - x + 0.2 * x**2 - 0.05 * x**3  # noqa: E731
-    np.testing.assert_allclose(w @ cubic(nodes), cubic(np.asarray(s, np.float64)), atol=1e-4)
+def test_spline_interpolates_nodes_reproduces_bicubics_and_clips_outside():
+    """The spline passes through the nodes, reproduces any bicubic exactly
+    (the not-a-knot spline of a cubic is the cubic), and reads points
+    outside the nodes' range at the nearest point of their edge."""
+    nx, ny = 7, 5
+    jj, ii = np.meshgrid(np.arange(ny, dtype=np.float64), np.arange(nx, dtype=np.float64),
+                         indexing="ij")
+
+    def bicubic(x, y):
+        return (0.3 - x + 0.2 * x**2 - 0.05 * x**3) * (1.0 + 0.5 * y - 0.1 * y**3)
+
+    values = jnp.asarray(bicubic(ii, jj)[..., None], jnp.float32)
+    inside_x = np.random.default_rng(3).uniform(0, nx - 1, 50)
+    inside_y = np.linspace(0, ny - 1, 50)
+    sx = np.concatenate([ii.ravel(), inside_x, [-3.0, 40.0]])
+    sy = np.concatenate([jj.ravel(), inside_y, [2.0, -1.0]])
+    expected = bicubic(np.clip(sx, 0, nx - 1), np.clip(sy, 0, ny - 1))
+    got = np.asarray(jax.jit(bicubic_at)(values, sx, sy)[:, 0], np.float64)
+    np.testing.assert_allclose(got, expected, atol=2e-4)
+    np.testing.assert_allclose(got[:nx * ny], expected[:nx * ny], atol=1e-5)  # the nodes
     with pytest.raises(ValueError, match="at least 4 nodes"):
         cardinal_coefficients(3)
 
@@ -78,10 +85,14 @@ def farrell_field():
 def test_field_layout_shapes_and_dtypes(farrell_field):
     field, p = farrell_field
     assert field == AdvectedField(nodes=(17, 13), domain=(128, 96), substeps=4)
-    state = field.init(jax.random.key(0), p, jnp.asarray([1.0, 0.0]))
-    assert state.velocity.shape == (15, 19, 2) and state.velocity.dtype == jnp.float32
+    u = jnp.asarray([1.0, 0.0])
+    state = jax.eval_shape(field.init, jax.random.key(0), p, u)
+    assert state.velocity.shape == (2, 15, 19) and state.velocity.dtype == jnp.float32
     assert state.noise.shape == (2, 2, 2, 2) and state.noise.dtype == jnp.float32
-    out = field.velocity(state, jnp.zeros((3, 5, 2)), jnp.asarray([1.0, 0.0]))
+    after = jax.eval_shape(field.advance, jax.random.key(0), state, u, p)
+    assert jax.tree.map(lambda a: (a.shape, a.dtype), after) == jax.tree.map(
+        lambda a: (a.shape, a.dtype), state)
+    out = jax.eval_shape(field.velocity, state, jnp.zeros((3, 5, 2)), u)
     assert out.shape == (3, 5, 2) and out.dtype == jnp.float32
     # at least 4 nodes per axis, the fewest a cubic spline takes
     assert AdvectedField.for_grid((10, 3), 50.0).nodes == (4, 4)
@@ -97,8 +108,9 @@ def test_uniform_boundary_keeps_a_uniform_wind_exactly():
     advance = jax.jit(field.advance)
     for k in jax.random.split(jax.random.key(1), 20):
         state = advance(k, state, u, params)
-    np.testing.assert_allclose(np.asarray(state.velocity), np.broadcast_to([0.9, 0.0], (
-        field.nodes[1] + 2, field.nodes[0] + 2, 2)), atol=1e-6)
+    expected = np.asarray([0.9, 0.0])[:, None, None] * np.ones(
+        (2, field.nodes[1] + 2, field.nodes[0] + 2))
+    np.testing.assert_allclose(np.asarray(state.velocity), expected, atol=1e-6)
 
 
 def test_same_key_same_field_vmap_matches_loop_and_keys_matter():
@@ -159,7 +171,7 @@ def test_bad_field_settings_are_rejected_naming_the_setting():
         build(wind_gust_diffusivity=40.0, wind_field_substeps=2)
     build(wind_gust_diffusivity=40.0, wind_field_substeps=3)  # more substeps: stable
     with pytest.raises(plume_jax.ValidationError, match=r"wind_speed\^2 / substeps"):
-        build(wind_gust_diffusivity=0.3, wind_speed=0.9)
+        build(wind_gust_diffusivity=0.3, wind_speed=0.9, wind_field_substeps=2)
     with pytest.raises(plume_jax.ValidationError, match="plume.wind_field_substeps"):
         build(wind_field_substeps=0)
     with pytest.raises(plume_jax.ValidationError, match="plume.vertical_dispersion"):

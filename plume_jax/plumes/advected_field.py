@@ -48,9 +48,9 @@ step and which diverges at one step per time unit for ``ζ = 0.1,
 ω = 0.2``; here the noise is exact at any step, the law pompy's approaches
 as its step shrinks.
 
-Cost per env step: the field update is ``O(nx · ny)`` (a few hundred nodes);
-a reading at ``P`` points is ``O(P · nx · ny)`` (each point weighs every
-node through the spline's separable weights).
+Cost per env step: the field update is ``O(substeps · nx · ny)`` (a few
+hundred nodes); a reading at ``P`` points is ``O(nx · ny · (nx + ny) + P)``
+(the spline's slopes at every node, then a gather of each point's cell).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ import jax
 import jax.numpy as jnp
 
 from plume_jax.errors import ValidationError
-from plume_jax.plumes.spline import MIN_NODES, spline_weights
+from plume_jax.plumes.spline import MIN_NODES, bicubic_at
 from plume_jax.plumes.wind_field import WindField, noise_transition
 
 #: The largest cell Reynolds number ``|u| h / ν`` the interior update allows
@@ -74,9 +74,10 @@ CELL_REYNOLDS_CAP = 4.0
 @chex.dataclass(frozen=True)
 class AdvectedState:
     """Attributes:
-        velocity: f32[ny + 2, nx + 2, 2], the wind ``(u, v)`` at the nodes,
-            cells per step: ``[j + 1, i + 1]`` is interior node ``(i hx, j
-            hy)``; rows and columns 0 and -1 are the boundary ring.
+        velocity: f32[2, ny + 2, nx + 2], the wind components ``u, v`` at
+            the nodes, cells per step: ``[:, j + 1, i + 1]`` is interior node
+            ``(i hx, j hy)``; rows and columns 0 and -1 are the boundary ring
+            (components first: the update runs along rows of nodes).
         noise: f32[2, 2, 2, 2], the ring corners' filter states
             ``[corner y (south, north), corner x (west, east), component,
             (value / σ, rate / (σ ω))]``, standard normal when stationary.
@@ -99,7 +100,7 @@ class AdvectedField:
 
     @classmethod
     def for_grid(cls, domain: tuple[int, int], spacing: float, substeps: int = 1
-                 ) -> "AdvectedField":
+                 ) -> AdvectedField:
         """The field with interior nodes at most ``spacing`` cells apart over
         ``domain`` (at least :data:`~plume_jax.plumes.spline.MIN_NODES` per
         axis, the fewest a cubic spline takes), updated in ``substeps``
@@ -143,11 +144,16 @@ class AdvectedField:
 
     # -- dynamics ------------------------------------------------------------
     def _ring(self, noise: jax.Array, mean_velocity: jax.Array, params: Any) -> jax.Array:
-        """f32[ny + 2, nx + 2, 2]: ``U`` plus the bilinear interpolation of the
+        """f32[2, ny + 2, nx + 2]: ``U`` plus the bilinear interpolation of the
         corner noise ``σ z`` (on the ring: linear along each edge)."""
         nx, ny = self.nodes
-        ring = WindField(nodes=(nx + 2, ny + 2), domain=self.domain)
-        return jnp.asarray(mean_velocity, jnp.float32) + ring._boundary(noise, params)
+        corners = jnp.asarray(mean_velocity, jnp.float32)[:, None, None] + jnp.moveaxis(
+            params.wind_gust_std * noise[..., 0], -1, 0)  # [component, 2 (y), 2 (x)]
+        fx = jnp.linspace(0.0, 1.0, nx + 2, dtype=jnp.float32)
+        fy = jnp.linspace(0.0, 1.0, ny + 2, dtype=jnp.float32)[:, None]
+        south = corners[:, :1, :1] * (1.0 - fx) + corners[:, :1, 1:] * fx  # [2, 1, nx + 2]
+        north = corners[:, 1:, :1] * (1.0 - fx) + corners[:, 1:, 1:] * fx
+        return (south * (1.0 - fy) + north * fy).astype(jnp.float32)
 
     def init(self, key: jax.Array, params: Any, mean_velocity: jax.Array) -> AdvectedState:
         """Corner filters drawn from their stationary law; every node the wind
@@ -174,23 +180,23 @@ class AdvectedField:
         noise = state.noise @ phi.T + xi @ chol.T
         ring = self._ring(noise, mean_velocity, params)
         w = state.velocity
-        is_ring = jnp.ones(w.shape[:2], bool).at[1:-1, 1:-1].set(False)[..., None]
+        is_ring = jnp.ones(w.shape[1:], bool).at[1:-1, 1:-1].set(False)
         w = jnp.where(is_ring, ring, w)
         hx, hy = self.spacing
-        centre = w[1:-1, 1:-1]
-        east, west = w[1:-1, 2:], w[1:-1, :-2]
-        north, south = w[2:, 1:-1], w[:-2, 1:-1]
-        advection = (centre[..., :1] * (east - west) / (2.0 * hx)
-                     + centre[..., 1:] * (north - south) / (2.0 * hy))
+        centre = w[:, 1:-1, 1:-1]
+        east, west = w[:, 1:-1, 2:], w[:, 1:-1, :-2]
+        north, south = w[:, 2:, 1:-1], w[:, :-2, 1:-1]
+        advection = (centre[:1] * (east - west) / (2.0 * hx)
+                     + centre[1:] * (north - south) / (2.0 * hy))
         # ½K, raised per node and axis to keep the cell Reynolds number |u| h / ν
         # at most CELL_REYNOLDS_CAP (see the module docstring)
         half_k = 0.5 * params.wind_gust_diffusivity
-        nu_x = jnp.maximum(half_k, hx * jnp.abs(centre[..., :1]) / CELL_REYNOLDS_CAP)
-        nu_y = jnp.maximum(half_k, hy * jnp.abs(centre[..., 1:]) / CELL_REYNOLDS_CAP)
+        nu_x = jnp.maximum(half_k, hx * jnp.abs(centre[:1]) / CELL_REYNOLDS_CAP)
+        nu_y = jnp.maximum(half_k, hy * jnp.abs(centre[1:]) / CELL_REYNOLDS_CAP)
         diffusion = (nu_x * (east - 2.0 * centre + west) / hx**2
                      + nu_y * (north - 2.0 * centre + south) / hy**2)
         interior = centre + dt * (diffusion - advection)
-        velocity = w.at[1:-1, 1:-1].set(interior)
+        velocity = w.at[:, 1:-1, 1:-1].set(interior)
         return AdvectedState(velocity=velocity.astype(jnp.float32),
                              noise=noise.astype(jnp.float32))
 
@@ -202,10 +208,7 @@ class AdvectedField:
         the field and unused; it is here for the interface
         :class:`~plume_jax.plumes.wind_field.WindField` shares)."""
         del mean_velocity
-        nx, ny = self.nodes
         hx, hy = self.spacing
         points = jnp.asarray(points, jnp.float32)
-        wx = spline_weights(points[..., 0] / hx, nx)  # [..., nx]
-        wy = spline_weights(points[..., 1] / hy, ny)  # [..., ny]
-        rows = jnp.einsum("...j,jic->...ic", wy, state.velocity[1:-1, 1:-1])
-        return jnp.einsum("...i,...ic->...c", wx, rows).astype(jnp.float32)
+        interior = jnp.moveaxis(state.velocity[:, 1:-1, 1:-1], 0, -1)  # [ny, nx, 2]
+        return bicubic_at(interior, points[..., 0] / hx, points[..., 1] / hy)
