@@ -211,10 +211,11 @@ def test_vertical_dispersion_random_walk_and_kernel(vertical_plume):
 @pytest.mark.slow
 def test_farrell_field_stays_bounded_and_matches_pompys_wind():
     """16 independent runs of 8000 steps of the Farrell preset's field: every
-    node stays finite and within 10 cells/step, and at 50 cells downwind of
-    the inflow the mean wind and the cross-wind gust std are within 10 % of
-    pompy's (1.155 and 0.380: 8 finite pompy runs, 10 substeps per step,
-    scripts/pompy_validation.py settings)."""
+    node stays finite and within 20 cells/step (the boundary noise alone
+    reaches 8-9 in long runs; pompy's scheme, uncapped, overflows in about a
+    quarter of such runs), and at 50 cells downwind of the source the mean
+    wind and the cross-wind gust std are within 10 % of pompy's (1.140 and
+    0.394: benchmarks/pompy_validation.json, 12 finite pompy runs)."""
     env, params = plume_jax.make("PlumeNav-Filament-Farrell-v0")
     field, p = env.plume.gust_field, params.plume
     u = jnp.asarray([1.0, 0.0])
@@ -236,6 +237,6 @@ def test_farrell_field_stays_bounded_and_matches_pompys_wind():
 
     mean, gust, peak = (np.asarray(x) for x in jax.vmap(run)(
         jax.random.split(jax.random.key(0), 16)))
-    assert np.all(np.isfinite(peak)) and peak.max() < 10.0
-    assert abs(mean.mean() / 1.155 - 1.0) < 0.10
-    assert abs(gust.mean() / 0.380 - 1.0) < 0.10
+    assert np.all(np.isfinite(peak)) and peak.max() < 20.0
+    assert abs(mean.mean() / 1.140 - 1.0) < 0.10
+    assert abs(gust.mean() / 0.394 - 1.0) < 0.10

@@ -32,17 +32,18 @@ are not: where gusts make the cell Reynolds number ``|u| h / (½K)`` large
 (above 2 the scheme loses its maximum principle; at Farrell's settings
 ``σ = 1.6``, ``K = 10`` on 8-cell nodes gusts reach 4-6 and the number 6-10)
 grid-scale wiggles grow, and pompy's own field blows up (to overflow) in
-about one run in four within 8000 steps, at any time step; the same
-scheme here blew up in every run at one step per env step and in over a
-third of runs at ten. Here the diffusivity of each node and axis is
+about one run in four within 8000 steps, at time steps of 0.1 and 0.025
+alike; the same scheme here blew up in every run at one step per env step
+and in over a third of runs at ten. Here the diffusivity of each node and axis is
 raised from ``½ K`` to ``|u| h / 4`` where that is larger, capping the cell
 Reynolds number at :data:`CELL_REYNOLDS_CAP` = 4 (at 2 the scheme would be
 monotone but its extra diffusion takes 10 % off the mean wind). With 4
 substeps this reproduces pompy's runs that stay finite: mean wind within
-4 % and cross-wind gust std within 6 % at 10-100 cells downwind of the
-inflow (docs/plumes.md), and no run of 64 x 8000 steps left ±10 cells per
-step. The update is stable while ``|U|² dt <= K`` and
-``K dt (1/hx² + 1/hy²) <= 1`` (``FilamentPlume`` checks both when built).
+2 % and cross-wind gust std within 3 % at 10-100 cells downwind of the
+source (docs/plumes.md), and no run of 64 x 8500 steps diverged (the
+largest speed in them was 11 cells per step). The update is stable while
+``|U|² dt <= K`` and ``K dt (1/hx² + 1/hy²) <= 1`` (``FilamentPlume``
+checks both when built).
 pompy's noise update is Euler-Maruyama, whose amplitude depends on its
 step and which diverges at one step per time unit for ``ζ = 0.1,
 ω = 0.2``; here the noise is exact at any step, the law pompy's approaches
