@@ -98,19 +98,43 @@ def test_field_layout_shapes_and_dtypes(farrell_field):
     assert AdvectedField.for_grid((10, 3), 50.0).nodes == (4, 4)
 
 
-def test_uniform_boundary_keeps_a_uniform_wind_exactly():
+@pytest.fixture(scope="module")
+def small_field():
+    """The field of :func:`build`'s plume, its params and its jitted advance
+    (one compilation: the gust settings are dynamic)."""
+    plume, params = build()
+    return plume.gust_field, params, jax.jit(plume.gust_field.advance)
+
+
+def test_uniform_boundary_keeps_a_uniform_wind_exactly(small_field):
     """With no gusts (σ = 0) a uniform wind is a steady state of
     ``∂u/∂t = -(u·∇)u + ½K∇²u``: every node keeps it to float precision."""
-    plume, params = build(wind_gust_std=0.0)
-    field = plume.gust_field
+    field, params, advance = small_field
+    params = params.replace(wind_gust_std=jnp.float32(0.0))
     u = jnp.asarray([0.9, 0.0])
     state = field.init(jax.random.key(0), params, u)
-    advance = jax.jit(field.advance)
     for k in jax.random.split(jax.random.key(1), 20):
         state = advance(k, state, u, params)
     expected = np.asarray([0.9, 0.0])[:, None, None] * np.ones(
         (2, field.nodes[1] + 2, field.nodes[0] + 2))
     np.testing.assert_allclose(np.asarray(state.velocity), expected, atol=1e-6)
+
+
+def test_extreme_gust_std_keeps_the_field_finite(small_field):
+    """Regression: wind_gust_std = 1e6 (accepted) made the self-advected field
+    overflow to NaN within a few steps (the settings-bounds property test
+    found it): each component is now clipped to ``h / (2 dt)``, the fastest
+    wind its axis carries stably."""
+    field, params, advance = small_field
+    params = params.replace(wind_gust_std=jnp.float32(1e6))
+    u = jnp.asarray([0.9, 0.0])
+    state = field.init(jax.random.key(0), params, u)
+    for k in jax.random.split(jax.random.key(1), 10):
+        state = advance(k, state, u, params)
+    hx, hy = field.spacing
+    v = np.asarray(state.velocity)
+    assert np.isfinite(v).all()
+    assert np.abs(v[0]).max() <= hx / 2 + 1e-4 and np.abs(v[1]).max() <= hy / 2 + 1e-4
 
 
 def test_same_key_same_field_vmap_matches_loop_and_keys_matter():
