@@ -45,8 +45,8 @@ largest speed in them was 11 cells per step). The update is stable while
 ``|U|² dt <= K`` and ``K dt (1/hx² + 1/hy²) <= 1`` (``FilamentPlume``
 checks both when built) and the wind's Courant number ``|u| dt / h`` is at
 most 1/2 (then the raised diffusivity keeps its diffusion number in range
-too); each component is clipped to that speed, ``h / (2 dt)`` along its
-axis (15.8 cells per step at the presets' 8-cell nodes and 4 substeps,
+too); each component is clipped to that speed, ``min(hx, hy) / (2 dt)``
+(15.8 cells per step at the presets' 8-cell nodes and 4 substeps,
 never reached in the validation runs), so no accepted setting, however
 gusty, makes the field diverge.
 pompy's noise update is Euler-Maruyama, whose amplitude depends on its
@@ -149,12 +149,14 @@ class AdvectedField:
         return self._grid.node_positions()
 
     # -- dynamics ------------------------------------------------------------
-    def _ring(self, noise: jax.Array, mean_velocity: jax.Array, params: Any) -> jax.Array:
-        """f32[2, ny + 2, nx + 2]: ``U`` plus the bilinear interpolation of the
-        corner noise ``σ z`` (on the ring: linear along each edge)."""
+    def _ring(self, noise: jax.Array, mean_velocity: jax.Array, params: Any,
+              limit: float = float("inf")) -> jax.Array:
+        """f32[2, ny + 2, nx + 2]: the bilinear interpolation of the corner
+        winds ``U + σ z``, each clipped to ``±limit`` (on the ring: linear
+        along each edge)."""
         nx, ny = self.nodes
-        corners = jnp.asarray(mean_velocity, jnp.float32)[:, None, None] + jnp.moveaxis(
-            params.wind_gust_std * noise[..., 0], -1, 0)  # [component, 2 (y), 2 (x)]
+        corners = jnp.clip(jnp.asarray(mean_velocity, jnp.float32)[:, None, None] + jnp.moveaxis(
+            params.wind_gust_std * noise[..., 0], -1, 0), -limit, limit)  # [component, y, x]
         fx = jnp.linspace(0.0, 1.0, nx + 2, dtype=jnp.float32)
         fy = jnp.linspace(0.0, 1.0, ny + 2, dtype=jnp.float32)[:, None]
         south = corners[:, :1, :1] * (1.0 - fx) + corners[:, :1, 1:] * fx  # [2, 1, nx + 2]
@@ -185,9 +187,9 @@ class AdvectedField:
                  dt: float, mean_velocity: jax.Array, params: Any) -> AdvectedState:
         noise = state.noise @ phi.T + xi @ chol.T
         hx, hy = self.spacing
-        # the fastest wind each axis carries stably: a Courant number of 1/2
-        limit = jnp.asarray([hx, hy], jnp.float32)[:, None, None] / (2.0 * dt)
-        ring = jnp.clip(self._ring(noise, mean_velocity, params), -limit, limit)
+        # the fastest wind the nodes carry stably: a Courant number of 1/2
+        limit = min(hx, hy) / (2.0 * dt)
+        ring = self._ring(noise, mean_velocity, params, limit)
         w = state.velocity
         is_ring = jnp.ones(w.shape[1:], bool).at[1:-1, 1:-1].set(False)
         w = jnp.where(is_ring, ring, w)
