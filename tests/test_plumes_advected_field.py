@@ -106,15 +106,23 @@ def small_field():
     return plume.gust_field, params, jax.jit(plume.gust_field.advance)
 
 
+def run_small_field(small_field, gust_std: float, steps: int):
+    """The small field's state after ``steps`` steps with ``wind_gust_std``
+    set, in a uniform 0.9 cells/step wind toward +x."""
+    field, params, advance = small_field
+    params = params.replace(wind_gust_std=jnp.float32(gust_std))
+    u = jnp.asarray([0.9, 0.0])
+    state = field.init(jax.random.key(0), params, u)
+    for k in jax.random.split(jax.random.key(1), steps):
+        state = advance(k, state, u, params)
+    return state
+
+
 def test_uniform_boundary_keeps_a_uniform_wind_exactly(small_field):
     """With no gusts (σ = 0) a uniform wind is a steady state of
     ``∂u/∂t = -(u·∇)u + ½K∇²u``: every node keeps it to float precision."""
-    field, params, advance = small_field
-    params = params.replace(wind_gust_std=jnp.float32(0.0))
-    u = jnp.asarray([0.9, 0.0])
-    state = field.init(jax.random.key(0), params, u)
-    for k in jax.random.split(jax.random.key(1), 20):
-        state = advance(k, state, u, params)
+    field = small_field[0]
+    state = run_small_field(small_field, 0.0, 20)
     expected = np.asarray([0.9, 0.0])[:, None, None] * np.ones(
         (2, field.nodes[1] + 2, field.nodes[0] + 2))
     np.testing.assert_allclose(np.asarray(state.velocity), expected, atol=1e-6)
@@ -125,14 +133,8 @@ def test_extreme_gust_std_keeps_the_field_finite(small_field):
     overflow to NaN within a few steps (the settings-bounds property test
     found it): each component is now clipped to ``min(hx, hy) / (2 dt)``, the
     fastest wind the nodes carry stably."""
-    field, params, advance = small_field
-    params = params.replace(wind_gust_std=jnp.float32(1e6))
-    u = jnp.asarray([0.9, 0.0])
-    state = field.init(jax.random.key(0), params, u)
-    for k in jax.random.split(jax.random.key(1), 10):
-        state = advance(k, state, u, params)
-    v = np.asarray(state.velocity)
-    assert np.isfinite(v).all() and np.abs(v).max() <= min(field.spacing) / 2 + 1e-4
+    v = np.asarray(run_small_field(small_field, 1e6, 10).velocity)
+    assert np.isfinite(v).all() and np.abs(v).max() <= min(small_field[0].spacing) / 2 + 1e-4
 
 
 def test_same_key_same_field_vmap_matches_loop_and_keys_matter():
