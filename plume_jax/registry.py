@@ -137,16 +137,17 @@ _FILAMENT_SUMMARY = (
     "gamma 0.99) plus 1 at the goal; start 20-90 cells downwind of the source along the "
     "current wind, within 10 cells of its axis; goal radius 3; 500 steps.")
 _SWITCH_30 = math.pi / 6
-#: The travelling-gust wind field of Farrell et al. (2002) with their "large
-#: amplitude meander" filter at 1 cell = 1 m, 1 step = 1 s: mean wind 1 cell/step,
-#: boundary noise damping 0.1 and bandwidth 0.2 rad/step, diffusivity 10
-#: cells^2/step, nodes 8 cells apart (they use 5-10 m). The noise std, 1.6
-#: cells/step, makes the mean plume width match PlumeNav-Filament-v0's within 3 %
-#: at 50 and 80 cells (their gain G = 20 at their dt = 0.01 s gives 1.41).
+#: The wind field of Farrell et al. (2002), self-advected as pompy computes it
+#: (4 substeps per step), with their "large amplitude meander" filter at 1 cell =
+#: 1 m, 1 step = 1 s: boundary wind 1 cell/step, boundary noise damping 0.1 and
+#: bandwidth 0.2 rad/step, diffusivity 10 cells^2/step, nodes 8 cells apart (they
+#: use 5-10 m). The noise std, 1.6 cells/step, makes the linearised field's
+#: (Gusty's) mean plume width match PlumeNav-Filament-v0's within 3 % at 50 and 80
+#: cells (their gain G = 20 at their dt = 0.01 s gives 1.41).
 _FARRELL_WIND: dict[str, Any] = {
     "wind_model": "field", "wind_kind": "constant", "wind_gust_std": 1.6,
     "wind_gust_damping": 0.1, "wind_gust_bandwidth": 0.2, "wind_gust_diffusivity": 10.0,
-    "wind_field_spacing": 8.0, "warmup_steps": 200}
+    "wind_field_spacing": 8.0, "wind_field_substeps": 4, "warmup_steps": 200}
 
 
 def _filament(description: str, **plume: Any) -> dict[str, Any]:
@@ -202,15 +203,18 @@ PRESETS.update({
         release_rate=0.2, capacity=64),
     "PlumeNav-Filament-Gusty-v0": _filament(
         "The puffs of PlumeNav-Filament-v0 (2-D kernels) in a 2-D wind field whose gusts travel "
-        "with the puffs (Farrell et al. 2002): coloured noise at the domain's corners "
+        "with the puffs (Farrell et al. 2002, linearised: the gusts are carried by the mean "
+        "wind, not by themselves): coloured noise at the domain's corners "
         "(std 1.6 cells/step, damping 0.1, bandwidth 0.2 rad/step), interpolated along the "
         "edges and carried downwind by the mean wind with diffusivity 10 cells^2/step on nodes "
         "8 cells apart; its mean plume width matches the meandering preset's. Sensors read the "
         "local wind.",
-        **_FARRELL_WIND),
+        **{**_FARRELL_WIND, "wind_model": "linear_field"}),
     "PlumeNav-Filament-Farrell-v0": _filament(
-        "Farrell et al. (2002)'s plume model: the travelling-gust wind field of "
-        "PlumeNav-Filament-Gusty-v0 and 3-D Gaussian puffs sampled in their plane "
+        "Farrell et al. (2002)'s plume model as their reference implementation pompy computes "
+        "it: a 2-D wind field advected by itself (4 substeps per step), driven at the domain's "
+        "boundary by a 1 cell/step wind plus PlumeNav-Filament-Gusty-v0's noise, and 3-D "
+        "Gaussian puffs sampled in their plane "
         "(m / ((2 pi)^1.5 r^3); puff mass 5 so that the concentration near the source is "
         "about that of the 2-D presets), so odour thins out faster downwind.",
         kernel="3d", puff_mass=5.0, **_FARRELL_WIND),

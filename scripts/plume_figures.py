@@ -4,12 +4,13 @@
 Writes into ``docs/``:
 
 - ``filament_snapshot.png``: instantaneous fields of the filament presets
-  (meandering, constant, switching, sparse, travelling-gust and Farrell
-  winds) and the bundled movie;
+  (meandering, constant, switching, sparse, linearised travelling-gust and
+  Farrell's self-advected winds) and the bundled movie;
 - ``filament_wind_field.png``: the wind of PlumeNav-Filament-Gusty-v0 (its
-  gust field over the plume, and the cross-wind velocity along the
-  centreline over time: gusts travel downwind) against the meandering
-  preset's uniform wind;
+  gust field over the plume), and the cross-wind velocity along the
+  centreline over time (gusts travel downwind) in the self-advected field of
+  PlumeNav-Filament-Farrell-v0, the linearised one of Gusty and the
+  meandering preset's uniform wind;
 
 and, from the long runs of ``scripts/plume_validation.py`` (means over
 independent runs, bands of ±2 standard errors):
@@ -56,8 +57,8 @@ LABELS = {"PlumeNav-Filament-Constant-v0": "constant wind",
           "PlumeNav-Filament-v0": "meandering wind (uniform, OU)",
           "PlumeNav-Filament-SwitchMany-v0": "frequent switches",
           "PlumeNav-Filament-Sparse-v0": "sparse (0.2 puffs/step), meander",
-          "PlumeNav-Filament-Gusty-v0": "travelling gusts (field), 2-D puffs",
-          "PlumeNav-Filament-Farrell-v0": "travelling gusts, 3-D puffs (Farrell)"}
+          "PlumeNav-Filament-Gusty-v0": "travelling gusts (linearised field), 2-D puffs",
+          "PlumeNav-Filament-Farrell-v0": "self-advected field, 3-D puffs (Farrell)"}
 
 
 def snapshot(pid: str, steps: int = 60) -> np.ndarray:
@@ -132,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     plt.close(fig)
 
     # -- the travelling-gust wind ---------------------------------------------
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4), gridspec_kw={"width_ratios": [1.4, 1, 1]})
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4),
+                             gridspec_kw={"width_ratios": [1.4, 1, 1, 1]})
     xs, v_gust, state, env, params = centreline_wind("PlumeNav-Filament-Gusty-v0")
     field = np.asarray(env.plume.field(state, env.grid, params.plume))
     axes[0].imshow(field, origin="lower", cmap="viridis", vmin=0, vmax=0.5)
@@ -142,14 +144,16 @@ def main(argv: list[str] | None = None) -> int:
                    width=0.003)
     axes[0].set_title("PlumeNav-Filament-Gusty-v0: wind at the field's nodes", fontsize=9)
     _, v_meander, *_ = centreline_wind("PlumeNav-Filament-v0")
-    for ax, v, title in [(axes[1], v_gust, "travelling gusts (Gusty)"),
-                         (axes[2], v_meander, "uniform meander (Filament-v0)")]:
+    _, v_farrell, *_ = centreline_wind("PlumeNav-Filament-Farrell-v0")
+    for ax, v, title in [(axes[1], v_farrell, "self-advected field (Farrell)"),
+                         (axes[2], v_gust, "linearised field (Gusty)"),
+                         (axes[3], v_meander, "uniform meander (Filament-v0)")]:
         lim = float(np.abs(v).max())
         im = ax.imshow(v, origin="lower", aspect="auto", cmap="RdBu_r", vmin=-lim, vmax=lim,
                        extent=[xs[0], xs[-1], 0, v.shape[0]])
         ax.set_xlabel("distance downwind of the source (cells)")
         ax.set_ylabel("step")
-        ax.set_title(f"cross-wind velocity on the centreline: {title}", fontsize=9)
+        ax.set_title(f"cross-wind velocity on the centreline:\n{title}", fontsize=9)
         fig.colorbar(im, ax=ax, shrink=0.8, label="cells/step")
     fig.tight_layout()
     fig.savefig(out / "filament_wind_field.png", dpi=80)

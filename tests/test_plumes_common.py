@@ -40,6 +40,7 @@ def configs(movie_path):
                       "release_rate": 1.5}, "release_rate", (0.5, 3.0)),
         "filament-field": ({"source": [2, 7], "capacity": 24, "warmup_steps": 15,
                             "wind_speed": 0.8, "wind_model": "field", "kernel": "3d",
+                            "vertical_dispersion": True, "wind_field_substeps": 2,
                             "wind_gust_std": 0.6, "wind_gust_diffusivity": 5.0},
                            "wind_gust_std", (0.2, 1.5)),
         "poisson": ({"source_mode": "otto", "observer": [10, 7], "lambda_over_dx": 2.0},

@@ -1,4 +1,4 @@
-"""The travelling-gust wind field (``wind_model="field"``) and the 3-D puff
+"""The linearised wind field (``wind_model="linear_field"``) and the 3-D puff
 kernel: what they conserve, that they are exact where they claim to be,
 deterministic per key, and read by the puffs and by every consumer of the
 wind.
@@ -169,7 +169,7 @@ SOURCE = (6.0, 16.0)
 
 def build(**values):
     cfg = {"source": list(SOURCE), "capacity": 32, "warmup_steps": 0, "wind_kind": "constant",
-           "wind_model": "field", "wind_speed": 0.9, "wind_direction": 0.6,
+           "wind_model": "linear_field", "wind_speed": 0.9, "wind_direction": 0.6,
            "wind_gust_std": 0.5, "wind_gust_damping": 0.7, "wind_gust_bandwidth": 0.1,
            "wind_gust_diffusivity": 3.0, "wind_field_spacing": 6.0}
     cfg.update(values)

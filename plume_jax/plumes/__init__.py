@@ -14,8 +14,10 @@ type name     model
 ``gaussian``  static isotropic Gaussian, constant wind (:mod:`.gaussian`)
 ``filament``  turbulent puff plume, Farrell et al. 2002 style; constant,
               meandering (OU) or switching wind (:mod:`.filament`, :mod:`.wind`),
-              optionally with a 2-D gust field that travels with the puffs
-              (:mod:`.wind_field`); 2-D or 3-D puff kernels
+              optionally in a 2-D wind field that travels with the puffs
+              (self-advected, :mod:`.advected_field`; or linearised,
+              :mod:`.wind_field`); 2-D or 3-D puff kernels, optional
+              vertical dispersion
 ``poisson``   infotaxis Poisson hit-rate law, isotropic (K0) or windy; the
               source may be drawn per episode (:mod:`.poisson`)
 ``movie``     a recorded or precomputed ``(T, H, W)`` movie (:mod:`.movie`)

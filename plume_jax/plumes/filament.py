@@ -17,15 +17,25 @@ Model (units: cells and steps, one env step = one time unit)
 - Transport: ``x' = x + U + ξ`` with ``U`` the wind at the puff (updated
   first, then applied): with ``wind_model="uniform"`` the wind of
   :mod:`plume_jax.plumes.wind`, the same everywhere; with
-  ``wind_model="field"`` that wind plus the gust field of
-  :mod:`plume_jax.plumes.wind_field` read at the puff's centre, so puffs
-  released together stay in the same gust as it travels downwind; ``ξ`` an
+  ``wind_model="field"`` the self-advected wind field of
+  :mod:`plume_jax.plumes.advected_field` (Farrell et al.'s, as pompy
+  computes it) read at the puff's centre, so puffs released together stay
+  in the same gust as it travels downwind; with ``"linear_field"`` its
+  faster linearisation, :mod:`plume_jax.plumes.wind_field`; ``ξ`` an
   independent zero-mean increment per puff and axis of variance
   ``2 dispersion`` (uniform on ``±√(6 dispersion)``: a puff's displacement
   after a few steps is Gaussian by the central limit theorem, and the
   uniform increments come from a cheap keyed hash, see
   :func:`plume_jax.plumes.sampling.uniform_pairs`, instead of a Threefry
   normal per puff, which cost two thirds of a step).
+- Vertical dispersion (``vertical_dispersion``, static, ``3d`` kernel only;
+  pompy's ``model_z_disp``): each puff's height above the sampling plane
+  ``z`` (0 at release) takes the same independent increments as ``x`` and
+  ``y`` (variance ``2 dispersion`` per step; the wind has no vertical
+  component), and the ``3d`` kernel is evaluated at the puff's height:
+  times ``exp(-z² / (2 r²))``. Off (the default), puffs stay centred in the
+  plane. Nothing bounds ``z`` (no ground: odour that wanders below the
+  plane is lost, as in pompy).
 - Growth: radius ``r(age) = √(puff_radius² + 2 growth age)`` (Fickian growth
   of each puff by the eddies smaller than it).
 - Kernel (``kernel``, static): ``2d``,
@@ -35,7 +45,8 @@ Model (units: cells and steps, one env step = one time unit)
   step through it; or ``3d``, ``m / ((2π)^{3/2} r_i³) · exp(...)`` — Farrell's
   3-D Gaussian puff of mass ``m`` centred in the sampling plane, which holds
   ``m / (√(2π) r)`` of it (mass per cell³; the rest lies above and below, so
-  the in-plane concentration falls faster downwind, as ``r⁻³``).
+  the in-plane concentration falls faster downwind, as ``r⁻³``; with
+  ``vertical_dispersion``, times ``exp(-z_i² / (2 r_i²))``).
 - Buffer: ``capacity`` (static) slots used as a ring: new puffs overwrite the
   oldest slots; a puff whose centre leaves the domain by more than
   ``3 r`` is deactivated (it contributes nothing) until its slot is reused.
@@ -63,6 +74,7 @@ import jax.numpy as jnp
 from plume_jax.plumes.base import Plume, cell_centres
 from plume_jax.plumes.sampling import capped_poisson, uniform_pairs
 from plume_jax.plumes.wind import WindModel, WindState, broadcast_wind, wind_setting
+from plume_jax.plumes.advected_field import AdvectedField, AdvectedState
 from plume_jax.plumes.wind_field import GustState, WindField, field_setting
 from plume_jax.errors import ValidationError
 from plume_jax.pytree import Pytree
@@ -70,6 +82,7 @@ from plume_jax.settings import (
     MAX_LENGTH,
     MAX_SCALE,
     MIN_LENGTH,
+    boolean,
     choice,
     grid_domain,
     grid_position,
@@ -99,7 +112,8 @@ class FilamentParams(Pytree):
         growth: puff growth, cells² per step (``r² = r0² + 2 growth age``).
         dispersion: centre-relative diffusivity of puff centres, cells² per step.
         wind_*: the wind (see :mod:`plume_jax.plumes.wind`); ``wind_gust_*``
-            the gust field of ``wind_model="field"`` (see
+            the wind field of ``wind_model="field"`` or ``"linear_field"``
+            (see :mod:`plume_jax.plumes.advected_field` and
             :mod:`plume_jax.plumes.wind_field`; unused otherwise).
     """
 
@@ -142,8 +156,13 @@ class FilamentState(Pytree):
         head: i32[], the next slot to (over)write.
         released: i32[], puffs released since ``init`` (warm-up included).
         wind: the (large-scale, uniform) wind state.
-        gusts: the gust field (:class:`~plume_jax.plumes.wind_field.GustState`)
-            with ``wind_model="field"``; ``()`` otherwise.
+        gusts: the wind field: an
+            :class:`~plume_jax.plumes.advected_field.AdvectedState` with
+            ``wind_model="field"``, a
+            :class:`~plume_jax.plumes.wind_field.GustState` with
+            ``"linear_field"``; ``()`` otherwise.
+        heights: f32[capacity], puff heights above the sampling plane, cells,
+            with ``vertical_dispersion``; ``()`` otherwise.
     """
 
     positions: jax.Array
@@ -152,7 +171,8 @@ class FilamentState(Pytree):
     head: jax.Array
     released: jax.Array
     wind: WindState
-    gusts: GustState | tuple = ()
+    gusts: AdvectedState | GustState | tuple = ()
+    heights: jax.Array | tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,8 +181,9 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
     a (meandering) wind (see the module docstring for the model).
 
     Static: ``capacity`` (puff slots), ``warmup_steps`` (scanned at ``init``),
-    ``max_release`` (cap on puffs per step), ``kernel``, ``wind_kind``,
-    ``wind_model`` and ``wind_field_spacing``.
+    ``max_release`` (cap on puffs per step), ``kernel``,
+    ``vertical_dispersion``, ``wind_kind``, ``wind_model``,
+    ``wind_field_spacing`` and ``wind_field_substeps``.
     Dynamic: everything else. Concentration is in mass per cell²; with the
     defaults a new puff peaks at ``puff_mass / (2π puff_radius²) ≈ 0.32`` and the
     time-averaged concentration next to the source is about 1.
@@ -179,9 +200,15 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
                           doc="puff kernel: 2d (m / (2 pi r^2) exp(-d^2 / 2r^2), the puff's mass "
                               "in the plane) or 3d (m / ((2 pi)^1.5 r^3) exp(-d^2 / 2r^2), a 3-D "
                               "puff centred in the plane, Farrell et al. 2002)")
+    vertical_dispersion: bool = setting(
+        False, boolean(),
+        doc="3d kernel only: puffs also disperse vertically (their height above the sampling "
+            "plane takes the centre-relative increments; pompy's model_z_disp), which thins "
+            "the in-plane odour downwind; false: puffs stay centred in the plane")
     wind_kind: str = wind_setting("wind_kind", "meander")
     wind_model: str = field_setting("wind_model", "uniform")
     wind_field_spacing: float = field_setting("wind_field_spacing", 8.0)
+    wind_field_substeps: int = field_setting("wind_field_substeps", 4)
     #: ``(width, height)`` of the domain, set by ``build`` from the grid; puffs
     #: leaving it are deactivated. ``()`` (a hand-built plume) never deactivates.
     domain: tuple = grid_domain()
@@ -191,13 +218,33 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
 
     @classmethod
     def validate(cls, resolved: dict, grid: Grid, prefix: str) -> dict:
-        """With ``wind_model="field"``, the gust field's explicit update must
-        be stable: ``wind_speed² <= wind_gust_diffusivity <= 1 / (1/hx² + 1/hy²)``."""
-        if resolved["wind_model"] == "field":
-            field = WindField.for_grid((grid.width, grid.height), resolved["wind_field_spacing"])
+        """With a wind field (``wind_model`` ``"field"`` or
+        ``"linear_field"``), its explicit update must be stable:
+        ``wind_speed² <= wind_gust_diffusivity <= 1 / (1/hx² + 1/hy²)``;
+        ``vertical_dispersion`` needs the ``3d`` kernel (a ``2d`` puff's
+        kernel is its whole mass in the plane, whatever its height)."""
+        if resolved["wind_model"] != "uniform":
+            field = cls.wind_field_of(resolved["wind_model"], (grid.width, grid.height),
+                                      resolved["wind_field_spacing"],
+                                      resolved["wind_field_substeps"])
             field.check_stable(resolved["wind_gust_diffusivity"], resolved["wind_speed"],
                                f"{prefix}.wind_gust_diffusivity")
+        if resolved["vertical_dispersion"] and resolved["kernel"] != "3d":
+            raise ValidationError.for_parameter(
+                f"{prefix}.vertical_dispersion", True,
+                f"false with kernel {resolved['kernel']!r} (vertical dispersion changes only the "
+                f"3d kernel: set kernel to '3d')")
         return resolved
+
+    @staticmethod
+    def wind_field_of(wind_model: str, domain: tuple[int, int], spacing: float,
+                      substeps: int) -> AdvectedField | WindField:
+        """The wind field of ``wind_model`` ``"field"`` (``substeps`` updates
+        per step) or ``"linear_field"`` over ``domain``, nodes at most
+        ``spacing`` cells apart."""
+        if wind_model == "field":
+            return AdvectedField.for_grid(domain, spacing, substeps)
+        return WindField.for_grid(domain, spacing)
 
     @property
     def large_scale_wind(self) -> WindModel:
@@ -206,16 +253,18 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
         return WindModel(self.wind_kind)
 
     @property
-    def gust_field(self) -> WindField | None:
-        """The gust field of ``wind_model="field"`` (None with ``uniform``)."""
-        if self.wind_model != "field":
+    def gust_field(self) -> AdvectedField | WindField | None:
+        """The wind field of ``wind_model="field"`` or ``"linear_field"``
+        (None with ``uniform``)."""
+        if self.wind_model == "uniform":
             return None
         if not self.domain:
             raise ValidationError.for_parameter(
                 "wind_model", self.wind_model,
-                "'uniform' for a plume built without a grid (the gust field spans the grid: "
+                "'uniform' for a plume built without a grid (the wind field spans the grid: "
                 "build the plume with FilamentPlume.build(values, grid, prefix))")
-        return WindField.for_grid(self.domain, self.wind_field_spacing)
+        return self.wind_field_of(self.wind_model, self.domain, self.wind_field_spacing,
+                                  self.wind_field_substeps)
 
     # -- state ---------------------------------------------------------------
     def empty(self, key: jax.Array, params: FilamentParams) -> FilamentState:
@@ -225,15 +274,18 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
         gusts: GustState | tuple = ()
         if field is not None:
             key, k_field = jax.random.split(key)
-            gusts = field.init(k_field, params)
+        wind = self.large_scale_wind.init(key, params)
+        if field is not None:
+            gusts = field.init(k_field, params, self.large_scale_wind.velocity(wind, params))
         return FilamentState(
             positions=jnp.broadcast_to(jnp.asarray(params.source, jnp.float32), (n, 2)),
             ages=jnp.zeros((n,), jnp.float32),
             active=jnp.zeros((n,), bool),
             head=jnp.zeros((), jnp.int32),
             released=jnp.zeros((), jnp.int32),
-            wind=self.large_scale_wind.init(key, params),
+            wind=wind,
             gusts=gusts,
+            heights=jnp.zeros((n,), jnp.float32) if self.vertical_dispersion else (),
         )
 
     def init(self, key: jax.Array, params: FilamentParams) -> FilamentState:
@@ -283,6 +335,8 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
         gusts = plume_state.gusts
         if field is not None:
             key, k_field = jax.random.split(key)
+        if self.vertical_dispersion:
+            key, k_height = jax.random.split(key)
         k_wind, k_count, k_jitter, k_disp = jax.random.split(key, 4)
         n = self.capacity
         wind = self.large_scale_wind.advance(k_wind, plume_state.wind, params)
@@ -291,10 +345,10 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
         release_velocity = velocity
         puff_velocity = velocity
         if field is not None:
-            assert isinstance(gusts, GustState)  # a gust field keeps its state
+            assert gusts is not None  # a wind field keeps its state
             gusts = field.advance(k_field, gusts, velocity, params)
-            puff_velocity = velocity + field.at(gusts, plume_state.positions)
-            release_velocity = velocity + field.at(gusts, source)
+            puff_velocity = field.velocity(gusts, plume_state.positions, velocity)
+            release_velocity = field.velocity(gusts, source, velocity)
         # uniform increments of variance 2 dispersion per axis (sqrt(6 D) U(-1, 1));
         # summed over steps they are Gaussian by the central limit theorem
         step = jnp.sqrt(6.0 * params.dispersion) * uniform_pairs(k_disp, n)
@@ -316,10 +370,15 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
         positions = jnp.where(new[:, None], source + u[:, None] * release_velocity, positions)
         ages = jnp.where(new, u, ages)
         active = active | new
+        heights = plume_state.heights
+        if self.vertical_dispersion:
+            # the same increments as x and y (variance 2 dispersion); new puffs at height 0
+            rise = jnp.sqrt(6.0 * params.dispersion) * uniform_pairs(k_height, n)[:, 0]
+            heights = jnp.where(new, 0.0, heights + rise).astype(jnp.float32)
         return plume_state.replace(
             positions=positions.astype(jnp.float32), ages=ages.astype(jnp.float32),
             active=active, head=jnp.mod(plume_state.head + count, n).astype(jnp.int32),
-            released=plume_state.released + count, wind=wind, gusts=gusts)
+            released=plume_state.released + count, wind=wind, gusts=gusts, heights=heights)
 
     # -- readings ------------------------------------------------------------
     def source_location(self, plume_state: FilamentState, params: FilamentParams) -> jax.Array:
@@ -334,6 +393,8 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
             peak = params.puff_mass / ((2.0 * math.pi) ** 1.5 * r2 * jnp.sqrt(r2))
         else:
             peak = params.puff_mass / (2.0 * math.pi * r2)
+        if self.vertical_dispersion:
+            peak = peak * jnp.exp(-0.5 * jnp.square(plume_state.heights) / r2)
         weight = jnp.where(plume_state.active, peak, 0.0)
         d2 = squared_norm(points[:, None, :] - plume_state.positions[None, :, :])
         return sum_last(weight * jnp.exp(-0.5 * d2 / r2))
@@ -350,14 +411,14 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
     def wind(self, plume_state: FilamentState, points: jax.Array, params: FilamentParams
              ) -> jax.Array:
         """f32[..., 2], the wind velocity at points, cells/step: the uniform
-        wind, plus the gust field at the points with ``wind_model="field"``."""
+        wind, or the wind field's reading at the points (``wind_model``
+        ``"field"`` or ``"linear_field"``)."""
         velocity = broadcast_wind(self.large_scale_wind.velocity(plume_state.wind, params),
                                   points)
         field = self.gust_field
         if field is None:
             return velocity
-        assert isinstance(plume_state.gusts, GustState)  # a gust field keeps its state
-        return (velocity + field.at(plume_state.gusts, points)).astype(jnp.float32)
+        return field.velocity(plume_state.gusts, points, velocity).astype(jnp.float32)
 
     def field(self, plume_state: FilamentState, grid: Grid, params: FilamentParams) -> jax.Array:
         """f32[H, W], the concentration at every cell, ``field[y, x]``

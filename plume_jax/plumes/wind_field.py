@@ -1,5 +1,7 @@
-"""A coarse 2-D wind field whose gusts enter at the boundary and travel
-downwind, after Farrell et al. (2002).
+"""The linearised travelling-gust wind field (``wind_model="linear_field"``):
+a faster stand-in for the self-advected field of Farrell et al. (2002)
+(:mod:`plume_jax.plumes.advected_field`, ``wind_model="field"``), and the
+pieces both share (the boundary noise, the node layout, the settings).
 
 The air velocity is the large-scale wind ``U(t)`` of
 :mod:`plume_jax.plumes.wind` (uniform; any ``wind_kind``) plus a *gust*
@@ -18,11 +20,14 @@ field ``w(x, t)`` solved on a coarse grid of nodes spanning the domain:
   convention): the gusts are carried across the domain by the large-scale
   wind and smoothed as they go, so a gust that enters upwind travels with
   the puffs. Farrell et al. advect the field by itself (``(u·∇) u``, with
-  ``u = U + w``); advecting the gusts by ``U`` is the linearisation of their
-  equation for gusts small against the mean wind. It keeps the configured
-  mean wind exactly (the self-advection term adds a Reynolds stress that
-  shifts the mean by about ``σ² / 2|U|``) and lets the meandering and
-  switching wind kinds carry the gusts.
+  ``u = U + w``; ``wind_model="field"``); advecting the gusts by ``U`` is
+  the linearisation of their equation for gusts small against the mean
+  wind. It keeps the configured mean wind exactly, where the self-advection
+  adds about ``σ² / 2|U|`` (1.15 cells/step instead of 1 at Farrell's
+  settings), and its interior cross-wind gusts are weaker (about half
+  pompy's at Farrell's settings; see docs/plumes.md); it lets the
+  meandering and switching wind kinds carry the gusts. Readings are
+  bilinear, where the self-advected field reads a bicubic spline.
 
 Numerics (units: cells and steps; one update per env step). The noise is
 updated with the exact discretisation of the filter (its transition matrix
@@ -52,33 +57,40 @@ import jax.numpy as jnp
 
 from plume_jax.errors import ValidationError
 from plume_jax.pytree import Pytree
-from plume_jax.settings import MAX_LENGTH, Checker, choice, real, setting
+from plume_jax.settings import MAX_LENGTH, Checker, choice, integer, real, setting
 
 #: The values of the static ``wind_model`` setting.
-WIND_MODELS = ("uniform", "field")
+WIND_MODELS = ("uniform", "field", "linear_field")
 
-#: ``name -> (checker, doc)`` of the gust-field settings: ``wind_model`` and
-#: ``wind_field_spacing`` are static (fields of the plume), the others
-#: dynamic (fields of its params).
+#: ``name -> (checker, doc)`` of the wind-field settings: ``wind_model``,
+#: ``wind_field_spacing`` and ``wind_field_substeps`` are static (fields of
+#: the plume), the others dynamic (fields of its params).
 _FIELD_DECLARATIONS: dict[str, tuple[Checker, str]] = {
     "wind_model": (choice(WIND_MODELS),
-                   "uniform (the wind of wind_kind everywhere) or field (that wind plus a 2-D "
-                   "gust field driven at the boundary and carried downwind, Farrell et al. 2002)"),
+                   "uniform (the wind of wind_kind everywhere), field (a 2-D wind field driven "
+                   "at the boundary by that wind plus coloured-noise gusts and advected by "
+                   "itself, Farrell et al. 2002, as pompy computes it) or linear_field (that wind "
+                   "plus gusts carried by it: the field linearised, faster, weaker gusts)"),
     "wind_field_spacing": (real(low=1.0, high=MAX_LENGTH),
-                           f"field: largest distance between the gust field's nodes, cells, in "
-                           f"[1, {MAX_LENGTH:g}] (at most one node per cell; Farrell et al.: "
-                           f"5-10 m)"),
+                           f"field, linear_field: largest distance between the wind field's "
+                           f"nodes, cells, in [1, {MAX_LENGTH:g}] (at most one node per cell; "
+                           f"Farrell et al.: 5-10 m)"),
+    "wind_field_substeps": (integer(low=1, high=64),
+                            "field: explicit updates of the wind field per step, in [1, 64] "
+                            "(linear_field: always 1)"),
     "wind_gust_std": (real(low=0.0, high=MAX_LENGTH),
-                      f"field: stationary std of each velocity component of the boundary noise at "
-                      f"the corners, cells per step, in [0, {MAX_LENGTH:g}]"),
+                      f"field, linear_field: stationary std of each velocity component of the "
+                      f"boundary noise at the corners, cells per step, in [0, {MAX_LENGTH:g}]"),
     "wind_gust_damping": (real(low=0.0, high=100.0, low_inclusive=False),
-                          "field: damping ratio of the boundary noise filter, in (0, 100]"),
+                          "field, linear_field: damping ratio of the boundary noise filter, in "
+                          "(0, 100]"),
     "wind_gust_bandwidth": (real(low=0.0, high=math.pi, low_inclusive=False),
-                            "field: undamped natural frequency of the boundary noise filter, "
-                            "radians per step, in (0, pi]"),
+                            "field, linear_field: undamped natural frequency of the boundary "
+                            "noise filter, radians per step, in (0, pi]"),
     "wind_gust_diffusivity": (real(low=0.0, high=MAX_LENGTH),
-                              "field: diffusivity K of the gusts (the interior solves "
-                              "dw/dt = -(U.grad) w + K/2 lap w), cells^2 per step; stable in "
+                              "field, linear_field: diffusivity K of the wind field (field: "
+                              "du/dt = -(u.grad) u + K/2 lap u; linear_field: dw/dt = "
+                              "-(U.grad) w + K/2 lap w), cells^2 per step; stable in "
                               "[wind_speed^2, 1 / (1/hx^2 + 1/hy^2)] for node spacings hx, hy"),
 }
 
@@ -89,8 +101,8 @@ FIELD_SETTINGS = tuple(_FIELD_DECLARATIONS)
 def field_setting(name: str, default: Any, doc: str | None = None) -> Any:
     """The field declaring gust-field setting ``name`` (one of
     :data:`FIELD_SETTINGS`) with the given default: a plume declares
-    ``wind_model`` and ``wind_field_spacing`` as its own fields and the
-    others as fields of its params."""
+    ``wind_model``, ``wind_field_spacing`` and ``wind_field_substeps`` as its
+    own fields and the others as fields of its params."""
     check, standard_doc = _FIELD_DECLARATIONS[name]
     return setting(default, check, doc=standard_doc if doc is None else doc)
 
@@ -218,10 +230,13 @@ class WindField:
         north = corners[1, 0] * (1.0 - fx) + corners[1, 1] * fx
         return (south * (1.0 - fy) + north * fy).astype(jnp.float32)
 
-    def init(self, key: jax.Array, params: Any) -> GustState:
+    def init(self, key: jax.Array, params: Any, mean_velocity: jax.Array | None = None
+             ) -> GustState:
         """Corner filters drawn from their stationary law; the gust field
         their bilinear interpolation (the plume's warm-up then lets the
-        interior develop)."""
+        interior develop). ``mean_velocity`` is unused (the gusts ride on
+        it): it is here for the interface
+        :class:`~plume_jax.plumes.advected_field.AdvectedField` shares."""
         noise = jax.random.normal(key, (2, 2, 2, 2), jnp.float32)
         return GustState(gusts=self._boundary(noise, params), noise=noise)
 
@@ -266,6 +281,13 @@ class WindField:
         v10, v11 = flat[base + nx], flat[base + nx + 1]
         out = (1.0 - fy) * ((1.0 - fx) * v00 + fx * v01) + fy * ((1.0 - fx) * v10 + fx * v11)
         return out.astype(jnp.float32)
+
+    def velocity(self, state: GustState, points: jax.Array, mean_velocity: jax.Array
+                 ) -> jax.Array:
+        """f32[..., 2]: the wind at points f32[..., 2]: ``mean_velocity``
+        f32[2] plus the gusts there (:meth:`at`)."""
+        return (jnp.asarray(mean_velocity, jnp.float32) + self.at(state, points)).astype(
+            jnp.float32)
 
     def node_positions(self) -> jax.Array:
         """f32[ny, nx, 2], the ``(x, y)`` of every node, cells."""

@@ -1,0 +1,82 @@
+"""scripts/pompy_validation.py: the pieces that do not need pompy (the noise
+gain it gives pompy, the per-run statistics, the match rule, the error when
+pompy is missing), and with pompy installed a tiny end-to-end run (slow)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from scripts import pompy_validation as pv
+
+
+def test_noise_gain_gives_pompys_update_the_stationary_std():
+    """The gain from the discrete Lyapunov equation makes a long simulation
+    of pompy's Euler-Maruyama update (written out here) have the std asked
+    for; at small steps it tends to the continuous filter's ``2σ√(ζ/ω)``; at
+    one step per time unit (Farrell's ζ, ω) the update diverges: refused."""
+    std, zeta, omega, dt = 1.6, 0.1, 0.2, 0.1
+    gain = pv.euler_maruyama_gain(std, zeta, omega, dt)
+    rng = np.random.default_rng(0)
+    chains, steps = 256, 4000
+    x = np.zeros((2, chains))
+    a = np.array([[0.0, 1.0], [-omega**2, -2 * zeta * omega]])
+    b = np.array([[0.0], [gain * omega**2]])
+    samples = []
+    for t in range(steps):
+        x = x + dt * a @ x + b * math.sqrt(dt) * rng.normal(size=(1, chains))
+        if t >= steps // 2 and t % 50 == 0:
+            samples.append(x[0].copy())
+    measured = np.concatenate(samples).std()
+    assert measured == pytest.approx(std, rel=0.08)
+    assert pv.euler_maruyama_gain(std, zeta, omega, 1e-4) == pytest.approx(
+        2 * std * math.sqrt(zeta / omega), rel=1e-3)
+    with pytest.raises(ValueError, match="--pompy-substeps"):
+        pv.euler_maruyama_gain(std, zeta, omega, 1.0)
+
+
+def test_per_run_statistics_of_known_samples():
+    """A Gaussian time-mean profile of std 7 gives width 7; thresholds count
+    samples; the gust std is the cross-wind component's std over time."""
+    n_line = pv.DISTANCES.size
+    profile = np.exp(-0.5 * (pv.OFFSETS / 7.0) ** 2)
+    samples = 4
+    conc_sum = np.concatenate([np.full(n_line, 0.1), np.tile(profile, pv.TRANSECTS.size)])
+    above = np.zeros((len(pv.THRESHOLDS), n_line))
+    above[0, :3] = 2.0
+    wind = np.array([[1.0, 0.5], [1.2, -0.5], [1.0, 0.5], [1.2, -0.5]])  # per sample, at a probe
+    wind_sum = np.broadcast_to(wind.sum(0), (pv.PROBES.size, 2))
+    wind_sq = np.broadcast_to((wind**2).sum(0), (pv.PROBES.size, 2))
+    out = pv.per_run_statistics(conc_sum * samples, above, wind_sum, wind_sq, samples)
+    np.testing.assert_allclose(out["width"], 7.0, rtol=1e-3)
+    np.testing.assert_allclose(out["centreline_mean"], 0.1)
+    assert out["above_0.05"][:3].tolist() == [0.5] * 3 and out["above_0.02"].max() == 0.0
+    np.testing.assert_allclose(out["wind_mean"], 1.1)
+    np.testing.assert_allclose(out["gust_std"], 0.5)
+
+
+def test_match_rule_is_ten_percent_or_two_standard_errors():
+    assert pv.verdict((1.0, 0.01), (1.09, 0.01))[2]            # +9 %
+    assert not pv.verdict((1.0, 0.01), (1.12, 0.01))[2]        # +12 %, 8.5 SE
+    assert pv.verdict((1.0, 0.1), (1.25, 0.1))[2]              # +25 % but 1.8 SE
+    assert pv.verdict((0.0, 0.0), (0.0, 0.0))[2]               # both never above a threshold
+
+
+def test_missing_pompy_is_a_clear_error(tmp_path):
+    with pytest.raises(pv.PompyMissing, match="no folder 'pompy'"):
+        pv.import_pompy(str(tmp_path))
+
+
+@pytest.mark.slow
+def test_tiny_side_by_side_run_writes_the_table(tmp_path):
+    pytest.importorskip("pompy")
+    out, table = tmp_path / "v.json", tmp_path / "v.md"
+    assert pv.main(["--runs", "2", "--steps", "20", "--warmup", "10", "--every", "2",
+                    "--models", "field", "--out", str(out), "--table", str(table)]) == 0
+    payload = json.loads(out.read_text())
+    assert set(payload["pompy"]) == {"z_disp=False", "z_disp=True"}
+    assert set(payload["plume_jax"]["field"]) == {"z_disp=False", "z_disp=True"}
+    assert "| width σ_y at 50 cells |" in table.read_text()
