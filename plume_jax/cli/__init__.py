@@ -7,7 +7,9 @@ One module per subcommand, each with ``add_parser(s)`` and ``run``:
 - ``plume-jax train`` / ``plume-jax sweep`` (:mod:`.train`): PPO training
   and sweeps from YAML configs;
 - ``plume-jax evaluate`` (:mod:`.evaluate`): evaluation scenarios;
-- ``plume-jax data`` (:mod:`.data`): registered plume datasets.
+- ``plume-jax data`` (:mod:`.data`): registered plume datasets;
+- ``plume-jax bench`` (:mod:`.bench`): the scoreboard of every agent on
+  every preset family.
 
 Bad input (``ValidationError``) and a state that forbids the command
 (``StateError``: a run or sweep folder in use by another process, a run
@@ -27,7 +29,7 @@ import argparse
 import os
 import sys
 
-from plume_jax.cli import data, demo, evaluate, presets, train
+from plume_jax.cli import bench, data, demo, evaluate, presets, train
 from plume_jax.cli.demo import DEMO_DEFAULTS, run_demo
 
 __all__ = ["DEMO_DEFAULTS", "main", "run_demo"]
@@ -39,6 +41,7 @@ _COMMANDS = {
     "sweep": train.run_sweep,
     "evaluate": evaluate.run,
     "data": data.run,
+    "bench": bench.run,
 }
 
 
@@ -55,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_parsers(sub)
     evaluate.add_parser(sub)
     data.add_parser(sub)
+    bench.add_parser(sub)
     return parser
 
 
