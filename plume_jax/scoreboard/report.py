@@ -161,7 +161,7 @@ def family_markdown(name: str, section: Mapping[str, Any], figure_dir: str) -> l
              f"{section['wall_seconds'] / 60:.1f} min (`plume-jax bench --family {name}"
              f"{'' if p['mode'] == 'full' else ' --mode quick'}`).", ""]
     lines += main_table(section) + [""]
-    if section["verdicts"]:
+    if any(v["best_zoo"] for v in section["verdicts"].values()):
         lines += ["Trained (zoo) agent against the hand-coded baselines:", ""]
         lines += verdict_lines(section) + [""]
     na = not_applicable(section["rows"])
