@@ -171,7 +171,11 @@ def test_bench_end_to_end_on_a_tiny_quick_run(tmp_path):
         "'wind_east'" in markdown
     assert "Not run yet: filament" in markdown
     assert (out / "scoreboard" / "gaussian.png").stat().st_size > 1000
-    assert "](scoreboard/gaussian.png)" in markdown
+    assert "](scoreboard/gaussian.png)" in markdown and "## The zoo" in markdown
+    again = tmp_path / "again.md"  # --render-only: the same page from the record
+    assert cli.main(["bench", "--render-only", "--json", str(tmp_path / "board.json"),
+                     "--markdown", str(again), "--figures", str(out / "scoreboard")]) == 0
+    assert again.read_text().replace("](docs/scoreboard/", "](scoreboard/") == markdown
 
 
 @pytest.mark.slow  # two vmapped robustness programs and a start-cell map: ~1 min on 2 cores

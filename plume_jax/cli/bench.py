@@ -11,6 +11,7 @@ checked before anything runs.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
@@ -42,6 +43,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        help="the record read and updated (per family)")
     bench.add_argument("--figures", default="docs/scoreboard",
                        help="folder of the figures (one per family, plus start-cell maps)")
+    bench.add_argument("--render-only", action="store_true",
+                       help="run nothing: rewrite --markdown from the record --json (and the "
+                       "zoo's current entries)")
     bench.add_argument("--quiet", action="store_true", help="no progress lines")
 
 
@@ -54,6 +58,16 @@ def run(args: argparse.Namespace) -> int:
     from plume_jax.scoreboard.protocol import get_protocol
     from plume_jax.scoreboard.report import load_record
 
+    if args.render_only:
+        from plume_jax.scoreboard.bench import write_markdown
+
+        check_output_file(args.markdown, "--markdown", (".md",))
+        if not os.path.isfile(args.json):
+            raise ValidationError.for_parameter("--json", args.json,
+                                                "an existing scoreboard record (--render-only)")
+        write_markdown(load_record(args.json), args.markdown, args.figures)
+        print(f"wrote {args.markdown}")
+        return 0
     protocol = get_protocol(args.mode, args.episodes)
     families = [get_family(name) for name in dict.fromkeys(args.family or FAMILIES)]
     contenders = board_contenders(include_baselines=not args.no_baselines,

@@ -184,9 +184,39 @@ def family_markdown(name: str, section: Mapping[str, Any], figure_dir: str) -> l
     return lines
 
 
-def render(record: Mapping[str, Any], intro: str, figure_dir: str) -> str:
-    """``docs/scoreboard.md``: ``intro``, then a section per family in the
-    board's order."""
+def zoo_lines(zoo_entries: list[Any]) -> list[str]:
+    """The zoo's table: every entry and version, what it was trained on and
+    what it cost (``entry.yaml``), and how its reproducibility was checked
+    (its optional ``reproducibility`` note)."""
+    lines = ["## The zoo", "",
+             "Every trained entry of `configs/zoo/` (`zoo:<name>@<version>`; the board runs "
+             "the newest version of each). Training cost and the greedy evaluation after "
+             "training (1000 episodes, seed 1000003) are from the run's own `summary.json`.",
+             "", "| entry | trained on | network | seed | device | wall time | env steps "
+             "| policy | own evaluation: success, mean steps |",
+             "|---|---|---|---:|---|---:|---:|---:|---|"]
+    notes = []
+    for e in zoo_entries:
+        info, train = e.info, e.info.get("training", {})
+        ev = info.get("evaluation", {})
+        own = (f"{ev['success_rate']:.3f}, {_fmt(ev.get('mean_steps_to_goal'), '.1f')}"
+               if "success_rate" in ev else "—")
+        lines.append(f"| {e.reference} | {e.preset} | {info.get('network', '?')} | "
+                     f"{info.get('seed', '?')} | {train.get('device', '?')} | "
+                     f"{_fmt(train.get('wall_seconds'), '.0f')} s | "
+                     f"{train.get('env_steps', 0):,} | "
+                     f"{info.get('policy_bytes', 0) / 1024:.0f} KiB | {own} |")
+        if info.get("reproducibility"):
+            notes.append(f"- {e.reference}: {' '.join(str(info['reproducibility']).split())}")
+    if notes:
+        lines += ["", "Reproducibility checks:", ""] + notes
+    return lines + [""]
+
+
+def render(record: Mapping[str, Any], intro: str, figure_dir: str,
+           zoo_entries: list[Any] = ()) -> str:
+    """``docs/scoreboard.md``: ``intro``, a section per family in the
+    board's order, then the zoo's table."""
     from plume_jax.scoreboard.families import FAMILIES
 
     lines = [intro.rstrip(), ""]
@@ -197,6 +227,8 @@ def render(record: Mapping[str, Any], intro: str, figure_dir: str) -> str:
     missing = [n for n in FAMILIES if n not in record["families"]]
     if missing:
         lines += [f"Not run yet: {', '.join(missing)} (`plume-jax bench --family NAME`).", ""]
+    if zoo_entries:
+        lines += zoo_lines(list(zoo_entries))
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -227,9 +259,9 @@ def family_figure(name: str, section: Mapping[str, Any]) -> Any:
         ax_t.set_title("mean steps to the source ± SE (successful episodes)", fontsize=9)
         for ax in (ax_s, ax_t):
             ax.invert_yaxis()
-    fig.suptitle(f"{name}: {section['protocol']['mode']} mode, "
-                 f"{section['protocol']['episodes']} episodes (blue: baselines, orange: zoo, "
-                 "green: yours)", fontsize=10)
+    fig.suptitle(f"{name}: mode {section['protocol']['mode']}, "
+                 f"{section['protocol']['episodes']} episodes per agent (blue: baselines, "
+                 "orange: zoo, green: yours)", fontsize=10)
     return fig
 
 
