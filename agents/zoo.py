@@ -8,8 +8,11 @@ An entry is a folder ``configs/zoo/<name>/<version>/`` holding
   :mod:`agents.trained` runs;
 - ``entry.yaml``: what it is and what it cost — ``description``, the
   ``preset`` it was trained on, the training ``seed``, ``training``
-  (``device``, ``wall_seconds``, ``env_steps``, ``finished_at``) and the
-  greedy ``evaluation`` of the run's own summary.
+  (``device``, ``wall_seconds``, ``env_steps``, ``finished_at``), the
+  greedy ``evaluation`` of the run's own summary, optionally
+  ``env_overrides`` (only ``sensor``: a policy that reads the preset's
+  readings through another sensor, e.g. a belief) and ``reproducibility``
+  (how the config was checked to reproduce the entry).
 
 ``<version>`` is a positive integer; a re-trained entry is a new version
 and the old one stays. A reference is ``zoo:<name>`` (the newest version)
@@ -78,6 +81,14 @@ class ZooEntry:
         """The preset the policy was trained on."""
         return str(self.info.get("preset", ""))
 
+    @property
+    def env_overrides(self) -> dict[str, Any]:
+        """Settings the policy needs on top of its preset — only ``sensor``
+        (e.g. a belief over the source built from the preset's own hits),
+        so the task stays the preset's: ``plume_jax.make(entry.preset,
+        **entry.env_overrides)``; ``{}`` for most entries."""
+        return dict(self.info.get("env_overrides") or {})
+
 
 def is_zoo_reference(name: Any) -> bool:
     """Whether ``name`` is meant as a zoo reference (starts with ``zoo:``)."""
@@ -112,6 +123,11 @@ def _load(root: pathlib.Path, name: str, version: int) -> ZooEntry:
         raise ValidationError.for_parameter(
             "zoo entry", str(folder / "entry.yaml"), "a YAML mapping (description, preset, seed, "
             "training, evaluation)")
+    extra = info.get("env_overrides") or {}
+    if not isinstance(extra, dict) or set(extra) - {"sensor"}:
+        raise ValidationError.for_parameter(
+            "zoo entry", str(folder / "entry.yaml"), "env_overrides with the key sensor only "
+            f"(the task must stay the preset's), not {extra!r:.200}")
     return ZooEntry(name=name, version=version, folder=folder, info=info)
 
 

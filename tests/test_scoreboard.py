@@ -191,3 +191,26 @@ def test_bench_robustness_and_start_cell_map_on_a_tiny_run(tmp_path):
     assert len(values) == 64 and all(0.0 <= v <= 1.0 for v in values)
     assert (out / "scoreboard" / "gaussian_start_cells.png").is_file()
     assert "### Robustness on PlumeNav-Gaussian-v0" in (out / "scoreboard.md").read_text()
+
+
+@pytest.mark.slow  # builds and traces the belief look-ahead policy: ~3 s on 2 busy cores
+def test_a_zoo_entry_with_its_own_sensor_runs_with_it():
+    (belief,) = [c for c in contenders.zoo_contenders() if c.env_overrides]
+    planned, reason = board.plan("PlumeNav-Poisson-Iso19x19-v0", belief, 2, 0)
+    assert reason is None and planned.env.describe()["sensor_type"] == "belief"
+    assert planned.overrides == dict(belief.env_overrides)
+    row = board.row("PlumeNav-Poisson-Iso19x19-v0", "poisson", belief, None, "x")
+    assert row["own_settings"] == ["sensor"]
+
+
+def test_a_zoo_entry_may_bring_its_own_sensor_and_nothing_else(tmp_path):
+    from agents import zoo
+
+    assert [c.env_overrides.keys() for c in contenders.zoo_contenders() if c.env_overrides] \
+        == [{"sensor"}]
+    folder = tmp_path / "odd" / "1"
+    (folder / "policy").mkdir(parents=True)
+    (folder / "entry.yaml").write_text("preset: PlumeNav-Gaussian-v0\n"
+                                       "env_overrides: {goal_radius: 50}\n")
+    with pytest.raises(ValidationError, match=r"env_overrides with the key sensor only"):
+        zoo.resolve("zoo:odd", tmp_path)

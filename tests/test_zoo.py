@@ -37,7 +37,7 @@ def test_every_shipped_entry_is_small_documented_and_loads_by_name(entry):
     assert info["training"]["device"]
     config = load_train_config(entry.config_path)  # the config that produced it
     assert config.env["id"] == entry.preset and config.run["seed"] == info["seed"]
-    env, _ = plume_jax.make(entry.preset)
+    env, _ = plume_jax.make(entry.preset, **entry.env_overrides)
     policy = make_agent(entry.reference, env)
     assert isinstance(policy, TrainedPolicy)
     newest = zoo.resolve(f"zoo:{entry.name}")

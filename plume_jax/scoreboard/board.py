@@ -7,7 +7,9 @@ metrics are the scenario runner's: success with its Wilson 95 % interval,
 mean steps to the source ± SE, median and p90, path efficiency. A pair whose
 agent cannot act on the preset's env (it lacks the observation or actions
 the agent needs, or a trained policy was trained on other ones) is a row
-``not applicable`` with the reason, found before anything runs.
+``not applicable`` with the reason, found before anything runs. A zoo
+entry that reads the preset through its own sensor (``env_overrides``, e.g.
+a belief built from the preset's hits) runs with it; its row says so.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ def plan(preset: str, contender: Contender, episodes: int, seed: int,
     from plume_jax.evaluate import scenario as sc
 
     scenario = sc.validate_scenario({
-        "name": preset, "env": {"preset": preset, "overrides": dict(overrides or {})},
+        "name": preset, "env": {"preset": preset,
+                                "overrides": {**contender.env_overrides, **(overrides or {})}},
         "agent": contender.agent,
         "episodes": episodes, "seed": seed})
     env, params, used = sc.scenario_env(scenario)
@@ -72,7 +75,8 @@ def row(preset: str, family: str, contender: Contender, report: dict | None,
         reason: str | None, seconds: float = 0.0) -> dict[str, Any]:
     """One JSON-ready row of the board."""
     out = {"family": family, "preset": preset, "label": contender.label,
-           "kind": contender.kind, "agent": contender.agent, "source": contender.source}
+           "kind": contender.kind, "agent": contender.agent, "source": contender.source,
+           "own_settings": sorted(contender.env_overrides)}
     if report is None:
         return {**out, "status": "not applicable", "reason": reason}
     metrics = report["metrics"]

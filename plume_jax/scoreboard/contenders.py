@@ -52,6 +52,8 @@ class Contender:
         params: the registry agent's parameters.
         factory: for ``python:`` agents, ``factory(env) -> policy``.
         source: where it comes from, for the docs (a path, a zoo version).
+        env_overrides: settings it needs on top of each preset (a zoo
+            entry's ``env_overrides``: only ``sensor``).
     """
 
     label: str
@@ -60,6 +62,7 @@ class Contender:
     params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     factory: Callable[[Any], Any] | None = None
     source: str = ""
+    env_overrides: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def host(self) -> bool:
@@ -102,8 +105,8 @@ def zoo_contenders(root: str | os.PathLike | None = None) -> list[Contender]:
     """The newest version of every zoo entry, labelled ``zoo:<name>@<version>``."""
     from agents.zoo import entries
 
-    return [Contender(label=e.reference, kind="zoo", agent=e.reference,
-                      source=str(e.folder)) for e in entries(root, latest_only=True)]
+    return [Contender(label=e.reference, kind="zoo", agent=e.reference, source=str(e.folder),
+                      env_overrides=e.env_overrides) for e in entries(root, latest_only=True)]
 
 
 def _python_factory(target: str) -> Callable[[Any], Any]:

@@ -81,7 +81,8 @@ def main_table(section: Mapping[str, Any]) -> list[str]:
         if r["status"] != "ok":
             continue
         m = r["metrics"]
-        lines.append(f"| {r['preset']} | {r['label']} | {r['kind']} | {_success(m)} | "
+        own = f" (own {', '.join(r['own_settings'])})" if r.get("own_settings") else ""
+        lines.append(f"| {r['preset']} | {r['label']}{own} | {r['kind']} | {_success(m)} | "
                      f"{_steps(m)} | {_fmt(m['median_steps'], '.0f')} | "
                      f"{_fmt(m['p90_steps'], '.0f')} | {_fmt(m['path_efficiency'], '.2f')} |")
     return lines
@@ -191,17 +192,21 @@ def zoo_lines(zoo_entries: list[Any]) -> list[str]:
     lines = ["## The zoo", "",
              "Every trained entry of `configs/zoo/` (`zoo:<name>@<version>`; the board runs "
              "the newest version of each). Training cost and the greedy evaluation after "
-             "training (1000 episodes, seed 1000003) are from the run's own `summary.json`.",
+             "training are from the run's own `summary.json` (`entry.yaml`). An entry marked "
+             "\"own sensor\" reads its preset through the sensor its `entry.yaml` names "
+             "(`env_overrides`), with the preset's plume, actions and goal.",
              "", "| entry | trained on | network | seed | device | wall time | env steps "
-             "| policy | own evaluation: success, mean steps |",
+             "| policy | own evaluation: success, mean steps (episodes, seed) |",
              "|---|---|---|---:|---|---:|---:|---:|---|"]
     notes = []
     for e in zoo_entries:
         info, train = e.info, e.info.get("training", {})
         ev = info.get("evaluation", {})
-        own = (f"{ev['success_rate']:.3f}, {_fmt(ev.get('mean_steps_to_goal'), '.1f')}"
+        own = (f"{ev['success_rate']:.3f}, {_fmt(ev.get('mean_steps_to_goal'), '.1f')} "
+               f"({ev.get('episodes', '?')}, {ev.get('seed', '?')})"
                if "success_rate" in ev else "—")
-        lines.append(f"| {e.reference} | {e.preset} | {info.get('network', '?')} | "
+        sensor = " (own sensor)" if e.env_overrides else ""
+        lines.append(f"| {e.reference} | {e.preset}{sensor} | {info.get('network', '?')} | "
                      f"{info.get('seed', '?')} | {train.get('device', '?')} | "
                      f"{_fmt(train.get('wall_seconds'), '.0f')} s | "
                      f"{train.get('env_steps', 0):,} | "
