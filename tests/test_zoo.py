@@ -38,8 +38,8 @@ def test_every_shipped_entry_is_small_documented_and_loads_by_name(entry):
     config = load_train_config(entry.config_path)  # the config that produced it
     assert config.env["id"] == entry.preset and config.run["seed"] == info["seed"]
     env, _ = plume_jax.make(entry.preset, **entry.env_overrides)
-    policy = make_agent(entry.reference, env)
-    assert isinstance(policy, TrainedPolicy)
+    policy = make_agent(entry.reference, env)  # a swarm's: one policy per agent
+    assert isinstance(getattr(policy, "policy", policy), TrainedPolicy)
     newest = zoo.resolve(f"zoo:{entry.name}")
     assert newest.version >= entry.version
 
@@ -145,9 +145,13 @@ def test_versions_resolve_newest_first_and_pending_configs_are_not_entries(tmp_p
 
 
 def _fake_run(folder, config_text, env, params):
-    """A finished run folder as plume-jax train leaves it (no training)."""
+    """A finished run folder as plume-jax train leaves it (no training; the
+    config written resolved, as train writes it)."""
+    from plume_jax.train.config import dump_yaml, train_config
+
     write_policy_folder(folder / "policy", env, params)
-    (folder / "config.yaml").write_text(config_text)
+    (folder / "config.yaml").write_text(dump_yaml(train_config(yaml.safe_load(config_text))
+                                                  .to_dict()))
     (folder / "summary.json").write_text(json.dumps({
         "env": "PlumeNav-Gaussian-v0", "config": yaml.safe_load(config_text) | {
             "network": {"type": "mlp"}, "run": {"seed": 0}},
@@ -174,8 +178,23 @@ def test_publish_writes_an_entry_and_a_retrained_one_is_a_new_version(tmp_path):
     entry = zoo.resolve("zoo:toy", root)
     assert entry.version == 2 and entry.info["training"]["device"] == "GPU (test)"
     assert entry.info["training"]["env_steps"] == 8192 and entry.info["seed"] == 0
-    assert (second / "config.yaml").read_text() == CONFIG
+    assert (second / "config.yaml").read_text() == (run / "config.yaml").read_text()
     assert isinstance(TrainedPolicy.for_env(env, entry.policy_path), TrainedPolicy)
+
+
+def test_a_run_of_a_newer_version_is_checked_on_the_keys_both_know(tmp_path):
+    env, params = plume_jax.make("PlumeNav-Gaussian-v0")
+    run = _fake_run(tmp_path / "run", CONFIG, env, params)
+    resolved = yaml.safe_load((run / "config.yaml").read_text())
+    resolved["algo"]["a_setting_added_later"] = True
+    (run / "config.yaml").write_text(yaml.safe_dump(resolved))
+    root = tmp_path / "zoo"
+    (root / "toy" / "1").mkdir(parents=True)
+    (root / "toy" / "1" / "config.yaml").write_text(CONFIG)
+    folder = zoo_publish.publish(run, "toy", root=root)
+    assert yaml.safe_load((folder / "entry.yaml").read_text())["settings_not_checked"] == [
+        "algo.a_setting_added_later"]
+    assert (folder / "config.yaml").read_text() == CONFIG  # the committed config stays
 
 
 def test_publish_refuses_a_run_of_another_config_and_writes_nothing(tmp_path):
@@ -184,7 +203,7 @@ def test_publish_refuses_a_run_of_another_config_and_writes_nothing(tmp_path):
     root = tmp_path / "zoo"
     (root / "toy" / "1").mkdir(parents=True)
     (root / "toy" / "1" / "config.yaml").write_text(CONFIG.replace("seed: 0", "seed: 7"))
-    with pytest.raises(ValidationError, match=r"\['seed'\] differ"):
+    with pytest.raises(ValidationError, match=r"\['run.seed'\] differ"):
         zoo_publish.publish(run, "toy", root=root)
     assert sorted(p.name for p in (root / "toy" / "1").iterdir()) == ["config.yaml"]
     with pytest.raises(ValidationError, match=r"lower-case letters"):

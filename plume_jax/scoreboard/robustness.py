@@ -84,8 +84,8 @@ def variations(preset: str) -> list[Variation]:
     if plume["type"] == "gaussian":
         sigma = float(plume.get("sigma", 20.0))
         out.append(Variation("source strength", "50–200 %", {}, not_applicable=(
-            "the Gaussian plume's peak concentration is 1 by construction (no strength "
-            "setting)")))
+            "the Gaussian plume's peak concentration is 1 by construction; it has no strength "
+            "setting")))
         out += [Variation("plume scale", f"{int(f * 100)} %", {"sigma": sigma * f})
                 for f in (0.5, 2.0)]
         out.append(Variation("wind", "speed, direction", {}, not_applicable=(

@@ -8,9 +8,11 @@ training cost: device, seconds, env steps; the greedy evaluation).
 The version is the lowest one whose folder holds a ``config.yaml`` and no
 policy yet (a config committed before it was trained), else one more than
 the newest. When that folder already holds a ``config.yaml``, the run's
-own resolved config must equal it (environment, algorithm, network and
-seed), so an entry's config is the one that produced it; otherwise the
-run's ``config.yaml`` is copied there.
+own resolved config must agree with it (environment, algorithm, network and
+seed, on every key both know: a run made by a newer plume_jax may know more
+settings, listed in ``entry.yaml`` as ``settings_not_checked``), so an
+entry's config is the one that produced it; otherwise the run's
+``config.yaml`` is copied there.
 """
 
 from __future__ import annotations
@@ -46,10 +48,27 @@ def _run_files(run: pathlib.Path) -> tuple[dict[str, Any], pathlib.Path]:
     return load_json_file(run / "summary.json", "run"), run / "policy"
 
 
-def _defining(config: dict[str, Any]) -> dict[str, Any]:
-    """The parts of a resolved training config that decide the policy."""
-    return {"env": config["env"], "algo": config["algo"], "network": config["network"],
-            "seed": config["run"]["seed"]}
+def config_differences(committed: dict[str, Any], ran: dict[str, Any]) -> tuple[list[str],
+                                                                               list[str]]:
+    """``(differing, unchecked)`` dotted keys between a committed config
+    (resolved by this version) and the resolved ``config.yaml`` a run wrote
+    (maybe by another version of plume_jax): the environment, algorithm,
+    network and seed must agree on every key both know; keys only the run's
+    version knows (settings added since) are listed as unchecked."""
+    differing, unchecked = [], []
+    for section in ("env", "algo", "network"):
+        mine, theirs = committed.get(section) or {}, ran.get(section) or {}
+        for key in sorted(set(mine) | set(theirs)):
+            if key not in theirs:
+                differing.append(f"{section}.{key}")
+            elif key not in mine:
+                unchecked.append(f"{section}.{key}")
+            elif mine[key] != theirs[key] and not (
+                    isinstance(mine[key], (list, tuple)) and list(mine[key]) == theirs[key]):
+                differing.append(f"{section}.{key}")
+    if committed["run"]["seed"] != (ran.get("run") or {}).get("seed"):
+        differing.append("run.seed")
+    return differing, unchecked
 
 
 def pick_version(folder: pathlib.Path) -> int:
@@ -105,7 +124,7 @@ def publish(run: str | os.PathLike, name: str, *, device: str | None = None,
     import yaml
 
     from agents.zoo import ENTRY_NAME, ZOO_ROOT
-    from plume_jax.train.config import load_train_config
+    from plume_jax.train.config import load_train_config, read_yaml
 
     if not isinstance(name, str) or not ENTRY_NAME.match(name):
         raise ValidationError.for_parameter(
@@ -120,18 +139,22 @@ def publish(run: str | os.PathLike, name: str, *, device: str | None = None,
     entry_root = pathlib.Path(root) if root is not None else ZOO_ROOT
     version = pick_version(entry_root / name)
     folder = entry_root / name / str(version)
-    run_config = load_train_config(run / "config.yaml").to_dict()
+    unchecked: list[str] = []
     if (folder / "config.yaml").is_file():
         committed = load_train_config(folder / "config.yaml").to_dict()
-        if _defining(committed) != _defining(run_config):
-            differing = [k for k in _defining(committed)
-                         if _defining(committed)[k] != _defining(run_config)[k]]
+        differing, unchecked = config_differences(committed, read_yaml(run / "config.yaml",
+                                                                        "run"))
+        if differing:
             raise ValidationError.for_parameter(
                 "run", str(run), f"a run of {folder / 'config.yaml'} (its {differing} differ)")
+    else:
+        load_train_config(run / "config.yaml")  # a config this version can run again
     staging = folder.with_name(f".{version}.publishing-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     shutil.copytree(policy, staging / "policy")
     info = entry_info(name, version, summary, size, device, description)
+    if unchecked:
+        info["settings_not_checked"] = unchecked  # the run's version knew them, this one not
     (staging / "entry.yaml").write_text(yaml.safe_dump(info, sort_keys=False), encoding="utf-8")
     folder.mkdir(parents=True, exist_ok=True)
     if not (folder / "config.yaml").is_file():
