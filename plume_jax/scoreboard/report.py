@@ -64,7 +64,7 @@ def _fmt(value: Any, spec: str) -> str:
 
 def _success(m: Mapping[str, Any]) -> str:
     lo, hi = m["success_ci95"]
-    return f"{m['success_rate']:.3f} ({lo:.2f}–{hi:.2f})"
+    return f"{m['success_rate']:.3f} ({lo:.3f}–{hi:.3f})"
 
 
 def _steps(m: Mapping[str, Any]) -> str:
