@@ -178,7 +178,7 @@ def test_bench_end_to_end_on_a_tiny_quick_run(tmp_path):
     assert again.read_text().replace("](docs/scoreboard/", "](scoreboard/") == markdown
 
 
-@pytest.mark.slow  # two vmapped robustness programs and a start-cell map: ~1 min on 2 cores
+@pytest.mark.slow  # two vmapped robustness programs and a start-cell map: 7 s to a minute on 2 cores, with the load
 def test_bench_robustness_and_start_cell_map_on_a_tiny_run(tmp_path):
     out, record = _tiny_bench(tmp_path, "--add", "klinotaxis")
     section = record["families"]["gaussian"]

@@ -117,7 +117,7 @@ def test_a_zoo_agent_drives_each_agent_of_the_pettingzoo_env():
     _drive_pettingzoo(env, params, "zoo:gaussian-mlp")
 
 
-@pytest.mark.slow  # the swarm's filament plume compiles in about 10 s on 2 busy cores
+@pytest.mark.slow  # the swarm's filament plume: 3 s (load 3) to 19 s (load 15) on 2 cores
 def test_the_swarm_entry_drives_each_agent_of_the_pettingzoo_swarm(tmp_path):
     env, params = plume_jax.make("PlumeNav-Swarm-v0", num_agents=2)
     shipped = [e for e in SHIPPED if e.preset == "PlumeNav-Swarm-v0"]
