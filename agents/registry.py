@@ -11,6 +11,8 @@
 ``infotaxis``       Bayesian search maximising expected information gain
 ``space_aware_infotaxis``  infotaxis variant of Loisy & Eloy (2022)
 ``trained``         a policy exported by ``plume-jax train`` (``path=...``)
+``zoo:<name>``      a shipped trained agent (:mod:`agents.zoo`; ``zoo:<name>@<version>``
+                    for one version)
 ==================  =========================================================
 
 ``make_host_agent("sb3", env, path=...)`` gives host-side agents (an SB3
@@ -19,6 +21,7 @@ model) that the scenario runner drives one batched call per step.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -66,8 +69,29 @@ HOST_AGENTS: dict[str, Callable[..., Any]] = {"sb3": _sb3}
 
 
 def agent_names() -> list[str]:
-    """Every registered agent name."""
-    return sorted(FUNCTIONAL_AGENTS) + sorted(HOST_AGENTS)
+    """Every registered agent name, then every zoo reference
+    (``zoo:<name>``, ``zoo:<name>@<version>``: :mod:`agents.zoo`)."""
+    from agents.zoo import references
+
+    return sorted(FUNCTIONAL_AGENTS) + sorted(HOST_AGENTS) + references()
+
+
+def did_you_mean(text: str, known: list[str]) -> str:
+    """`` (did you mean 'a' or 'b'?)`` naming the known names closest to
+    ``text`` (difflib, at most three), or ``""`` when none is close."""
+    close = difflib.get_close_matches(str(text), known, n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+
+
+def _functional_table(name: str) -> dict[str, Callable[..., Any]]:
+    """The table that builds functional agent ``name``: the registry's, or
+    a one-entry table for a zoo reference (resolved: an unknown zoo name
+    raises, with the closest known ones)."""
+    from agents.zoo import is_zoo_reference, policy_factory
+
+    if is_zoo_reference(name):
+        return {name: policy_factory(name)}
+    return FUNCTIONAL_AGENTS
 
 
 def _build(table: dict, name: str, env: Any, params: dict[str, Any]) -> Any:
@@ -110,6 +134,10 @@ def _is_boolean(parameter: inspect.Parameter) -> bool:
 def default_params(name: str) -> dict[str, Any]:
     """The parameters agent ``name`` takes by default (required ones, such
     as ``trained``'s ``path``, are absent); ``{}`` for an unknown name."""
+    from agents.zoo import is_zoo_reference
+
+    if is_zoo_reference(name):
+        return {"greedy": True}
     table = FUNCTIONAL_AGENTS if name in FUNCTIONAL_AGENTS else HOST_AGENTS
     if name not in table:
         return {}
@@ -129,11 +157,13 @@ def make_agent(name: str, env: Any, **params: Any) -> Any:
     (observations ``[num_agents, ...]`` to actions ``[num_agents]``).
 
     Raises:
-        ValidationError: unknown name, unknown/missing parameter, or an env that
-            lacks the observations/actions the agent needs.
+        ValidationError: unknown name (with the closest known ones), unknown or
+            missing parameter, or an env that lacks the observations/actions the
+            agent needs.
     """
-    if name in FUNCTIONAL_AGENTS:
-        policy = _build(FUNCTIONAL_AGENTS, name, env, params)
+    functional = _functional_table(name)
+    if name in functional:
+        policy = _build(functional, name, env, params)
         # one call acts for every agent (env may be a description dict: not wrapped)
         if getattr(env, "is_multi_agent", False):
             from agents.batched import PerAgentPolicy
@@ -142,4 +172,6 @@ def make_agent(name: str, env: Any, **params: Any) -> Any:
         return policy
     if name in HOST_AGENTS:
         return _build(HOST_AGENTS, name, env, params)
-    raise ValidationError.for_parameter("agent", name, f"one of {agent_names()}")
+    known = agent_names()
+    raise ValidationError.for_parameter(
+        "agent", name, f"a known agent{did_you_mean(name, known)}: one of {known}")

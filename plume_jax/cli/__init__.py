@@ -8,7 +8,9 @@ One module per subcommand, each with ``add_parser(s)`` and ``run``:
   and sweeps from YAML configs;
 - ``plume-jax evaluate`` (:mod:`.evaluate`): evaluation scenarios;
 - ``plume-jax record`` (:mod:`.record`): a video of a trained policy;
-- ``plume-jax data`` (:mod:`.data`): registered plume datasets.
+- ``plume-jax data`` (:mod:`.data`): registered plume datasets;
+- ``plume-jax bench`` (:mod:`.bench`): the scoreboard of every agent on
+  every preset family.
 
 Bad input (``ValidationError``) and a state that forbids the command
 (``StateError``: a run or sweep folder in use by another process, a run
@@ -28,7 +30,7 @@ import argparse
 import os
 import sys
 
-from plume_jax.cli import data, demo, evaluate, presets, record, train
+from plume_jax.cli import bench, data, demo, evaluate, presets, record, train
 from plume_jax.cli.demo import DEMO_DEFAULTS, run_demo
 
 __all__ = ["DEMO_DEFAULTS", "main", "run_demo"]
@@ -41,6 +43,7 @@ _COMMANDS = {
     "evaluate": evaluate.run,
     "record": record.run,
     "data": data.run,
+    "bench": bench.run,
 }
 
 
@@ -58,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_parser(sub)
     record.add_parser(sub)
     data.add_parser(sub)
+    bench.add_parser(sub)
     return parser
 
 

@@ -143,7 +143,7 @@ def parse_agent_choices(agents: list[str] | None, params: list[str]) -> list[Any
     from plume_jax.agents_package import check_agents_package
 
     check_agents_package()
-    from agents.registry import agent_names
+    from agents.registry import agent_names, did_you_mean
     from plume_jax.evaluate.scenario import AgentChoice
 
     if not agents:
@@ -157,9 +157,10 @@ def parse_agent_choices(agents: list[str] | None, params: list[str]) -> list[Any
         if not sep:
             label = name
         if name not in agent_names():
-            raise ValidationError.for_parameter("--agent", item,
-                                                f"[LABEL=]NAME with NAME one of {agent_names()}")
-        if not _LABEL.match(label):
+            raise ValidationError.for_parameter(
+                "--agent", item, f"[LABEL=]NAME with NAME a known agent"
+                f"{did_you_mean(name, agent_names())}: one of {agent_names()}")
+        if sep and not _LABEL.match(label):  # a bare name labels itself (zoo:<name>@<v>)
             raise ValidationError.for_parameter(
                 "--agent", item, "LABEL=NAME with LABEL made of letters, digits, '_' and '-'")
         if label in named:

@@ -1,0 +1,239 @@
+"""The zoo: trained agents shipped with plume_jax, loaded by name.
+
+An entry is a folder ``configs/zoo/<name>/<version>/`` holding
+
+- ``config.yaml``: the training config that produced it
+  (``plume-jax train --config configs/zoo/<name>/<version>/config.yaml``);
+- ``policy/``: the exported policy (``policy.json``, ``policy.npz``) that
+  :mod:`agents.trained` runs;
+- ``entry.yaml``: what it is and what it cost — ``description``, the
+  ``preset`` it was trained on, the training ``seed``, ``training``
+  (``device``, ``wall_seconds``, ``env_steps``, ``finished_at``), the
+  greedy ``evaluation`` of the run's own summary, optionally
+  ``env_overrides`` (only ``sensor``: a policy that reads the preset's
+  readings through another sensor, e.g. a belief) and ``reproducibility``
+  (how the config was checked to reproduce the entry).
+
+``<version>`` is a positive integer; a re-trained entry is a new version
+and the old one stays. A reference is ``zoo:<name>`` (the newest version)
+or ``zoo:<name>@<version>``. A folder holding only ``config.yaml`` (a
+config not trained yet) is not an entry.
+
+Where a reference works:
+
+- ``agents.make_agent("zoo:filament-gru", env)`` and ``plume-jax evaluate
+  --agent zoo:filament-gru`` (a functional :class:`~agents.trained.TrainedPolicy`,
+  checked against the env; ``greedy`` is its one parameter);
+- :func:`load_agent` for a Gymnasium env or one agent of the PettingZoo env
+  (a stateful :class:`~agents.trained.TrainedAgent`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import re
+from typing import Any
+
+from plume_jax.errors import ValidationError
+
+#: What starts a zoo reference.
+ZOO_PREFIX = "zoo:"
+#: The shipped zoo (the checkout's ``configs/zoo``).
+ZOO_ROOT = pathlib.Path(__file__).resolve().parent.parent / "configs" / "zoo"
+#: An entry name: lower-case letters, digits and ``-``.
+ENTRY_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+_REFERENCE = "zoo:<name> or zoo:<name>@<version> (version a positive integer)"
+
+
+@dataclasses.dataclass(frozen=True)
+class ZooEntry:
+    """One trained version of a zoo agent.
+
+    Attributes:
+        name: the entry's name, e.g. ``"filament-gru"``.
+        version: its version (a positive integer; higher is newer).
+        folder: ``configs/zoo/<name>/<version>``.
+        info: the contents of ``entry.yaml`` (description, preset, seed,
+            training cost, evaluation).
+    """
+
+    name: str
+    version: int
+    folder: pathlib.Path
+    info: dict[str, Any]
+
+    @property
+    def reference(self) -> str:
+        """``zoo:<name>@<version>``."""
+        return f"{ZOO_PREFIX}{self.name}@{self.version}"
+
+    @property
+    def policy_path(self) -> pathlib.Path:
+        return self.folder / "policy"
+
+    @property
+    def config_path(self) -> pathlib.Path:
+        return self.folder / "config.yaml"
+
+    @property
+    def preset(self) -> str:
+        """The preset the policy was trained on."""
+        return str(self.info.get("preset", ""))
+
+    @property
+    def env_overrides(self) -> dict[str, Any]:
+        """Settings the policy needs on top of its preset — only ``sensor``
+        (e.g. a belief over the source built from the preset's own hits),
+        so the task stays the preset's: ``plume_jax.make(entry.preset,
+        **entry.env_overrides)``; ``{}`` for most entries."""
+        return dict(self.info.get("env_overrides") or {})
+
+
+def is_zoo_reference(name: Any) -> bool:
+    """Whether ``name`` is meant as a zoo reference (starts with ``zoo:``)."""
+    return isinstance(name, str) and name.startswith(ZOO_PREFIX)
+
+
+def _versions(folder: pathlib.Path) -> list[int]:
+    """The trained versions under ``configs/zoo/<name>``: integer-named
+    folders with ``entry.yaml`` and ``policy/``, ascending."""
+    found = []
+    for child in folder.iterdir() if folder.is_dir() else ():
+        if child.name.isdigit() and int(child.name) > 0 and (child / "entry.yaml").is_file() \
+                and (child / "policy").is_dir():
+            found.append(int(child.name))
+    return sorted(found)
+
+
+def _names(root: pathlib.Path) -> list[str]:
+    """The entry names that have at least one trained version."""
+    if not root.is_dir():
+        return []
+    return sorted(child.name for child in root.iterdir()
+                  if ENTRY_NAME.match(child.name) and _versions(child))
+
+
+def _load(root: pathlib.Path, name: str, version: int) -> ZooEntry:
+    from plume_jax.safe_io import load_yaml_file
+
+    folder = root / name / str(version)
+    info = load_yaml_file(folder / "entry.yaml", "zoo entry")
+    if not isinstance(info, dict):
+        raise ValidationError.for_parameter(
+            "zoo entry", str(folder / "entry.yaml"), "a YAML mapping (description, preset, seed, "
+            "training, evaluation)")
+    extra = info.get("env_overrides") or {}
+    if not isinstance(extra, dict) or set(extra) - {"sensor"}:
+        raise ValidationError.for_parameter(
+            "zoo entry", str(folder / "entry.yaml"), "env_overrides with the key sensor only "
+            f"(the task must stay the preset's), not {extra!r:.200}")
+    return ZooEntry(name=name, version=version, folder=folder, info=info)
+
+
+def entries(root: str | pathlib.Path | None = None, *, latest_only: bool = False
+            ) -> list[ZooEntry]:
+    """Every trained entry (every version, or only the newest of each name),
+    sorted by name then version."""
+    root = ZOO_ROOT if root is None else pathlib.Path(root)
+    out = []
+    for name in _names(root):
+        versions = _versions(root / name)
+        for version in versions[-1:] if latest_only else versions:
+            out.append(_load(root, name, version))
+    return out
+
+
+def references(root: str | pathlib.Path | None = None) -> list[str]:
+    """Every accepted reference: ``zoo:<name>`` and ``zoo:<name>@<version>``
+    for each trained entry."""
+    root = ZOO_ROOT if root is None else pathlib.Path(root)
+    refs = []
+    for name in _names(root):
+        refs.append(f"{ZOO_PREFIX}{name}")
+        refs += [f"{ZOO_PREFIX}{name}@{v}" for v in _versions(root / name)]
+    return refs
+
+
+def resolve(reference: str, root: str | pathlib.Path | None = None) -> ZooEntry:
+    """The entry a reference names (``zoo:<name>``: its newest version).
+
+    Raises:
+        ValidationError: (parameter ``agent``) not a zoo reference, an
+            unknown name (with the closest known ones), a version that is not
+            a positive integer or not trained, or an unreadable ``entry.yaml``.
+    """
+    root = ZOO_ROOT if root is None else pathlib.Path(root)
+    known = _names(root)
+    if not is_zoo_reference(reference):
+        raise ValidationError.for_parameter("agent", reference, _REFERENCE)
+    body = reference[len(ZOO_PREFIX):]
+    name, at, version_text = body.partition("@")
+    if name not in known:
+        from agents.registry import did_you_mean
+
+        refs = [ZOO_PREFIX + n for n in known]
+        raise ValidationError.for_parameter(
+            "agent", reference, f"{_REFERENCE} naming a trained zoo entry"
+            f"{did_you_mean(ZOO_PREFIX + name, refs)}: one of {refs} (configs/zoo/)")
+    versions = _versions(root / name)
+    if not at:
+        return _load(root, name, versions[-1])
+    if not version_text.isdigit() or int(version_text) not in versions:
+        raise ValidationError.for_parameter(
+            "agent", reference, f"a trained version of zoo entry {name!r}: one of "
+            f"{[f'{ZOO_PREFIX}{name}@{v}' for v in versions]}")
+    return _load(root, name, int(version_text))
+
+
+def policy_factory(reference: str, root: str | pathlib.Path | None = None) -> Any:
+    """An agent factory ``factory(env, greedy=True)`` for the registry
+    (:func:`agents.registry.make_agent`): the entry's policy, checked against
+    ``env`` (:meth:`agents.trained.TrainedPolicy.for_env`).
+
+    Raises:
+        ValidationError: from :func:`resolve`.
+    """
+    entry = resolve(reference, root)
+
+    def zoo_policy(env: Any, greedy: bool = True) -> Any:
+        from agents.trained import TrainedPolicy
+
+        return TrainedPolicy.for_env(env, entry.policy_path, greedy=greedy)
+
+    return zoo_policy
+
+
+def _functional_env(env: Any) -> Any:
+    """The functional env under a Gymnasium env (also through ``gym.make``'s
+    wrappers) or a PettingZoo env; a functional env as it is."""
+    unwrapped = getattr(env, "unwrapped", env)
+    return getattr(unwrapped, "env", None) if hasattr(unwrapped, "step") and hasattr(
+        unwrapped, "env") else env
+
+
+def load_agent(reference: str, env: Any = None, *, greedy: bool = True, seed: int = 0,
+               root: str | pathlib.Path | None = None) -> Any:
+    """A stateful agent (``act(obs)``, ``reset()``) of a zoo entry, for a
+    Gymnasium env or one agent of a PettingZoo env.
+
+    Args:
+        reference: ``zoo:<name>`` or ``zoo:<name>@<version>``.
+        env: optional; a functional env, a ``PlumeGymEnv`` (also wrapped by
+            ``gymnasium.make``) or a ``PlumeParallelEnv``: the policy is
+            checked against it before it acts.
+        greedy: argmax / mean actions (``False`` samples).
+        seed: the agent's key stream (sampled actions only).
+
+    Raises:
+        ValidationError: from :func:`resolve`, or an env the policy was not
+            trained for.
+    """
+    from agents.trained import TrainedAgent, TrainedPolicy
+
+    entry = resolve(reference, root)
+    if env is None:
+        policy = TrainedPolicy.load(entry.policy_path, greedy=greedy)
+    else:
+        policy = TrainedPolicy.for_env(_functional_env(env), entry.policy_path, greedy=greedy)
+    return TrainedAgent(policy, seed=seed)

@@ -1,0 +1,301 @@
+"""The scoreboard's outputs: a JSON record, ``docs/scoreboard.md`` and one
+figure per family.
+
+The JSON record (``benchmarks/scoreboard.json`` by default) holds one
+section per family: the protocol it ran under, when and where, how long it
+took, its rows, robustness rows and start-cell maps. A run of some families
+replaces their sections and keeps the others, and the markdown is always
+rendered from the whole record, so ``plume-jax bench --family gaussian``
+refreshes one family without losing the rest. Each family's section of the
+markdown says which mode and how many episodes made it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+from collections.abc import Mapping
+from typing import Any
+
+from plume_jax.errors import ValidationError
+
+RECORD_FORMAT = "plume_jax.scoreboard/1"
+#: The largest record read back (a full board is a few hundred KB).
+MAX_RECORD_BYTES = 64 << 20
+
+
+def load_record(path: str | os.PathLike) -> dict[str, Any]:
+    """The record at ``path``; an empty one when the file does not exist.
+
+    Raises:
+        ValidationError: (parameter ``--json``) a file that is not a
+            scoreboard record.
+    """
+    from plume_jax.safe_io import load_json_file
+
+    if not os.path.exists(path):
+        return {"format": RECORD_FORMAT, "families": {}}
+    record = load_json_file(path, "--json", max_bytes=MAX_RECORD_BYTES)
+    if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT \
+            or not isinstance(record.get("families"), dict):
+        raise ValidationError.for_parameter(
+            "--json", str(path), f"a scoreboard record ({RECORD_FORMAT}) or a new file")
+    return record
+
+
+def write_atomic(path: str | os.PathLike, write: Any) -> None:
+    """``write(tmp)`` to a temporary sibling path, then rename it onto
+    ``path``: a reader never sees half a file."""
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _fmt(value: Any, spec: str) -> str:
+    return "—" if value is None else format(value, spec)
+
+
+def _success(m: Mapping[str, Any]) -> str:
+    lo, hi = m["success_ci95"]
+    return f"{m['success_rate']:.3f} ({lo:.3f}–{hi:.3f})"
+
+
+def _steps(m: Mapping[str, Any]) -> str:
+    if m["mean_steps"] is None:
+        return "—"
+    return f"{m['mean_steps']:.1f}" + (f" ± {m['sem_steps']:.1f}" if m.get("sem_steps") else "")
+
+
+def main_table(section: Mapping[str, Any]) -> list[str]:
+    """The family's table: a row per (preset, agent) that ran."""
+    lines = ["| preset | agent | kind | success (95 % CI) | mean steps ± SE | median | p90 "
+             "| path efficiency |", "|---|---|---|---|---:|---:|---:|---:|"]
+    for r in section["rows"]:
+        if r["status"] != "ok":
+            continue
+        m = r["metrics"]
+        own = f" (own {', '.join(r['own_settings'])})" if r.get("own_settings") else ""
+        lines.append(f"| {r['preset']} | {r['label']}{own} | {r['kind']} | {_success(m)} | "
+                     f"{_steps(m)} | {_fmt(m['median_steps'], '.0f')} | "
+                     f"{_fmt(m['p90_steps'], '.0f')} | {_fmt(m['path_efficiency'], '.2f')} |")
+    return lines
+
+
+def not_applicable(rows: list[Mapping[str, Any]]) -> list[str]:
+    """``- agent on presets: reason``, presets with one reason merged."""
+    merged: dict[tuple[str, str], list[str]] = {}
+    for r in rows:
+        if r["status"] == "not applicable":
+            merged.setdefault((r["label"], r["reason"]), []).append(r["preset"])
+    return [f"- {label} on {', '.join(presets)}: {reason}"
+            for (label, reason), presets in merged.items()]
+
+
+def verdict_lines(section: Mapping[str, Any]) -> list[str]:
+    lines = []
+    for preset, v in section["verdicts"].items():
+        if v["best_zoo"] is None:
+            lines.append(f"- {preset}: no zoo agent applies")
+        elif v["beats_all"]:
+            lines.append(f"- {preset}: **{v['best_zoo']}** beats every baseline that ran")
+        else:
+            lines.append(f"- {preset}: {v['best_zoo']} does **not** beat "
+                         f"{', '.join(v['not_beaten'])}")
+    return lines
+
+
+def robustness_table(rows: list[Mapping[str, Any]]) -> list[str]:
+    """A row per agent (those that ran nominal), a column per variation:
+    success rate and mean steps."""
+    columns = list(dict.fromkeys((r["axis"], r["level"]) for r in rows))
+    agents = [label for label in dict.fromkeys(r["label"] for r in rows)
+              if any(r["label"] == label and r["status"] == "ok" for r in rows)]
+    shown = [c for c in columns if any(r["status"] == "ok" and (r["axis"], r["level"]) == c
+                                       for r in rows)]
+    lines = ["| agent | " + " | ".join(f"{a}: {lv}" for a, lv in shown) + " |",
+             "|---|" + "---:|" * len(shown)]
+    for label in agents:
+        cells = []
+        for column in shown:
+            found = [r for r in rows if r["label"] == label and (r["axis"], r["level"]) == column]
+            r = found[0] if found else None
+            if r is None or r["status"] != "ok":
+                cells.append("n/a")
+            else:
+                m = r["metrics"]
+                cells.append(f"{m['success_rate']:.2f} ({_fmt(m['mean_steps'], '.0f')})")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    axes_na = {(r["axis"], r["reason"]) for r in rows
+               if r["status"] != "ok" and (r["axis"], r["level"]) not in shown}
+    lines += [""] + [f"- {axis}: not applicable ({reason})" for axis, reason in sorted(axes_na)]
+    return lines
+
+
+def map_lines(maps: list[Mapping[str, Any]]) -> list[str]:
+    lines = ["| agent | start cells | success ≥ 0.5 | mean success over cells |",
+             "|---|---:|---:|---:|"]
+    for m in maps:
+        if m["status"] != "ok":
+            continue
+        values = [v for row in m["success"] for v in row if v is not None]
+        good = sum(v >= 0.5 for v in values)
+        lines.append(f"| {m['label']} | {len(values)} | {good} ({good / len(values):.0%}) | "
+                     f"{sum(values) / len(values):.2f} |")
+    return lines
+
+
+def family_markdown(name: str, section: Mapping[str, Any], figure_dir: str) -> list[str]:
+    from plume_jax.scoreboard.families import FAMILIES
+
+    family = FAMILIES.get(name)
+    p = section["protocol"]
+    lines = [f"## {family.title if family else name}", "",
+             f"Mode **{p['mode']}**: {p['episodes']} episodes per (preset, agent), seed "
+             f"{p['seed']}; run {section['finished_at']} on {section['machine_text']} in "
+             f"{section['wall_seconds'] / 60:.1f} min (`plume-jax bench --family {name}"
+             f"{'' if p['mode'] == 'full' else ' --mode quick'}`).", ""]
+    lines += main_table(section) + [""]
+    if any(v["best_zoo"] for v in section["verdicts"].values()):
+        lines += ["Trained (zoo) agent against the hand-coded baselines:", ""]
+        lines += verdict_lines(section) + [""]
+    na = not_applicable(section["rows"])
+    if na:
+        lines += ["Not applicable (the env lacks what the agent needs):", ""] + na + [""]
+    if section.get("figure"):
+        lines += [f"![{name}]({figure_dir}/{section['figure']})", ""]
+    if section.get("robustness"):
+        preset = section["robustness"][0]["preset"]
+        lines += [f"### Robustness on {preset}", "",
+                  f"{p['robustness_episodes']} episodes per cell, the same episodes in every "
+                  "column; success rate (mean steps to the source).", ""]
+        lines += robustness_table(section["robustness"]) + [""]
+    if section.get("maps"):
+        lines += [f"Per-start-cell success ({p['map_episodes']} episodes from each cell of a "
+                  f"lattice every {p['map_stride']} cells, start heading west):", ""]
+        lines += map_lines(section["maps"]) + [""]
+        if section.get("map_figure"):
+            lines += [f"![{name} start cells]({figure_dir}/{section['map_figure']})", ""]
+    return lines
+
+
+def zoo_lines(zoo_entries: list[Any]) -> list[str]:
+    """The zoo's table: every entry and version, what it was trained on and
+    what it cost (``entry.yaml``), and how its reproducibility was checked
+    (its optional ``reproducibility`` note)."""
+    lines = ["## The zoo", "",
+             "Every trained entry of `configs/zoo/` (`zoo:<name>@<version>`; the board runs "
+             "the newest version of each). Training cost and the greedy evaluation after "
+             "training are from the run's own `summary.json` (`entry.yaml`). An entry marked "
+             "\"own sensor\" reads its preset through the sensor its `entry.yaml` names "
+             "(`env_overrides`), with the preset's plume, actions and goal.",
+             "", "| entry | trained on | network | seed | device | wall time | env steps "
+             "| policy | own evaluation: success, mean steps (episodes, seed) |",
+             "|---|---|---|---:|---|---:|---:|---:|---|"]
+    notes = []
+    for e in zoo_entries:
+        info, train = e.info, e.info.get("training", {})
+        ev = info.get("evaluation", {})
+        own = (f"{ev['success_rate']:.3f}, {_fmt(ev.get('mean_steps_to_goal'), '.1f')} "
+               f"({ev.get('episodes', '?')}, {ev.get('seed', '?')})"
+               if "success_rate" in ev else "—")
+        sensor = " (own sensor)" if e.env_overrides else ""
+        lines.append(f"| {e.reference} | {e.preset}{sensor} | {info.get('network', '?')} | "
+                     f"{info.get('seed', '?')} | {train.get('device', '?')} | "
+                     f"{_fmt(train.get('wall_seconds'), '.0f')} s | "
+                     f"{train.get('env_steps', 0):,} | "
+                     f"{info.get('policy_bytes', 0) / 1024:.0f} KiB | {own} |")
+        if info.get("reproducibility"):
+            notes.append(f"- {e.reference}: {' '.join(str(info['reproducibility']).split())}")
+    if notes:
+        lines += ["", "Reproducibility checks:", ""] + notes
+    return lines + [""]
+
+
+def render(record: Mapping[str, Any], intro: str, figure_dir: str,
+           zoo_entries: list[Any] = ()) -> str:
+    """``docs/scoreboard.md``: ``intro``, a section per family in the
+    board's order, then the zoo's table."""
+    from plume_jax.scoreboard.families import FAMILIES
+
+    lines = [intro.rstrip(), ""]
+    names = [n for n in FAMILIES if n in record["families"]] + \
+        [n for n in record["families"] if n not in FAMILIES]
+    for name in names:
+        lines += family_markdown(name, record["families"][name], figure_dir)
+    missing = [n for n in FAMILIES if n not in record["families"]]
+    if missing:
+        lines += [f"Not run yet: {', '.join(missing)} (`plume-jax bench --family NAME`).", ""]
+    if zoo_entries:
+        lines += zoo_lines(list(zoo_entries))
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def family_figure(name: str, section: Mapping[str, Any]) -> Any:
+    """Success (95 % interval) and mean steps ± SE of every agent that ran,
+    a row of two panels per preset."""
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    presets = list(dict.fromkeys(r["preset"] for r in section["rows"] if r["status"] == "ok"))
+    fig = Figure(figsize=(11, 2.2 + 2.0 * max(1, len(presets))), layout="constrained")
+    axes = fig.subplots(max(1, len(presets)), 2, squeeze=False)
+    for (ax_s, ax_t), preset in zip(axes, presets):
+        ran = [r for r in section["rows"] if r["preset"] == preset and r["status"] == "ok"]
+        y = np.arange(len(ran))
+        rate = np.array([r["metrics"]["success_rate"] for r in ran])
+        ci = np.array([r["metrics"]["success_ci95"] for r in ran])
+        colours = ["tab:orange" if r["kind"] == "zoo" else
+                   "tab:green" if r["kind"] == "yours" else "tab:blue" for r in ran]
+        ax_s.barh(y, rate, xerr=[rate - ci[:, 0], ci[:, 1] - rate], color=colours, capsize=3)
+        ax_s.set_yticks(y, [r["label"] for r in ran], fontsize=8)
+        ax_s.set_xlim(0, 1)
+        ax_s.set_title(f"{preset}: success (95 % CI)", fontsize=9)
+        steps = np.array([r["metrics"]["mean_steps"] or np.nan for r in ran], float)
+        sem = np.array([r["metrics"]["sem_steps"] or 0.0 for r in ran], float)
+        ax_t.barh(y, steps, xerr=sem, color=colours, capsize=3)
+        ax_t.set_yticks(y, [""] * len(ran))
+        ax_t.set_title("mean steps to the source ± SE (successful episodes)", fontsize=9)
+        for ax in (ax_s, ax_t):
+            ax.invert_yaxis()
+    fig.suptitle(f"{name}: mode {section['protocol']['mode']}, "
+                 f"{section['protocol']['episodes']} episodes per agent (blue: baselines, "
+                 "orange: zoo, green: yours)", fontsize=10)
+    return fig
+
+
+def map_figure(name: str, maps: list[Mapping[str, Any]], source: Any) -> Any:
+    """One success map per agent (start cell -> success rate)."""
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    shown = [m for m in maps if m["status"] == "ok"]
+    cols = min(4, max(1, len(shown)))
+    rows = -(-max(1, len(shown)) // cols)
+    fig = Figure(figsize=(3.2 * cols + 1, 3.0 * rows + 0.6), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
+    image = None
+    for ax, m in zip(axes, shown):
+        grid = np.array([[np.nan if v is None else v for v in row] for row in m["success"]])
+        xs, ys = np.asarray(m["xs"]), np.asarray(m["ys"])
+        step = (xs[1] - xs[0]) if len(xs) > 1 else 1.0
+        extent = (xs[0] - step / 2, xs[-1] + step / 2, ys[0] - step / 2, ys[-1] + step / 2)
+        image = ax.imshow(grid, origin="lower", extent=extent, vmin=0, vmax=1, cmap="viridis")
+        ax.plot(*source, marker="*", color="red", markersize=10)
+        ax.set_title(m["label"], fontsize=9)
+    for ax in axes[len(shown):]:
+        ax.axis("off")
+    if image is not None:
+        fig.colorbar(image, ax=list(axes[:len(shown)]), label="success rate", shrink=0.8)
+    fig.suptitle(f"{name}: success by start cell (red star: source)", fontsize=10)
+    return fig
+
+
+def dump_record(record: Mapping[str, Any]) -> str:
+    return json.dumps(record, indent=1, allow_nan=False) + "\n"

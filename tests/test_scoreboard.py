@@ -1,0 +1,216 @@
+"""The scoreboard (plume_jax.scoreboard, plume-jax bench): families cover the
+presets, agents that do not apply are listed with the reason, user agents
+in every form, the verdict rule, bad input refused before anything runs,
+and the command end to end on a tiny run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import plume_jax
+from plume_jax import ValidationError, cli
+from plume_jax.scoreboard import board, contenders, families, protocol, report, robustness
+from plume_jax.scoreboard.contenders import Contender
+from policy_folders import write_policy_folder
+
+
+def test_every_preset_is_on_one_board_or_left_out_with_a_reason():
+    placed = [p for f in families.FAMILIES.values() for p in f.presets]
+    assert len(placed) == len(set(placed))
+    assert set(placed) | set(families.LEFT_OUT) == set(plume_jax.PRESETS)
+    assert not set(placed) & set(families.LEFT_OUT)
+
+
+def test_an_agent_that_does_not_apply_is_a_row_with_the_reason():
+    planned, reason = board.plan("PlumeNav-Gaussian-v0",
+                                 Contender("cast_and_surge", "baseline", "cast_and_surge"), 2, 0)
+    assert planned is None and "wind" in reason
+    row = board.row("PlumeNav-Gaussian-v0", "gaussian",
+                    Contender("cast_and_surge", "baseline", "cast_and_surge"), None, reason)
+    assert row["status"] == "not applicable" and row["reason"] == reason
+    lines = report.not_applicable([row, {**row, "preset": "PlumeNav-GaussianBinary-v0"}])
+    assert lines == [f"- cast_and_surge on PlumeNav-Gaussian-v0, PlumeNav-GaussianBinary-v0: "
+                     f"{reason}"]
+
+
+def test_a_zoo_policy_on_another_family_is_not_applicable_with_the_reason():
+    planned, reason = board.plan("PlumeNav-Filament-v0",
+                                 Contender("zoo:gaussian-mlp", "zoo", "zoo:gaussian-mlp"), 2, 0)
+    assert planned is None and "trained on PlumeNav-Gaussian-v0" in reason
+
+
+def test_user_agents_in_every_form(tmp_path, monkeypatch):
+    env, params = plume_jax.make("PlumeNav-Gaussian-v0")
+    write_policy_folder(tmp_path / "run" / "policy", env, params)
+    run = contenders.user_contender(f"mine={tmp_path / 'run'}")
+    assert (run.agent, run.params["path"]) == ("trained", str(tmp_path / "run" / "policy"))
+    assert contenders.user_contender(str(tmp_path / "run" / "policy")).label == "policy"
+    (tmp_path / "my_agents.py").write_text(
+        "from agents.klinotaxis import KlinotaxisPolicy\n"
+        "def build(env):\n    return KlinotaxisPolicy.for_env(env)\n"
+        "def broken(env):\n    raise RuntimeError('no such sensor')\n")
+    monkeypatch.chdir(tmp_path)
+    mine = contenders.user_contender("k=my_agents:build")
+    assert mine.agent == "python:my_agents:build" and hasattr(mine.build(env), "act")
+    broken = contenders.user_contender("b=my_agents:broken")
+    assert "no such sensor" in board.plan("PlumeNav-Gaussian-v0", broken, 2, 0)[1]
+    assert contenders.user_contender("zoo:gaussian-mlp").kind == "yours"
+    with pytest.raises(ValidationError, match=r"did you mean 'klinotaxis'"):
+        contenders.user_contender("x=klinotaxsi")
+    with pytest.raises(ValidationError, match=r"no file"):
+        contenders.user_contender("x=missing.zip")
+    with pytest.raises(ValidationError, match=r"importable module"):
+        contenders.user_contender("x=no_such_module_here:build")
+    with pytest.raises(ValidationError, match=r"holds no policy.json"):
+        contenders.user_contender(f"x={tmp_path}")
+    with pytest.raises(ValidationError, match=r"a label no other agent"):
+        contenders.board_contenders(added=["klinotaxis=klinotaxis"])
+
+
+def test_unknown_family_and_mode_say_what_is_known():
+    with pytest.raises(ValidationError, match=r"did you mean 'gaussian'"):
+        families.get_family("gausian")
+    with pytest.raises(ValidationError, match=r"one of \['quick', 'full'\]"):
+        protocol.get_protocol("fast")
+    with pytest.raises(ValidationError, match=r"--episodes"):
+        protocol.get_protocol("quick", 0)
+
+
+def _metrics(rate, n, steps):
+    from plume_jax.evaluate.scenario import wilson_interval
+
+    return {"success_rate": rate, "success_ci95": list(wilson_interval(round(rate * n), n)),
+            "mean_steps": steps}
+
+
+@pytest.mark.parametrize("candidate, baseline, expected", [
+    (_metrics(1.0, 100, 70.0), _metrics(1.0, 100, 75.0), True),    # equal success, fewer steps
+    (_metrics(1.0, 100, 80.0), _metrics(1.0, 100, 75.0), False),   # equal success, more steps
+    (_metrics(0.98, 1000, 67.0), _metrics(0.81, 1000, 182.0), True),  # much better success
+    (_metrics(0.95, 1000, 300.0), _metrics(0.15, 1000, 240.0), True),  # better success, slower
+    (_metrics(0.5, 1000, 20.0), _metrics(0.9, 1000, 90.0), False),  # worse success, faster
+    (_metrics(0.0, 100, None), _metrics(0.0, 100, None), False),
+])
+def test_the_verdict_rule(candidate, baseline, expected):
+    assert board.beats(candidate, baseline) is expected
+
+
+def test_verdicts_name_the_baselines_a_zoo_agent_does_not_beat():
+    def r(label, kind, m):
+        return {"preset": "P", "label": label, "kind": kind, "status": "ok", "metrics": m}
+
+    rows = [r("klinotaxis", "baseline", _metrics(1.0, 100, 60.0)),
+            r("random_walk", "baseline", _metrics(0.05, 100, 80.0)),
+            r("zoo:a@1", "zoo", _metrics(1.0, 100, 70.0))]
+    assert board.verdicts(rows)["P"] == {"best_zoo": "zoo:a@1", "beats_all": False,
+                                         "not_beaten": ["klinotaxis"]}
+
+
+def test_noisy_sensor_keeps_the_observation_labels_trained_policies_check():
+    from agents.base import describe
+
+    for preset in ("PlumeNav-Gaussian-v0", "PlumeNav-Filament-v0"):
+        sensor = robustness.noisy_sensor(plume_jax.PRESETS[preset]["sensor"], 0.01)
+        noisy, _ = plume_jax.make(preset, sensor=sensor)
+        plain, _ = plume_jax.make(preset)
+        assert describe(noisy)["observation_labels"] == describe(plain)["observation_labels"]
+        assert describe(noisy)["sensor_type"] != "concentration"
+
+
+def test_each_robustness_axis_is_run_or_says_why_not():
+    gaussian = {v.axis for v in robustness.variations("PlumeNav-Gaussian-v0")}
+    filament = robustness.variations("PlumeNav-Filament-v0")
+    wanted = {"nominal", "source strength", "plume scale", "wind", "sensor noise"}
+    assert gaussian == wanted and {v.axis for v in filament} == wanted
+    assert all(v.not_applicable is None for v in filament)
+    for v in filament + robustness.variations("PlumeNav-Gaussian-v0"):
+        if v.not_applicable is None:
+            plume_jax.make("PlumeNav-Filament-v0" if v in filament else "PlumeNav-Gaussian-v0",
+                           **v.overrides)  # every variation is a valid env
+
+
+def test_bench_refuses_bad_input_before_running(tmp_path, capsys):
+    out = tmp_path / "board.md"
+    assert cli.main(["bench", "--family", "gausian", "--markdown", str(out)]) == 2
+    assert "did you mean 'gaussian'" in capsys.readouterr().err
+    assert cli.main(["bench", "--add", "x=nowhere.zip", "--markdown", str(out)]) == 2
+    (tmp_path / "bad.json").write_text("{}")
+    assert cli.main(["bench", "--json", str(tmp_path / "bad.json"), "--markdown",
+                     str(out)]) == 2
+    assert "a scoreboard record" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def _tiny_bench(tmp_path, *extra):
+    out = tmp_path / "docs"
+    out.mkdir(exist_ok=True)
+    args = ["bench", "--mode", "quick", "--family", "gaussian", "--episodes", "2",
+            "--no-baselines", "--no-zoo", "--markdown", str(out / "scoreboard.md"),
+            "--json", str(tmp_path / "board.json"), "--figures", str(out / "scoreboard"),
+            "--quiet", *extra]
+    assert cli.main(args) == 0
+    return out, json.loads((tmp_path / "board.json").read_text())
+
+
+def test_bench_end_to_end_on_a_tiny_quick_run(tmp_path):
+    out, record = _tiny_bench(tmp_path, "--add", "klinotaxis", "--add", "surge=cast_and_surge",
+                              "--no-robustness")
+    section = record["families"]["gaussian"]
+    assert section["protocol"]["mode"] == "quick, 2 episodes"
+    ok = [r for r in section["rows"] if r["status"] == "ok"]
+    assert [(r["preset"], r["label"]) for r in ok] == [("PlumeNav-Gaussian-v0", "klinotaxis")]
+    assert ok[0]["metrics"]["episodes"] == 2
+    skipped = [r for r in section["rows"] if r["status"] == "not applicable"]
+    assert len(skipped) == 5 and all(r["reason"].startswith("needs ") for r in skipped)
+    markdown = (out / "scoreboard.md").read_text()
+    assert "Mode **quick, 2 episodes**" in markdown
+    assert "| PlumeNav-Gaussian-v0 | klinotaxis | yours |" in markdown
+    assert "- surge on PlumeNav-Gaussian-v0: needs a sensor whose observation includes " \
+        "'wind_east'" in markdown
+    assert "Not run yet: filament" in markdown
+    assert (out / "scoreboard" / "gaussian.png").stat().st_size > 1000
+    assert "](scoreboard/gaussian.png)" in markdown and "## The zoo" in markdown
+    again = tmp_path / "again.md"  # --render-only: the same page from the record
+    assert cli.main(["bench", "--render-only", "--json", str(tmp_path / "board.json"),
+                     "--markdown", str(again), "--figures", str(out / "scoreboard")]) == 0
+    assert again.read_text().replace("](docs/scoreboard/", "](scoreboard/") == markdown
+
+
+@pytest.mark.slow  # two vmapped robustness programs and a start-cell map: 7 s to a minute on 2 cores, with the load
+def test_bench_robustness_and_start_cell_map_on_a_tiny_run(tmp_path):
+    out, record = _tiny_bench(tmp_path, "--add", "klinotaxis")
+    section = record["families"]["gaussian"]
+    cells = {(r["axis"], r["level"]): r for r in section["robustness"]}
+    assert cells[("plume scale", "50 %")]["status"] == "ok"
+    assert cells[("sensor noise", "std 0.01")]["metrics"]["episodes"] == 2
+    assert "Gaussian plume's peak" in cells[("source strength", "50–200 %")]["reason"]
+    (grid,) = [m for m in section["maps"] if m["status"] == "ok"]
+    values = [v for row in grid["success"] for v in row if v is not None]
+    assert len(values) == 64 and all(0.0 <= v <= 1.0 for v in values)
+    assert (out / "scoreboard" / "gaussian_start_cells.png").is_file()
+    assert "### Robustness on PlumeNav-Gaussian-v0" in (out / "scoreboard.md").read_text()
+
+
+@pytest.mark.slow  # builds and traces the belief look-ahead policy: ~3 s on 2 busy cores
+def test_a_zoo_entry_with_its_own_sensor_runs_with_it():
+    (belief,) = [c for c in contenders.zoo_contenders() if c.env_overrides]
+    planned, reason = board.plan("PlumeNav-Poisson-Iso19x19-v0", belief, 2, 0)
+    assert reason is None and planned.env.describe()["sensor_type"] == "belief"
+    assert planned.overrides == dict(belief.env_overrides)
+    row = board.row("PlumeNav-Poisson-Iso19x19-v0", "poisson", belief, None, "x")
+    assert row["own_settings"] == ["sensor"]
+
+
+def test_a_zoo_entry_may_bring_its_own_sensor_and_nothing_else(tmp_path):
+    from agents import zoo
+
+    assert [c.env_overrides.keys() for c in contenders.zoo_contenders() if c.env_overrides] \
+        == [{"sensor"}]
+    folder = tmp_path / "odd" / "1"
+    (folder / "policy").mkdir(parents=True)
+    (folder / "entry.yaml").write_text("preset: PlumeNav-Gaussian-v0\n"
+                                       "env_overrides: {goal_radius: 50}\n")
+    with pytest.raises(ValidationError, match=r"env_overrides with the key sensor only"):
+        zoo.resolve("zoo:odd", tmp_path)
