@@ -198,7 +198,8 @@ def test_train_seed_above_two_to_the_31_is_accepted_and_every_bit_counts():
         train_config({**raw, "run": {**TINY["run"], "seed": 2**63}})
 
 
-@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("signame", [
+    "SIGINT", pytest.param("SIGTERM", marks=pytest.mark.slow)])  # one handler; CI time
 def test_an_interrupted_train_checkpoints_and_says_how_to_resume(tmp_path, signame):
     """Ctrl-C (or a scheduler's SIGTERM) printed a long traceback and wrote no
     checkpoint: a run shorter than the checkpoint period could not resume."""

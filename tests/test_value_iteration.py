@@ -276,6 +276,7 @@ def tiny_config(iterations):
         "eval": {"num_envs": 4, "num_steps": 12}})
 
 
+@pytest.mark.slow  # CI time; test_chunked_runs_are_bit_identical_to_one_run stays by default
 def test_plume_jax_train_resume_is_bit_identical_to_a_straight_run(tmp_path):
     """The algorithm through the run driver (plume-jax train's ``train``):
     2 iterations then a resume to 4 equal 4 straight, bit for bit; the export
