@@ -48,3 +48,26 @@ def test_eta_is_unknown_before_progress_and_counted_from_restart():
     bar.close()
     bar.update(60)                         # after close: ignored
     assert bar.completed == 50
+
+
+def test_training_progress_prints_no_rate_before_an_episode_ended():
+    """Issue 30 item 8: the progress line printed 'success n/a%' and rates of
+    updates in which no episode had ended; it now says no episode ended, and
+    otherwise how many episodes the rates count (of sampled actions)."""
+    import numpy as np
+
+    from plume_jax.train.progress import Progress
+
+    out = io.StringIO()
+    bar = ProgressBar(100, "train", stream=out, min_interval_s=0.0)
+    progress = Progress(bar, num_updates=2, steps_per_update=50)
+    nan = np.float32(np.nan)
+    progress({"update": 1, "env_steps": 50, "episodes": 0, "return_mean": nan,
+              "success_rate": nan, "length_mean": nan, "approx_kl": 0.01})
+    progress({"update": 2, "env_steps": 100, "episodes": 3, "return_mean": 0.5,
+              "success_rate": 2 / 3, "length_mean": 12.0, "approx_kl": 0.02})
+    bar.close()
+    first, second = [line for line in out.getvalue().splitlines() if "| update " in line]
+    assert "no episode ended in this update" in first and "%" not in first.split("SPS")[1]
+    assert "n/a%" not in out.getvalue()
+    assert "3 episodes ended: return 0.500 | success 66.7% (sampled actions)" in second

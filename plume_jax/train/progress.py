@@ -30,6 +30,11 @@ def _fmt(x: float, spec: str) -> str:
     return "n/a" if x is None or not math.isfinite(x) else format(x, spec)
 
 
+def _percent(rate: float, spec: str = ".1f") -> str:
+    """``rate`` (a fraction) as ``"42.0%"``, or ``"n/a"`` (never ``"n/a%"``)."""
+    return "n/a" if rate is None or not math.isfinite(rate) else f"{format(100 * rate, spec)}%"
+
+
 class Progress:
     """The ``jax.debug.callback`` of a training program (module docstring).
 
@@ -81,12 +86,19 @@ class Progress:
 
         ret, succ, length, kl = agg("return_mean"), agg("success_rate"), agg("length_mean"), \
             agg("approx_kl")
-        message = (f"update {update}/{self.num_updates} | SPS {sps:,.0f} | "
-                   f"return {_fmt(ret[0], '.3f')} | success {_fmt(100 * succ[0], '.1f')}% | "
-                   f"length {_fmt(length[0], '.0f')} | kl {_fmt(kl[0], '.4f')}")
+        message = f"update {update}/{self.num_updates} | SPS {sps:,.0f} | "
+        episodes = agg("episodes")
+        if "episodes" in m and not episodes[2] > 0:  # no rate without an ended episode
+            message += "no episode ended in this update (return, success, length: n/a)"
+        else:
+            ended = "" if "episodes" not in m else f"{_fmt(episodes[0], '.0f')} episodes ended: "
+            message += (f"{ended}return {_fmt(ret[0], '.3f')} | "
+                        f"success {_percent(succ[0])} (sampled actions) | "
+                        f"length {_fmt(length[0], '.0f')}")
+        message += f" | kl {_fmt(kl[0], '.4f')}"
         if batched:
             message += (f" | {m['update'].size} members, success range "
-                        f"[{_fmt(100 * succ[1], '.0f')}, {_fmt(100 * succ[2], '.0f')}]%")
+                        f"[{_percent(succ[1], '.0f')}, {_percent(succ[2], '.0f')}]")
         if self.prefix:
             message = f"{self.prefix} | {message}"
         self.lines.append({"update": update, "env_steps": steps, "sps": sps})
