@@ -266,6 +266,7 @@ def test_compressed_estimate_keeps_small_estimates_and_compresses_large_ones():
     np.testing.assert_allclose(np.asarray(traced), got, rtol=1e-6)
 
 
+@pytest.mark.slow  # CI time (15 s); the export acting by its look-ahead stays by default (test_lookahead_vi_trains_and_exports_...)
 def test_lookahead_baseline_scale_reaches_the_exported_policy():
     """``algo.baseline_scale`` is part of the look-ahead's model: before any
     training (the network's correction starts at exactly 0) the trainer's
