@@ -162,6 +162,27 @@ def test_sweep_resume_recovers_a_deleted_member_from_the_sweep_metrics(sweep_run
     assert _updates(out / "members" / sweep.names[0] / "metrics.jsonl") == [1, 2]
 
 
+def test_sweep_resume_from_a_damaged_checkpoint_changes_no_member_file(sweep_run, tmp_path):
+    """The one-driver refactor trimmed the members' metrics to the program
+    checkpoint's update before loading (and checking) that checkpoint: a
+    damaged one was refused only after later rows were dropped."""
+    import shutil
+
+    sweep, original = sweep_run
+    out = tmp_path / "s"
+    shutil.copytree(original, out)
+    program = out / "programs" / "1"
+    shutil.rmtree(program / "checkpoint")
+    shutil.copytree(program / "checkpoints" / "update_00000001", program / "checkpoint")
+    (program / "checkpoint" / "runner.msgpack").write_bytes(b"not a checkpoint")
+    before = {m: (out / "members" / m / "metrics.jsonl").read_bytes() for m in sweep.names}
+    with pytest.raises(ValidationError):
+        run_sweep(sweep, out, progress=False, evaluate_members=False, resume=True)
+    assert {m: (out / "members" / m / "metrics.jsonl").read_bytes()
+            for m in sweep.names} == before
+    assert not (program / "superseded").exists()
+
+
 def test_sweep_resume_refuses_to_rewind_a_member_trained_further(sweep_run, tmp_path):
     """Defect 4: a member trained further with train --resume was silently
     reverted to the sweep's budget by sweep --resume."""

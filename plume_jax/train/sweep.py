@@ -364,11 +364,11 @@ class SweepResult:
 
 
 # ------------------------------------------------------------------ running
-def _resume_rows(p: Program) -> list[list[dict[str, Any]]]:
-    """Each member's metrics rows up to its program's checkpoint, their run
-    folders' ``metrics.jsonl`` trimmed to them (atomic replacements, every
-    row kept) and a later state of the program folder set aside."""
-    done = int(read_meta(p.folder / "checkpoint").get("update", 0))
+def _resume_rows(p: Program, done: int) -> list[list[dict[str, Any]]]:
+    """Each member's metrics rows up to ``done``, the update of its program's
+    checkpoint (already loaded and checked), their run folders'
+    ``metrics.jsonl`` trimmed to them (atomic replacements, every row kept)
+    and a later state of the program folder set aside."""
     members_dir = p.folder.parent.parent / "members"
     rows = [_member_rows(members_dir, m.name, done) for m in p.runs]
     if is_main_process():  # reads; process 0 writes the files
@@ -435,8 +435,9 @@ def _run_program(p: Program, bar: ProgressBar, offset: float, resume: bool,
     ``resume`` and there is one."""
     t0 = time.perf_counter()
     if resume and p.folder is not None and (p.folder / "checkpoint").exists():
-        rows = _resume_rows(p)
-        runner, _ = load_runner(p, p.folder / "checkpoint")
+        # checked (checksums, this sweep's members and configs) before any file changes
+        runner, done = load_runner(p, p.folder / "checkpoint")
+        rows = _resume_rows(p, done)
     else:
         runner, rows = init_runner(p), [[] for _ in p.runs]
         if p.folder is not None and is_main_process():  # rows of a killed attempt that
