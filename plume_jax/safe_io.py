@@ -146,7 +146,11 @@ class _TooDeep(Exception):
 
 class _BoundedLoader(yaml.SafeLoader):
     """A safe loader whose composer refuses nesting deeper than
-    ``max_depth`` as it composes (before Python's recursion limit)."""
+    ``max_depth`` as it composes (before Python's recursion limit).
+
+    Numbers with an exponent read as floats as in YAML 1.2 (and JSON):
+    PyYAML follows YAML 1.1, where ``3e-4``, ``1e6`` and ``1.5e3`` (no dot
+    or no exponent sign) are strings."""
 
     max_depth = MAX_DEPTH
 
@@ -199,6 +203,13 @@ def _expanded_size(root: yaml.Node, max_nodes: int, max_depth: int) -> str | Non
                 stack.append((kid, False))
     return None
 
+
+#: YAML 1.2's numbers with an exponent that YAML 1.1 reads as strings
+#: (``1e6``, ``3e-4``, ``2.5E3``); the ones YAML 1.1 already reads as floats
+#: match too and build the same value.
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+_BoundedLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT,
+                                     list("-+0123456789."))
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
     if isinstance(node, yaml.SequenceNode):

@@ -24,7 +24,8 @@ import yaml
 from plume_jax.errors import ValidationError
 from plume_jax.train import networks
 from plume_jax.train.algorithm import Algorithm, algo_setting, algorithm_class
-from plume_jax.train.config import real, train_config
+from plume_jax.settings.checks import real
+from plume_jax.train.config import train_config
 from plume_jax.train.ppo import PPO_SETTINGS, network_policy, obs_dim, resolve_gamma
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -53,7 +54,7 @@ class Reinforce(Algorithm):
     SETTINGS = {
         "learning_rate": PPO_SETTINGS["learning_rate"],  # shared declarations
         "gamma": PPO_SETTINGS["gamma"],
-        "baseline_decay": algo_setting(0.9, real(0.0, 1.0), static=False,
+        "baseline_decay": algo_setting(0.9, real(low=0.0, high=1.0), static=False,
                                        doc="decay of the running-mean return baseline"),
     }
 

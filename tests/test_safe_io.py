@@ -271,3 +271,16 @@ def test_yaml_alias_bomb_through_every_cli_door_is_a_clean_error(door, bomb_file
     assert len(err) < 2000
     assert not os.path.exists(out) or not os.listdir(out)
 
+
+
+def test_numbers_with_an_exponent_read_as_numbers_not_strings():
+    """PyYAML (YAML 1.1) reads ``3e-4`` and ``1e6`` as strings, which every
+    setting then refused as "not a number"; plume_jax's reader follows YAML
+    1.2 there, and leaves strings and non-numbers alone."""
+    from plume_jax.safe_io import load_yaml_bounded
+
+    data = load_yaml_bounded("a: 3e-4\nb: 1e6\nc: -2.5E+3\nd: .5e1\ne: 12\nf: '1e3'\n"
+                             "g: e5\nh: 1.2.3\ni: 0x10\nj: 1.0e-3\n", "x")
+    assert data == {"a": 3e-4, "b": 1e6, "c": -2500.0, "d": 5.0, "e": 12, "f": "1e3",
+                    "g": "e5", "h": "1.2.3", "i": 16, "j": 1e-3}
+    assert isinstance(data["b"], float) and isinstance(data["e"], int)

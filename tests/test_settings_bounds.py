@@ -219,3 +219,21 @@ def test_position_given_as_a_set_or_mapping_is_a_validation_error_not_a_type_err
 
     with pytest.raises(plume_jax.ValidationError, match="start.position"):
         plume_jax.make("PlumeNav-Gaussian-v0", start={"type": "fixed", "position": position})
+
+
+def test_counts_may_be_written_as_whole_floats_and_components_stay_strict():
+    """``count`` (training config counts) takes ``1e6`` read as a float; an
+    ``integer`` (component settings) refuses any float, as before."""
+    from plume_jax.settings import count, integer, integer_list
+
+    assert count(low=1, high=10**7)("algo.total_steps", 1e6, None) == 10**6
+    for bad in (2.5, math.inf, math.nan, True, "7"):
+        with pytest.raises(ValidationError):
+            count(low=1, high=10)("n", bad, None)
+    with pytest.raises(ValidationError):
+        integer(low=1, high=10)("n", 2.0, None)
+    assert integer_list(low=1, high=9, lengths=(2, 3), whole_floats=True)(
+        "s", [3.0, 4], None) == (3, 4)
+    for bad in ([], [1], [1, 2, 3, 4], [0, 1], "12", [1.5, 2]):
+        with pytest.raises(ValidationError):
+            integer_list(low=1, high=9, lengths=(2, 3))("s", bad, None)

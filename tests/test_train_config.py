@@ -67,11 +67,46 @@ def test_bad_config_names_the_key(data, parameter):
     assert parameter in str(info.value)
 
 
-def test_scientific_notation_strings_are_numbers():
-    # YAML 1.1 (PyYAML) reads 3e-4 as a string
-    cfg = train_config(yaml.safe_load("env: {id: PlumeNav-Gaussian-v0}\n"
-                                      "algo: {total_steps: 1e6, learning_rate: 3e-4}"))
+def test_scientific_notation_in_a_config_file_reads_as_numbers(tmp_path):
+    # PyYAML follows YAML 1.1, where 3e-4 and 1e6 are strings; plume_jax's
+    # reader takes them as numbers (YAML 1.2), for training and env files alike
+    path = tmp_path / "train.yaml"
+    path.write_text("env: {id: PlumeNav-Gaussian-v0, overrides: {sigma: 1.2e1}}\n"
+                    "algo: {total_steps: 1e6, learning_rate: 3e-4, num_envs: 6.4E1}\n")
+    cfg = load_train_config(path)
     assert cfg.algo["learning_rate"] == 3e-4 and cfg.algo["total_steps"] == 10**6
+    assert cfg.algo["num_envs"] == 64 and isinstance(cfg.algo["num_envs"], int)
+    assert cfg.env["overrides"]["sigma"] == 12.0
+
+
+def test_a_number_written_as_a_string_is_refused_naming_the_yaml_reader():
+    """One settings system: training settings are checked as component
+    settings are, so a string is not a number; the message says why a
+    YAML 1.1 reader made one."""
+    data = yaml.safe_load("env: {id: PlumeNav-Gaussian-v0}\n"
+                          "algo: {total_steps: 100000, learning_rate: 3e-4}")
+    assert data["algo"]["learning_rate"] == "3e-4"
+    with pytest.raises(ValidationError, match="yaml.safe_load reads 3e-4") as info:
+        train_config(data)
+    assert info.value.parameter == "algo.learning_rate"
+
+
+def test_training_and_component_settings_share_their_checkers():
+    """The training config's checkers are plume_jax.settings' (issue 25:
+    one settings system): same classes, same messages."""
+    from plume_jax.settings import Integer, OrNone, Real
+    from plume_jax.train.config import schemas
+
+    algo = schemas("ppo")["algo"]
+    assert isinstance(algo["learning_rate"].check, Real)
+    assert isinstance(algo["total_steps"].check, Integer) and algo["total_steps"].check.whole_floats
+    assert isinstance(algo["gamma"].check, OrNone)
+    with pytest.raises(ValidationError, match=r"as float32 too"):
+        train_config({"env": {"id": "PlumeNav-Gaussian-v0"},
+                      "algo": {"total_steps": 100_000, "learning_rate": 1e-50}})
+    with pytest.raises(ValidationError, match=r"an integer in \[1, "):
+        train_config({"env": {"id": "PlumeNav-Gaussian-v0"},
+                      "algo": {"total_steps": 100_000, "num_envs": 2.5}})
 
 
 def test_env_overrides_are_validated_by_make():
@@ -254,7 +289,7 @@ def test_cli_sweep_refuses_a_non_empty_out_folder_before_touching_it(tmp_path, c
 def test_dotted_names_set_sections_env_overrides_and_slot_parameters():
     from plume_jax.train.config import with_overrides
 
-    data = with_overrides(MINIMAL, {"algo.learning_rate": "3e-4", "env.overrides.sigma": 10,
+    data = with_overrides(MINIMAL, {"algo.learning_rate": 3e-4, "env.overrides.sigma": 10,
                                     "env.reward.goal_reward": 2.0, "env.overrides.actions.type":
                                     "discrete_grid", "network.hidden_sizes": [8]})
     cfg = train_config(data)
@@ -267,7 +302,7 @@ def test_dotted_names_set_sections_env_overrides_and_slot_parameters():
 
 
 @pytest.mark.parametrize("item, message", [
-    ("algo.learning_rat=1e-3", "algo.learning_rat='1e-3' is invalid: expected a known algo "
+    ("algo.learning_rat=1e-3", "algo.learning_rat=0.001 is invalid: expected a known algo "
                                "setting"),
     ("optimiser.lr=1", "optimiser="),
     ("algo.learning_rate=-1", "algo.learning_rate=-1"),

@@ -61,6 +61,20 @@ def as_float32(value: float) -> float:
         return float(_F32(value))
 
 
+def _number_text_hint(value: Any) -> str:
+    """For a string that reads as a number, why it is one (PyYAML's
+    ``yaml.safe_load`` follows YAML 1.1, which reads ``3e-4`` as text);
+    otherwise ``''``."""
+    if isinstance(value, str):
+        try:
+            float(value)
+        except ValueError:
+            return ""
+        return (" (this is a string: yaml.safe_load reads 3e-4 and 1e6 as text; write 3.0e-4 "
+                "and 1.0e+6, or read the file with plume_jax, whose YAML reader takes them as "
+                "numbers)")
+    return ""
+
 def _interval(low: float | None, high: float | None, low_inclusive: bool,
               high_inclusive: bool) -> str:
     lo = "[" if low_inclusive and low is not None else "("
@@ -108,7 +122,8 @@ class Real:
 
     def __call__(self, name: str, value: Any, grid: Grid | None) -> float:
         if not is_real(value) or not math.isfinite(float(value)):
-            raise ValidationError.for_parameter(name, value, self.allowed)
+            raise ValidationError.for_parameter(name, value,
+                                                self.allowed + _number_text_hint(value))
         v = float(value)
         if not (self.contains(v) and self.contains(v, held=True)):
             raise ValidationError.for_parameter(name, value, self.allowed)
@@ -143,11 +158,17 @@ def angle() -> Angle:
 
 @dataclasses.dataclass(frozen=True)
 class Integer:
-    """Checker of an integer (not a bool, not a float) in ``[low, high]``,
-    by default the int32 range (integer settings feed int32 arithmetic)."""
+    """Checker of an integer (not a bool) in ``[low, high]``, by default the
+    int32 range (integer settings feed int32 arithmetic); returns a Python int.
+
+    A float is refused unless ``whole_floats`` (the training config's
+    counts, where ``total_steps: 1e6`` reads as the float ``1000000.0``):
+    then a float with no fractional part is taken as that integer.
+    """
 
     low: int = -MAX_INT32 - 1
     high: int = MAX_INT32
+    whole_floats: bool = False
 
     @property
     def allowed(self) -> str:
@@ -155,17 +176,64 @@ class Integer:
         return f"an integer in [{self.low}, {self.high}]"
 
     def __call__(self, name: str, value: Any, grid: Grid | None) -> int:
+        if (self.whole_floats and isinstance(value, (float, np.floating))
+                and math.isfinite(value) and float(value).is_integer()):
+            value = int(value)
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-            raise ValidationError.for_parameter(name, value, self.allowed)
+            raise ValidationError.for_parameter(name, value,
+                                                self.allowed + _number_text_hint(value))
         v = int(value)
         if not self.low <= v <= self.high:
             raise ValidationError.for_parameter(name, value, self.allowed)
         return v
 
 
-def integer(*, low: int | None = None, high: int | None = None) -> Integer:
-    """An integer in a closed interval that defaults to the int32 range."""
-    return Integer(-MAX_INT32 - 1 if low is None else low, MAX_INT32 if high is None else high)
+def integer(*, low: int | None = None, high: int | None = None,
+            whole_floats: bool = False) -> Integer:
+    """An integer in a closed interval that defaults to the int32 range
+    (``whole_floats``: see :class:`Integer`)."""
+    return Integer(-MAX_INT32 - 1 if low is None else low, MAX_INT32 if high is None else high,
+                   whole_floats)
+
+
+
+def count(*, low: int = 0, high: int = MAX_INT32) -> Integer:
+    """A count in a config file (steps, envs, layers, a seed): an integer in
+    ``[low, high]`` that may be written ``1e6`` (YAML reads it as a float;
+    see :class:`Integer`)."""
+    return Integer(low, high, whole_floats=True)
+
+@dataclasses.dataclass(frozen=True)
+class IntegerList:
+    """Checker of a non-empty list (or tuple) of integers, each as ``item``
+    checks it; returns a tuple of Python ints (hashable: network layer
+    sizes are compiled in). ``lengths``: the allowed lengths, or ``None``
+    for any."""
+
+    item: Integer
+    lengths: tuple[int, ...] | None = None
+
+    @property
+    def allowed(self) -> str:
+        """What is allowed, for error messages."""
+        size = ("a non-empty list" if self.lengths is None else
+                f"a list of {' or '.join(str(n) for n in self.lengths)}")
+        return f"{size} of integers in [{self.item.low}, {self.item.high}]"
+
+    def __call__(self, name: str, value: Any, grid: Grid | None) -> tuple[int, ...]:
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not value \
+                or (self.lengths is not None and len(value) not in self.lengths):
+            raise ValidationError.for_parameter(name, value, self.allowed)
+        try:
+            return tuple(self.item(name, v, grid) for v in value)
+        except ValidationError:
+            raise ValidationError.for_parameter(name, value, self.allowed) from None
+
+
+def integer_list(*, low: int, high: int, lengths: tuple[int, ...] | None = None,
+                 whole_floats: bool = False) -> IntegerList:
+    """A non-empty list of integers in ``[low, high]`` (see :class:`IntegerList`)."""
+    return IntegerList(Integer(low, high, whole_floats), lengths)
 
 
 def boolean() -> Checker:

@@ -53,7 +53,7 @@ from typing import Any, Callable, ClassVar
 import jax
 
 from plume_jax.errors import ValidationError
-from plume_jax.settings import Setting
+from plume_jax.settings import Checker, Setting
 
 #: ``algo.algorithm`` value -> ``'module:Class'`` of every registered algorithm.
 ALGORITHMS: dict[str, str] = {
@@ -67,15 +67,14 @@ _IMPORT_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:"
                           r"[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def algo_setting(default: Any, check: Callable[[str, Any], Any], *, static: bool,
-                 doc: str = "") -> Setting:
-    """One ``algo.*`` setting: ``check(name, value) -> normalised value``
-    (the training config's checkers, :mod:`plume_jax.train.config`, which
-    also accept YAML 1.1's numbers written as strings); ``static`` settings
-    are compiled into the program (sweep members that differ in them run
-    as separate programs)."""
-    return Setting(default=default, check=lambda name, value, _grid=None: check(name, value),
-                   static=static, doc=doc)
+def algo_setting(default: Any, check: Checker, *, static: bool, doc: str = "") -> Setting:
+    """One ``algo.*`` setting, checked by a :mod:`plume_jax.settings` checker
+    (``check(name, value, grid) -> normalised value``, the checkers of
+    component and scenario settings: ``real``, ``count``, ``boolean``,
+    ``choice``, ``optional(...)``, ...; ``grid`` is ``None`` here).
+    ``static`` settings are compiled into the program (sweep members that
+    differ in them run as separate programs)."""
+    return Setting(default=default, check=check, static=static, doc=doc)
 
 
 class Algorithm(abc.ABC):

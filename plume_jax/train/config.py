@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import math
 import pathlib
 from collections.abc import Mapping
 from typing import Any
@@ -48,120 +47,28 @@ import yaml
 
 from plume_jax.errors import ValidationError
 from plume_jax.settings import REQUIRED, Setting, resolve_keys, unknown_setting
+from plume_jax.settings.checks import boolean, choice, count, integer_list, optional, real
 from plume_jax.train.algorithm import algo_setting, algorithm_class, settings_for
 
 
 # --------------------------------------------------------------------- checkers
-def _as_number(name: str, value: Any) -> float:
-    """Accept ints, floats and numeric strings (YAML 1.1 reads ``3e-4`` as a
-    string); reject bools and everything else."""
-    if isinstance(value, bool):
-        raise ValidationError.for_parameter(name, value, "a real number")
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            raise ValidationError.for_parameter(name, value, "a real number") from None
-    if not isinstance(value, (int, float)):
-        raise ValidationError.for_parameter(name, value, "a real number")
-    return float(value)
+# Settings are checked by plume_jax.settings' checkers (the ones of component
+# and scenario settings: the same messages and bounds); these four are the
+# training config's own kinds of value.
 
 
-def real(low: float | None = None, high: float | None = None, *, low_open: bool = False,
-         high_open: bool = False, none_ok: bool = False):
-    lo = "(" if low_open else "["
-    hi = ")" if high_open else "]"
-    allowed = "a finite real number"
-    if low is not None or high is not None:
-        allowed += f" in {lo}{'-inf' if low is None else low}, {'inf' if high is None else high}{hi}"
-    if none_ok:
-        allowed += " or null"
-
-    def check(name: str, value: Any) -> float | None:
-        if value is None and none_ok:
-            return None
-        try:
-            v = _as_number(name, value)
-        except ValidationError:
-            raise ValidationError.for_parameter(name, value, allowed) from None
-        bad = not math.isfinite(v)
-        bad |= low is not None and (v < low or (low_open and v == low))
-        bad |= high is not None and (v > high or (high_open and v == high))
-        if bad:
-            raise ValidationError.for_parameter(name, value, allowed)
-        return v
-
-    return check
-
-
-def integer(low: int | None = None, high: int | None = None, *, none_ok: bool = False):
-    allowed = "an integer"
-    if low is not None or high is not None:
-        allowed += f" in [{'-inf' if low is None else low}, {'inf' if high is None else high}]"
-    if none_ok:
-        allowed += " or null"
-
-    def check(name: str, value: Any) -> int | None:
-        if value is None and none_ok:
-            return None
-        if isinstance(value, str):  # YAML 1.1 reads 1e6 as a string
-            try:
-                value = float(value)
-            except ValueError:
-                raise ValidationError.for_parameter(name, value, allowed) from None
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)  # 1e6 written as a float
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValidationError.for_parameter(name, value, allowed)
-        if (low is not None and value < low) or (high is not None and value > high):
-            raise ValidationError.for_parameter(name, value, allowed)
-        return int(value)
-
-    return check
-
-
-def boolean():
-    def check(name: str, value: Any) -> bool:
-        if not isinstance(value, bool):
-            raise ValidationError.for_parameter(name, value, "true or false")
-        return value
-
-    return check
-
-
-def choice(*options: Any):
-    def check(name: str, value: Any) -> Any:
-        if value not in options:
-            raise ValidationError.for_parameter(name, value, f"one of {list(options)}")
-        return value
-
-    return check
-
-
-def int_list(low: int = 1, high: int = 65536):
-    allowed = f"a non-empty list of integers in [{low}, {high}]"
-
-    def check(name: str, value: Any) -> tuple[int, ...]:
-        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not value:
-            raise ValidationError.for_parameter(name, value, allowed)
-        try:
-            return tuple(integer(low, high)(name, v) for v in value)
-        except ValidationError:
-            raise ValidationError.for_parameter(name, value, allowed) from None
-
-    return check
-
-
-def devices_check(name: str, value: Any) -> str | int:
+def devices_check(name: str, value: Any, grid: Any = None) -> str | int:
+    """``'auto'`` or a number of devices."""
     if value == "auto":
         return "auto"
     try:
-        return integer(1, 65536)(name, value)
+        return count(low=1, high=65536)(name, value, grid)
     except ValidationError:
         raise ValidationError.for_parameter(name, value, "'auto' or an integer >= 1") from None
 
 
-def mapping_check(name: str, value: Any) -> dict:
+def mapping_check(name: str, value: Any, grid: Any = None) -> dict:
+    """A mapping (``None``: empty), deep-copied."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -169,7 +76,8 @@ def mapping_check(name: str, value: Any) -> dict:
     return copy.deepcopy(dict(value))
 
 
-def string_or_none(name: str, value: Any) -> str | None:
+def string_or_none(name: str, value: Any, grid: Any = None) -> str | None:
+    """A string or ``None``."""
     if value is not None and not isinstance(value, str):
         raise ValidationError.for_parameter(name, value, "a string or null")
     return value
@@ -196,58 +104,60 @@ ENV_SCHEMA: dict[str, Setting] = {
 
 #: The ``algo.*`` settings every algorithm reads (its own: ``Algorithm.SETTINGS``).
 COMMON_ALGO: dict[str, Setting] = {
-    "algorithm": _s("ppo", lambda name, value: algorithm_class(value, name) and value, True,
+    "algorithm": _s("ppo", lambda name, value, grid=None: algorithm_class(value, name) and value,
+                    True,
                     "a registered algorithm (plume_jax.train.algorithm.ALGORITHMS) or the "
                     "import path 'package.module:Class' of an Algorithm subclass"),
-    "total_steps": _s(_REQUIRED, integer(1, 10**13), True,
+    "total_steps": _s(_REQUIRED, count(low=1, high=10**13), True,
                       "env steps; rounded down to whole updates"),
-    "num_envs": _s(64, integer(1, 1 << 20), True, "parallel envs"),
-    "num_steps": _s(128, integer(1, 1 << 16), True, "env steps of each env per update"),
+    "num_envs": _s(64, count(low=1, high=1 << 20), True, "parallel envs"),
+    "num_steps": _s(128, count(low=1, high=1 << 16), True, "env steps of each env per update"),
 }
 
-def image_shape_check(name: str, value: Any) -> tuple[int, ...] | None:
+def image_shape_check(name: str, value: Any, grid: Any = None) -> tuple[int, ...] | None:
+    """``None`` or ``[rows, columns]`` / ``[channels, rows, columns]``."""
     if value is None:
         return None
-    allowed = "null or [rows, columns] or [channels, rows, columns] (integers >= 1)"
-    if isinstance(value, (list, tuple)) and len(value) not in (2, 3):
-        raise ValidationError.for_parameter(name, value, allowed)
     try:
-        return int_list()(name, value)
+        return integer_list(low=1, high=65536, lengths=(2, 3), whole_floats=True)(
+            name, value, grid)
     except ValidationError:
-        raise ValidationError.for_parameter(name, value, allowed) from None
+        raise ValidationError.for_parameter(
+            name, value, "null or [rows, columns] or [channels, rows, columns] (integers >= 1)"
+        ) from None
 
 
 NETWORK_SCHEMA: dict[str, Setting] = {
-    "type": _s("mlp", choice("mlp", "gru", "cnn"), True,
+    "type": _s("mlp", choice(("mlp", "gru", "cnn")), True,
                "mlp | gru (recurrent) | cnn (conv torso over an image in the inputs; "
                "belief_value_iteration: mlp | cnn, its value network's conv layers then the "
                "hidden_sizes dense ReLU layers)"),
-    "hidden_sizes": _s((64, 64), int_list(), True,
+    "hidden_sizes": _s((64, 64), integer_list(low=1, high=65536, whole_floats=True), True,
                        "mlp: actor and critic layers; gru: the input embedding, then the "
                        "actor / critic head layers; cnn: the actor / critic layers after the "
                        "conv torso"),
-    "gru_size": _s(64, integer(1, 65536), True, "GRU hidden size (gru only)"),
+    "gru_size": _s(64, count(low=1, high=65536), True, "GRU hidden size (gru only)"),
     "image_shape": _s(None, image_shape_check, True,
                       "cnn: [rows, columns] or [channels, rows, columns] of the image in the "
                       "first inputs (the belief sensor's window: rows = columns = 2 * grid - 1)"),
-    "conv_features": _s((8, 16, 16), int_list(), True,
+    "conv_features": _s((8, 16, 16), integer_list(low=1, high=65536, whole_floats=True), True,
                         "cnn: output channels of each conv layer"),
-    "conv_kernels": _s((3, 3, 3), int_list(1, 64), True,
+    "conv_kernels": _s((3, 3, 3), integer_list(low=1, high=64, whole_floats=True), True,
                        "cnn: kernel side of each conv layer"),
-    "conv_strides": _s((2, 2, 2), int_list(1, 64), True,
+    "conv_strides": _s((2, 2, 2), integer_list(low=1, high=64, whole_floats=True), True,
                        "cnn: stride of each conv layer ('SAME' padding)"),
-    "activation": _s("tanh", choice("tanh", "relu"), True, "tanh | relu"),
-    "obs_transform": _s("none", choice("none", "log"), True,
+    "activation": _s("tanh", choice(("tanh", "relu")), True, "tanh | relu"),
+    "obs_transform": _s("none", choice(("none", "log")), True,
                         "none | log: log(obs + log_eps)"),
-    "log_eps": _s(1e-6, real(0.0, 1.0, low_open=True), True,
+    "log_eps": _s(1e-6, real(low=0.0, high=1.0, low_inclusive=False), True,
                   "the offset of obs_transform: log"),
     "prev_action": _s(False, boolean(), True, "feed the previous action to the network"),
     "obs_delta": _s(False, boolean(), True,
                     "also feed the change of the (transformed) observation since the "
                     "previous step"),
-    "log_std_init": _s(0.0, real(-20.0, 5.0), True,
+    "log_std_init": _s(0.0, real(low=-20.0, high=5.0), True,
                        "Box actions: initial log std of the Gaussian policy"),
-    "critic": _s("decentralised", choice("decentralised", "centralised"), True,
+    "critic": _s("decentralised", choice(("decentralised", "centralised")), True,
                  "multi-agent envs: decentralised (the value sees the agent's own input, like "
                  "the actor) | centralised (MAPPO-style: the value sees every agent's "
                  "features, own first, then the others in agent order from the next one on)"),
@@ -257,18 +167,18 @@ NETWORK_SCHEMA: dict[str, Setting] = {
 DISTRIBUTED_MODES = ("auto", "cluster", "off")
 
 RUN_SCHEMA: dict[str, Setting] = {
-    "seed": _s(0, integer(0, 2**63 - 1), False, "training seed (every bit is used)"),
-    "log_every": _s(10, integer(1, 10**9), True, "updates between progress lines"),
-    "checkpoint_minutes": _s(5.0, real(0.0, 10**6, low_open=True, none_ok=True), False,
+    "seed": _s(0, count(low=0, high=2**63 - 1), False, "training seed (every bit is used)"),
+    "log_every": _s(10, count(low=1, high=10**9), True, "updates between progress lines"),
+    "checkpoint_minutes": _s(5.0, optional(real(low=0.0, high=10**6, low_inclusive=False)), False,
                              "minutes between checkpoints to checkpoint/ (null: only at the "
                              "end)"),
-    "checkpoint_every": _s(None, integer(1, 10**9, none_ok=True), False,
+    "checkpoint_every": _s(None, optional(count(low=1, high=10**9)), False,
                            "updates between checkpoints, each also kept in "
                            "checkpoints/update_N/ (null: none)"),
     "devices": _s("auto", devices_check, True,
                   "auto | N: shard the env batch (a sweep: its members) over N local devices; "
                   "auto: as many as divide the batch (several processes: all their devices)"),
-    "distributed": _s("auto", choice(*DISTRIBUTED_MODES), False,
+    "distributed": _s("auto", choice(DISTRIBUTED_MODES), False,
                       "auto | cluster | off: join a multi-process run "
                       "(plume_jax.train.distributed); auto: when the launcher's environment "
                       "says so (SLURM srun, multi-host Cloud TPU, JAX_* variables)"),
@@ -279,11 +189,11 @@ RUN_SCHEMA: dict[str, Setting] = {
 }
 
 EVAL_SCHEMA: dict[str, Setting] = {
-    "num_envs": _s(1000, integer(1, 1 << 20), True,
+    "num_envs": _s(1000, count(low=1, high=1 << 20), True,
                    "greedy evaluation after training: episodes (one per env)"),
-    "num_steps": _s(None, integer(1, 10**7, none_ok=True), True,
+    "num_steps": _s(None, optional(count(low=1, high=10**7)), True,
                     "steps of each evaluation episode; null: the env's max_steps"),
-    "seed": _s(1000003, integer(0, 2**63 - 1), True,
+    "seed": _s(1000003, count(low=0, high=2**63 - 1), True,
                "evaluation key seed (distinct from training seeds)"),
     "greedy": _s(True, boolean(), True,
                  "act on the policy's most likely action (false: sample)"),

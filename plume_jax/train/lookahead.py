@@ -76,7 +76,7 @@ from plume_jax.sensors.belief import BeliefSensor
 from plume_jax.train import networks as N
 from plume_jax.train.normalize import transform
 from plume_jax.train.algorithm import Algorithm, algo_setting
-from plume_jax.train.config import real
+from plume_jax.settings.checks import real
 from plume_jax.train.ppo import PPO_SETTINGS, Hparams, PPOStatic, _typed_key, network_policy, \
     ppo_hparams, ppo_static
 
@@ -140,10 +140,10 @@ LOOKAHEAD_SETTINGS = {
     **{k: PPO_SETTINGS[k] for k in ("update_epochs", "num_minibatches", "learning_rate",
                                     "anneal_lr", "gamma", "max_grad_norm", "adam_eps",
                                     "normalize_obs")},
-    "epsilon": algo_setting(0.1, real(0.0, 1.0), static=True,
+    "epsilon": algo_setting(0.1, real(low=0.0, high=1.0), static=True,
                             doc="probability of a random move while collecting"),
     "baseline_scale": algo_setting(
-        0.0, real(0.0, 1e6), static=True,
+        0.0, real(low=0.0, high=1e6), static=True,
         doc="K (steps) of the baseline value K ln(1 + E/K) of the search-time estimate E "
             "that the network corrects; 0: E itself"),
 }

@@ -70,7 +70,8 @@ from plume_jax.env import batched_step
 from plume_jax.errors import ValidationError
 from plume_jax.train import networks
 from plume_jax.train.algorithm import Algorithm, algo_setting
-from plume_jax.train.config import NetworkConfig, boolean, integer, real
+from plume_jax.settings.checks import boolean, count, optional, real
+from plume_jax.train.config import NetworkConfig
 from plume_jax.train.normalize import ObsStats, normalize, transform
 
 
@@ -302,20 +303,20 @@ def _s(default: Any, check: Any, static: bool, doc: str) -> Any:
 
 #: The ``algo.*`` settings of PPO (shared with the algorithms that read them too).
 PPO_SETTINGS = {
-    "update_epochs": _s(4, integer(1, 1024), True, "passes over each update's batch"),
-    "num_minibatches": _s(4, integer(1, 1 << 20), True, "minibatches per pass"),
-    "learning_rate": _s(3e-4, real(0.0, 1.0, low_open=True), False, "Adam step size"),
+    "update_epochs": _s(4, count(low=1, high=1024), True, "passes over each update's batch"),
+    "num_minibatches": _s(4, count(low=1, high=1 << 20), True, "minibatches per pass"),
+    "learning_rate": _s(3e-4, real(low=0.0, high=1.0, low_inclusive=False), False, "Adam step size"),
     "anneal_lr": _s(True, boolean(), True, "linear decay of the step size to 0 over the run"),
-    "gamma": _s(None, real(0.0, 1.0, low_open=True, none_ok=True), False,
+    "gamma": _s(None, optional(real(low=0.0, high=1.0, low_inclusive=False)), False,
                 "discount; null: the reward's shaping discount, else 0.99"),
-    "gae_lambda": _s(0.95, real(0.0, 1.0), False, "GAE lambda"),
-    "clip_eps": _s(0.2, real(0.0, 10.0, low_open=True), False, "PPO ratio clip"),
+    "gae_lambda": _s(0.95, real(low=0.0, high=1.0), False, "GAE lambda"),
+    "clip_eps": _s(0.2, real(low=0.0, high=10.0, low_inclusive=False), False, "PPO ratio clip"),
     "clip_value": _s(True, boolean(), True, "PPO value clipping"),
-    "ent_coef": _s(0.01, real(0.0, 10.0), False, "entropy bonus weight"),
-    "vf_coef": _s(0.5, real(0.0, 100.0), False, "value loss weight"),
-    "max_grad_norm": _s(0.5, real(0.0, 1e6, low_open=True), False,
+    "ent_coef": _s(0.01, real(low=0.0, high=10.0), False, "entropy bonus weight"),
+    "vf_coef": _s(0.5, real(low=0.0, high=100.0), False, "value loss weight"),
+    "max_grad_norm": _s(0.5, real(low=0.0, high=1e6, low_inclusive=False), False,
                         "global gradient norm clip"),
-    "adam_eps": _s(1e-5, real(0.0, 1.0, low_open=True), True, "Adam epsilon"),
+    "adam_eps": _s(1e-5, real(low=0.0, high=1.0, low_inclusive=False), True, "Adam epsilon"),
     "normalize_obs": _s(False, boolean(), True, "running mean/std of observations"),
     "normalize_advantages": _s(True, boolean(), True, "advantages scaled per minibatch"),
 }

@@ -98,7 +98,7 @@ from plume_jax.plumes.poisson_posterior import shift_centred
 from plume_jax.seeding import seed_key
 from plume_jax.train.lookahead import _apply_symmetry, _symmetries, belief_searcher
 from plume_jax.train.algorithm import Algorithm, algo_setting
-from plume_jax.train.config import boolean, integer, real
+from plume_jax.settings.checks import boolean, count, optional, real
 from plume_jax.train.ppo import PPO_SETTINGS, PPOStatic
 
 #: otto's ``agent_stuck``: more than this many consecutive steps back to the
@@ -248,25 +248,13 @@ METRIC_NAMES = ("update", "env_steps", "episodes", "episode_length_mean", "loss"
 
 
 def _integer(name: str, value: Any, low: int, high: int = 10**9) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
-            or not low <= int(value) <= high:
-        raise ValidationError.for_parameter(name, value, f"an integer in [{low}, {high}]")
-    return int(value)
+    """``value`` checked as :func:`plume_jax.settings.count` checks ``algo.*`` counts."""
+    return count(low=low, high=high)(name, value, None)
 
 
 def _real(name: str, value: Any, low: float, high: float, *, open_low: bool = False) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)) \
-            or not math.isfinite(float(value)) or not low <= float(value) <= high \
-            or (open_low and float(value) == low):
-        bracket = "(" if open_low else "["
-        raise ValidationError.for_parameter(name, value, f"a number in {bracket}{low:g}, {high:g}]")
-    return float(value)
-
-
-def _flag(name: str, value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValidationError.for_parameter(name, value, "true or false")
-    return bool(value)
+    """``value`` checked as :func:`plume_jax.settings.real` checks ``algo.*`` reals."""
+    return real(low=low, high=high, low_inclusive=not open_low)(name, value, None)
 
 
 def _s(default: Any, check: Any, doc: str) -> Any:
@@ -283,18 +271,18 @@ def _s(default: Any, check: Any, doc: str) -> Any:
 VALUE_ITERATION_SETTINGS = {
     "learning_rate": PPO_SETTINGS["learning_rate"],
     "adam_eps": PPO_SETTINGS["adam_eps"],
-    "batch_size": _s(64, integer(1, 1 << 20), "beliefs per gradient step"),
-    "gd_steps": _s(12, integer(1, 10_000), "gradient steps per iteration"),
-    "memory_size": _s(1000, integer(1, 1 << 24), "beliefs in the replay memory"),
-    "epsilon_start": _s(1.0, real(0.0, 1.0), "exploration at iteration 0"),
-    "epsilon_floor": _s(0.1, real(0.0, 1.0), "exploration floor"),
-    "epsilon_decay": _s(10_000.0, real(0.0, 1e12, low_open=True),
+    "batch_size": _s(64, count(low=1, high=1 << 20), "beliefs per gradient step"),
+    "gd_steps": _s(12, count(low=1, high=10_000), "gradient steps per iteration"),
+    "memory_size": _s(1000, count(low=1, high=1 << 24), "beliefs in the replay memory"),
+    "epsilon_start": _s(1.0, real(low=0.0, high=1.0), "exploration at iteration 0"),
+    "epsilon_floor": _s(0.1, real(low=0.0, high=1.0), "exploration floor"),
+    "epsilon_decay": _s(10_000.0, real(low=0.0, high=1e12, low_inclusive=False),
                         "decay time of the exploration, iterations"),
-    "target_update_every": _s(1, integer(1, 10**9),
+    "target_update_every": _s(1, count(low=1, high=10**9),
                               "iterations between refreshes of the frozen copy"),
-    "stop_p": _s(1e-6, real(0.0, 1.0, low_open=True),
+    "stop_p": _s(1e-6, real(low=0.0, high=1.0, low_inclusive=False),
                  "a training search ends when P(not found) is below this"),
-    "max_episode_steps": _s(None, integer(1, 10**7, none_ok=True),
+    "max_episode_steps": _s(None, optional(count(low=1, high=10**7)),
                             "steps after which a search ends; null: the env's max_steps"),
     "symmetry_augment": _s(True, boolean(), "a random symmetry of the square per stored belief"),
     "symmetry_average": _s(True, boolean(),
@@ -303,9 +291,9 @@ VALUE_ITERATION_SETTINGS = {
                         "Bellman targets from the frozen copy, once per iteration (false: "
                         "from the current parameters under stop_gradient, recomputed at "
                         "every gradient step; the no-frozen-target ablation)"),
-    "eval_every": _s(1000, integer(0, 10**9), "iterations between evaluations (0: never)"),
-    "eval_searches": _s(3200, integer(1, 1 << 20), "searches per evaluation"),
-    "eval_seed": _s(1_000_003, integer(0, 2**63 - 1), "seed of the evaluation searches"),
+    "eval_every": _s(1000, count(low=0, high=10**9), "iterations between evaluations (0: never)"),
+    "eval_searches": _s(3200, count(low=1, high=1 << 20), "searches per evaluation"),
+    "eval_seed": _s(1_000_003, count(low=0, high=2**63 - 1), "seed of the evaluation searches"),
 }
 
 
@@ -471,9 +459,9 @@ class BeliefValueIteration(Algorithm):
         env_max = int(env.settings["max_steps"])
         self.max_episode_steps = env_max if max_episode_steps is None else \
             _integer("max_episode_steps", max_episode_steps, 1, 10**7)
-        self.symmetry_augment = _flag("symmetry_augment", symmetry_augment)
-        self.symmetry_average = _flag("symmetry_average", symmetry_average)
-        self.frozen_target = _flag("frozen_target", frozen_target)
+        self.symmetry_augment = boolean()("symmetry_augment", symmetry_augment, None)
+        self.symmetry_average = boolean()("symmetry_average", symmetry_average, None)
+        self.frozen_target = boolean()("frozen_target", frozen_target, None)
         self.eval_every = _integer("eval_every", eval_every, 0)
         self.eval_searches = _integer("eval_searches", eval_searches, 1, 1 << 20)
         self.eval_seed = _integer("eval_seed", eval_seed, 0, 2**63 - 1)  # every seed door
