@@ -140,8 +140,16 @@ def run_train(args: argparse.Namespace) -> int:
     if not main:
         return 0  # process 0 reports
     print_summary(result.summary)
+    periodic = ", evaluations.jsonl, best/" if config.eval["every"] else ""
     print(f"outputs in {out}/ (config.yaml, metrics.jsonl, metrics.csv, learning_curve.png, "
-          "tensorboard/, checkpoint/, policy/, summary.json)")
+          f"tensorboard/, checkpoint/, policy/{periodic}, summary.json)")
+    best = result.summary.get("best_periodic_evaluation")
+    if best is not None:
+        steps = best["mean_steps_to_goal"]
+        print(f"best periodic evaluation: update {best['update']}, success "
+              f"{100 * best['success_rate']:.1f}% of {best['episodes']} episodes"
+              + (f", mean steps to goal {steps:.1f}" if steps is not None else "")
+              + f" (policy in {out}/best/)")
     return 0
 
 

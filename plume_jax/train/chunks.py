@@ -65,12 +65,15 @@ def checkpointer(folder: Any, meta: Callable[[int], dict[str, Any]]
 
 
 def next_chunk(done: int, num_updates: int, *, every: int | None, seconds_per_update: float | None,
-               seconds_to_checkpoint: float | None, max_chunk: int = MAX_CHUNK) -> int:
+               seconds_to_checkpoint: float | None, max_chunk: int = MAX_CHUNK,
+               eval_every: int | None = None) -> int:
     """How many updates the next call runs (see the module docstring); the
-    first chunk (speed not measured yet) is one update."""
+    first chunk (speed not measured yet) is one update. A chunk also ends
+    at every ``eval_every`` multiple (a periodic evaluation)."""
     n = min(num_updates - done, max_chunk)
-    if every:
-        n = min(n, every - done % every)
+    for period in (every, eval_every):
+        if period:
+            n = min(n, period - done % period)
     if seconds_per_update is None:
         return 1
     spu = max(seconds_per_update, 1e-9)
@@ -162,7 +165,9 @@ def run_in_chunks(algo: Any, runner: Any, hp: Any, env_params: Any, *, done: int
                   on_checkpoint: Callable[[Any, int, bool], None] | None = None,
                   every: int | None = None, minutes: float | None = None,
                   batched: bool = False, label: str = "",
-                  stop: StopRequest | None = None) -> tuple[Any, ChunkStats]:
+                  stop: StopRequest | None = None, eval_every: int | None = None,
+                  on_evaluation: Callable[[Any, int], None] | None = None
+                  ) -> tuple[Any, ChunkStats]:
     """Train from update ``done`` to ``num_updates``.
 
     Args:
@@ -179,6 +184,9 @@ def run_in_chunks(algo: Any, runner: Any, hp: Any, env_params: Any, *, done: int
         every, minutes: ``run.checkpoint_every`` / ``run.checkpoint_minutes``.
         stop: a :class:`StopRequest`; when it is set after a chunk, the run
             checkpoints and returns early (``stats.interrupted``).
+        eval_every, on_evaluation: ``(runner, done)`` at every ``eval_every``
+            multiple (chunks end there), after that update's checkpoint, so a
+            periodic evaluation's results are never ahead of the checkpoints.
 
     Returns ``(runner, stats)``.
     """
@@ -197,13 +205,17 @@ def run_in_chunks(algo: Any, runner: Any, hp: Any, env_params: Any, *, done: int
     last_checkpoint = time.monotonic()
     seconds_per_update = None
     while done < num_updates:
-        if on_checkpoint is None:  # nothing to write between chunks
+        if on_checkpoint is None and on_evaluation is None:  # nothing between chunks
             n = min(num_updates - done, MAX_CHUNK)
+        elif on_checkpoint is None:
+            n = next_chunk(done, num_updates, every=None, seconds_per_update=0.0,
+                           seconds_to_checkpoint=None, eval_every=eval_every,
+                           max_chunk=MAX_CHUNK)
         else:
             left = None if interval is None else interval - (time.monotonic() - last_checkpoint)
             n = agree(next_chunk(done, num_updates, every=every,
                                  seconds_per_update=seconds_per_update,
-                                 seconds_to_checkpoint=left))
+                                 seconds_to_checkpoint=left, eval_every=eval_every))
         printer.restart(done * steps)
         t0 = time.perf_counter()
         runner, metrics = program(runner, hp, env_params, count=n)
@@ -217,19 +229,24 @@ def run_in_chunks(algo: Any, runner: Any, hp: Any, env_params: Any, *, done: int
         stopping = stop is not None and bool(agree(bool(stop)))
         if stopping:
             stats.interrupted = stop.signal_name or "a stop request"
+        evaluating = on_evaluation is not None and bool(eval_every) and done % eval_every == 0
         if on_checkpoint is None:
+            if evaluating:
+                on_evaluation(runner, done)
             if stopping:
                 break
             continue
         kept = bool(every) and done % every == 0 and done < num_updates
         timed = bool(agree(interval is not None and (time.monotonic() - last_checkpoint
                                                      + 0.5 * seconds_per_update >= interval)))
-        if kept or timed or stopping or done == num_updates:
+        if kept or timed or stopping or evaluating or done == num_updates:
             t0 = time.perf_counter()
             on_checkpoint(runner, done, kept)
             stats.checkpoint_seconds += time.perf_counter() - t0
             stats.checkpoints += 1
             last_checkpoint = time.monotonic()
+        if evaluating:
+            on_evaluation(runner, done)
         if stopping:
             break
     return runner, stats

@@ -197,6 +197,15 @@ EVAL_SCHEMA: dict[str, Setting] = {
                "evaluation key seed (distinct from training seeds)"),
     "greedy": _s(True, boolean(), True,
                  "act on the policy's most likely action (false: sample)"),
+    "every": _s(None, optional(count(low=1, high=10**9)), True,
+                "updates between periodic evaluations during training (RL Zoo's "
+                "EvalCallback): eval.periodic_episodes greedy episodes on eval.periodic_seed, "
+                "rows in evaluations.jsonl, the best policy kept in best/; null: none"),
+    "periodic_episodes": _s(100, count(low=1, high=1 << 20), True,
+                            "episodes (one per env) of each periodic evaluation"),
+    "periodic_seed": _s(2000003, count(low=0, high=2**63 - 1), True,
+                        "key seed of the periodic evaluations (distinct from eval.seed, so "
+                        "the final evaluation does not score the policy it was chosen on)"),
 }
 
 SECTIONS = ("env", "algo", "network", "run", "eval")

@@ -22,7 +22,9 @@ What the driver owns, the same for both front ends:
   ``run.checkpoint_every``, Ctrl-C / SIGTERM answered with a checkpoint and
   :class:`~plume_jax.train.chunks.Interrupted`;
 - the greedy evaluation (:func:`evaluate_members`: one batched call for a
-  batched program);
+  batched program), and with ``eval.every`` periodic evaluations during
+  training with each member's best policy kept in ``best/``
+  (:mod:`plume_jax.train.periodic_eval`);
 - each member's finished run folder (:func:`write_member`: its checkpoint,
   exported policy, ``metrics.csv``, ``summary.json`` — results first — and
   the learning-curve figure);
@@ -59,6 +61,7 @@ from plume_jax.train.config import TrainConfig
 from plume_jax.train.distributed import host_copy, is_main_process
 from plume_jax.train.evaluation import evaluate
 from plume_jax.train.loggers import RunLoggers
+from plume_jax.train.periodic_eval import best_row, periodic_evaluator
 from plume_jax.train.progress import Progress, append_jsonl, metric_rows, write_csv
 from plume_jax.train.sharding import mesh as make_mesh, resolve_devices, shard_members, \
     shard_runner
@@ -341,6 +344,9 @@ def run_program(p: Program, runner: Any, rows: list[list[dict[str, Any]]], *,
                 loggers[j].log_rows(new)
 
     algo: Any = p.algo if (p.algo.sweepable or not p.batched) else _OneMember(p.algo)
+    on_evaluation = periodic_evaluator(
+        p, loggers, note=lambda update, text: bar.update(
+            offset + len(p.runs) * update * cfg.steps_per_update, message=text))
     printer = Progress(bar, p.num_updates, cfg.steps_per_update, offset=offset,
                        members=len(p.runs), prefix=p.label)
     runner, stats = run_in_chunks(
@@ -349,7 +355,8 @@ def run_program(p: Program, runner: Any, rows: list[list[dict[str, Any]]], *,
         bar_scale=len(p.runs), on_chunk=on_chunk,
         on_checkpoint=checkpointer(p.folder, p.meta) if p.folder is not None else None,
         every=cfg.run["checkpoint_every"], minutes=cfg.run["checkpoint_minutes"],
-        batched=p.batched, label=p.label, stop=stop)
+        batched=p.batched, label=p.label, stop=stop, eval_every=cfg.eval["every"],
+        on_evaluation=on_evaluation)
     if jax.process_count() > 1:  # the members' state on every process, for what follows
         runner = host_copy(runner)
     return ProgramResult(setup=p, runner=runner, rows=rows, init_seconds=init_seconds,
@@ -431,9 +438,13 @@ def member_summary(p: Program, result: ProgramResult, j: int) -> dict[str, Any]:
     member = p.runs[j]
     cfg = member.config
     done = result.update
-    return {"env": member.env.settings.get("id", member.env.name), "config": cfg.to_dict(),
-            "num_updates": cfg.num_updates, "env_steps_total": done * cfg.steps_per_update,
-            **member.summary}
+    out = {"env": member.env.settings.get("id", member.env.name), "config": cfg.to_dict(),
+           "num_updates": cfg.num_updates, "env_steps_total": done * cfg.steps_per_update,
+           **member.summary}
+    best = best_row(member.folder) if member.folder is not None else None
+    if best is not None:  # the periodic evaluations' best policy, in best/
+        out["best_periodic_evaluation"] = best
+    return out
 
 
 def write_member(p: Program, result: ProgramResult, j: int, summary: dict[str, Any], *,

@@ -89,6 +89,12 @@ SB3_TAGS = {"return_mean": "rollout/ep_rew_mean", "length_mean": "rollout/ep_len
             "success_rate": "rollout/success_rate"}
 
 
+#: Stable-Baselines3's ``EvalCallback`` tags of a periodic evaluation row
+#: (``eval/mean_ep_length`` is of the successful episodes here).
+PERIODIC_TAGS = {"mean_return": "eval/mean_reward", "mean_steps_to_goal": "eval/mean_ep_length",
+                 "success_rate": "eval/success_rate"}
+
+
 def hparams(config: dict[str, Any] | None) -> dict[str, Any]:
     """The hyperparameters of a resolved config for TensorBoard's HPARAMS
     table: ``env.id``, every ``algo.*``, ``network.*`` and ``run.seed``
@@ -167,6 +173,21 @@ class RunLoggers:
                 value = row.get(name)
                 if isinstance(value, (int, float)) and math.isfinite(value):
                     self.writer.add_scalar(tag, float(value), global_step=step)
+
+    def log_periodic_evaluation(self, row: dict[str, Any], *, tensorboard_only: bool = False
+                                ) -> None:
+        """One periodic evaluation (:mod:`plume_jax.train.periodic_eval`)
+        under Stable-Baselines3's ``EvalCallback`` tags, at its ``env_steps``
+        (``tensorboard_only``: a resumed run's kept rows, written anew)."""
+        values = {tag: float(row[name]) for name, tag in PERIODIC_TAGS.items()
+                  if isinstance(row.get(name), (int, float)) and math.isfinite(row[name])}
+        step = int(row["env_steps"])
+        if self.writer is not None:
+            for tag, value in values.items():
+                self.writer.add_scalar(tag, value, global_step=step)
+            self.writer.flush()
+        if self.wandb_run is not None and values and not tensorboard_only:
+            self.wandb_run.log(values, step=step)
 
     def log_evaluation(self, evaluation: dict[str, Any], step: int) -> None:
         """The final evaluation's numbers under ``eval/``, and the run's

@@ -199,11 +199,12 @@ def set_aside_later_state(out: pathlib.Path, update: int, checkpoint: pathlib.Pa
         n += 1
         dest = out / SUPERSEDED / f"after_update_{update:08d}-{stamp}-{n}"
     dest.mkdir(parents=True)
-    for name in ("metrics.jsonl", "metrics.csv", "summary.json"):
+    for name in ("metrics.jsonl", "metrics.csv", "summary.json", "evaluations.jsonl"):
         if (out / name).is_file():
             shutil.copy2(out / name, dest / name)
-    if (out / "policy").is_dir():
-        shutil.copytree(out / "policy", dest / "policy")
+    for name in ("policy", "best"):
+        if (out / name).is_dir():
+            shutil.copytree(out / name, dest / name)
     if later:
         (dest / "checkpoints").mkdir()
         for folder in later:

@@ -99,6 +99,7 @@ from plume_jax.train.driver import Member, Program, ProgramResult, build_program
 from plume_jax.train.loggers import RunLoggers, check_wandb
 from plume_jax.train.plots import plot_setting_bars, plot_setting_curves
 from plume_jax.train.progress import read_jsonl, rows_up_to, write_csv, write_jsonl
+from plume_jax.train.periodic_eval import trim_evaluations
 from plume_jax.train.run_folder import FolderLock, check_out_dir, check_writable_logdir, \
     clear_outputs, make_out_dir, set_aside_later_state
 
@@ -375,6 +376,7 @@ def _resume_rows(p: Program, done: int) -> list[list[dict[str, Any]]]:
         for m, kept in zip(p.runs, rows):
             make_out_dir(m.folder)
             write_jsonl(m.folder / "metrics.jsonl", kept)
+            trim_evaluations(m.folder, done)
         set_aside_later_state(p.folder, done, p.folder / "checkpoint", [])
     return rows
 

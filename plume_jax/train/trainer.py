@@ -26,6 +26,8 @@ Output folder (``out_dir``, a *run folder*)::
     checkpoints/         checkpoints kept every run.checkpoint_every updates
                          (update_<N>/), when that is set
     policy/              the exported policy (agents.trained)
+    evaluations.jsonl    periodic evaluations (eval.every; plume_jax.train.periodic_eval)
+    best/                the best policy of those evaluations, with its row
     summary.json         budget, timings, throughput, evaluation
 
 Several processes (:mod:`plume_jax.train.distributed`): every process
@@ -64,6 +66,8 @@ from plume_jax.train.driver import Member, build_program, evaluate_members, expo
     init_runner, load_runner, machine_info, member_summary, run_program, write_member, \
     write_text
 from plume_jax.train.loggers import RunLoggers, check_wandb
+from plume_jax.train.periodic_eval import BEST, EVALUATIONS, copy_evaluations, replay_rows, \
+    trim_evaluations
 from plume_jax.train.plots import plot_learning_curves
 from plume_jax.train.progress import read_jsonl, rows_up_to, write_jsonl
 from plume_jax.train.run_folder import FolderLock, check_out_dir, check_writable_logdir, \
@@ -72,7 +76,7 @@ from plume_jax.train.run_folder import FolderLock, check_out_dir, check_writable
 #: What ``train`` writes into a run folder (``overwrite`` deletes these).
 RUN_OUTPUTS = ("config.yaml", "metrics.jsonl", "metrics.csv", "learning_curve.png",
                "summary.json", "checkpoint", "checkpoints", "policy", "tensorboard", "wandb",
-               "wandb_run_id")
+               "wandb_run_id", EVALUATIONS, BEST)
 
 
 @dataclasses.dataclass
@@ -259,6 +263,9 @@ def _train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
         loggers = RunLoggers(out, tensorboard=config.run["tensorboard"],
                              wandb_project=config.run["wandb_project"], name=out.name,
                              config=config.to_dict(), history=history)
+        if history is not None:  # TensorBoard was written anew from the kept rows
+            for row in replay_rows(out):
+                loggers.log_periodic_evaluation(row, tensorboard_only=True)
 
     bar = ProgressBar(num_updates * per_update, "train", unit="steps",
                       quiet=not (progress and main), stream=stream, min_interval_s=0.0)
@@ -366,6 +373,8 @@ def _prepare_run_folder(out: pathlib.Path, config: TrainConfig, point: ResumePoi
             keep_finished_run(out, point)
     else:
         kept = rows_up_to(point.run_dir / "metrics.jsonl", point.update)
+        copy_evaluations(point.run_dir, out, point.update)
+    trim_evaluations(out, point.update)
     write_jsonl(out / "metrics.jsonl", kept)
     _write_config(out, config)
     return kept, aside
