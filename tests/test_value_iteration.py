@@ -595,3 +595,24 @@ def test_an_eval_seed_the_config_accepts_builds_the_algorithm():
     env, params = cfg.make_env()
     algo = algorithm_class("belief_value_iteration").from_config(cfg, env, params)
     assert algo.eval_seed == 2**40 + 5
+
+
+@pytest.mark.parametrize("name, window, symmetries", [
+    ("train_iso53x53_searcher.yaml", (105, 105), 8),
+    ("train_windy81x41_searcher.yaml", (81, 161), 2)])
+def test_the_larger_case_configs_build_the_reference_networks_and_symmetries(name, window,
+                                                                             symmetries):
+    """Issue 27 item 3: otto-benchmark's settings for Iso53x53 and Windy81x41
+    (3 x 1024, epsilon decay 20 000) on the full centred window, averaging over
+    the symmetries each plume keeps (the square's 8; the wind axis reflection)."""
+    import pathlib
+
+    from plume_jax.train.algorithm import algorithm_class
+    from plume_jax.train.config import load_train_config
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    cfg = load_train_config(root / "configs" / name)
+    env, params = cfg.make_env()
+    algo = algorithm_class("belief_value_iteration").from_config(cfg, env, params)
+    assert algo.hidden_sizes == (1024, 1024, 1024) and algo.epsilon_decay == 20_000.0
+    assert algo.image_shape == window and len(algo.symmetry_perm) == symmetries

@@ -34,10 +34,11 @@ import pathlib
 import shutil
 from typing import Any, Callable
 
+import jax
 import numpy as np
 
 from plume_jax.train.checkpoint import _atomic_write, export_policy
-from plume_jax.train.distributed import is_main_process
+from plume_jax.train.distributed import host_copy, is_main_process
 from plume_jax.train.progress import append_jsonl, read_jsonl, write_jsonl
 
 #: The file of a member's periodic evaluation rows, in its run folder.
@@ -141,6 +142,8 @@ def periodic_evaluator(program: Any, loggers: list[Any], *, note: Callable[[int,
         best_row(m.folder) if m.folder is not None else None for m in program.runs]
 
     def on_evaluation(runner: Any, update: int) -> None:
+        if jax.process_count() > 1:  # every process: a collective, as for the final evaluation
+            runner = host_copy(runner)
         spec, arrays = program.algo.policy(runner)
         evaluation = evaluate(program.env, spec, arrays, program.env_params,
                               cfg.eval["periodic_seed"], cfg.eval["periodic_episodes"],
