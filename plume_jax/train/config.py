@@ -496,12 +496,6 @@ def static_signature(config: TrainConfig) -> dict[str, Any]:
     return out
 
 
-def dynamic_keys(algorithm: Any = "ppo") -> tuple[str, ...]:
-    """``algo.<key>`` of every dynamic algorithm setting (a leaf of the
-    algorithm's hyperparameters: sweepable within one compiled program)."""
-    return tuple(f"algo.{k}" for k, s in schemas(algorithm)["algo"].items() if not s.static)
-
-
 #: Settings a resumed run may change: the budget, logging, checkpointing,
 #: devices and processes, and the final evaluation. Everything else defines
 #: the problem or the algorithm and must equal the checkpoint's.
