@@ -973,7 +973,7 @@ def _plots(out: pathlib.Path, sweep: SweepConfig, summary: dict[str, Any],
         by_member.setdefault(r["member"], []).append(r)
     curves = {e["label"]: [by_member[i] for i in e["members"]] for e in settings}
     plot_setting_curves(out / "train_success.png", curves, "success_rate",
-                        "training success rate of finished episodes (%)", scale=100.0,
+                        "training success, sampled actions (%)", scale=100.0,
                         title="Training success per setting (line: seed mean, band: range)")
     plot_setting_curves(out / "train_return.png", curves, "return_mean",
                         "mean episode return (training reward)",
