@@ -35,8 +35,11 @@ BASE = {
     "eval": {"num_envs": 32},
 }
 GRID = {"network.hidden_sizes": [[8], [16, 16]], "run.seed": [0, 1]}
-NAMES = ["hidden_sizes=8,seed=0", "hidden_sizes=8,seed=1", "hidden_sizes=16x16,seed=0",
-         "hidden_sizes=16x16,seed=1"]
+NAMES = ["hidden_sizes-8_seed-0", "hidden_sizes-8_seed-1", "hidden_sizes-16x16_seed-0",
+         "hidden_sizes-16x16_seed-1"]
+#: The names sweeps gave the same members before names were shell-safe.
+OLD_NAMES = ["hidden_sizes=8,seed=0", "hidden_sizes=8,seed=1", "hidden_sizes=16x16,seed=0",
+             "hidden_sizes=16x16,seed=1"]
 
 
 @pytest.fixture(scope="module")
@@ -227,6 +230,72 @@ def test_a_killed_sweep_resumes_from_its_programs_checkpoints(sweep_run, tmp_pat
         assert (member / "policy" / "policy.npz").is_file()
     assert not (program / "checkpoint" / ".runner.msgpack.tmp-abcd1234").exists()
     assert json.loads((program / "checkpoint" / "meta.json").read_text())["update"] == 10
+
+
+def _as_old_named_sweep(folder):
+    """Make the sweep in ``folder`` (a copy of the fixture's) what plume_jax
+    wrote before member names were shell-safe: its member folders, the
+    sweep's tables and metrics rows, and its programs' checkpoints (inside
+    their checksummed runner.msgpack too) name the members the old way."""
+    import hashlib
+
+    from flax import serialization
+
+    old = dict(zip(NAMES, OLD_NAMES))
+    for name in NAMES:
+        (folder / "members" / name).rename(folder / "members" / old[name])
+    rows = [json.loads(x) for x in (folder / "metrics.jsonl").read_text().splitlines()]
+    (folder / "metrics.jsonl").write_text(
+        "".join(json.dumps({**r, "name": old[r["name"]]}) + "\n" for r in rows))
+    for table in ("summary.md", "results.json", "results.csv"):
+        text = (folder / table).read_text()
+        for name in NAMES:
+            text = text.replace(name, old[name])
+        (folder / table).write_text(text)
+    for checkpoint in [*folder.glob("programs/*/checkpoint"),
+                       *folder.glob("programs/*/checkpoints/update_*")]:
+        state = serialization.msgpack_restore((checkpoint / "runner.msgpack").read_bytes())
+        meta = json.loads(state["meta"])
+        meta["members"] = [old[name] for name in meta["members"]]
+        state["meta"] = json.dumps(meta)
+        state["meta_sha256"] = hashlib.sha256(state["meta"].encode()).hexdigest()
+        (checkpoint / "runner.msgpack").write_bytes(serialization.msgpack_serialize(state))
+        (checkpoint / "meta.json").write_text(json.dumps(meta, indent=2))
+
+
+def test_sweep_resume_renames_the_members_of_an_old_named_sweep(sweep_run, tmp_path):
+    """A sweep written before member names were shell-safe
+    (``members/hidden_sizes=8,seed=0``) resumes: ``sweep --resume`` finds
+    its members under their old names, renames their folders, accepts the
+    programs' checkpoints that name them the old way, keeps every metrics
+    row and writes its tables with the new names. One member folder is
+    already renamed, as a resume killed between two renames leaves it."""
+    import shutil
+
+    from plume_jax.train.sweep import load_sweep_config, run_sweep
+
+    folder = tmp_path / "sweep"
+    shutil.copytree(sweep_run["out"], folder)
+    _as_old_named_sweep(folder)
+    (folder / "members" / OLD_NAMES[0]).rename(folder / "members" / NAMES[0])
+    run_sweep(load_sweep_config(folder / "sweep.yaml"), folder, progress=False,
+              evaluate_members=False, resume=True)
+    assert sorted(p.name for p in (folder / "members").iterdir()) == sorted(NAMES)
+    for name in NAMES:
+        member = folder / "members" / name
+        assert (member / "metrics.jsonl").read_text() == \
+            (sweep_run["out"] / "members" / name / "metrics.jsonl").read_text(), name
+        assert (member / "policy" / "policy.npz").is_file()
+        assert not (member / ".plume_jax.lock").exists()  # the lock moved with the folder
+    results = json.loads((folder / "results.json").read_text())
+    assert [r["name"] for r in results["results"]] == NAMES
+    assert [p["members"] for p in results["programs"]] == [NAMES[:2], NAMES[2:]]
+    assert [p["resumed_at_update"] for p in results["programs"]] == [NUM_UPDATES] * 2
+    assert sorted({r["name"] for r in map(json.loads, (folder / "metrics.jsonl").read_text()
+                                          .splitlines())}) == sorted(NAMES)
+    md = (folder / "summary.md").read_text()
+    assert all(f"`members/{name}/`" in md for name in NAMES) and "=" not in md.split(
+        "## Members")[1].split("Each member folder")[0]
 
 
 def test_a_sweep_member_agrees_with_the_single_run_on_the_first_updates(sweep_run):

@@ -40,10 +40,15 @@ Output folder::
     metrics.jsonl        per-update metrics of every member
     eval_success.png     greedy success per setting (seeds as dots)
     eval_steps.png       mean steps to the goal per setting
-    train_success.png    training success rate per setting (seed mean, range)
-    train_return.png     training return per setting
-    members/<name>/      one run folder per member, named by its grid values:
-                         config.yaml, metrics.jsonl/.csv, tensorboard/,
+    train_success.png    training success rate per setting (seed mean, range;
+                         points of at least 20 ended episodes, the count
+                         below)
+    train_return.png     training return per setting (likewise)
+    members/<name>/      one run folder per member, named by its grid values
+                         (learning_rate-0.001_seed-0: no quotes needed in a
+                         shell, see member_names; sweep --resume renames
+                         the learning_rate=0.001,seed=0 folders of older
+                         sweeps): config.yaml, metrics.jsonl/.csv, tensorboard/,
                          checkpoint/ (resume with plume-jax train --resume),
                          policy/ (agents.trained.TrainedPolicy.load),
                          summary.json
@@ -84,7 +89,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from plume_jax.errors import ValidationError
+from plume_jax.errors import StateError, ValidationError
 from plume_jax.progress import ProgressBar
 from plume_jax.train import driver
 from plume_jax.train.algorithm import algorithm_class
@@ -98,7 +103,8 @@ from plume_jax.train.driver import Member, Program, ProgramResult, build_program
     write_member, write_text
 from plume_jax.train.loggers import RunLoggers, check_wandb
 from plume_jax.train.plots import plot_setting_bars, plot_setting_curves
-from plume_jax.train.progress import read_jsonl, rows_up_to, write_csv, write_jsonl
+from plume_jax.train.progress import episode_mean, read_jsonl, rows_up_to, write_csv, \
+    write_jsonl
 from plume_jax.train.periodic_eval import trim_evaluations
 from plume_jax.train.run_folder import FolderLock, check_out_dir, check_writable_logdir, \
     clear_outputs, make_out_dir, set_aside_later_state
@@ -233,36 +239,69 @@ def short_key(key: str) -> str:
     return ".".join(parts)
 
 
-def _value_text(value: Any) -> str:
+@dataclasses.dataclass(frozen=True)
+class _NameStyle:
+    """How :func:`member_names` spells a member's grid values."""
+
+    key_value: str      # between a key and its value
+    entries: str        # between two grid entries
+    mapping: str        # between the items of a mapping value
+    unsafe: re.Pattern  # characters replaced by ``_``
+    strip: str          # leading characters removed
+
+
+#: Shell-safe folder names: letters, digits and ``-_.`` only
+#: (``learning_rate-0.001_seed-0``), never starting with ``-`` or ``.``.
+SHELL_SAFE = _NameStyle("-", "_", "_", re.compile(r"[^A-Za-z0-9._-]+"), ".-")
+
+#: The names older sweeps gave their members, before names were shell-safe
+#: (``learning_rate=0.001,seed=0``: ``=`` and ``,`` need quoting in a
+#: shell); ``sweep --resume`` renames such member folders (see
+#: :func:`rename_legacy_member_folders`).
+LEGACY = _NameStyle("=", ",", "+", re.compile(r"[^A-Za-z0-9._=+-]+"), ".")
+
+
+def _value_text(value: Any, style: _NameStyle) -> str:
     if isinstance(value, (list, tuple)):
-        return "x".join(_value_text(v) for v in value)
+        return "x".join(_value_text(v, style) for v in value)
     if isinstance(value, Mapping):
-        return "+".join(f"{k}={_value_text(v)}" for k, v in value.items())
+        return style.mapping.join(f"{k}{style.key_value}{_value_text(v, style)}"
+                                  for k, v in value.items())
     return str(value)
 
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
-
-
-def member_names(members: list[dict[str, Any]], max_length: int = 100) -> list[str]:
-    """Folder names from the grid values (``learning_rate=0.001,seed=0``):
-    safe on every file system (letters, digits and ``._=+-,`` only, no
-    leading dot, at most ``max_length`` characters) and unique (a clash,
-    also one that differs only in case, gets ``-<member index>``)."""
-    names, seen = [], set()
+def member_names(members: list[dict[str, Any]], max_length: int = 100,
+                 style: _NameStyle = SHELL_SAFE) -> list[str]:
+    """Folder names from the grid values (``learning_rate-0.001_seed-0``):
+    letters, digits and ``-_.`` only, so a shell needs no quotes around
+    them, never starting with ``-`` or ``.``, at most ``max_length``
+    characters, and unique: a name that clashes with an earlier member's
+    (also one differing only in case, or in characters replaced by ``_``)
+    gets ``-<member index>``. ``style=LEGACY`` gives the names of older
+    sweeps."""
+    names: list[str] = []
+    seen: set[str] = set()
     for i, assignment in enumerate(members):
         short = {k: short_key(k) for k in assignment}
         if len(set(short.values())) < len(short):  # two keys with one short name
             short = {k: k for k in assignment}
-        parts = [_UNSAFE.sub("_", f"{short[k]}={_value_text(v)}") for k, v in assignment.items()]
-        name = ",".join(parts).lstrip(".") or f"member{i}"
-        if len(name) > max_length:
-            name = name[:max_length]
-        if name.casefold() in seen:
-            name = f"{name[:max_length - 8]}-{i}"
+        parts = [style.unsafe.sub("_", f"{short[k]}{style.key_value}{_value_text(v, style)}")
+                 for k, v in assignment.items()]
+        name = style.entries.join(parts).lstrip(style.strip) or f"member{i}"
+        name = name[:max_length]
+        clash, extra = name, 0
+        while name.casefold() in seen:  # -i, then -i-1, -i-2, ... until it is new
+            suffix = f"-{i}" + (f"-{extra}" if extra else "")
+            name, extra = f"{clash[:max_length - max(8, len(suffix))]}{suffix}", extra + 1
         seen.add(name.casefold())
         names.append(name)
     return names
+
+
+def legacy_member_names(members: list[dict[str, Any]]) -> list[str]:
+    """The folder names older sweeps gave their members
+    (``learning_rate=0.001,seed=0``), for :func:`rename_legacy_member_folders`."""
+    return member_names(members, style=LEGACY)
 
 
 def member_label(assignment: dict[str, Any]) -> str:
@@ -365,13 +404,15 @@ class SweepResult:
 
 
 # ------------------------------------------------------------------ running
-def _resume_rows(p: Program, done: int) -> list[list[dict[str, Any]]]:
+def _resume_rows(p: Program, done: int, legacy: list[str]) -> list[list[dict[str, Any]]]:
     """Each member's metrics rows up to ``done``, the update of its program's
     checkpoint (already loaded and checked), their run folders'
     ``metrics.jsonl`` trimmed to them (atomic replacements, every row kept)
-    and a later state of the program folder set aside."""
+    and a later state of the program folder set aside. ``legacy``: the
+    sweep's members' older names (:func:`legacy_member_names`)."""
     members_dir = p.folder.parent.parent / "members"
-    rows = [_member_rows(members_dir, m.name, done) for m in p.runs]
+    rows = [_member_rows(members_dir, m.name, done, legacy[i])
+            for m, i in zip(p.runs, p.members)]
     if is_main_process():  # reads; process 0 writes the files
         for m, kept in zip(p.runs, rows):
             make_out_dir(m.folder)
@@ -381,13 +422,13 @@ def _resume_rows(p: Program, done: int) -> list[list[dict[str, Any]]]:
     return rows
 
 
-def _member_rows(members_dir: pathlib.Path, name: str, done: int) -> list[dict[str, Any]]:
+def _member_rows(members_dir: pathlib.Path, name: str, done: int,
+                 legacy_name: str | None = None) -> list[dict[str, Any]]:
     """The metrics rows of member ``name`` for updates 1..``done``: from its
     run folder, or — when that file was deleted or lost rows — from the
-    sweep's own ``metrics.jsonl`` (written when the sweep last finished).
+    sweep's own ``metrics.jsonl`` (written when the sweep last finished,
+    naming the member ``name`` or, in an older sweep, ``legacy_name``).
     ``StateError`` naming the member when neither holds them all."""
-    from plume_jax.errors import StateError
-
     def complete(rows: list[dict[str, Any]]) -> bool:
         return {int(r["update"]) for r in rows} >= set(range(1, done + 1))
 
@@ -396,7 +437,7 @@ def _member_rows(members_dir: pathlib.Path, name: str, done: int) -> list[dict[s
         return rows
     sweep_rows = [{k: v for k, v in r.items() if k not in ("member", "name")}
                   for r in read_jsonl(members_dir.parent / "metrics.jsonl")
-                  if r.get("name") == name and int(r["update"]) <= done]
+                  if r.get("name") in (name, legacy_name) and int(r["update"]) <= done]
     if complete(sweep_rows):
         return sweep_rows
     raise StateError(
@@ -406,13 +447,76 @@ def _member_rows(members_dir: pathlib.Path, name: str, done: int) -> list[dict[s
         "sweep anew with --overwrite")
 
 
-def _check_members_not_ahead(out: pathlib.Path, sweep: SweepConfig) -> None:
-    """``ValidationError`` naming a member whose run folder was trained
-    further than this sweep trains it (``plume-jax train --resume
-    members/<m>`` with a larger budget): resuming the sweep would rewind it
-    to the sweep's budget and replace its checkpoint, metrics and policy."""
-    for cfg, name in zip(sweep.configs, sweep.names):
-        ckpt = out / "members" / name / "checkpoint"
+def member_folders(out: pathlib.Path, sweep: SweepConfig, *, resume: bool = False
+                   ) -> list[pathlib.Path]:
+    """Each member's run folder in the sweep folder ``out``:
+    ``members/<name>``; when ``resume`` and only the folder of its older
+    name (:func:`legacy_member_names`) exists, that one, which
+    :func:`rename_legacy_member_folders` renames. ``ValidationError`` naming
+    both when a member has a folder under each name."""
+    folders = []
+    old_names = legacy_member_names(sweep.members) if resume else sweep.names
+    for name, old in zip(sweep.names, old_names):
+        new_dir, old_dir = out / "members" / name, out / "members" / old
+        if old == name or not old_dir.is_dir():
+            folders.append(new_dir)
+        elif new_dir.exists():
+            raise ValidationError.for_parameter(
+                "--resume", str(out),
+                f"one folder per member: members/{old} (the member's older name) and "
+                f"members/{name} (its name now) are both there; move the one that is not "
+                "this sweep's member out of the sweep folder")
+        else:
+            folders.append(old_dir)
+    return folders
+
+
+def rename_legacy_member_folders(out: pathlib.Path, sweep: SweepConfig,
+                                 locks: Mapping[pathlib.Path, FolderLock] | None = None
+                                 ) -> list[tuple[pathlib.Path, pathlib.Path]]:
+    """For ``sweep --resume`` of a sweep written with the older member names
+    (``learning_rate=0.001,seed=0``, :data:`LEGACY`): rename each member
+    folder that has only its older name to its name now, one atomic
+    ``rename`` per folder. If a rename fails, the folders renamed so far
+    are renamed back before the ``StateError`` (naming the folder) is
+    raised, so the sweep is left as it was; a process killed between two
+    renames leaves folders of both names, which the next resume finishes
+    (:func:`member_folders` finds each member under either). The checkpoints
+    of the sweep's programs name the members the older way until the
+    program's next checkpoint (:func:`_load_program` accepts both), and the
+    sweep's tables are written anew, with the new names, when it finishes.
+    ``locks``: the member folders' :class:`FolderLock` by folder; each moves
+    with its folder. Returns the (older, new) folders renamed."""
+    moves = [(folder, out / "members" / name)
+             for folder, name in zip(member_folders(out, sweep, resume=True), sweep.names)
+             if folder.name != name]
+    done: list[tuple[pathlib.Path, pathlib.Path]] = []
+    for old, new in moves:
+        try:
+            old.rename(new)
+        except OSError as exc:
+            for renamed, back in reversed(done):
+                renamed.rename(back)
+            raise StateError(
+                f"sweep --resume: the member folder {old} could not be renamed to {new.name} "
+                f"({exc}); the member folders are as they were") from None
+        done.append((new, old))
+    for old, new in moves:
+        lock = (locks or {}).get(old)
+        if lock is not None:  # the flock follows the folder; its holder file moved with it
+            lock.folder, lock.path = new, new / lock.path.name
+    return moves
+
+
+def _check_members_not_ahead(out: pathlib.Path, sweep: SweepConfig,
+                             folders: list[pathlib.Path]) -> None:
+    """``ValidationError`` naming a member whose run folder (``folders``,
+    :func:`member_folders`) was trained further than this sweep trains it
+    (``plume-jax train --resume members/<m>`` with a larger budget):
+    resuming the sweep would rewind it to the sweep's budget and replace its
+    checkpoint, metrics and policy."""
+    for cfg, name, folder in zip(sweep.configs, sweep.names, folders):
+        ckpt = folder / "checkpoint"
         if not (ckpt / "meta.json").exists():
             continue
         try:
@@ -430,16 +534,31 @@ def _check_members_not_ahead(out: pathlib.Path, sweep: SweepConfig) -> None:
                 f"{update * cfg.steps_per_update} (sweep --resume takes no --set)")
 
 
+def _load_program(p: Program, checkpoint: pathlib.Path, legacy: list[str]) -> tuple[Any, int]:
+    """The driver's :func:`~plume_jax.train.driver.load_runner`, which checks
+    that ``checkpoint`` holds ``p``'s members by name; a checkpoint of an
+    older sweep names them by their older names (``legacy``, the sweep's
+    :func:`legacy_member_names`), and is checked against those. The
+    checkpoints written from then on name the members as they are named
+    now."""
+    old = [legacy[i] for i in p.members]
+    if old != [m.name for m in p.runs] and read_meta(checkpoint).get("members") == old:
+        p = dataclasses.replace(p, runs=[dataclasses.replace(m, name=n)
+                                         for m, n in zip(p.runs, old)])
+    return load_runner(p, checkpoint)
+
+
 def _run_program(p: Program, bar: ProgressBar, offset: float, resume: bool,
-                 stop: Any = None) -> ProgramResult:
+                 stop: Any, legacy: list[str]) -> ProgramResult:
     """Train the members of one program (the driver's
     :func:`~plume_jax.train.driver.run_program`), from its checkpoint when
-    ``resume`` and there is one."""
+    ``resume`` and there is one. ``legacy``: the older names of the sweep's
+    members (:func:`legacy_member_names`)."""
     t0 = time.perf_counter()
     if resume and p.folder is not None and (p.folder / "checkpoint").exists():
         # checked (checksums, this sweep's members and configs) before any file changes
-        runner, done = load_runner(p, p.folder / "checkpoint")
-        rows = _resume_rows(p, done)
+        runner, done = _load_program(p, p.folder / "checkpoint", legacy)
+        rows = _resume_rows(p, done, legacy)
     else:
         runner, rows = init_runner(p), [[] for _ in p.runs]
         if p.folder is not None and is_main_process():  # rows of a killed attempt that
@@ -449,11 +568,18 @@ def _run_program(p: Program, bar: ProgressBar, offset: float, resume: bool,
                        init_seconds=time.perf_counter() - t0, stop=stop)
 
 
-def _tail_mean(rows: list[dict[str, Any]], name: str) -> float | None:
-    """Mean of a metric over the last 10% of updates (None values skipped)."""
+def _training_tail(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A member's training figures over the episodes that ended in the last
+    10% of its updates (``rows``; :func:`~plume_jax.train.progress.episode_mean`):
+    success rate (actions sampled from the policy), mean return and length
+    — None where no episode ended — and the number of those episodes
+    (None: the algorithm reports no ``episodes``)."""
     tail = rows[-max(1, len(rows) // 10):]
-    v = [r[name] for r in tail if r.get(name) is not None and math.isfinite(r[name])]
-    return float(np.mean(v)) if v else None
+    success, episodes = episode_mean(tail, "success_rate")
+    return {"train_success_rate_last10pct": success,
+            "train_episodes_last10pct": episodes,
+            "train_return_last10pct": episode_mean(tail, "return_mean")[0],
+            "train_length_last10pct": episode_mean(tail, "length_mean")[0]}
 
 
 def _write_member(p: ProgramResult, j: int, evaluation: dict[str, Any] | None,
@@ -510,17 +636,19 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
     if out.exists() and not out.is_dir():
         raise ValidationError.for_parameter("--out", str(out), "a folder (this is a file)")
     with FolderLock(out, "sweep"), contextlib.ExitStack() as members:
+        locks = {}
         if not overwrite:  # a member folder trained on by another process is refused
-            for name in sweep.names:
-                if (out / "members" / name).is_dir():
-                    members.enter_context(FolderLock(out / "members" / name, "sweep"))
-        return _run_sweep(sweep, out_dir, **kwargs)
+            for folder in member_folders(out, sweep, resume=resume):
+                if folder.is_dir():
+                    locks[folder] = members.enter_context(FolderLock(folder, "sweep"))
+        return _run_sweep(sweep, out_dir, member_locks=locks, **kwargs)
 
 
 def _run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
                progress: bool = True, stream: TextIO | None = None,
                evaluate_members: bool = True, overwrite: bool = False,
-               resume: bool = False) -> SweepResult:
+               resume: bool = False,
+               member_locks: Mapping[pathlib.Path, FolderLock] | None = None) -> SweepResult:
     """Train every member of ``sweep``, one compiled program per group of
     :func:`program_groups`; write the outputs of the module docstring to
     ``out_dir`` (new or empty unless ``overwrite``: then the outputs of an
@@ -530,8 +658,10 @@ def _run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
     ``out_dir/programs/<k>/checkpoint`` every ``run.checkpoint_minutes``
     (and ``run.checkpoint_every`` updates); ``resume`` continues the sweep in
     ``out_dir`` from them (programs that finished are evaluated and written
-    again, those that had not started start). Everything is checked before
-    anything is written or compiled."""
+    again, those that had not started start; member folders of an older
+    sweep are renamed first, :func:`rename_legacy_member_folders`, moving
+    ``member_locks`` along). Everything is checked before anything is
+    written or compiled."""
     t_wall = time.perf_counter()
     check_joined(sweep.base.run["distributed"])
     main = is_main_process()
@@ -540,18 +670,22 @@ def _run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
         raise ValidationError.for_parameter("out_dir", None, "the folder of the sweep to resume")
     if out is not None:
         check_out_dir(out, overwrite=overwrite, resuming_here=resume, command="sweep")
+        folders = member_folders(out, sweep, resume=resume)
         if resume:
-            _check_members_not_ahead(out, sweep)
+            _check_members_not_ahead(out, sweep, folders)
         if main:
-            for cfg, name in zip(sweep.configs, sweep.names):
-                if cfg.run["tensorboard"] and (out / "members" / name).is_dir():
-                    check_writable_logdir(out / "members" / name)
+            for cfg, folder in zip(sweep.configs, folders):
+                if cfg.run["tensorboard"] and folder.is_dir():
+                    check_writable_logdir(folder)
     for cfg in sweep.configs:
         check_wandb(cfg.run["wandb_project"])
     groups = program_groups(sweep)
     setups = [setup(sweep, g, out, k + 1) for k, g in enumerate(groups)]
     for k, s in enumerate(setups):
         s.label = f"program {k + 1}/{len(setups)}" if len(setups) > 1 else ""
+    legacy = legacy_member_names(sweep.members)
+    if resume and out is not None and main:  # the first change, before the others read
+        rename_legacy_member_folders(out, sweep, member_locks)
     barrier("plume_jax.sweep: checked")  # before process 0 writes
     if out is not None and main:
         if overwrite and out.exists():
@@ -572,7 +706,8 @@ def _run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
     try:
         with stop_on_signals() as stop:
             for k, s in enumerate(setups):
-                programs.append(_run_program(s, bar, float(sum(sizes[:k])), resume, stop))
+                programs.append(_run_program(s, bar, float(sum(sizes[:k])), resume, stop,
+                                             legacy))
                 if programs[-1].interrupted:
                     raise Interrupted(programs[-1].interrupted, programs[-1].update,
                                       f"plume-jax sweep --resume {out}" if out is not None
@@ -590,9 +725,7 @@ def _run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
             member_eval = evaluation[j] if evaluation is not None else None
             rows = p.rows[j]
             row = {"member": i, "name": sweep.names[i], "program": k + 1, **sweep.members[i],
-                   "train_success_rate_last10pct": _tail_mean(rows, "success_rate"),
-                   "train_return_last10pct": _tail_mean(rows, "return_mean"),
-                   "train_length_last10pct": _tail_mean(rows, "length_mean")}
+                   **_training_tail(rows)}
             if member_eval is not None:
                 row["eval_success_rate"] = member_eval["success_rate"]
                 row["eval_mean_steps_to_goal"] = member_eval["mean_steps_to_goal"]
@@ -687,6 +820,8 @@ def rank_settings(sweep: SweepConfig, results: list[dict[str, Any]]) -> list[dic
         entry["eval_mean_steps_to_goal"] = _stats([r.get("eval_mean_steps_to_goal") for r in rows])
         entry["train_success_rate_last10pct"] = _stats(
             [r.get("train_success_rate_last10pct") for r in rows])
+        counts = [r.get("train_episodes_last10pct") for r in rows]
+        entry["train_episodes_last10pct"] = None if None in counts else sum(counts)
         ranked.append(entry)
     evaluated = any(e["eval_success_rate"]["n"] for e in ranked)
     primary = "eval_success_rate" if evaluated else "train_success_rate_last10pct"
@@ -704,38 +839,72 @@ def rank_settings(sweep: SweepConfig, results: list[dict[str, Any]]) -> list[dic
     return ranked
 
 
-def _pct(s: dict[str, Any]) -> str:
+#: What the figures of a sweep's tables are (``summary.md``).
+FIGURES_EXPLAINED = (
+    "*Greedy success*: the share of the fresh evaluation episodes in which the trained "
+    "policy, taking its most likely action at every step, reached the goal; settings are "
+    "ranked by it. *Training success*: the share of the training episodes that ended in the "
+    "last 10% of updates that reached the goal, while the policy sampled its actions "
+    "(exploration included), with the number of those episodes. In a short run the episodes "
+    "that end are mostly the quick successes (the others are still running), so training "
+    "success can read 100 % beside a low greedy success; where no training episode ended "
+    "there is no rate.")
+
+
+def _pct(s: dict[str, Any], empty: str) -> str:
+    """Seed statistics of a rate (:func:`_stats`) in percent, ``empty``
+    where there is none."""
     if s["mean"] is None:
-        return "n/a"
+        return empty
     text = f"{100 * s['mean']:.1f}"
     if s["n"] > 1:
         text += f" ± {100 * s['sd']:.1f} ({100 * s['min']:.1f}–{100 * s['max']:.1f})"
     return text
 
 
-def _num(s: dict[str, Any]) -> str:
+def _num(s: dict[str, Any], empty: str) -> str:
     if s["mean"] is None:
-        return "n/a"
+        return empty
     return f"{s['mean']:.1f}" + (f" ± {s['sd']:.1f}" if s["n"] > 1 else "")
+
+
+def _greedy(success: dict[str, Any], steps: dict[str, Any]) -> tuple[str, str]:
+    """The greedy success (%) and mean steps to the goal: ``not
+    evaluated`` without an evaluation; no steps where no greedy episode
+    reached the goal."""
+    return (_pct(success, "not evaluated"),
+            _num(steps, "not evaluated" if success["mean"] is None else "none reached it"))
+
+
+def _training(success: dict[str, Any], episodes: int | None, unit: str = "") -> str:
+    """The training success (seed statistics, :func:`_stats`) with the
+    number of episodes it is over (``unit`` after the rate); no rate where
+    no episode ended."""
+    if success["mean"] is None or episodes == 0:
+        return "no episode ended"
+    count = "" if episodes is None else f", {episodes:,} episode{'s' if episodes != 1 else ''}"
+    return f"{_pct(success, '')}{unit}{count}"
 
 
 def best_setting_line(summary: dict[str, Any]) -> str:
     """One sentence naming the best setting and its figures."""
     best = summary["settings"][0]
     if best["ranked_by"] == "eval_success_rate":
-        what = (f"greedy success {_pct(best['eval_success_rate'])} %, mean steps to the goal "
-                f"{_num(best['eval_mean_steps_to_goal'])}")
+        success, steps = _greedy(best["eval_success_rate"], best["eval_mean_steps_to_goal"])
+        what = f"greedy success {success} %, mean steps to the goal {steps}"
     else:
-        what = (f"training success (last 10% of updates) "
-                f"{_pct(best['train_success_rate_last10pct'])} % (no evaluation was run)")
+        what = ("training success (sampled actions, last 10% of updates) "
+                + _training(best["train_success_rate_last10pct"],
+                            best["train_episodes_last10pct"], " %")
+                + " (no evaluation was run)")
     seeds = len(best["members"])
     return (f"Best setting: {best['label']} — {what} (mean ± sd over {seeds} "
             f"seed{'s' if seeds > 1 else ''})")
 
 
 def summary_markdown(summary: dict[str, Any], sweep: SweepConfig) -> str:
-    """``summary.md``: the ranked settings, the best named, the programs and
-    the members."""
+    """``summary.md``: the ranked settings, the best named, what the figures
+    are, the programs and the members."""
     lines = [f"# Sweep: {summary['members']} members, {len(summary['settings'])} settings, "
              f"{len(summary['programs'])} compiled program"
              f"{'s' if len(summary['programs']) > 1 else ''}", ""]
@@ -745,16 +914,18 @@ def summary_markdown(summary: dict[str, Any], sweep: SweepConfig) -> str:
                      f"seed {ev['seed']}). Figures are mean ± sd over seeds (min–max).")
     else:
         lines.append("No evaluation was run: settings are ranked by training success.")
-    lines += ["", f"**{best_setting_line(summary)}.** Its members: "
+    training = "training success % (sampled actions, last 10% of updates)"
+    lines += ["", FIGURES_EXPLAINED, "",
+              f"**{best_setting_line(summary)}.** Its members: "
               + ", ".join(f"`members/{n}/`" for n in summary["settings"][0]["member_names"]), "",
               "## Settings, ranked", "",
-              "| rank | setting | seeds | greedy success % | mean steps to goal | training "
-              "success % (last 10%) | program |", "|---|---|---|---|---|---|---|"]
+              f"| rank | setting | seeds | greedy success % | mean steps to goal | {training} "
+              "| program |", "|---|---|---|---|---|---|---|"]
     for e in summary["settings"]:
-        lines.append(f"| {e['rank']} | {e['label']} | {len(e['members'])} | "
-                     f"{_pct(e['eval_success_rate'])} | {_num(e['eval_mean_steps_to_goal'])} | "
-                     f"{_pct(e['train_success_rate_last10pct'])} | "
-                     f"{', '.join(map(str, e['programs']))} |")
+        success, steps = _greedy(e["eval_success_rate"], e["eval_mean_steps_to_goal"])
+        tr = _training(e["train_success_rate_last10pct"], e["train_episodes_last10pct"])
+        lines.append(f"| {e['rank']} | {e['label']} | {len(e['members'])} | {success} | {steps} | "
+                     f"{tr} | {', '.join(map(str, e['programs']))} |")
     lines += ["", "## Compiled programs", "",
               "Members of one program were trained together, vmapped, by one compiled XLA "
               "program.", "", "| program | static settings | members | compile s | train s |",
@@ -765,15 +936,14 @@ def summary_markdown(summary: dict[str, Any], sweep: SweepConfig) -> str:
         lines.append(f"| {p['program']} | {static} | {', '.join(p['members'])} | "
                      f"{p['compile_seconds']:.1f} | {p['train_seconds']:.1f} |")
     lines += ["", "## Members", "", "| member | folder | greedy success % | mean steps to goal | "
-              "training success % (last 10%) | program |", "|---|---|---|---|---|---|"]
+              f"{training} | program |", "|---|---|---|---|---|---|"]
     for r in summary["results"]:
-        ev_s = r.get("eval_success_rate")
-        steps = r.get("eval_mean_steps_to_goal")
-        tr = r.get("train_success_rate_last10pct")
-        lines.append(f"| {r['member']} | `members/{r['name']}/` | "
-                     f"{'n/a' if ev_s is None else f'{100 * ev_s:.1f}'} | "
-                     f"{'n/a' if steps is None else f'{steps:.1f}'} | "
-                     f"{'n/a' if tr is None else f'{100 * tr:.1f}'} | {r['program']} |")
+        success, steps = _greedy(_stats([r.get("eval_success_rate")]),
+                                 _stats([r.get("eval_mean_steps_to_goal")]))
+        tr = _training(_stats([r.get("train_success_rate_last10pct")]),
+                       r.get("train_episodes_last10pct"))
+        lines.append(f"| {r['member']} | `members/{r['name']}/` | {success} | {steps} | {tr} | "
+                     f"{r['program']} |")
     lines += ["", "Each member folder is a run folder: `agents.trained.TrainedPolicy.load("
               "\"<folder>/policy\")` loads its policy, `plume-jax evaluate --agent trained "
               "--agent-param path=<folder>/policy` evaluates it, `plume-jax train --resume "
@@ -803,7 +973,7 @@ def _plots(out: pathlib.Path, sweep: SweepConfig, summary: dict[str, Any],
         by_member.setdefault(r["member"], []).append(r)
     curves = {e["label"]: [by_member[i] for i in e["members"]] for e in settings}
     plot_setting_curves(out / "train_success.png", curves, "success_rate",
-                        "training success rate of finished episodes (%)", scale=100.0,
+                        "training success, sampled actions (%)", scale=100.0,
                         title="Training success per setting (line: seed mean, band: range)")
     plot_setting_curves(out / "train_return.png", curves, "return_mean",
                         "mean episode return (training reward)",
@@ -827,12 +997,18 @@ def print_results(summary: dict[str, Any], stream: TextIO | None = None) -> None
         static = ", ".join(f"{short_key(k)}={v}" for k, v in prog["static_settings"].items())
         p(f"  program {prog['program']}{' (' + static + ')' if static else ''} shared by "
           f"{len(prog['members'])} members: {', '.join(prog['members'])}")
-    p("settings ranked" + (" by greedy evaluation success (mean ± sd over seeds):"
-                          if summary["settings"][0]["ranked_by"] == "eval_success_rate"
-                          else " by training success (no evaluation):"))
+    evaluated = summary["settings"][0]["ranked_by"] == "eval_success_rate"
+    p("settings ranked" + (" by greedy evaluation success (mean ± sd over seeds; training "
+                          "success: sampled actions, the episodes that ended in the last 10% "
+                          "of updates):" if evaluated else
+                          " by training success (sampled actions, the episodes that ended in "
+                          "the last 10% of updates; no evaluation):"))
     for e in summary["settings"]:
-        p(f"  {e['rank']}. {e['label']}: greedy success {_pct(e['eval_success_rate'])} %, "
-          f"steps {_num(e['eval_mean_steps_to_goal'])}, training success "
-          f"{_pct(e['train_success_rate_last10pct'])} % ({len(e['members'])} seed"
-          f"{'s' if len(e['members']) > 1 else ''})")
+        greedy = ""
+        if evaluated:
+            success, steps = _greedy(e["eval_success_rate"], e["eval_mean_steps_to_goal"])
+            greedy = f"greedy success {success} %, steps {steps}, "
+        p(f"  {e['rank']}. {e['label']}: {greedy}training success "
+          f"{_training(e['train_success_rate_last10pct'], e['train_episodes_last10pct'], ' %')}"
+          f" ({len(e['members'])} seed{'s' if len(e['members']) > 1 else ''})")
     p(best_setting_line(summary))
