@@ -25,8 +25,8 @@ from docs_blocks import ROOT
 from plume_jax.pytree import Pytree
 
 # Modules whose import needs an optional extra or starts something: their pytrees
-# are not Pytree subclasses anyway (the training layer is not type-checked yet).
-_SKIP = ("plume_jax.train", "plume_jax.cli", "plume_jax.gym.sb3", "plume_jax.gym.pettingzoo_env",
+# are not Pytree subclasses anyway.
+_SKIP = ("plume_jax.cli", "plume_jax.gym.sb3", "plume_jax.gym.pettingzoo_env",
          "plume_jax.__main__", "agents.sb3")
 
 
@@ -54,6 +54,12 @@ def test_the_core_pytrees_are_pytree_subclasses():
     names = {cls.__name__ for cls in PYTREES}
     assert {"AgentState", "EnvState", "EnvParams", "GaussianPlumeParams",
             "KlinotaxisCarry"} <= names
+
+
+def test_the_training_pytrees_are_pytree_subclasses():
+    names = {cls.__name__ for cls in PYTREES if cls.__module__.startswith("plume_jax.train")}
+    assert names == {"Hparams", "LookaheadRunner", "ObsStats", "Runner", "SearcherRunner",
+                     "Transition"}
 
 
 @pytest.mark.parametrize("cls", PYTREES, ids=lambda c: c.__qualname__)

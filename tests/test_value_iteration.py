@@ -63,6 +63,14 @@ def random_params(algo, seed, scale=1.0):
     return {**p, "out/kernel": p["out/kernel"] * 40.0 * scale, "out/bias": p["out/bias"] + 2.0}
 
 
+def test_init_network_with_conv_layers_and_no_image_shape_names_image_shape():
+    """The cnn branch needs the image its conv layers read; without one the
+    error names it (it was a TypeError from unpacking None)."""
+    with pytest.raises(ValidationError, match="image_shape"):
+        VI.init_network(jax.random.key(0), 4, (8,), None, conv_features=(2,),
+                        conv_kernels=(3,), conv_strides=(1,))
+
+
 def split_obs(algo, obs):
     rows, cols = algo.image_shape
     size = rows * cols

@@ -236,10 +236,11 @@ def integer_list(*, low: int, high: int, lengths: tuple[int, ...] | None = None,
     return IntegerList(Integer(low, high, whole_floats), lengths)
 
 
-def boolean() -> Checker:
-    """A bool (``True``/``False``; integers are refused)."""
+def boolean() -> Callable[[str, Any, Grid | None], bool]:
+    """A bool (``True``/``False``; integers are refused). A :data:`Checker`
+    that needs no grid (``grid`` may be None)."""
 
-    def check(name: str, value: Any, grid: Grid) -> bool:
+    def check(name: str, value: Any, grid: Grid | None) -> bool:
         if not isinstance(value, (bool, np.bool_)):
             raise ValidationError.for_parameter(name, value, "a bool (true or false)")
         return bool(value)

@@ -218,7 +218,7 @@ def load_checkpoint(directory: str | pathlib.Path, template: Any) -> tuple[Any, 
     for i, t in enumerate(leaves):
         value = np.asarray(stored[str(i)])
         if jnp.issubdtype(t.dtype, jax.dtypes.prng_key):
-            restored.append(jax.random.wrap_key_data(value))
+            restored.append(jax.random.wrap_key_data(jnp.asarray(value)))
             continue
         if value.shape != tuple(t.shape) or value.dtype != np.dtype(t.dtype):
             raise ValidationError.for_parameter(

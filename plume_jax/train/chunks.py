@@ -226,27 +226,29 @@ def run_in_chunks(algo: Any, runner: Any, hp: Any, env_params: Any, *, done: int
         done += n
         if on_chunk is not None:
             on_chunk(host_copy(jax.tree.map(lambda x: x[:n], metrics)), done)
-        stopping = stop is not None and bool(agree(bool(stop)))
-        if stopping:
+        stopping = False
+        if stop is not None and bool(agree(bool(stop))):
+            stopping = True
             stats.interrupted = stop.signal_name or "a stop request"
-        evaluating = on_evaluation is not None and bool(eval_every) and done % eval_every == 0
+        # the evaluation due after this chunk, or None
+        evaluate = on_evaluation if eval_every and done % eval_every == 0 else None
         if on_checkpoint is None:
-            if evaluating:
-                on_evaluation(runner, done)
+            if evaluate is not None:
+                evaluate(runner, done)
             if stopping:
                 break
             continue
-        kept = bool(every) and done % every == 0 and done < num_updates
+        kept = bool(every and done % every == 0 and done < num_updates)
         timed = bool(agree(interval is not None and (time.monotonic() - last_checkpoint
                                                      + 0.5 * seconds_per_update >= interval)))
-        if kept or timed or stopping or evaluating or done == num_updates:
+        if kept or timed or stopping or evaluate is not None or done == num_updates:
             t0 = time.perf_counter()
             on_checkpoint(runner, done, kept)
             stats.checkpoint_seconds += time.perf_counter() - t0
             stats.checkpoints += 1
             last_checkpoint = time.monotonic()
-        if evaluating:
-            on_evaluation(runner, done)
+        if evaluate is not None:
+            evaluate(runner, done)
         if stopping:
             break
     return runner, stats

@@ -55,6 +55,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from plume_jax.errors import StateError, ValidationError
@@ -93,7 +94,7 @@ class Launch:
                     value, numbers.Integral) or value < low):
                 raise ValidationError.for_parameter(
                     name, value, f"an integer >= {low}, or None (detected)")
-        if None not in (self.num_processes, self.process_id) \
+        if self.num_processes is not None and self.process_id is not None \
                 and self.process_id >= self.num_processes:
             raise ValidationError.for_parameter(
                 "process_id", self.process_id, f"an integer in [0, {self.num_processes})")
@@ -265,7 +266,7 @@ def host_copy(tree: Any) -> Any:
     keys = [_is_key(x) for x in leaves]
     data = [jax.random.key_data(x) if k else x for x, k in zip(leaves, keys)]
     gathered = multihost_utils.process_allgather(data, tiled=True)
-    out = [jax.random.wrap_key_data(np.asarray(x)) if k else np.asarray(x)
+    out = [jax.random.wrap_key_data(jnp.asarray(x)) if k else np.asarray(x)
            for x, k in zip(gathered, keys)]
     return jax.tree.unflatten(treedef, out)
 

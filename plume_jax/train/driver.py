@@ -340,8 +340,9 @@ def run_program(p: Program, runner: Any, rows: list[list[dict[str, Any]]], *,
             rows[j].extend(new)
             if member.folder is not None and main:
                 append_jsonl(member.folder / "metrics.jsonl", new)
-            if loggers[j] is not None:
-                loggers[j].log_rows(new)
+            logger = loggers[j]
+            if logger is not None:
+                logger.log_rows(new)
 
     algo: Any = p.algo if (p.algo.sweepable or not p.batched) else _OneMember(p.algo)
     on_evaluation = periodic_evaluator(

@@ -170,9 +170,9 @@ class RunLoggers:
             for tag, value in _scalars(row, "train").items():
                 self.writer.add_scalar(tag, value, global_step=step)
             for name, tag in SB3_TAGS.items():
-                value = row.get(name)
-                if isinstance(value, (int, float)) and math.isfinite(value):
-                    self.writer.add_scalar(tag, float(value), global_step=step)
+                sb3_value = row.get(name)
+                if isinstance(sb3_value, (int, float)) and math.isfinite(sb3_value):
+                    self.writer.add_scalar(tag, float(sb3_value), global_step=step)
 
     def log_periodic_evaluation(self, row: dict[str, Any], *, tensorboard_only: bool = False
                                 ) -> None:

@@ -72,6 +72,7 @@ from plume_jax.env import batched_step
 from plume_jax.errors import ValidationError
 from plume_jax.plumes.poisson_posterior import (belief_summaries, compressed_estimate,
                                                 search_time_estimate)
+from plume_jax.pytree import Pytree
 from plume_jax.sensors.belief import BeliefSensor
 from plume_jax.train import networks as N
 from plume_jax.train.normalize import transform
@@ -85,7 +86,7 @@ MODEL_KEY = "lookahead"
 
 
 @chex.dataclass(frozen=True)
-class LookaheadRunner:
+class LookaheadRunner(Pytree):
     """Everything training carries from one update to the next.
 
     Attributes:
@@ -149,7 +150,23 @@ LOOKAHEAD_SETTINGS = {
 }
 
 
-def belief_searcher(algo: Any, env: Any, env_params: Any, name: str) -> None:
+class BeliefSearchAlgorithm(Algorithm):
+    """An algorithm that predicts one searcher's posterior after each move
+    (look-ahead value iteration, belief value iteration): the env's model
+    that :func:`belief_searcher` sets on it."""
+
+    #: i32[M], the action id of each grid move.
+    move_ids: np.ndarray
+    #: i32[M, 2], each move's displacement (cells).
+    move_deltas: np.ndarray
+    #: f32[h_max, 2H-1, 2W-1], the sensor's likelihood of each detection count.
+    likelihood: np.ndarray
+    #: None: the actions are discrete.
+    action_low: None
+    action_high: None
+
+
+def belief_searcher(algo: BeliefSearchAlgorithm, env: Any, env_params: Any, name: str) -> None:
     """Check that ``env`` is a one-searcher Poisson search the look-ahead can
     predict — a ``belief`` sensor (centred, full window, grid channel) and
     ``discrete_grid`` moves — and set the policy's spaces and the look-ahead's
@@ -185,7 +202,7 @@ def belief_searcher(algo: Any, env: Any, env_params: Any, name: str) -> None:
     algo.likelihood = np.asarray(sensor.likelihood(), np.float32)
 
 
-class LookaheadVI(Algorithm):
+class LookaheadVI(BeliefSearchAlgorithm):
     """Fitted value iteration with a one-step look-ahead (module docstring),
     an :class:`~plume_jax.train.algorithm.Algorithm` (one run at a time: not
     sweepable).
@@ -246,7 +263,7 @@ class LookaheadVI(Algorithm):
         self.symmetries = _symmetries(sensor)
         if net.type == "cnn" and tuple(net.image_channels_rows_columns) != self.image_shape:
             raise ValidationError.for_parameter(
-                "network.image_shape", list(net.image_shape),
+                "network.image_shape", list(net.image_shape or ()),
                 f"{list(self.image_shape)}: the belief sensor's images (channels, rows, columns)")
         self.net = N.ActorCritic(net, self.action_dim, True, value_only=True)
         self.in_dim = self.obs_dim
@@ -270,8 +287,8 @@ class LookaheadVI(Algorithm):
         net = self.static.network
         x = transform(obs, net.obs_transform, net.log_eps)
         hidden = jnp.zeros((x.shape[0], 1), jnp.float32)
-        _, _, value = self.net.apply(self.network_params(params), hidden, x[None],
-                                     jnp.zeros((1, x.shape[0]), bool))
+        _, _, value = N.apply_network(self.net, self.network_params(params), hidden, x[None],
+                                      jnp.zeros((1, x.shape[0]), bool))
         return value[0]
 
     def baseline(self, obs: jax.Array, scale: Any) -> jax.Array:

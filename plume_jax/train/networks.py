@@ -48,7 +48,7 @@ arrays.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import flax.linen as nn
 from flax import traverse_util
@@ -61,6 +61,10 @@ from agents.actor_critic import actor_critic, joint_features  # noqa: F401 (re-e
 from plume_jax.train.config import NetworkConfig
 
 _LOG_2PI = math.log(2.0 * math.pi)
+
+#: What :class:`ActorCritic` computes: ``(hidden' f32[B, H], (logits or mean
+#: f32[T, B, A], log_std f32[A] or None), value f32[T, B])``.
+NetworkOutput = tuple[jax.Array, tuple[jax.Array, jax.Array | None], jax.Array]
 
 
 
@@ -107,7 +111,7 @@ def torso_size(config: NetworkConfig, in_dim: int) -> int:
     size = channels * rows * cols
     if in_dim < size:
         raise ValidationError.for_parameter(
-            "network.image_shape", list(config.image_shape),
+            "network.image_shape", list(config.image_shape or ()),
             f"an image that fits the {in_dim} network inputs (it needs {size})")
     for stride in config.conv_strides:
         rows, cols = -(-rows // stride), -(-cols // stride)
@@ -132,7 +136,7 @@ class ActorCritic(nn.Module):
     value_only: bool = False
 
     @nn.compact
-    def __call__(self, hidden: jax.Array, x: jax.Array, starts: jax.Array):
+    def __call__(self, hidden: jax.Array, x: jax.Array, starts: jax.Array) -> NetworkOutput:
         cfg = self.config
         self._declare(x.shape[-1])
         params = traverse_util.flatten_dict(self.variables["params"], sep="/")
@@ -179,6 +183,15 @@ class ActorCritic(nn.Module):
         layer(self.action_dim, 0.01, "actor_out", heads[-1] if heads else width)
         if not self.discrete:
             self.param("log_std", nn.initializers.constant(cfg.log_std_init), (self.action_dim,))
+
+
+def apply_network(net: ActorCritic, variables: Any, hidden: jax.Array, x: jax.Array,
+                  starts: jax.Array) -> NetworkOutput:
+    """``net.apply(variables, hidden, x, starts)``: the network on parameters
+    ``variables`` (``{"params": ...}``) over a sequence (module docstring)."""
+    # flax declares Module.apply's result as the output or (output, mutated
+    # variables); with no mutable collection it is the output
+    return cast(NetworkOutput, net.apply(variables, hidden, x, starts))
 
 
 # ----------------------------------------------------------------- distributions

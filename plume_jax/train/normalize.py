@@ -8,6 +8,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from plume_jax.pytree import Pytree
+
 #: Normalised observations are clipped to ``[-CLIP, CLIP]``.
 CLIP = 10.0
 #: Added to the variance before the square root.
@@ -15,7 +17,7 @@ EPS = 1e-8
 
 
 @chex.dataclass(frozen=True)
-class ObsStats:
+class ObsStats(Pytree):
     """Running statistics of (transformed) observations.
 
     Attributes: mean f32[D]; var f32[D]; count f32[] (starts at a tiny

@@ -68,6 +68,7 @@ from gymnax.environments import spaces as gymnax_spaces
 
 from plume_jax.env import batched_step
 from plume_jax.errors import ValidationError
+from plume_jax.pytree import Pytree
 from plume_jax.train import networks
 from plume_jax.train.algorithm import Algorithm, algo_setting
 from plume_jax.settings.checks import boolean, count, optional, real
@@ -76,7 +77,7 @@ from plume_jax.train.normalize import ObsStats, normalize, transform
 
 
 @chex.dataclass(frozen=True)
-class Hparams:
+class Hparams(Pytree):
     """Algorithm hyperparameters that are array leaves (sweepable under vmap)."""
 
     learning_rate: jax.Array
@@ -111,7 +112,7 @@ class PPOStatic:
 
 
 @chex.dataclass(frozen=True)
-class Runner:
+class Runner(Pytree):
     """Everything training carries from one update to the next.
 
     ``R`` is the number of rows: ``num_envs x num_agents`` on a multi-agent
@@ -153,7 +154,7 @@ class Runner:
 
 
 @chex.dataclass(frozen=True)
-class Transition:
+class Transition(Pytree):
     """One rollout step (stacked: a leading time axis ``T``). Per row
     (``[R]``) or per env (``[N]``)."""
 
@@ -467,7 +468,8 @@ class PPO(Algorithm):
 
     def step_net(self, params: Any, hidden: jax.Array, x: jax.Array, start: jax.Array):
         """One time step for a batch of rows: ``(hidden', dist, value)``."""
-        hidden, dist, value = self.net.apply(params, hidden, x[None], start[None])
+        hidden, dist, value = networks.apply_network(self.net, params, hidden, x[None],
+                                                     start[None])
         return hidden, jax.tree.map(lambda a: a[0], dist), value[0]
 
     def outcome(self, reward: Any, terminated: Any, truncated: Any, info: dict[str, Any],
@@ -628,10 +630,12 @@ class PPO(Algorithm):
         """The PPO loss of a minibatch (means over its active rows, ``mb["mask"]``)."""
         s = self.static
         if s.network.recurrent:
-            _, dist, value = self.net.apply(params, mb["h0"], mb["x"], mb["start"])
+            _, dist, value = networks.apply_network(self.net, params, mb["h0"], mb["x"],
+                                                    mb["start"])
         else:
             h = jnp.zeros((mb["x"].shape[0], self.hidden_dim), jnp.float32)
-            _, dist, value = self.net.apply(params, h, mb["x"][None], mb["start"][None])
+            _, dist, value = networks.apply_network(self.net, params, h, mb["x"][None],
+                                                    mb["start"][None])
             dist = jax.tree.map(lambda a: a[0], dist)
             value = value[0]
         mask = mb["mask"]

@@ -124,9 +124,9 @@ def episode_mean(rows: list[dict[str, Any]], metric: str) -> tuple[float | None,
     return sum(n * v for n, v in weighted) / episodes, int(round(episodes))
 
 
-def metric_rows(metrics: dict[str, Any]) -> list[dict[str, float]]:
+def metric_rows(metrics: dict[str, Any]) -> list[dict[str, float | int | None]]:
     """Stacked per-update metrics (arrays [U] or [U, M]) -> one dict per
-    update (and member)."""
+    update (and member): Python scalars, None where a value is NaN or infinite."""
     arrays = {k: np.asarray(v) for k, v in metrics.items()}
     n = arrays["update"].shape[0]
     rows = []

@@ -410,11 +410,13 @@ def _resume_rows(p: Program, done: int, legacy: list[str]) -> list[list[dict[str
     ``metrics.jsonl`` trimmed to them (atomic replacements, every row kept)
     and a later state of the program folder set aside. ``legacy``: the
     sweep's members' older names (:func:`legacy_member_names`)."""
+    assert p.folder is not None  # resumed from the checkpoint in its folder
     members_dir = p.folder.parent.parent / "members"
     rows = [_member_rows(members_dir, m.name, done, legacy[i])
             for m, i in zip(p.runs, p.members)]
     if is_main_process():  # reads; process 0 writes the files
         for m, kept in zip(p.runs, rows):
+            assert m.folder is not None  # a program with a folder writes every member
             make_out_dir(m.folder)
             write_jsonl(m.folder / "metrics.jsonl", kept)
             trim_evaluations(m.folder, done)
@@ -563,7 +565,8 @@ def _run_program(p: Program, bar: ProgressBar, offset: float, resume: bool,
         runner, rows = init_runner(p), [[] for _ in p.runs]
         if p.folder is not None and is_main_process():  # rows of a killed attempt that
             for m in p.runs:                             # reached no checkpoint
-                (m.folder / "metrics.jsonl").unlink(missing_ok=True)
+                if m.folder is not None:
+                    (m.folder / "metrics.jsonl").unlink(missing_ok=True)
     return run_program(p, runner, rows, bar=bar, offset=offset,
                        init_seconds=time.perf_counter() - t0, stop=stop)
 
@@ -590,6 +593,7 @@ def _write_member(p: ProgramResult, j: int, evaluation: dict[str, Any] | None,
     sweep's member has some from before)."""
     s = p.setup
     member = s.runs[j]
+    assert member.folder is not None  # written only for a sweep with a folder
     cfg = member.config
     export_member(s, p, j)
     summary = member_summary(s, p, j)
@@ -628,10 +632,10 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
     the same time is refused, naming it) from before the folder is checked
     until everything is written."""
     check_joined(sweep.base.run["distributed"])
-    kwargs = dict(progress=progress, stream=stream, evaluate_members=evaluate_members,
-                  overwrite=overwrite, resume=resume)
+    run = functools.partial(_run_sweep, sweep, out_dir, progress=progress, stream=stream,
+                            evaluate_members=evaluate_members, overwrite=overwrite, resume=resume)
     if out_dir is None or not is_main_process():
-        return _run_sweep(sweep, out_dir, **kwargs)
+        return run()
     out = pathlib.Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ValidationError.for_parameter("--out", str(out), "a folder (this is a file)")
@@ -717,7 +721,7 @@ def _run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
     finally:
         bar.close()
 
-    results: list[dict[str, Any] | None] = [None] * len(sweep.members)
+    by_member: dict[int, dict[str, Any]] = {}  # every member is in one program
     all_rows: list[dict[str, Any]] = []
     name = out.name if out is not None else "sweep"
     for k, (p, evaluation) in enumerate(zip(programs, evaluations)):
@@ -729,11 +733,12 @@ def _run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
             if member_eval is not None:
                 row["eval_success_rate"] = member_eval["success_rate"]
                 row["eval_mean_steps_to_goal"] = member_eval["mean_steps_to_goal"]
-            results[i] = row
+            by_member[i] = row
             all_rows += [{"member": i, "name": sweep.names[i], **r} for r in rows]
             if out is not None and main:
                 _write_member(p, j, member_eval, name)
 
+    results = [by_member[i] for i in range(len(sweep.members))]
     statics = _static_differences(sweep, groups)
     steps_total = sum(sizes)
     steps_trained = sum(len(g) * (sweep.configs[g[0]].num_updates - p.resumed_at_update)
@@ -765,11 +770,12 @@ def _run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
         "results": results,
         "settings": rank_settings(sweep, results),
     }
-    if evaluate_members:
-        e = evaluations[0][0]
+    evaluated = [v for v in evaluations if v is not None]  # all, or none
+    if evaluated:
+        e = evaluated[0][0]
         summary["eval"] = {"episodes": e["episodes"], "seed": e["seed"], "greedy": e["greedy"],
                            "seconds_incl_compile": sum(v[0]["seconds_incl_compile"]
-                                                       for v in evaluations)}
+                                                       for v in evaluated)}
     summary["wall_seconds"] = time.perf_counter() - t_wall
     summary["machine"] = machine_info()
     if out is not None and main:  # results first (atomic replacements), figures last

@@ -240,7 +240,7 @@ def _train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
     per_update = config.steps_per_update
 
     main = is_main_process()
-    writes = out is not None and main
+    written = out if main else None  # the folder this process writes, or None
     t0 = time.perf_counter()
     if point is not None:
         runner, _ = load_runner(program, point.checkpoint)
@@ -252,19 +252,19 @@ def _train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
 
     barrier("plume_jax.train: checked and loaded")  # before process 0 writes
     loggers = None
-    if writes:
-        if overwrite and out.exists():
-            clear_outputs(out, RUN_OUTPUTS)
-        history, aside = _prepare_run_folder(out, config, point)
-        if aside is not None:
+    if written is not None:
+        if overwrite and written.exists():
+            clear_outputs(written, RUN_OUTPUTS)
+        history, aside = _prepare_run_folder(written, config, point)
+        if point is not None and aside is not None:  # a folder is set aside only on resume
             notes.append(f"resumed from update {point.update} while this folder held a later "
                          f"state: that state (metrics, checkpoints, policy) was moved, whole, to "
                          f"{aside}")
-        loggers = RunLoggers(out, tensorboard=config.run["tensorboard"],
-                             wandb_project=config.run["wandb_project"], name=out.name,
+        loggers = RunLoggers(written, tensorboard=config.run["tensorboard"],
+                             wandb_project=config.run["wandb_project"], name=written.name,
                              config=config.to_dict(), history=history)
         if history is not None:  # TensorBoard was written anew from the kept rows
-            for row in replay_rows(out):
+            for row in replay_rows(written):
                 loggers.log_periodic_evaluation(row, tensorboard_only=True)
 
     bar = ProgressBar(num_updates * per_update, "train", unit="steps",
@@ -314,8 +314,8 @@ def _train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
             summary["evaluation"] = evaluate_members(program, result.runner)[0]
         summary["wall_seconds"] = time.perf_counter() - t_wall
         summary["machine"] = machine_info()
-        if writes:
-            write_member(program, result, 0, summary, rows=read_jsonl(out / "metrics.jsonl"),
+        if written is not None:
+            write_member(program, result, 0, summary, rows=read_jsonl(written / "metrics.jsonl"),
                          loggers=loggers, curve=functools.partial(
                              _learning_curve, env_id=summary["env"],
                              title=f"{algo.name} ({config.network.type}) on {summary['env']}"))

@@ -95,9 +95,11 @@ from plume_jax.errors import ValidationError
 from agents.belief_lookahead import (act, belief_values, move_values, network_values,
                                      policy_scores, valid_moves)
 from plume_jax.plumes.poisson_posterior import shift_centred
+from plume_jax.pytree import Pytree
 from plume_jax.seeding import seed_key
-from plume_jax.train.lookahead import _apply_symmetry, _symmetries, belief_searcher
-from plume_jax.train.algorithm import Algorithm, algo_setting
+from plume_jax.train.lookahead import BeliefSearchAlgorithm, _apply_symmetry, _symmetries, \
+    belief_searcher
+from plume_jax.train.algorithm import algo_setting
 from plume_jax.settings.checks import boolean, count, optional, real
 from plume_jax.train.ppo import PPO_SETTINGS, PPOStatic
 
@@ -139,6 +141,9 @@ def init_network(key: jax.Array, in_dim: int, hidden_sizes: tuple[int, ...],
     output (``in_dim`` is ignored)."""
     params = {}
     if conv_features:
+        if image_shape is None:
+            raise ValidationError.for_parameter(
+                "image_shape", None, "(rows, columns) of the image the conv layers read")
         key, k_conv = jax.random.split(key)
         channels = 1
         for i, (features, kernel, k) in enumerate(zip(
@@ -193,7 +198,7 @@ def symmetry_tables(sensor: Any) -> tuple[np.ndarray, np.ndarray]:
 # --------------------------------------------------------------------------- runner
 
 @chex.dataclass(frozen=True)
-class SearcherRunner:
+class SearcherRunner(Pytree):
     """Everything training carries from one iteration to the next.
 
     Attributes:
@@ -297,7 +302,7 @@ VALUE_ITERATION_SETTINGS = {
 }
 
 
-class BeliefValueIteration(Algorithm):
+class BeliefValueIteration(BeliefSearchAlgorithm):
     """Loisy & Eloy's model-based value iteration on the belief (module
     docstring), an :class:`~plume_jax.train.algorithm.Algorithm`
     (``algo.algorithm: belief_value_iteration``; one run at a time: not
@@ -473,7 +478,7 @@ class BeliefValueIteration(Algorithm):
                                 adam_eps=self.adam_eps)
         self.num_updates = self.iterations
         self.steps_per_update = self.walkers * self.steps_per_iteration
-        self.image_shape = tuple(int(v) for v in sensor.image_shape)  # (R, K)
+        self.image_shape = (int(sensor.image_shape[0]), int(sensor.image_shape[1]))  # (R, K)
         self.symmetry_perm, self.symmetry_maps = symmetry_tables(sensor)
         self.in_dim = self.image_shape[0] * self.image_shape[1]
 
