@@ -86,6 +86,29 @@ def test_make_vec_takes_max_steps_or_max_episode_steps_as_one_limit():
         limit(max_steps=9, max_episode_steps=5)
 
 
+def test_gymnasium_make_gives_an_entry_point_no_episode_limit():
+    """Why the entry point reads ``gymnasium.make``'s arguments on the call
+    stack (plume_jax.gym.registration's docstring): ``make`` hands
+    ``max_episode_steps`` only to the ``TimeLimit`` it wraps around the env
+    after the entry point returns, and the env's own spec says None. When
+    this fails, gymnasium tells the entry point the limit: use that instead."""
+    seen = {}
+
+    class Probe(gymnasium.Env):
+        observation_space = gymnasium.spaces.Discrete(2)
+        action_space = gymnasium.spaces.Discrete(2)
+
+        def __init__(self, **kwargs):
+            seen.update(kwargs)
+
+    spec = gymnasium.envs.registration.EnvSpec("PlumeJaxLimitProbe-v0", entry_point=Probe,
+                                               max_episode_steps=10, order_enforce=False,
+                                               disable_env_checker=True)
+    env = gymnasium.make(spec, max_episode_steps=5)
+    assert env.spec.max_episode_steps == 5  # the TimeLimit's
+    assert seen == {} and env.unwrapped.spec.max_episode_steps is None
+
+
 # ------------------------------------------------------------------ 13.3 seeds
 def test_seed_key_uses_every_bit_and_keeps_seeds_below_2_32():
     for seed in (0, 7, 2**31 + 5, 2**32 - 1):

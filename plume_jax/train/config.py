@@ -270,8 +270,10 @@ class NetworkConfig:
     @property
     def image_channels_rows_columns(self) -> tuple[int, int, int]:
         """``(channels, rows, columns)`` of the cnn's image."""
-        shape = tuple(self.image_shape)
-        return shape if len(shape) == 3 else (1,) + shape
+        shape = tuple(self.image_shape or ())
+        if len(shape) == 3:
+            return shape[0], shape[1], shape[2]
+        return 1, shape[0], shape[1]
 
 
 @dataclasses.dataclass(frozen=True)

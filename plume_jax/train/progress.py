@@ -116,8 +116,11 @@ def episode_mean(rows: list[dict[str, Any]], metric: str) -> tuple[float | None,
         values = [r[metric] for r in rows if r.get(metric) is not None
                   and math.isfinite(r[metric])]
         return (float(np.mean(values)) if values else None), None
-    weighted = [(float(r["episodes"]), r.get(metric)) for r in rows if r["episodes"]]
-    weighted = [(n, v) for n, v in weighted if v is not None and math.isfinite(v)]
+    weighted: list[tuple[float, float]] = []
+    for r in rows:
+        value = r.get(metric)
+        if r["episodes"] and value is not None and math.isfinite(value):
+            weighted.append((float(r["episodes"]), float(value)))
     episodes = sum(n for n, _ in weighted)
     if episodes <= 0:
         return None, 0

@@ -645,7 +645,7 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
             for folder in member_folders(out, sweep, resume=resume):
                 if folder.is_dir():
                     locks[folder] = members.enter_context(FolderLock(folder, "sweep"))
-        return _run_sweep(sweep, out_dir, member_locks=locks, **kwargs)
+        return run(member_locks=locks)
 
 
 def _run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
