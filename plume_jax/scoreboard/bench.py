@@ -139,6 +139,7 @@ def run_bench(families: list[Family], contenders: list[Contender], protocol: Pro
     for family in families:
         say(f"family {family.name}: {len(family.presets)} presets x {len(running)} agents")
         section = run_family_section(family, running, protocol, with_robustness, say)
+        seconds = section["wall_seconds"]
         if rerun is not None:
             from plume_jax.scoreboard.rerun import merge_section
 
@@ -149,5 +150,5 @@ def run_bench(families: list[Family], contenders: list[Contender], protocol: Pro
         report.write_atomic(json_path, lambda tmp: tmp.write_text(report.dump_record(record),
                                                                     encoding="utf-8"))
         write_markdown(record, markdown_path, figure_dir)
-        say(f"family {family.name} done in {section['wall_seconds']:.0f} s")
+        say(f"family {family.name} done in {seconds:.0f} s")
     return record

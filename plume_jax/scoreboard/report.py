@@ -213,7 +213,9 @@ def zoo_lines(zoo_entries: list[Any]) -> list[str]:
     lines = ["## The zoo", "",
              "Every trained entry of `configs/zoo/` (`zoo:<name>@<version>`; the board runs "
              "the newest version of each). Training cost and the greedy evaluation after "
-             "training are from the run's own `summary.json` (`entry.yaml`). An entry marked "
+             "training are from the run's own `summary.json` (`entry.yaml`); an entry "
+             "published from an exported policy whose run folder is gone records the facts "
+             "measured where it was trained, and says where (its `entry.yaml`). An entry marked "
              "\"own sensor\" reads its preset through the sensor its `entry.yaml` names "
              "(`env_overrides`), with the preset's plume, actions and goal.",
              "", "| entry | trained on | network | seed | device | wall time | env steps "
