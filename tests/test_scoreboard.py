@@ -176,6 +176,13 @@ def test_bench_end_to_end_on_a_tiny_quick_run(tmp_path):
     assert cli.main(["bench", "--render-only", "--json", str(tmp_path / "board.json"),
                      "--markdown", str(again), "--figures", str(out / "scoreboard")]) == 0
     assert again.read_text().replace("](docs/scoreboard/", "](scoreboard/") == markdown
+    # --agent: only surge's rows rerun and merged; klinotaxis's row is the one measured above
+    _, merged = _tiny_bench(tmp_path, "--add", "klinotaxis", "--add", "surge=cast_and_surge",
+                            "--no-robustness", "--agent", "surge")
+    rerun = merged["families"]["gaussian"]
+    assert rerun["rows"] == section["rows"] and rerun["finished_at"] == section["finished_at"]
+    assert [r["agents"] for r in rerun["reruns"]] == [["surge"]]
+    assert "The rows of surge were rerun" in (out / "scoreboard.md").read_text()
 
 
 @pytest.mark.slow  # two vmapped robustness programs and a start-cell map: 7 s to a minute on 2 cores, with the load
@@ -195,7 +202,8 @@ def test_bench_robustness_and_start_cell_map_on_a_tiny_run(tmp_path):
 
 @pytest.mark.slow  # builds and traces the belief look-ahead policy: ~3 s on 2 busy cores
 def test_a_zoo_entry_with_its_own_sensor_runs_with_it():
-    (belief,) = [c for c in contenders.zoo_contenders() if c.env_overrides]
+    (belief,) = [c for c in contenders.zoo_contenders()
+                 if c.label.startswith("zoo:poisson-iso19x19-belief@")]
     planned, reason = board.plan("PlumeNav-Poisson-Iso19x19-v0", belief, 2, 0)
     assert reason is None and planned.env.describe()["sensor_type"] == "belief"
     assert planned.overrides == dict(belief.env_overrides)
@@ -206,11 +214,72 @@ def test_a_zoo_entry_with_its_own_sensor_runs_with_it():
 def test_a_zoo_entry_may_bring_its_own_sensor_and_nothing_else(tmp_path):
     from agents import zoo
 
-    assert [c.env_overrides.keys() for c in contenders.zoo_contenders() if c.env_overrides] \
-        == [{"sensor"}]
+    own = [c.env_overrides.keys() for c in contenders.zoo_contenders() if c.env_overrides]
+    assert own and all(keys == {"sensor"} for keys in own)
     folder = tmp_path / "odd" / "1"
     (folder / "policy").mkdir(parents=True)
     (folder / "entry.yaml").write_text("preset: PlumeNav-Gaussian-v0\n"
                                        "env_overrides: {goal_radius: 50}\n")
     with pytest.raises(ValidationError, match=r"env_overrides with the key sensor only"):
         zoo.resolve("zoo:odd", tmp_path)
+
+
+# --------------------------------------------------------------------------- rerun some agents
+
+def _row(preset, label, kind="baseline", rate=1.0, steps=50.0):
+    return {"family": "f", "preset": preset, "label": label, "kind": kind, "status": "ok",
+            "metrics": _metrics(rate, 100, steps)}
+
+
+def _section(rows, mode="quick", robustness=(), maps=()):
+    return {"protocol": {**protocol.QUICK.as_dict(), "mode": mode}, "rows": rows,
+            "verdicts": board.verdicts(rows), "robustness": list(robustness),
+            "maps": list(maps), "wall_seconds": 60.0, "finished_at": "then",
+            "machine_text": "cpu", "git_revision": "abc", "figure": "f.png"}
+
+
+def test_a_rerun_zoo_version_replaces_its_older_rows_in_board_order():
+    """zoo:x@2's rows replace zoo:x@1's (and only those), each in its preset's
+    place and the board's agent order; verdicts follow the new rows; the
+    robustness rows of an agent not rerun there stay as measured."""
+    from plume_jax.scoreboard import rerun
+
+    family = families.Family("f", "F", ("P1", "P2"), robustness_preset="P1")
+    old_rob = [{**_row("P1", "k"), "axis": "nominal", "level": "preset"},
+               {**_row("P1", "zoo:x@1", "zoo"), "axis": "nominal", "level": "preset"}]
+    old = _section([_row("P1", "k", steps=60.0), _row("P1", "zoo:x@1", "zoo", steps=70.0),
+                    _row("P2", "k"), _row("P2", "zoo:x@1", "zoo")], robustness=old_rob)
+    board_order = ["k", "zoo:x@2", "mine"]
+    x2 = Contender("zoo:x@2", "zoo", "zoo:x@2")
+    partial = {**_section([_row("P1", "zoo:x@2", "zoo", steps=40.0),
+                           {**_row("P2", "zoo:x@2", "zoo"), "status": "not applicable",
+                            "reason": "needs y"}]), "finished_at": "now"}
+    merged = rerun.merge_section(old, partial, family, [x2], board_order,
+                                 with_robustness=False)
+    assert [(r["preset"], r["label"]) for r in merged["rows"]] == [
+        ("P1", "k"), ("P1", "zoo:x@2"), ("P2", "k"), ("P2", "zoo:x@2")]
+    assert merged["verdicts"]["P1"] == {"best_zoo": "zoo:x@2", "beats_all": True,
+                                        "not_beaten": []}
+    assert merged["verdicts"]["P2"]["best_zoo"] is None
+    assert merged["robustness"] == old_rob and "figure" not in merged
+    assert merged["finished_at"] == "then" and merged["reruns"] == [
+        {"agents": ["zoo:x@2"], "robustness": False, "wall_seconds": 60.0,
+         "finished_at": "now", "machine_text": "cpu", "git_revision": "abc"}]
+    assert "--agent zoo:x --no-robustness`" in "\n".join(report.rerun_lines("f", merged))
+
+
+def test_a_rerun_names_agents_of_the_board_and_keeps_the_section_protocol():
+    from plume_jax.scoreboard import rerun
+
+    board_ = [Contender("k", "baseline", "k"), Contender("zoo:x@2", "zoo", "zoo:x@2")]
+    assert [c.label for c in rerun.pick_contenders(board_, ["zoo:x", "k"])] == ["k", "zoo:x@2"]
+    with pytest.raises(ValidationError, match=r"did you mean 'zoo:x@2'"):
+        rerun.pick_contenders(board_, ["zoo:x@1"])
+    gaussian = families.get_family("gaussian")
+    record = {"families": {"gaussian": _section([])}}
+    rerun.check_rerun(record, [gaussian], protocol.QUICK)
+    with pytest.raises(ValidationError, match=r"mode 'quick', 100 episodes; this run: mode "
+                                              r"'full', 1000"):
+        rerun.check_rerun(record, [gaussian], protocol.FULL)
+    with pytest.raises(ValidationError, match=r"run `plume-jax bench --family poisson` whole"):
+        rerun.check_rerun(record, [families.get_family("poisson")], protocol.QUICK)

@@ -4,8 +4,10 @@ Every baseline and every zoo agent (plus ``--add`` agents of your own) on
 every preset of each family, a robustness table and start-cell map for the
 Gaussian and filament families; writes ``docs/scoreboard.md``, its record
 ``benchmarks/scoreboard.json`` and a figure per family in
-``docs/scoreboard/``. Every input (mode, families, agents, output paths) is
-checked before anything runs.
+``docs/scoreboard/``. ``--agent`` reruns some agents only and merges their
+rows into the recorded families (:mod:`plume_jax.scoreboard.rerun`). Every
+input (mode, families, agents, output paths) is checked before anything
+runs.
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--add", action="append", default=[], metavar="[LABEL=]TARGET",
                        help="your agent on the board: a policy or run folder, an SB3 .zip, "
                        "module:attribute, or an agent name (repeatable)")
+    bench.add_argument("--agent", nargs="+", action="extend", default=None,
+                       help="rerun only these agents (labels, or zoo:<name> for its newest "
+                       "version) and merge their rows into the families' recorded sections, "
+                       "which must have been made in the same mode; default all")
     bench.add_argument("--no-baselines", action="store_true", help="leave the baselines out")
     bench.add_argument("--no-zoo", action="store_true", help="leave the zoo agents out")
     bench.add_argument("--no-robustness", action="store_true",
@@ -75,10 +81,19 @@ def run(args: argparse.Namespace) -> int:
     if not contenders:
         raise ValidationError.for_parameter(
             "--add", args.add, "at least one agent (--no-baselines and --no-zoo leave none)")
+    rerun = None
+    if args.agent:
+        from plume_jax.scoreboard.rerun import pick_contenders
+
+        rerun = pick_contenders(contenders, args.agent)
     check_output_file(args.markdown, "--markdown", (".md",))
     check_output_file(args.json, "--json", (".json",))
     check_output_folder(args.figures, "--figures")
-    load_record(args.json)  # a file that is not a record fails now, not after the runs
+    record = load_record(args.json)  # a file that is not a record fails now, not after the runs
+    if rerun is not None:
+        from plume_jax.scoreboard.rerun import check_rerun
+
+        check_rerun(record, families, protocol)
 
     def say(text: str) -> None:
         if not args.quiet:
@@ -86,6 +101,6 @@ def run(args: argparse.Namespace) -> int:
 
     run_bench(families, contenders, protocol, json_path=args.json,
               markdown_path=args.markdown, figure_dir=args.figures,
-              with_robustness=not args.no_robustness, say=say)
+              with_robustness=not args.no_robustness, rerun=rerun, say=say)
     print(f"wrote {args.markdown}, {args.json} and figures in {args.figures}/")
     return 0

@@ -11,7 +11,10 @@
   not trained on, and a per-start-cell success map;
 - :mod:`~plume_jax.scoreboard.report`: ``docs/scoreboard.md``, its JSON and
   one figure per family;
-- :mod:`~plume_jax.scoreboard.zoo_publish`: a finished run into the zoo.
+- :mod:`~plume_jax.scoreboard.rerun`: some agents of a family rerun and merged
+  into its recorded rows (``plume-jax bench --agent``);
+- :mod:`~plume_jax.scoreboard.zoo_publish`: a finished run (or an exported
+  policy with its config and measured facts) into the zoo.
 
 ``plume-jax bench`` (:mod:`plume_jax.cli.bench`) drives them.
 """

@@ -7,7 +7,8 @@ took, its rows, robustness rows and start-cell maps. A run of some families
 replaces their sections and keeps the others, and the markdown is always
 rendered from the whole record, so ``plume-jax bench --family gaussian``
 refreshes one family without losing the rest. Each family's section of the
-markdown says which mode and how many episodes made it.
+markdown says which mode and how many episodes made it, and which agents'
+rows were rerun later (``reruns``, :mod:`plume_jax.scoreboard.rerun`).
 """
 
 from __future__ import annotations
@@ -151,6 +152,25 @@ def map_lines(maps: list[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+def rerun_lines(name: str, section: Mapping[str, Any]) -> list[str]:
+    """One line per partial rerun of the section (``plume-jax bench
+    --agent``): whose rows, when, where, how long, with or without the
+    robustness table."""
+    p = section["protocol"]
+    lines = []
+    for r in section.get("reruns", []):
+        keys = " ".join(dict.fromkeys(a.partition("@")[0] if a.startswith("zoo:") else a
+                                      for a in r["agents"]))
+        table = {None: "", True: ", with the robustness table",
+                 False: ", without the robustness table"}[r["robustness"]]
+        lines.append(
+            f"The rows of {', '.join(r['agents'])} were rerun {r['finished_at']} on "
+            f"{r['machine_text']} in {r['wall_seconds'] / 60:.1f} min{table} (`plume-jax bench "
+            f"--family {name}{'' if p['mode'] == 'full' else ' --mode quick'} --agent {keys}"
+            f"{' --no-robustness' if r['robustness'] is False else ''}`).")
+    return lines + [""] if lines else []
+
+
 def family_markdown(name: str, section: Mapping[str, Any], figure_dir: str) -> list[str]:
     from plume_jax.scoreboard.families import FAMILIES
 
@@ -161,6 +181,7 @@ def family_markdown(name: str, section: Mapping[str, Any], figure_dir: str) -> l
              f"{p['seed']}; run {section['finished_at']} on {section['machine_text']} in "
              f"{section['wall_seconds'] / 60:.1f} min (`plume-jax bench --family {name}"
              f"{'' if p['mode'] == 'full' else ' --mode quick'}`).", ""]
+    lines += rerun_lines(name, section)
     lines += main_table(section) + [""]
     if any(v["best_zoo"] for v in section["verdicts"].values()):
         lines += ["Trained (zoo) agent against the hand-coded baselines:", ""]
@@ -192,7 +213,9 @@ def zoo_lines(zoo_entries: list[Any]) -> list[str]:
     lines = ["## The zoo", "",
              "Every trained entry of `configs/zoo/` (`zoo:<name>@<version>`; the board runs "
              "the newest version of each). Training cost and the greedy evaluation after "
-             "training are from the run's own `summary.json` (`entry.yaml`). An entry marked "
+             "training are from the run's own `summary.json` (`entry.yaml`); an entry "
+             "published from an exported policy whose run folder is gone records the facts "
+             "measured where it was trained, and says where (its `entry.yaml`). An entry marked "
              "\"own sensor\" reads its preset through the sensor its `entry.yaml` names "
              "(`env_overrides`), with the preset's plume, actions and goal.",
              "", "| entry | trained on | network | seed | device | wall time | env steps "

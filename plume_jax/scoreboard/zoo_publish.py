@@ -3,7 +3,29 @@
 ``python -m plume_jax.scoreboard.zoo_publish RUN NAME [--device TEXT]``
 copies ``RUN/policy`` to ``configs/zoo/NAME/<version>/policy`` and writes
 ``entry.yaml`` beside it from the run's ``summary.json`` (preset, seed,
-training cost: device, seconds, env steps; the greedy evaluation).
+algorithm, training cost: device, seconds, env steps; the greedy
+evaluation). A run that read its preset through another sensor (a
+``belief_value_iteration`` or ``lookahead_vi`` run's ``env.overrides.sensor``,
+a belief built from the preset's hits) gets ``env_overrides: {sensor: ...}``
+in ``entry.yaml``, the sensor as its exported policy records it, so the
+entry loads on ``plume_jax.make(preset, **env_overrides)``.
+
+An exported policy whose run folder is gone (only ``policy.json`` and
+``policy.npz``, e.g. one trained on a lent GPU) is published with the
+config that trained it and its measured training facts::
+
+    python -m plume_jax.scoreboard.zoo_publish POLICY NAME --config CONFIG --facts FACTS
+
+``FACTS`` is a YAML mapping: ``training`` (``device``, ``wall_seconds``,
+``env_steps``, ``finished_at``, and any other measured facts, e.g.
+``iterations``), optionally ``evaluation`` (``episodes``, ``seed``,
+``success_rate``, ``mean_steps_to_goal``) and ``reproducibility`` (how a
+re-run was checked). The policy must load on the env ``CONFIG`` builds
+(:meth:`agents.trained.TrainedPolicy.for_env`).
+
+An entry's policy ships in the repository, so it may take at most
+:data:`MAX_POLICY_BYTES` unless ``--max-policy-bytes`` allows more (up to
+:data:`POLICY_BYTES_CEILING`) for that one entry.
 
 The version is the lowest one whose folder holds a ``config.yaml`` and no
 policy yet (a config committed before it was trained), else one more than
@@ -27,9 +49,15 @@ from typing import Any
 
 from plume_jax.errors import ValidationError
 
-#: The most bytes an entry's exported policy may take (zoo entries ship in
-#: the repository; the ones trained so far take about 50 KB).
+#: The most bytes an entry's exported policy may take by default (zoo
+#: entries ship in the repository; the PPO ones take 40-200 KB).
 MAX_POLICY_BYTES = 1 << 20
+#: The most ``--max-policy-bytes`` may allow (the learned Poisson searcher's
+#: 3 x 512 value network takes 4.8 MB).
+POLICY_BYTES_CEILING = 8 << 20
+#: The training facts ``--facts`` must give (``training:``), with their types.
+REQUIRED_FACTS = {"device": str, "wall_seconds": (int, float), "env_steps": int,
+                  "finished_at": str}
 
 
 def _run_files(run: pathlib.Path) -> tuple[dict[str, Any], pathlib.Path]:
@@ -82,17 +110,44 @@ def pick_version(folder: pathlib.Path) -> int:
     return (numbers[-1] + 1) if numbers else 1
 
 
+def own_sensor(config: dict[str, Any], policy: pathlib.Path) -> dict[str, Any]:
+    """``entry.yaml``'s ``env_overrides``: ``{"sensor": ...}`` when the run's
+    config (``config``, resolved) overrides the preset's sensor — the sensor
+    as the exported policy in ``policy`` records it, every setting resolved;
+    else ``{}``."""
+    from plume_jax.safe_io import load_json_file
+
+    overrides = (config.get("env") or {}).get("overrides") or {}
+    if "sensor" not in overrides:
+        return {}
+    spec = load_json_file(policy / "policy.json", "run")
+    sensor = (spec.get("env") or {}).get("sensor")
+    if not isinstance(sensor, dict):
+        raise ValidationError.for_parameter(
+            "run", str(policy), "an exported policy whose policy.json records its env's sensor "
+            "(env.sensor), since the run overrode the preset's sensor")
+    return {"sensor": sensor}
+
+
+def _algorithm(config: dict[str, Any]) -> str:
+    return str((config.get("algo") or {}).get("algorithm") or "ppo")
+
+
 def entry_info(name: str, version: int, summary: dict[str, Any], policy_bytes: int,
-               device: str | None, description: str) -> dict[str, Any]:
-    """The contents of ``entry.yaml``."""
+               device: str | None, description: str,
+               env_overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The contents of ``entry.yaml`` for a run folder's ``summary.json``;
+    ``env_overrides`` (:func:`own_sensor`) when not empty."""
     config = summary["config"]
     machine = summary.get("machine", {})
     return {
         "name": name, "version": version,
         "description": description,
         "preset": summary["env"],
+        "algorithm": _algorithm(config),
         "network": config["network"]["type"],
         "seed": config["run"]["seed"],
+        **({"env_overrides": env_overrides} if env_overrides else {}),
         "training": {
             "device": device or f"{machine.get('backend', '?')} "
                                 f"({', '.join(machine.get('devices', []))}; "
@@ -110,71 +165,239 @@ def entry_info(name: str, version: int, summary: dict[str, Any], policy_bytes: i
     }
 
 
+def _policy_bytes(policy: pathlib.Path, parameter: str, max_policy_bytes: int) -> int:
+    """The size of the policy folder, checked against ``max_policy_bytes``.
+
+    Raises:
+        ValidationError: a limit outside ``1..POLICY_BYTES_CEILING`` (parameter
+            ``--max-policy-bytes``) or a larger policy (``parameter``).
+    """
+    if isinstance(max_policy_bytes, bool) or not isinstance(max_policy_bytes, int) \
+            or not 1 <= max_policy_bytes <= POLICY_BYTES_CEILING:
+        raise ValidationError.for_parameter(
+            "--max-policy-bytes", max_policy_bytes,
+            f"an integer from 1 to {POLICY_BYTES_CEILING} (zoo entries ship in the repository)")
+    size = sum(f.stat().st_size for f in policy.iterdir() if f.is_file())
+    if size > max_policy_bytes:
+        raise ValidationError.for_parameter(
+            parameter, str(policy.parent if parameter == "run" else policy),
+            f"a policy of at most {max_policy_bytes} bytes (zoo entries ship in the "
+            f"repository; --max-policy-bytes allows up to {POLICY_BYTES_CEILING}); {policy} "
+            f"holds {size}")
+    return size
+
+
+def _check_committed(folder: pathlib.Path, ran: dict[str, Any], parameter: str,
+                     source: pathlib.Path) -> list[str]:
+    """The unchecked keys of ``ran`` (a resolved config) against the version
+    folder's committed ``config.yaml``, if it has one.
+
+    Raises:
+        ValidationError: (``parameter``) the two differ.
+    """
+    from plume_jax.train.config import load_train_config
+
+    if not (folder / "config.yaml").is_file():
+        return []
+    committed = load_train_config(folder / "config.yaml").to_dict()
+    differing, unchecked = config_differences(committed, ran)
+    if differing:
+        raise ValidationError.for_parameter(
+            parameter, str(source), f"a run of {folder / 'config.yaml'} (its {differing} "
+            "differ)")
+    return unchecked
+
+
+def _write_entry(folder: pathlib.Path, policy: pathlib.Path, info: dict[str, Any],
+                 config_file: pathlib.Path) -> None:
+    """Write the version folder: the policy and ``entry.yaml`` staged beside
+    it and moved in, ``config_file`` copied when the folder has no
+    ``config.yaml`` yet."""
+    import yaml
+
+    staging = folder.with_name(f".{folder.name}.publishing-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(policy, staging / "policy")
+    (staging / "entry.yaml").write_text(yaml.safe_dump(info, sort_keys=False), encoding="utf-8")
+    folder.mkdir(parents=True, exist_ok=True)
+    if not (folder / "config.yaml").is_file():
+        shutil.copy2(config_file, folder / "config.yaml")
+    os.replace(staging / "policy", folder / "policy")
+    os.replace(staging / "entry.yaml", folder / "entry.yaml")
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def _check_name(name: Any) -> None:
+    from agents.zoo import ENTRY_NAME
+
+    if not isinstance(name, str) or not ENTRY_NAME.match(name):
+        raise ValidationError.for_parameter(
+            "name", name, "a zoo name of lower-case letters, digits and '-', e.g. filament-gru")
+
+
 def publish(run: str | os.PathLike, name: str, *, device: str | None = None,
-            description: str = "", root: str | os.PathLike | None = None) -> pathlib.Path:
+            description: str = "", root: str | os.PathLike | None = None,
+            max_policy_bytes: int = MAX_POLICY_BYTES) -> pathlib.Path:
     """Add the run folder ``run`` to the zoo as entry ``name``; returns the
     version folder written.
 
     Raises:
         ValidationError: a bad name, an unfinished run, a policy over
-            :data:`MAX_POLICY_BYTES`, or a run whose config differs from the
+            ``max_policy_bytes``, or a run whose config differs from the
             ``config.yaml`` already in the version folder. Nothing is written
             then.
     """
-    import yaml
-
-    from agents.zoo import ENTRY_NAME, ZOO_ROOT
+    from agents.zoo import ZOO_ROOT
     from plume_jax.train.config import load_train_config, read_yaml
 
-    if not isinstance(name, str) or not ENTRY_NAME.match(name):
-        raise ValidationError.for_parameter(
-            "name", name, "a zoo name of lower-case letters, digits and '-', e.g. filament-gru")
+    _check_name(name)
     run = pathlib.Path(run)
     summary, policy = _run_files(run)
-    size = sum(f.stat().st_size for f in policy.iterdir() if f.is_file())
-    if size > MAX_POLICY_BYTES:
-        raise ValidationError.for_parameter(
-            "run", str(run), f"a policy of at most {MAX_POLICY_BYTES} bytes (zoo entries ship "
-            f"in the repository); {policy} holds {size}")
+    size = _policy_bytes(policy, "run", max_policy_bytes)
     entry_root = pathlib.Path(root) if root is not None else ZOO_ROOT
     version = pick_version(entry_root / name)
     folder = entry_root / name / str(version)
-    unchecked: list[str] = []
-    if (folder / "config.yaml").is_file():
-        committed = load_train_config(folder / "config.yaml").to_dict()
-        differing, unchecked = config_differences(committed, read_yaml(run / "config.yaml",
-                                                                        "run"))
-        if differing:
-            raise ValidationError.for_parameter(
-                "run", str(run), f"a run of {folder / 'config.yaml'} (its {differing} differ)")
-    else:
+    ran = read_yaml(run / "config.yaml", "run")
+    unchecked = _check_committed(folder, ran, "run", run)
+    if not (folder / "config.yaml").is_file():
         load_train_config(run / "config.yaml")  # a config this version can run again
-    staging = folder.with_name(f".{version}.publishing-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(policy, staging / "policy")
-    info = entry_info(name, version, summary, size, device, description)
+    info = entry_info(name, version, summary, size, device, description,
+                      own_sensor(ran, policy))
     if unchecked:
         info["settings_not_checked"] = unchecked  # the run's version knew them, this one not
-    (staging / "entry.yaml").write_text(yaml.safe_dump(info, sort_keys=False), encoding="utf-8")
-    folder.mkdir(parents=True, exist_ok=True)
-    if not (folder / "config.yaml").is_file():
-        shutil.copy2(run / "config.yaml", folder / "config.yaml")
-    os.replace(staging / "policy", folder / "policy")
-    os.replace(staging / "entry.yaml", folder / "entry.yaml")
-    shutil.rmtree(staging, ignore_errors=True)
+    _write_entry(folder, policy, info, run / "config.yaml")
+    return folder
+
+
+def check_facts(facts: Any, source: str = "--facts") -> dict[str, Any]:
+    """The measured facts of a policy published without its run folder
+    (see the module docstring), checked: ``training`` with
+    :data:`REQUIRED_FACTS` (positive numbers), optionally ``evaluation``
+    (``success_rate`` in [0, 1]) and ``reproducibility`` (text).
+
+    Raises:
+        ValidationError: (parameter ``--facts``) naming the fact that is
+            missing or wrong and what it must be.
+    """
+    allowed = ("a YAML mapping with training: {device, wall_seconds, env_steps, finished_at, "
+               "...}, optionally evaluation: {episodes, seed, success_rate, "
+               "mean_steps_to_goal} and reproducibility: text")
+    if not isinstance(facts, dict) or not isinstance(facts.get("training"), dict):
+        raise ValidationError.for_parameter("--facts", source, allowed)
+    unknown = set(facts) - {"training", "evaluation", "reproducibility"}
+    if unknown:
+        raise ValidationError.for_parameter("--facts", source,
+                                            f"{allowed}; not {sorted(unknown)}")
+    training = facts["training"]
+    for key, kind in REQUIRED_FACTS.items():
+        value = training.get(key)
+        if isinstance(value, bool) or not isinstance(value, kind) or value in ("", 0) or (
+                not isinstance(value, str) and value < 0):
+            raise ValidationError.for_parameter(
+                "--facts", source, f"training.{key}: a measured "
+                f"{'text' if kind is str else 'positive number'}, not {value!r}")
+    evaluation = facts.get("evaluation", {})
+    if not isinstance(evaluation, dict) or not (
+            isinstance(evaluation.get("success_rate", 0.0), (int, float))
+            and 0.0 <= evaluation.get("success_rate", 0.0) <= 1.0):
+        raise ValidationError.for_parameter(
+            "--facts", source, "evaluation: a mapping whose success_rate is in [0, 1]")
+    if not isinstance(facts.get("reproducibility", ""), str):
+        raise ValidationError.for_parameter("--facts", source, "reproducibility: text")
+    return facts
+
+
+def publish_policy(policy: str | os.PathLike, name: str, *, config: str | os.PathLike,
+                   facts: dict[str, Any], description: str = "",
+                   root: str | os.PathLike | None = None,
+                   max_policy_bytes: int = MAX_POLICY_BYTES) -> pathlib.Path:
+    """Add an exported policy folder whose run folder is gone to the zoo as
+    entry ``name``, with the training ``config`` that produced it and its
+    measured ``facts`` (:func:`check_facts`); returns the version folder.
+    ``config`` is copied as written (comments kept) unless the version
+    folder already holds one, which must then agree with it.
+
+    Raises:
+        ValidationError: a bad name, a folder without ``policy.json`` /
+            ``policy.npz``, a policy over ``max_policy_bytes``, bad facts, a
+            config this version cannot run, a policy that does not load on
+            the env the config builds, or a config that differs from the
+            version folder's. Nothing is written then.
+    """
+    from agents.trained import TrainedPolicy
+    from agents.zoo import ZOO_ROOT
+    from plume_jax.train.config import load_train_config
+
+    _check_name(name)
+    policy = pathlib.Path(policy)
+    for part in ("policy.json", "policy.npz"):
+        if not (policy / part).is_file():
+            raise ValidationError.for_parameter(
+                "policy", str(policy), f"an exported policy folder (policy.json, policy.npz); "
+                f"{part} is missing")
+    size = _policy_bytes(policy, "policy", max_policy_bytes)
+    facts = check_facts(facts)
+    cfg = load_train_config(config)
+    resolved = cfg.to_dict()
+    env, _ = cfg.make_env()
+    TrainedPolicy.for_env(env, policy)  # trained on the env this config builds
+    entry_root = pathlib.Path(root) if root is not None else ZOO_ROOT
+    version = pick_version(entry_root / name)
+    folder = entry_root / name / str(version)
+    _check_committed(folder, resolved, "--config", pathlib.Path(config))
+    info: dict[str, Any] = {
+        "name": name, "version": version, "description": description,
+        "preset": resolved["env"]["id"], "algorithm": _algorithm(resolved),
+        "network": resolved["network"]["type"], "seed": resolved["run"]["seed"]}
+    sensor = own_sensor(resolved, policy)
+    if sensor:
+        info["env_overrides"] = sensor
+    info.update({"training": facts["training"], "evaluation": facts.get("evaluation", {}),
+                 "policy_bytes": size})
+    if facts.get("reproducibility"):
+        info["reproducibility"] = facts["reproducibility"]
+    _write_entry(folder, policy, info, pathlib.Path(config))
     return folder
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run", help="a finished run folder of plume-jax train")
+    parser.add_argument("run", help="a finished run folder of plume-jax train, or an exported "
+                        "policy folder (with --config and --facts)")
     parser.add_argument("name", help="the zoo name, e.g. filament-gru")
     parser.add_argument("--device", default=None,
                         help="what it was trained on (default: from the run's summary.json)")
     parser.add_argument("--description", default="", help="one line saying what it is")
+    parser.add_argument("--config", default=None,
+                        help="an exported policy's training config (policy folders only)")
+    parser.add_argument("--facts", default=None,
+                        help="an exported policy's measured training facts, a YAML file "
+                        "(policy folders only; see the module docstring)")
+    parser.add_argument("--max-policy-bytes", type=int, default=MAX_POLICY_BYTES,
+                        help=f"the largest policy accepted (default {MAX_POLICY_BYTES}, at most "
+                        f"{POLICY_BYTES_CEILING})")
     args = parser.parse_args(argv)
     try:
-        folder = publish(args.run, args.name, device=args.device, description=args.description)
+        if (pathlib.Path(args.run) / "policy.json").is_file():
+            if args.config is None or args.facts is None or args.device is not None:
+                raise ValidationError.for_parameter(
+                    "run", args.run, "with an exported policy folder: --config and --facts "
+                    "(its device goes in the facts), or a run folder of plume-jax train")
+            from plume_jax.train.config import read_yaml
+
+            folder = publish_policy(args.run, args.name, config=args.config,
+                                    facts=read_yaml(args.facts, "--facts"),
+                                    description=args.description,
+                                    max_policy_bytes=args.max_policy_bytes)
+        else:
+            if args.config is not None or args.facts is not None:
+                raise ValidationError.for_parameter(
+                    "--config", args.config or args.facts, "nothing with a run folder (its "
+                    "config.yaml and summary.json hold them); --config and --facts go with an "
+                    "exported policy folder")
+            folder = publish(args.run, args.name, device=args.device,
+                             description=args.description,
+                             max_policy_bytes=args.max_policy_bytes)
     except ValidationError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
