@@ -31,6 +31,7 @@ Where a reference works:
 from __future__ import annotations
 
 import dataclasses
+import os
 import pathlib
 import re
 from typing import Any
@@ -131,7 +132,7 @@ def _load(root: pathlib.Path, name: str, version: int) -> ZooEntry:
     return ZooEntry(name=name, version=version, folder=folder, info=info)
 
 
-def entries(root: str | pathlib.Path | None = None, *, latest_only: bool = False
+def entries(root: str | os.PathLike | None = None, *, latest_only: bool = False
             ) -> list[ZooEntry]:
     """Every trained entry (every version, or only the newest of each name),
     sorted by name then version."""

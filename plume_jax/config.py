@@ -22,6 +22,7 @@ changing a preset).
 
 from __future__ import annotations
 
+import os
 import pathlib
 from collections.abc import Mapping
 from typing import Any
@@ -107,7 +108,7 @@ def save_config(env: Any, path: str | pathlib.Path, description: str | None = No
     return path
 
 
-def read_yaml(path: str | pathlib.Path, parameter: str = "path") -> Any:
+def read_yaml(path: str | os.PathLike, parameter: str = "path") -> Any:
     """The YAML document of a file (not yet validated), read with the
     bounds of :mod:`plume_jax.safe_io` (at most 1 MiB, 64 levels of nesting
     and 100 000 nodes once aliases are expanded: an alias bomb is refused

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from plume_jax.errors import ValidationError
@@ -242,7 +242,7 @@ def zoo_lines(zoo_entries: list[Any]) -> list[str]:
 
 
 def render(record: Mapping[str, Any], intro: str, figure_dir: str,
-           zoo_entries: list[Any] = ()) -> str:
+           zoo_entries: Sequence[Any] = ()) -> str:
     """``docs/scoreboard.md``: ``intro``, a section per family in the
     board's order, then the zoo's table."""
     from plume_jax.scoreboard.families import FAMILIES

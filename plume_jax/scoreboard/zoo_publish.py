@@ -56,7 +56,7 @@ MAX_POLICY_BYTES = 1 << 20
 #: 3 x 512 value network takes 4.8 MB).
 POLICY_BYTES_CEILING = 8 << 20
 #: The training facts ``--facts`` must give (``training:``), with their types.
-REQUIRED_FACTS = {"device": str, "wall_seconds": (int, float), "env_steps": int,
+REQUIRED_FACTS: dict[str, type | tuple[type, ...]] = {"device": str, "wall_seconds": (int, float), "env_steps": int,
                   "finished_at": str}
 
 
@@ -291,8 +291,8 @@ def check_facts(facts: Any, source: str = "--facts") -> dict[str, Any]:
     training = facts["training"]
     for key, kind in REQUIRED_FACTS.items():
         value = training.get(key)
-        if isinstance(value, bool) or not isinstance(value, kind) or value in ("", 0) or (
-                not isinstance(value, str) and value < 0):
+        negative = isinstance(value, (int, float)) and value < 0
+        if isinstance(value, bool) or not isinstance(value, kind) or value in ("", 0) or negative:
             raise ValidationError.for_parameter(
                 "--facts", source, f"training.{key}: a measured "
                 f"{'text' if kind is str else 'positive number'}, not {value!r}")

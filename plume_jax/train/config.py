@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
 import pathlib
 from collections.abc import Mapping
 from typing import Any
@@ -383,7 +384,7 @@ def train_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None
                        eval=sections["eval"])
 
 
-def read_yaml(path: str | pathlib.Path, parameter: str = "--config") -> dict[str, Any]:
+def read_yaml(path: str | os.PathLike, parameter: str = "--config") -> dict[str, Any]:
     """Read a YAML mapping (:func:`plume_jax.config.read_yaml`:
     ``yaml.safe_load``, so a ``!!python/`` tag is refused); ``ValidationError``
     naming ``parameter`` and the file for a missing, unreadable or binary
@@ -463,7 +464,7 @@ def with_overrides(data: Mapping[str, Any], overrides: Mapping[str, Any] | None,
     return out
 
 
-def load_train_config(path: str | pathlib.Path, overrides: Mapping[str, Any] | None = None
+def load_train_config(path: str | os.PathLike, overrides: Mapping[str, Any] | None = None
                       ) -> TrainConfig:
     """Read and validate a training config YAML file, with optional dotted
     ``overrides`` (``{"algo.learning_rate": 3e-4}``, see
