@@ -70,7 +70,7 @@ SMOKE_TESTS = (
     "tests/test_packaging.py",
 )
 # The extras whose closure `freeze` pins: the README's test command installs these.
-FREEZE_EXTRAS = ("test", "sb3", "video")
+FREEZE_EXTRAS = ("test", "sb3", "video", "docs", "typecheck")
 # `keep-jax`'s default: newer than the lower bound, not constraints.txt's pin.
 KEEP_JAX_VERSION = "0.10.1"
 

@@ -5,7 +5,8 @@ modes, the sparse filament, the 2-D-kernel gust preset, the larger isotropic
 Poisson grid) share every code path with it; their per-preset smoke tests run
 with the slow tests (``-m slow``), so the default run stays within CI's
 budget while each plume model, wind model, kernel and sensor is still
-covered there.
+covered there. Used by the per-preset smoke tests, Gymnasium's and SB3's env
+checkers and the extreme-settings test.
 """
 
 from __future__ import annotations

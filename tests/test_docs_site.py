@@ -3,8 +3,8 @@
 ``mkdocs build --strict`` fails on a broken link or anchor between pages and on
 an API page naming a function, class or docstring parameter that no longer
 exists, so a rename breaks this test, not the reader. Needs the ``docs`` extra
-(``pip install -e ".[docs]"``); about 10 s on the 2-core development machine,
-so it is marked slow.
+(``pip install -e ".[docs]"``, part of the README's test command, so CI builds
+the site); about 10 s on the 2-core development machine.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ pytest.importorskip("mkdocs", reason="the docs extra is not installed")
 pytest.importorskip("mkdocstrings", reason="the docs extra is not installed")
 
 
-@pytest.mark.slow
 def test_docs_site_builds_strict(tmp_path):
     site = tmp_path / "site"
     result = subprocess.run(

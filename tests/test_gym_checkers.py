@@ -34,7 +34,7 @@ def test_gymnasium_check_env_passes_without_warnings(preset):
     assert _checked(lambda: check_env(env.unwrapped)) == []
 
 
-@pytest.mark.parametrize("preset", PRESET_IDS)
+@pytest.mark.parametrize("preset", per_preset(PRESET_IDS))
 def test_sb3_check_env_passes_without_warnings(preset):
     sb3_checker = pytest.importorskip("stable_baselines3.common.env_checker")
     env = gymnasium.make(gym_id(preset))

@@ -115,7 +115,7 @@ def test_constraints_pin_torch_exactly_so_ci_takes_the_cpu_wheel():
 
 
 def test_constraints_cover_the_installed_closure_of_the_ci_extras():
-    """Every package that `pip install -e ".[test,sb3,video]"` brings in is
+    """Every package that `pip install -e ".[test,sb3,video,docs,typecheck]"` brings in is
     pinned, so CI installs the same set each time (names only: the versions
     here are whatever this environment has)."""
     try:

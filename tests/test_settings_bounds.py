@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import plume_jax
 from plume_jax import ValidationError
+from preset_sets import per_preset
 from plume_jax.registry import COMPONENTS, build_env
 from plume_jax.settings import ANGLE_WRAP, MAX_GRID_SIDE, Angle, Integer, OrNone, Real, real
 from plume_jax.types import Grid
@@ -188,7 +189,7 @@ def assign(spec: dict, path: tuple, value) -> None:
     target[path[-1]] = value
 
 
-@pytest.mark.parametrize("preset", sorted(plume_jax.PRESETS))
+@pytest.mark.parametrize("preset", per_preset(sorted(plume_jax.PRESETS)))
 # (most extreme combinations on the gust-field presets break the field's stability
 # rule and are refused at build time: filtered, and cheap to filter)
 @settings(max_examples=4, suppress_health_check=[HealthCheck.filter_too_much])
