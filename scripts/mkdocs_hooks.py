@@ -4,7 +4,8 @@
 ``docs/``; the guides link them as ``../BENCHMARKS.md`` so the links work on
 GitHub. These hooks publish the two files as the pages ``benchmarks.md`` and
 ``changelog.md`` and rewrite those links to point at them, leaving the
-sources unchanged. They also drop the ``test=NAME`` word from a code
+sources unchanged; the root pages' own ``docs/X`` links (right on GitHub,
+from the root) become ``X`` there. They also drop the ``test=NAME`` word from a code
 fence's info string (``tests/docs_blocks.py`` reads it to run the block;
 Markdown renderers other than GitHub's refuse the fence with it).
 """
@@ -20,6 +21,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 #: repository-root file -> the page it becomes on the site
 ROOT_PAGES = {"BENCHMARKS.md": "benchmarks.md", "CHANGELOG.md": "changelog.md"}
 _ROOT_LINK = re.compile(r"\]\(\.\./(" + "|".join(re.escape(n) for n in ROOT_PAGES) + r")")
+_DOCS_LINK = re.compile(r"\]\(docs/")
 _TEST_TAG = re.compile(r"^(\s*```\w+) test=[\w-]+[ \t]*$", flags=re.M)
 
 
@@ -31,4 +33,6 @@ def on_files(files, config):
 
 def on_page_markdown(markdown, page, config, files):
     markdown = _TEST_TAG.sub(r"\1", markdown)
+    if page.file.src_uri in ROOT_PAGES.values():
+        markdown = _DOCS_LINK.sub("](", markdown)
     return _ROOT_LINK.sub(lambda m: "](" + ROOT_PAGES[m.group(1)], markdown)
