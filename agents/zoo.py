@@ -1,6 +1,7 @@
 """The zoo: trained agents shipped with plume_jax, loaded by name.
 
-An entry is a folder ``configs/zoo/<name>/<version>/`` holding
+An entry is a folder ``configs/zoo/<name>/<version>/`` (of the checkout, or of
+the folder ``$PLUME_JAX_ZOO`` names) holding
 
 - ``config.yaml``: the training config that produced it
   (``plume-jax train --config configs/zoo/<name>/<version>/config.yaml``);
@@ -42,6 +43,18 @@ from plume_jax.errors import ValidationError
 ZOO_PREFIX = "zoo:"
 #: The shipped zoo (the checkout's ``configs/zoo``).
 ZOO_ROOT = pathlib.Path(__file__).resolve().parent.parent / "configs" / "zoo"
+#: The environment variable that points at another zoo folder (e.g. a clone's
+#: ``configs/zoo`` when plume-jax was installed from a wheel, which has no
+#: ``configs/``).
+ZOO_ENV = "PLUME_JAX_ZOO"
+
+
+def zoo_root(root: str | os.PathLike | None = None) -> pathlib.Path:
+    """The zoo folder: ``root`` when given, else ``$PLUME_JAX_ZOO`` when set,
+    else :data:`ZOO_ROOT`."""
+    if root is not None:
+        return pathlib.Path(root)
+    return pathlib.Path(os.environ[ZOO_ENV]) if os.environ.get(ZOO_ENV) else ZOO_ROOT
 #: An entry name: lower-case letters, digits and ``-``.
 ENTRY_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _REFERENCE = "zoo:<name> or zoo:<name>@<version> (version a positive integer)"
@@ -136,7 +149,7 @@ def entries(root: str | os.PathLike | None = None, *, latest_only: bool = False
             ) -> list[ZooEntry]:
     """Every trained entry (every version, or only the newest of each name),
     sorted by name then version."""
-    root = ZOO_ROOT if root is None else pathlib.Path(root)
+    root = zoo_root(root)
     out = []
     for name in _names(root):
         versions = _versions(root / name)
@@ -148,7 +161,7 @@ def entries(root: str | os.PathLike | None = None, *, latest_only: bool = False
 def references(root: str | pathlib.Path | None = None) -> list[str]:
     """Every accepted reference: ``zoo:<name>`` and ``zoo:<name>@<version>``
     for each trained entry."""
-    root = ZOO_ROOT if root is None else pathlib.Path(root)
+    root = zoo_root(root)
     refs = []
     for name in _names(root):
         refs.append(f"{ZOO_PREFIX}{name}")
@@ -164,12 +177,18 @@ def resolve(reference: str, root: str | pathlib.Path | None = None) -> ZooEntry:
             unknown name (with the closest known ones), a version that is not
             a positive integer or not trained, or an unreadable ``entry.yaml``.
     """
-    root = ZOO_ROOT if root is None else pathlib.Path(root)
+    root = zoo_root(root)
     known = _names(root)
     if not is_zoo_reference(reference):
         raise ValidationError.for_parameter("agent", reference, _REFERENCE)
     body = reference[len(ZOO_PREFIX):]
     name, at, version_text = body.partition("@")
+    if not root.is_dir():
+        raise ValidationError.for_parameter(
+            "agent", reference,
+            f"a zoo entry, but the zoo folder {root} does not exist: the zoo ships with the "
+            f"source checkout (git clone, then pip install -e .); or set {ZOO_ENV} to a copy "
+            "of its configs/zoo")
     if name not in known:
         from agents.registry import did_you_mean
 

@@ -335,3 +335,25 @@ def test_an_exported_policy_is_published_with_its_config_and_measured_facts(tmp_
     assert zoo_publish.main([SEARCHER, "s", "--config", SEARCHER_CONFIG]) == 2
     assert "--config and --facts" in capsys.readouterr().err
     assert sorted(p.name for p in (root / "s").iterdir()) == ["1"]
+
+
+def test_a_zoo_outside_the_checkout_is_found_by_plume_jax_zoo_or_named_in_the_error(
+        tmp_path, monkeypatch):
+    """Issue 31: the zoo is read from the checkout's configs/zoo; an install
+    without it (a wheel) gets an error saying where the zoo comes from, and
+    PLUME_JAX_ZOO points at a copy."""
+    import shutil
+
+    from agents import zoo
+    from plume_jax.errors import ValidationError
+
+    monkeypatch.setenv(zoo.ZOO_ENV, str(tmp_path / "missing"))
+    with pytest.raises(ValidationError, match="PLUME_JAX_ZOO") as info:
+        zoo.resolve("zoo:gaussian-mlp")
+    assert "does not exist" in str(info.value)
+    copy = tmp_path / "zoo"
+    shutil.copytree(zoo.ZOO_ROOT / "gaussian-mlp", copy / "gaussian-mlp")
+    monkeypatch.setenv(zoo.ZOO_ENV, str(copy))
+    entry = zoo.resolve("zoo:gaussian-mlp")
+    assert entry.folder.parent.parent == copy
+    assert [e.name for e in zoo.entries()] == ["gaussian-mlp"] * len(zoo.entries())

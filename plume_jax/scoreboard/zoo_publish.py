@@ -247,14 +247,14 @@ def publish(run: str | os.PathLike, name: str, *, device: str | None = None,
             ``config.yaml`` already in the version folder. Nothing is written
             then.
     """
-    from agents.zoo import ZOO_ROOT
+    from agents.zoo import zoo_root
     from plume_jax.train.config import load_train_config, read_yaml
 
     _check_name(name)
     run = pathlib.Path(run)
     summary, policy = _run_files(run)
     size = _policy_bytes(policy, "run", max_policy_bytes)
-    entry_root = pathlib.Path(root) if root is not None else ZOO_ROOT
+    entry_root = zoo_root(root)
     version = pick_version(entry_root / name)
     folder = entry_root / name / str(version)
     ran = read_yaml(run / "config.yaml", "run")
@@ -325,7 +325,7 @@ def publish_policy(policy: str | os.PathLike, name: str, *, config: str | os.Pat
             version folder's. Nothing is written then.
     """
     from agents.trained import TrainedPolicy
-    from agents.zoo import ZOO_ROOT
+    from agents.zoo import zoo_root
     from plume_jax.train.config import load_train_config
 
     _check_name(name)
@@ -341,7 +341,7 @@ def publish_policy(policy: str | os.PathLike, name: str, *, config: str | os.Pat
     resolved = cfg.to_dict()
     env, _ = cfg.make_env()
     TrainedPolicy.for_env(env, policy)  # trained on the env this config builds
-    entry_root = pathlib.Path(root) if root is not None else ZOO_ROOT
+    entry_root = zoo_root(root)
     version = pick_version(entry_root / name)
     folder = entry_root / name / str(version)
     _check_committed(folder, resolved, "--config", pathlib.Path(config))
