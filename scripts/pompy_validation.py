@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import json
 import math
 import os
@@ -142,7 +143,57 @@ def import_pompy(path: str | None) -> Any:
         return np.array([self._interp_u(x, y)[0, 0], self._interp_v(x, y)[0, 0]])
 
     models.WindModel.velocity_at_pos = velocity_at_pos
-    return argparse.Namespace(models=models, processors=processors)
+    return argparse.Namespace(models=models, processors=processors,
+                              VectorisedPlume=vectorised_plume_model(models))
+
+
+def vectorised_plume_model(models: Any) -> type:
+    """A subclass of pompy's ``PlumeModel`` whose ``update`` does what
+    pompy's does, in the same order and with the same random draws, on all
+    puffs at once instead of one puff at a time (pompy's Python loop over
+    puffs is nearly all of its run time): release ``min(Poisson(rate dt),
+    room)`` puffs at the source; read the wind spline at every puff; add
+    ``centre_rel_diff_scale`` times normal draws (one ``rng.normal`` call of
+    ``(puffs, dims)``, the same stream as pompy's per-puff calls); move,
+    grow ``r²``; keep the puffs inside the region. Its puffs are an
+    f[n, 4] array (``puff_array``), not ``Puff`` objects. A test checks
+    it against pompy's own ``update`` bit for bit."""
+
+    class VectorisedPlume(models.PlumeModel):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._puffs = np.array([tuple(p) for p in self.puffs], float).reshape(-1, 4)
+
+        def update(self, dt: float) -> None:
+            puffs = self._puffs
+            if len(puffs) < self.max_num_puffs:
+                count = min(self.rng.poisson(self.puff_release_rate * dt),
+                            self.max_num_puffs - len(puffs))
+                new = np.tile(np.asarray(self._new_puff_params, float), (count, 1))
+                puffs = np.concatenate([puffs, new])
+            if len(puffs):
+                wind = self.wind_model
+                if not wind._interp_set:
+                    wind._set_interpolators()
+                velocity = np.zeros((len(puffs), self._vel_dim))
+                velocity[:, 0] = wind._interp_u.ev(puffs[:, 0], puffs[:, 1])
+                velocity[:, 1] = wind._interp_v.ev(puffs[:, 0], puffs[:, 1])
+                velocity += (self.rng.normal(size=(len(puffs), self._vel_dim))
+                             * self.centre_rel_diff_scale)
+                puffs = puffs.copy()
+                puffs[:, :self._vel_dim] += velocity * dt
+                puffs[:, 3] += self.puff_spread_rate * dt
+                r = self.sim_region
+                inside = ((puffs[:, 0] >= r.x_min) & (puffs[:, 0] <= r.x_max)
+                          & (puffs[:, 1] >= r.y_min) & (puffs[:, 1] <= r.y_max))
+                puffs = puffs[inside]
+            self._puffs = puffs
+
+        @property
+        def puff_array(self) -> np.ndarray:
+            return self._puffs
+
+    return VectorisedPlume
 
 
 def euler_maruyama_gain(std: float, damping: float, bandwidth: float, dt: float) -> float:
@@ -221,6 +272,15 @@ def per_run_statistics(conc_sum: np.ndarray, above: np.ndarray, wind_sum: np.nda
     return out
 
 
+def pompy_version() -> str | None:
+    """The installed pompy distribution's version (pompy's module has no
+    ``__version__``); None for a fetched copy that is not installed."""
+    try:
+        return importlib.metadata.version("pompy")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 class Diverged(RuntimeError):
     """pompy's wind field blew up (its centred scheme is not bounded when
     gusts make the cell Reynolds number large)."""
@@ -231,10 +291,13 @@ DIVERGED_SPEED = 100.0
 
 
 def run_pompy(pompy: Any, s: dict[str, Any], seed: int, warmup: int, steps: int, every: int,
-              substeps: int) -> dict[bool, dict[str, np.ndarray]]:
+              substeps: int, puff_loop: bool = False) -> dict[bool, dict[str, np.ndarray]]:
     """One pompy run (one wind, a plume for each of :data:`Z_SETTINGS`):
-    ``{model_z_disp: per-run statistics}``. Raises :class:`Diverged` (with
-    the step) when the wind leaves ``±DIVERGED_SPEED`` or is not finite."""
+    ``{model_z_disp: per-run statistics}``, the plumes pompy's
+    ``PlumeModel`` with ``puff_loop``, else its vectorised equivalent
+    (:func:`vectorised_plume_model`; the same numbers, several times
+    faster). Raises :class:`Diverged` (with the step) when the wind leaves
+    ``±DIVERGED_SPEED`` or is not finite."""
     models, processors = pompy.models, pompy.processors
     w, h = s["grid"]
     region = models.Rectangle(0.0, w - 1.0, 0.0, h - 1.0)
@@ -247,7 +310,8 @@ def run_pompy(pompy: Any, s: dict[str, Any], seed: int, warmup: int, steps: int,
         k_x=s["wind_gust_diffusivity"], k_y=s["wind_gust_diffusivity"], noise_gain=gain,
         noise_damp=s["wind_gust_damping"], noise_bandwidth=s["wind_gust_bandwidth"],
         rng=np.random.RandomState(np.random.MT19937(seeds[0])))
-    plumes = {z: models.PlumeModel(
+    plume_model = models.PlumeModel if puff_loop else pompy.VectorisedPlume
+    plumes = {z: plume_model(
         region, (s["source"][0], s["source"][1], 0.0), wind, model_z_disp=z,
         centre_rel_diff_scale=math.sqrt(2.0 * s["dispersion"]), puff_init_rad=s["puff_radius"],
         puff_spread_rate=2.0 * s["growth"], puff_release_rate=s["release_rate"],
@@ -408,6 +472,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="pompy wind updates per step (dt = 1 / substeps)")
     parser.add_argument("--pompy-path", default=None,
                         help="folder holding a fetched pompy package (default: the installed one)")
+    parser.add_argument("--pompy-puff-loop", action="store_true",
+                        help="run pompy's own PlumeModel.update (a Python loop over puffs, "
+                             "several times slower) instead of its vectorised equivalent")
     parser.add_argument("--pompy-from", default=None,
                         help="reuse pompy's results from this JSON of an earlier run with the "
                              "same settings instead of running pompy")
@@ -454,6 +521,8 @@ def main(argv: list[str] | None = None) -> int:
         payload["seconds"]["pompy"] = earlier["seconds"]["pompy"]
         payload["pompy_diverged"] = earlier["pompy_diverged"]
         payload["pompy_version"] = earlier.get("pompy_version")
+        payload["pompy_puff_update"] = earlier.get("pompy_puff_update",
+                                                   "pompy's PlumeModel.update")
     else:
         try:
             pompy = import_pompy(args.pompy_path)
@@ -466,7 +535,7 @@ def main(argv: list[str] | None = None) -> int:
         while len(per_run[Z_SETTINGS[0]]) < args.runs:
             try:
                 out = run_pompy(pompy, s, seed, args.warmup, args.steps, args.every,
-                                args.pompy_substeps)
+                                args.pompy_substeps, args.pompy_puff_loop)
             except Diverged as err:
                 diverged.append({"seed": seed, "step": err.args[0]})
                 print(f"pompy seed {seed} diverged at step {err.args[0]}: replaced", flush=True)
@@ -481,7 +550,9 @@ def main(argv: list[str] | None = None) -> int:
         payload["pompy"] = {f"z_disp={z}": mean_se(per_run[z]) for z in Z_SETTINGS}
         payload["pompy_diverged"] = diverged
         payload["seconds"]["pompy"] = time.perf_counter() - t0
-        payload["pompy_version"] = getattr(importlib.import_module("pompy"), "__version__", None)
+        payload["pompy_version"] = pompy_version()
+        payload["pompy_puff_update"] = ("pompy's PlumeModel.update" if args.pompy_puff_loop
+                                        else "vectorised equivalent (vectorised_plume_model)")
     for m in args.models:
         payload["plume_jax"][m] = {}
         for z in Z_SETTINGS:
