@@ -113,7 +113,8 @@ class AdvectedField:
         axis, the fewest a cubic spline takes), updated in ``substeps``
         explicit steps per env step."""
         nodes = WindField.for_grid(domain, spacing).nodes
-        return cls(nodes=tuple(max(MIN_NODES, n) for n in nodes), domain=tuple(domain),
+        nx, ny = (max(MIN_NODES, int(n)) for n in nodes)
+        return cls(nodes=(nx, ny), domain=(int(domain[0]), int(domain[1])),
                    substeps=substeps)
 
     @property

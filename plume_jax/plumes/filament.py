@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 import chex
 import jax
 import jax.numpy as jnp
@@ -74,8 +75,8 @@ import jax.numpy as jnp
 from plume_jax.plumes.base import Plume, cell_centres
 from plume_jax.plumes.sampling import capped_poisson, uniform_pairs
 from plume_jax.plumes.wind import WindModel, WindState, broadcast_wind, wind_setting
-from plume_jax.plumes.advected_field import AdvectedField, AdvectedState
-from plume_jax.plumes.wind_field import GustState, WindField, field_setting
+from plume_jax.plumes.advected_field import AdvectedField
+from plume_jax.plumes.wind_field import WindField, field_setting
 from plume_jax.errors import ValidationError
 from plume_jax.pytree import Pytree
 from plume_jax.settings import (
@@ -171,8 +172,8 @@ class FilamentState(Pytree):
     head: jax.Array
     released: jax.Array
     wind: WindState
-    gusts: AdvectedState | GustState | tuple = ()
-    heights: jax.Array | tuple = ()
+    gusts: Any = ()  # AdvectedState | GustState, or () with no gust field
+    heights: Any = ()  # f32[capacity], or () without vertical dispersion
 
 
 @dataclasses.dataclass(frozen=True)
@@ -271,7 +272,7 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
         """A plume with no puffs yet and a fresh wind (no warm-up)."""
         n = self.capacity
         field = self.gust_field
-        gusts: GustState | tuple = ()
+        gusts: Any = ()  # the gust field's state, () without one
         if field is not None:
             key, k_field = jax.random.split(key)
         wind = self.large_scale_wind.init(key, params)
@@ -332,7 +333,7 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
         than ``3 r``) are deactivated, then new puffs are released into the
         ring, overwriting the oldest slots."""
         field = self.gust_field
-        gusts = plume_state.gusts
+        gusts: Any = plume_state.gusts
         if field is not None:
             key, k_field = jax.random.split(key)
         if self.vertical_dispersion:

@@ -20,6 +20,7 @@ second-to-last, which is the not-a-knot condition.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -52,12 +53,12 @@ def cardinal_coefficients(n: int) -> np.ndarray:
         rhs[k, k - 1:k + 2] = (6.0, -12.0, 6.0)
     second = np.linalg.solve(lhs, rhs)  # [n (M_k), n (f_i)]
     values = np.eye(n)
-    k = np.arange(n - 1)
+    seg = np.arange(n - 1)
     coeffs = np.stack([
-        values[k],
-        values[k + 1] - values[k] - second[k] / 3.0 - second[k + 1] / 6.0,
-        second[k] / 2.0,
-        (second[k + 1] - second[k]) / 6.0,
+        values[seg],
+        values[seg + 1] - values[seg] - second[seg] / 3.0 - second[seg + 1] / 6.0,
+        second[seg] / 2.0,
+        (second[seg + 1] - second[seg]) / 6.0,
     ], axis=1)
     return coeffs.astype(np.float32)
 
@@ -95,7 +96,7 @@ def bicubic_at(values: jax.Array, sx: jax.Array, sy: jax.Array) -> jax.Array:
     ax0, ax1, bx0, bx1 = (h[..., None] for h in _hermite(sx - i0))
     ay0, ay1, by0, by1 = (h[..., None] for h in _hermite(sy - j0))
     base = (j0 * nx + i0).astype(jnp.int32)
-    out = 0.0
+    out: Any = 0.0
     for corner, (wx_value, wx_slope), (wy_value, wy_slope) in (
             (base, (ax0, bx0), (ay0, by0)), (base + 1, (ax1, bx1), (ay0, by0)),
             (base + nx, (ax0, bx0), (ay1, by1)), (base + nx + 1, (ax1, bx1), (ay1, by1))):
