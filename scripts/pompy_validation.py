@@ -52,9 +52,10 @@ the JSON lists the dropped seeds.
 
 Writes a JSON file (``--out``) and a markdown table (``--table``); pompy's
 results can be reused by a later run at the same settings (``--pompy-from``),
-so a change on plume_jax's side needs only its own runs. The full-size
-default (12 runs x 4000 steps per side) took 20 minutes for pompy and
-under a minute for plume_jax on a 2-core CPU shared with other jobs.
+so a change on plume_jax's side needs only its own runs. The stored
+comparison (``--runs 48``, 4000 steps per side) took 389 s for pompy (its
+puff update vectorised) and 17-34 s per plume_jax batch on a 2-core CPU
+shared with other jobs; the default of 12 runs gives SEs twice as large.
 
 Usage::
 
