@@ -205,12 +205,10 @@ def run_in_chunks(algo: Any, runner: Any, hp: Any, env_params: Any, *, done: int
     last_checkpoint = time.monotonic()
     seconds_per_update = None
     while done < num_updates:
-        if on_checkpoint is None and on_evaluation is None:  # nothing between chunks
+        if on_checkpoint is None:  # nothing to write between chunks; evaluations end them
             n = min(num_updates - done, MAX_CHUNK)
-        elif on_checkpoint is None:
-            n = next_chunk(done, num_updates, every=None, seconds_per_update=0.0,
-                           seconds_to_checkpoint=None, eval_every=eval_every,
-                           max_chunk=MAX_CHUNK)
+            if on_evaluation is not None and eval_every:
+                n = min(n, eval_every - done % eval_every)
         else:
             left = None if interval is None else interval - (time.monotonic() - last_checkpoint)
             n = agree(next_chunk(done, num_updates, every=every,

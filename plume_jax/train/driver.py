@@ -383,7 +383,7 @@ def evaluate_members(p: Program, runner: Any) -> list[dict[str, Any]]:
         spec, arrays = p.algo.policy(runner)
         e = evaluate(p.env, spec, arrays, p.env_params, cfg.eval["seed"], cfg.eval["num_envs"],
                      num_steps, greedy=cfg.eval["greedy"], batched=True)
-        return [_member_evaluation(e, j) for j in range(len(p.runs))]
+        return [member_evaluation(e, j) for j in range(len(p.runs))]
     from agents.trained import TrainedPolicy
 
     member = p.runs[0]
@@ -398,7 +398,9 @@ def evaluate_members(p: Program, runner: Any) -> list[dict[str, Any]]:
                      cfg.eval["num_envs"], num_steps, greedy=greedy)]
 
 
-def _member_evaluation(evaluation: dict[str, Any], j: int) -> dict[str, Any]:
+def member_evaluation(evaluation: dict[str, Any], j: int) -> dict[str, Any]:
+    """Member ``j``'s figures of a batched :func:`evaluate` (Python
+    scalars; ``mean_steps_to_goal`` None where no episode succeeded)."""
     steps = evaluation["mean_steps_to_goal"]
     step = None if steps is None or not np.isfinite(steps[j]) else float(steps[j])
     out = {"episodes": evaluation["episodes"], "max_steps": evaluation["max_steps"],

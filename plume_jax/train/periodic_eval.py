@@ -35,11 +35,12 @@ import shutil
 from typing import Any, Callable
 
 import jax
-import numpy as np
 
 from plume_jax.train.checkpoint import _atomic_write, export_policy
 from plume_jax.train.distributed import host_copy, is_main_process
-from plume_jax.train.progress import append_jsonl, read_jsonl, write_jsonl
+from plume_jax.safe_io import load_json_file
+from plume_jax.train.progress import append_jsonl, read_jsonl, rows_up_to, trim_jsonl, \
+    write_jsonl
 
 #: The file of a member's periodic evaluation rows, in its run folder.
 EVALUATIONS = "evaluations.jsonl"
@@ -67,10 +68,7 @@ def best_row(folder: pathlib.Path) -> dict[str, Any] | None:
     path = folder / BEST / "evaluation.json"
     if not (path.is_file() and (folder / BEST / "policy.npz").is_file()):
         return None
-    from plume_jax.safe_io import load_json_bounded, read_text_bounded
-
-    text = read_text_bounded(path, 1 << 20, "best/evaluation.json", "a JSON file")
-    return load_json_bounded(text, str(path))
+    return load_json_file(path, "best/evaluation.json")
 
 
 def trim_evaluations(folder: pathlib.Path, update: int) -> None:
@@ -79,12 +77,7 @@ def trim_evaluations(folder: pathlib.Path, update: int) -> None:
     found past it (it belongs to a trajectory the resume retrains; the next
     evaluation writes ``best/`` anew). Call it after any later state was set
     aside (:func:`plume_jax.train.run_folder.set_aside_later_state`)."""
-    path = folder / EVALUATIONS
-    if path.is_file():
-        rows = read_jsonl(path)
-        kept = [r for r in rows if int(r["update"]) <= update]
-        if len(kept) != len(rows):
-            write_jsonl(path, kept)
+    trim_jsonl(folder / EVALUATIONS, update)
     best = best_row(folder)
     if best is not None and int(best["update"]) > update:
         shutil.rmtree(folder / BEST)
@@ -95,8 +88,7 @@ def copy_evaluations(source: pathlib.Path, folder: pathlib.Path, update: int) ->
     ``update``: its periodic evaluation rows up to ``update`` and its
     ``best/`` when found by then, as the metrics rows are copied."""
     if (source / EVALUATIONS).is_file():
-        write_jsonl(folder / EVALUATIONS,
-                    [r for r in read_jsonl(source / EVALUATIONS) if int(r["update"]) <= update])
+        write_jsonl(folder / EVALUATIONS, rows_up_to(source / EVALUATIONS, update))
     best = best_row(source)
     if best is not None and int(best["update"]) <= update and not (folder / BEST).exists():
         shutil.copytree(source / BEST, folder / BEST)
@@ -108,20 +100,8 @@ def replay_rows(folder: pathlib.Path) -> list[dict[str, Any]]:
     return read_jsonl(path) if path.is_file() else []
 
 
-def _row(evaluation: dict[str, Any], j: int | None, update: int, env_steps: int
-         ) -> dict[str, Any]:
-    def pick(value: Any) -> Any:
-        if value is None:
-            return None
-        value = np.asarray(value, np.float64).reshape(-1)
-        value = value[0] if j is None or value.size == 1 else value[j]
-        return float(value) if np.isfinite(value) else None
-
-    return {"update": update, "env_steps": env_steps,
-            "success_rate": pick(evaluation["success_rate"]),
-            "mean_steps_to_goal": pick(evaluation["mean_steps_to_goal"]),
-            "mean_return": pick(evaluation["mean_return"]),
-            "episodes": evaluation["episodes"], "seed": evaluation["seed"]}
+#: The keys of an evaluation summary a periodic evaluation row keeps.
+ROW_KEYS = ("success_rate", "mean_steps_to_goal", "mean_return", "episodes", "seed")
 
 
 def periodic_evaluator(program: Any, loggers: list[Any], *, note: Callable[[int, str], None]
@@ -131,7 +111,7 @@ def periodic_evaluator(program: Any, loggers: list[Any], *, note: Callable[[int,
     :class:`~plume_jax.train.driver.Program`), or None when its config has
     no ``eval.every``. ``loggers``: each member's ``RunLoggers`` or None;
     ``note(update, text)``: one progress line per evaluation."""
-    from plume_jax.train.driver import eval_num_steps
+    from plume_jax.train.driver import eval_num_steps, member_evaluation
     from plume_jax.train.evaluation import evaluate
 
     cfg = program.config
@@ -151,7 +131,9 @@ def periodic_evaluator(program: Any, loggers: list[Any], *, note: Callable[[int,
         steps = update * cfg.steps_per_update
         texts = []
         for j, member in enumerate(program.runs):
-            row = _row(evaluation, j if program.batched else None, update, steps)
+            member_figures = member_evaluation(evaluation, j) if program.batched else evaluation
+            row: dict[str, Any] = {"update": update, "env_steps": steps,
+                                   **{k: member_figures[k] for k in ROW_KEYS}}
             row["best"] = better(row, best[j])
             if row["best"]:
                 best[j] = row
