@@ -157,6 +157,17 @@ def test_shipped_sweep_config_has_at_least_8_members_of_one_program():
     assert sorted(set(scales.round(6))) == [0.05, 0.1]
 
 
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("sweep_*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_sweep_config_loads_as_one_program(path):
+    """Every shipped sweep validates, and its members share one compiled program
+    (the grids vary dynamic settings only), so it runs as one vmapped job."""
+    from plume_jax.train.sweep import program_groups
+
+    sweep = load_sweep_config(path)
+    assert len(sweep.members) >= 8
+    assert len(program_groups(sweep)) == 1
+
+
 SWEEP_BASE = {"env": {"id": "PlumeNav-Gaussian-v0"}, "algo": {"total_steps": 10_000}}
 
 
