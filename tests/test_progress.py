@@ -71,3 +71,26 @@ def test_training_progress_prints_no_rate_before_an_episode_ended():
     assert "no episode ended in this update" in first and "%" not in first.split("SPS")[1]
     assert "n/a%" not in out.getvalue()
     assert "3 episodes ended: return 0.500 | success 66.7% (sampled actions)" in second
+
+
+def test_progress_line_of_an_algorithm_without_a_policy_kl_prints_no_kl():
+    """The value-iteration algorithms (no policy, so no approximate KL: NaN or
+    absent) printed ``kl n/a`` on every progress line; PPO's line keeps it."""
+    import numpy as np
+
+    from plume_jax.train.progress import Progress
+
+    out = io.StringIO()
+    bar = ProgressBar(150, "train", stream=out, min_interval_s=0.0)
+    progress = Progress(bar, num_updates=3, steps_per_update=50)
+    progress({"update": 1, "env_steps": 50, "episodes": 2, "return_mean": 0.5,
+              "success_rate": 0.5, "length_mean": 9.0, "approx_kl": np.float32(np.nan)})
+    progress({"update": 2, "env_steps": 100, "episodes": 2, "return_mean": 0.5,
+              "success_rate": 0.5, "length_mean": 9.0})
+    progress({"update": 3, "env_steps": 150, "episodes": 2, "return_mean": 0.5,
+              "success_rate": 0.5, "length_mean": 9.0, "approx_kl": 0.0125})
+    bar.close()
+    lines = [line for line in out.getvalue().splitlines() if "| update " in line]
+    assert len(lines) == 3
+    assert "kl" not in lines[0] and "kl" not in lines[1]
+    assert "| kl 0.0125" in lines[2]

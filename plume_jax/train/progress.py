@@ -95,7 +95,8 @@ class Progress:
             message += (f"{ended}return {_fmt(ret[0], '.3f')} | "
                         f"success {_percent(succ[0])} (sampled actions) | "
                         f"length {_fmt(length[0], '.0f')}")
-        message += f" | kl {_fmt(kl[0], '.4f')}"
+        if math.isfinite(kl[0]):  # value-iteration algorithms have no policy KL
+            message += f" | kl {_fmt(kl[0], '.4f')}"
         if batched:
             message += (f" | {m['update'].size} members, success range "
                         f"[{_percent(succ[1], '.0f')}, {_percent(succ[2], '.0f')}]")
