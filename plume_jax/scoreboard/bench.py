@@ -25,7 +25,8 @@ INTRO = """# Scoreboard: every agent on every preset family
 Every hand-coded baseline and every trained agent of the zoo (`configs/zoo/`, loadable as
 `zoo:<name>` — docs/agents.md, "The zoo") on every preset of each family, on one fixed
 protocol: the same seeded episodes for every agent (seed {seed}, used by no training run:
-the zoo's configs train with seed 0 and evaluate after training with seed 1000003), success
+the zoo's configs train with small seeds (0-7) and evaluate with seeds 1000003 and
+2000003), success
 with its Wilson 95 % interval, mean steps to the source ± standard error, median and 90th
 percentile over successful episodes, and path efficiency ((start distance − goal radius) /
 path length). Agents that cannot act on a preset (a wind-sensing agent on a windless plume,
