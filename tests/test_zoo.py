@@ -35,6 +35,9 @@ def test_every_shipped_entry_is_small_documented_and_loads_by_name(entry):
     assert info["name"] == entry.name and info["version"] == entry.version
     assert info["training"]["wall_seconds"] > 0 and info["training"]["env_steps"] > 0
     assert info["training"]["device"]
+    assert str(info.get("reproducibility", "")).strip(), (
+        f"{entry.reference}: entry.yaml says nothing of how its config reproduces it (re-train "
+        f"it and write the outcome as `reproducibility`)")
     config = load_train_config(entry.config_path)  # the config that produced it
     assert config.env["id"] == entry.preset and config.run["seed"] == info["seed"]
     env, _ = plume_jax.make(entry.preset, **entry.env_overrides)
