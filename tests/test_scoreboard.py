@@ -283,3 +283,21 @@ def test_a_rerun_names_agents_of_the_board_and_keeps_the_section_protocol():
         rerun.check_rerun(record, [gaussian], protocol.FULL)
     with pytest.raises(ValidationError, match=r"run `plume-jax bench --family poisson` whole"):
         rerun.check_rerun(record, [families.get_family("poisson")], protocol.QUICK)
+
+
+def test_bench_refuses_a_rerun_under_another_protocol_before_writing(tmp_path, capsys):
+    """``plume-jax bench --agent`` on a family recorded in quick mode, asked in
+    full mode, is refused before any run, and the record stays as it was."""
+    from plume_jax.scoreboard import report
+
+    record_path = tmp_path / "board.json"
+    record = {"format": report.load_record(tmp_path / "none.json")["format"],
+              "families": {"gaussian": _section([])}}
+    record_path.write_text(report.dump_record(record), encoding="utf-8")
+    before = record_path.read_bytes()
+    out = tmp_path / "board.md"
+    assert cli.main(["bench", "--family", "gaussian", "--mode", "full", "--agent", "klinotaxis",
+                     "--json", str(record_path), "--markdown", str(out),
+                     "--figures", str(tmp_path / "fig")]) == 2
+    assert "this run: mode 'full'" in capsys.readouterr().err
+    assert record_path.read_bytes() == before and not out.exists()

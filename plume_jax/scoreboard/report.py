@@ -156,11 +156,12 @@ def rerun_lines(name: str, section: Mapping[str, Any]) -> list[str]:
     """One line per partial rerun of the section (``plume-jax bench
     --agent``): whose rows, when, where, how long, with or without the
     robustness table."""
+    from plume_jax.scoreboard.rerun import entry_key
+
     p = section["protocol"]
     lines = []
     for r in section.get("reruns", []):
-        keys = " ".join(dict.fromkeys(a.partition("@")[0] if a.startswith("zoo:") else a
-                                      for a in r["agents"]))
+        keys = " ".join(dict.fromkeys(entry_key(a) for a in r["agents"]))
         table = {None: "", True: ", with the robustness table",
                  False: ", without the robustness table"}[r["robustness"]]
         lines.append(

@@ -56,8 +56,8 @@ MAX_POLICY_BYTES = 1 << 20
 #: 3 x 512 value network takes 4.8 MB).
 POLICY_BYTES_CEILING = 8 << 20
 #: The training facts ``--facts`` must give (``training:``), with their types.
-REQUIRED_FACTS: dict[str, type | tuple[type, ...]] = {"device": str, "wall_seconds": (int, float), "env_steps": int,
-                  "finished_at": str}
+REQUIRED_FACTS: dict[str, type | tuple[type, ...]] = {
+    "device": str, "wall_seconds": (int, float), "env_steps": int, "finished_at": str}
 
 
 def _run_files(run: pathlib.Path) -> tuple[dict[str, Any], pathlib.Path]:
@@ -129,8 +129,20 @@ def own_sensor(config: dict[str, Any], policy: pathlib.Path) -> dict[str, Any]:
     return {"sensor": sensor}
 
 
-def _algorithm(config: dict[str, Any]) -> str:
-    return str((config.get("algo") or {}).get("algorithm") or "ppo")
+def entry_header(name: str, version: int, description: str, preset: str,
+                 config: dict[str, Any], env_overrides: dict[str, Any] | None) -> dict[str, Any]:
+    """The first keys of ``entry.yaml``, from the resolved training ``config``:
+    what the entry is and how it was trained; ``env_overrides``
+    (:func:`own_sensor`) when not empty."""
+    return {
+        "name": name, "version": version,
+        "description": description,
+        "preset": preset,
+        "algorithm": str((config.get("algo") or {}).get("algorithm") or "ppo"),
+        "network": config["network"]["type"],
+        "seed": config["run"]["seed"],
+        **({"env_overrides": env_overrides} if env_overrides else {}),
+    }
 
 
 def entry_info(name: str, version: int, summary: dict[str, Any], policy_bytes: int,
@@ -138,16 +150,10 @@ def entry_info(name: str, version: int, summary: dict[str, Any], policy_bytes: i
                env_overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """The contents of ``entry.yaml`` for a run folder's ``summary.json``;
     ``env_overrides`` (:func:`own_sensor`) when not empty."""
-    config = summary["config"]
     machine = summary.get("machine", {})
     return {
-        "name": name, "version": version,
-        "description": description,
-        "preset": summary["env"],
-        "algorithm": _algorithm(config),
-        "network": config["network"]["type"],
-        "seed": config["run"]["seed"],
-        **({"env_overrides": env_overrides} if env_overrides else {}),
+        **entry_header(name, version, description, summary["env"], summary["config"],
+                       env_overrides),
         "training": {
             "device": device or f"{machine.get('backend', '?')} "
                                 f"({', '.join(machine.get('devices', []))}; "
@@ -346,14 +352,10 @@ def publish_policy(policy: str | os.PathLike, name: str, *, config: str | os.Pat
     folder = entry_root / name / str(version)
     _check_committed(folder, resolved, "--config", pathlib.Path(config))
     info: dict[str, Any] = {
-        "name": name, "version": version, "description": description,
-        "preset": resolved["env"]["id"], "algorithm": _algorithm(resolved),
-        "network": resolved["network"]["type"], "seed": resolved["run"]["seed"]}
-    sensor = own_sensor(resolved, policy)
-    if sensor:
-        info["env_overrides"] = sensor
-    info.update({"training": facts["training"], "evaluation": facts.get("evaluation", {}),
-                 "policy_bytes": size})
+        **entry_header(name, version, description, resolved["env"]["id"], resolved,
+                       own_sensor(resolved, policy)),
+        "training": facts["training"], "evaluation": facts.get("evaluation", {}),
+        "policy_bytes": size}
     if facts.get("reproducibility"):
         info["reproducibility"] = facts["reproducibility"]
     _write_entry(folder, policy, info, pathlib.Path(config))
