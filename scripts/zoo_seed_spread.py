@@ -1,0 +1,204 @@
+#!/usr/bin/env python
+"""How much of a zoo entry's score is its recipe and how much its seed.
+
+Each entry's config trained with ``run.seed`` 0..7 as one sweep
+(``configs/sweep_seeds_<name>.yaml``), every member greedily evaluated as the
+entry was (1000 episodes, evaluation seed 1000003). This script keeps each
+sweep's own ``results.json`` and ``summary.md`` in
+``benchmarks/zoo_seed_spread/<name>/`` and builds, from those files and the
+entries' ``entry.yaml``, the table ``benchmarks/zoo_seed_spread/README.md``
+(between its ``<!-- table -->`` markers) and ``seed_spread.json``.
+
+Usage::
+
+    python scripts/zoo_seed_spread.py --add zoo:gaussian-gru@1=runs/seeds_gaussian-gru
+    python scripts/zoo_seed_spread.py            # rebuild the table from the stored files
+
+``--add REFERENCE=SWEEP_FOLDER`` copies a finished sweep's files in; the sweep
+must be the entry's config with only ``run.seed`` swept (checked). Figures are
+the sweep's, never recomputed: success rates are shares of 1000 episodes; mean
+± sd and min–max are over the seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import pathlib
+import shutil
+import sys
+from typing import Any
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+OUT = ROOT / "benchmarks" / "zoo_seed_spread"
+KEPT = ("results.json", "summary.md")
+BEGIN, END = "<!-- table -->", "<!-- /table -->"
+
+
+def _entry(reference: str) -> Any:
+    from agents.zoo import resolve
+
+    if "@" not in reference:
+        from plume_jax.errors import ValidationError
+
+        raise ValidationError.for_parameter("--add", reference,
+                                            "zoo:<name>@<version> (the version spelled out)")
+    return resolve(reference)
+
+
+def check(reference: str, sweep_dir: pathlib.Path) -> Any:
+    """The zoo entry ``reference`` names, after checking that ``sweep_dir``
+    is a finished sweep of its config with only ``run.seed`` swept.
+    ``ValidationError`` naming what differs otherwise."""
+    from plume_jax.errors import ValidationError
+    from plume_jax.train.config import load_train_config
+
+    entry = _entry(reference)
+    results_path = sweep_dir / "results.json"
+    if not results_path.is_file():
+        raise ValidationError.for_parameter("--add", str(sweep_dir),
+                                            "a finished sweep folder (it has no results.json)")
+    results = json.loads(results_path.read_text())
+    if list(results["grid"]) != ["run.seed"]:
+        raise ValidationError.for_parameter("--add", str(sweep_dir),
+                                            f"a sweep of run.seed only (its grid: "
+                                            f"{list(results['grid'])})")
+    own = load_train_config(entry.config_path).to_dict()
+    swept = results["base_config"]
+    differs = sorted(f"{section}.{key}" for section in own if section != "run"
+                     for key in set(own[section]) | set(swept.get(section) or {})
+                     if own[section].get(key) != (swept.get(section) or {}).get(key))
+    if differs:
+        raise ValidationError.for_parameter(
+            "--add", str(sweep_dir),
+            f"a sweep of {entry.reference}'s own config (it differs in {differs})")
+    return entry
+
+
+def add(entry: Any, sweep_dir: pathlib.Path, out: pathlib.Path = OUT) -> pathlib.Path:
+    """Copy the checked sweep ``sweep_dir`` of ``entry`` (:func:`check`) into
+    ``out/<name>/``."""
+    dest = out / entry.name
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in KEPT:
+        shutil.copyfile(sweep_dir / name, dest / name)
+    (dest / "entry.txt").write_text(entry.reference + "\n")
+    return dest
+
+
+def _mean_sd(values: list[float]) -> tuple[float, float]:
+    mean = sum(values) / len(values)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) \
+        if len(values) > 1 else 0.0
+    return mean, sd
+
+
+def spread_row(folder: pathlib.Path) -> dict[str, Any]:
+    """One entry's row from its stored sweep files and its ``entry.yaml``."""
+    entry = _entry((folder / "entry.txt").read_text().strip())
+    results = json.loads((folder / "results.json").read_text())
+    members = results["results"]
+    success = [float(m["eval_success_rate"]) for m in members]
+    steps = [float(m["eval_mean_steps_to_goal"]) for m in members
+             if m["eval_mean_steps_to_goal"] is not None]
+    seed = int(entry.info["seed"])
+    same = next((m for m in members if int(m["run.seed"]) == seed), None)
+    own = entry.info.get("evaluation") or {}
+    s_mean, s_sd = _mean_sd(success)
+    row: dict[str, Any] = {
+        "entry": entry.reference, "preset": entry.preset, "seeds": len(members),
+        "episodes": results["eval"]["episodes"], "eval_seed": results["eval"]["seed"],
+        "success_mean": s_mean, "success_sd": s_sd,
+        "success_min": min(success), "success_max": max(success),
+        "steps_mean": _mean_sd(steps)[0] if steps else None,
+        "steps_sd": _mean_sd(steps)[1] if steps else None,
+        "entry_seed": seed, "entry_success": own.get("success_rate"),
+        "entry_steps": own.get("mean_steps_to_goal"),
+        "member_of_entry_seed_success": None if same is None else same["eval_success_rate"],
+        "member_of_entry_seed_steps": None if same is None else same["eval_mean_steps_to_goal"],
+        "seeds_below_half": sum(s < 0.5 for s in success),
+        "train_seconds": results["train_seconds"], "compile_seconds": results["compile_seconds"],
+        "device": ", ".join(results["machine"]["devices"]),
+        "jax": results["machine"]["jax"],
+    }
+    if row["entry_success"] is not None:
+        row["seeds_above_entry"] = sum(s > row["entry_success"] for s in success)
+    return row
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}"
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """The markdown table of ``rows``."""
+    lines = ["| entry | preset | seeds | greedy success % (mean ± sd, min–max) | mean steps "
+             "to goal | entry: seed, success %, steps | sweep member of that seed | "
+             "seeds that beat the entry | train s (8 members, device) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        steps = "—" if r["steps_mean"] is None else f"{r['steps_mean']:.1f} ± {r['steps_sd']:.1f}"
+        entry_steps = "—" if r["entry_steps"] is None else f"{r['entry_steps']:.1f}"
+        member_steps = ("—" if r["member_of_entry_seed_steps"] is None
+                        else f"{r['member_of_entry_seed_steps']:.1f}")
+        beat = f"{r['seeds_above_entry']} of {r['seeds']}" if "seeds_above_entry" in r else "—"
+        lines.append(
+            f"| `{r['entry']}` | {r['preset']} | {r['seeds']} | {_pct(r['success_mean'])} ± "
+            f"{_pct(r['success_sd'])} ({_pct(r['success_min'])}–{_pct(r['success_max'])}) | "
+            f"{steps} | {r['entry_seed']}, {_pct(r['entry_success'])}, {entry_steps} | "
+            f"{_pct(r['member_of_entry_seed_success'])}, {member_steps} | {beat} | "
+            f"{r['train_seconds']:.0f} ({r['device']}) |")
+    return "\n".join(lines) + "\n"
+
+
+def build(out: pathlib.Path = OUT) -> list[dict[str, Any]]:
+    """Every stored entry's row, in entry order."""
+    folders = sorted(p for p in out.iterdir() if (p / "entry.txt").is_file()) \
+        if out.is_dir() else []
+    return [spread_row(p) for p in folders]
+
+
+def write(out: pathlib.Path = OUT) -> list[dict[str, Any]]:
+    """Rebuild ``seed_spread.json`` and the README's table from the stored files."""
+    rows = build(out)
+    (out / "seed_spread.json").write_text(json.dumps({"rows": rows}, indent=2) + "\n")
+    readme = out / "README.md"
+    text = readme.read_text()
+    head, _, rest = text.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    readme.write_text(f"{head}{BEGIN}\n{table(rows)}{END}{tail}")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    from plume_jax.errors import ValidationError
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--add", action="append", default=[], metavar="REFERENCE=SWEEP_FOLDER",
+                        help="copy a finished seed sweep of a zoo entry in (repeatable)")
+    parser.add_argument("--out", type=pathlib.Path, default=OUT)
+    args = parser.parse_args(argv)
+    try:
+        pairs = []
+        for item in args.add:
+            reference, eq, folder = item.partition("=")
+            if not eq or not folder:
+                raise ValidationError.for_parameter("--add", item, "REFERENCE=SWEEP_FOLDER")
+            pairs.append((reference, pathlib.Path(folder)))
+        checked = [(check(reference, folder), folder) for reference, folder in pairs]
+        for entry, folder in checked:  # every sweep checked before any is copied
+            print(f"added {add(entry, folder, args.out)}")
+        rows = write(args.out)
+    except ValidationError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(table(rows), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
