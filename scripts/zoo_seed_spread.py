@@ -5,9 +5,11 @@ Each entry's config trained with ``run.seed`` 0..7 as one sweep
 (``configs/sweep_seeds_<name>.yaml``), every member greedily evaluated as the
 entry was (1000 episodes, evaluation seed 1000003). This script keeps each
 sweep's own ``results.json`` and ``summary.md`` in
-``benchmarks/zoo_seed_spread/<name>/`` and builds, from those files and the
-entries' ``entry.yaml``, the table ``benchmarks/zoo_seed_spread/README.md``
-(between its ``<!-- table -->`` markers) and ``seed_spread.json``.
+``benchmarks/zoo_seed_spread/<name>/`` (with its training-success curve,
+``train_success.png``: seed mean and range) and builds, from those files and
+the entries' ``entry.yaml``, the table ``benchmarks/zoo_seed_spread/README.md``
+(between its ``<!-- table -->`` markers), ``seed_spread.json`` and the figure
+``seed_spread.png`` (each seed's greedy success, the entry's own marked).
 
 Usage::
 
@@ -35,7 +37,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "zoo_seed_spread"
-KEPT = ("results.json", "summary.md")
+KEPT = ("results.json", "summary.md", "train_success.png")
 BEGIN, END = "<!-- table -->", "<!-- /table -->"
 
 
@@ -171,7 +173,36 @@ def write(out: pathlib.Path = OUT) -> list[dict[str, Any]]:
     head, _, rest = text.partition(BEGIN)
     _, _, tail = rest.partition(END)
     readme.write_text(f"{head}{BEGIN}\n{table(rows)}{END}{tail}")
+    figure(rows, out / "seed_spread.png")  # after the results: a figure never loses them
     return rows
+
+
+def figure(rows: list[dict[str, Any]], path: pathlib.Path) -> None:
+    """Each entry's seeds' greedy success as dots, the entry's own evaluation
+    as a star, one row per entry."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 0.6 * len(rows) + 1.4))
+    for i, row in enumerate(rows):
+        folder = path.parent / row["entry"].split(":")[1].split("@")[0]
+        members = json.loads((folder / "results.json").read_text())["results"]
+        values = [100 * m["eval_success_rate"] for m in members]
+        ax.scatter(values, [i] * len(values), s=28, color="tab:blue", alpha=0.7,
+                   label="seeds 0-7 (sweep members)" if i == 0 else None)
+        if row["entry_success"] is not None:
+            ax.scatter([100 * row["entry_success"]], [i], marker="*", s=160, color="tab:red",
+                       label="published entry" if i == 0 else None)
+    ax.set_yticks(range(len(rows)), [r["entry"] for r in rows])
+    ax.set_xlabel("greedy success (%), 1000 episodes, evaluation seed 1000003")
+    ax.set_xlim(-2, 102)
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def main(argv: list[str] | None = None) -> int:
