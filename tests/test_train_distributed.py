@@ -245,11 +245,17 @@ def test_two_processes_equal_one_process_with_the_same_global_batch(runs):
 @pytest.mark.slow
 def test_two_processes_write_one_set_of_outputs(runs):
     tmp = runs["tmp"]
-    names = [f for f in _files(tmp / "two") if not f.startswith("tensorboard/")]
+    kept = "checkpoints/update_00000002/"  # the finished run's state, kept when it was continued
+    names = [f for f in _files(tmp / "two") if not f.startswith(("tensorboard/", kept))]
     assert names == [f for f in _files(tmp / "one") if not f.startswith("tensorboard/")]
-    # one TensorBoard writer (process 0's); a resume rewrites the event file
-    assert sum(f.startswith("tensorboard/") for f in runs["files_after_first"]) == 1
-    assert sum(f.startswith("tensorboard/") for f in _files(tmp / "two")) == 1
+    assert {"meta.json", "policy/policy.npz"} <= {
+        f.removeprefix(kept) for f in _files(tmp / "two") if f.startswith(kept)}
+    # one TensorBoard writer (process 0's): one event file and one of its hparams; a
+    # resume rewrites both
+    for files in (runs["files_after_first"], _files(tmp / "two")):
+        events = [f.rsplit(".", 2)[0] for f in files if f.startswith("tensorboard/")]
+        assert events == ["tensorboard/events.out.tfevents",
+                          "tensorboard/hparams/events.out.tfevents"], files
     assert not [p for p in (tmp / "two").rglob("*") if ".tmp-" in p.name]
     for session in ("first", "resumed"):
         main_out, other_out = runs[session]
@@ -268,9 +274,11 @@ def test_a_sweep_across_two_processes_equals_one_process_and_writes_once(tmp_pat
     names = [f for f in _files(tmp_path / "two") if "/tensorboard/" not in f]
     assert names == [f for f in _files(tmp_path / "one") if "/tensorboard/" not in f]
     members = sorted((tmp_path / "two/members").iterdir())
-    assert [m.name for m in members] == ["seed=0", "seed=1"]
-    for folder in members:  # one writer: one event file, each update once
-        assert len(list((folder / "tensorboard").iterdir())) == 1
+    assert [m.name for m in members] == ["seed-0", "seed-1"]
+    for folder in members:  # one writer: one event file (and one of its hparams), each update once
+        events = sorted(str(p.relative_to(folder)) for p in folder.rglob("events.out.tfevents.*"))
+        assert [e.rsplit(".", 2)[0] for e in events] == [
+            "tensorboard/events.out.tfevents", "tensorboard/hparams/events.out.tfevents"]
         assert [r["update"] for r in _rows(folder)] == [1, 2]
     r2 = json.loads((tmp_path / "two/results.json").read_text())
     r1 = json.loads((tmp_path / "one/results.json").read_text())

@@ -113,6 +113,16 @@ class Member:
     summary: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
+def update_of(runner: Any) -> int:
+    """The update ``runner`` is at (every member's is the same), read from
+    this process's first shard: across several processes a sweep's runner
+    spans devices this process cannot read."""
+    update = runner.update
+    if isinstance(update, jax.Array) and not update.is_fully_addressable:
+        update = update.addressable_data(0)
+    return int(np.asarray(update).reshape(-1)[0])
+
+
 def _stack(trees: list[Any]) -> Any:
     return jax.tree.map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *trees)
 
@@ -298,7 +308,7 @@ class ProgramResult:
 
     @property
     def update(self) -> int:
-        return int(np.asarray(self.runner.update).reshape(-1)[0])
+        return update_of(self.runner)
 
     @property
     def metrics(self) -> dict[str, np.ndarray]:
@@ -321,7 +331,7 @@ def run_program(p: Program, runner: Any, rows: list[list[dict[str, Any]]], *,
     and the stop request are :func:`~plume_jax.train.chunks.run_in_chunks`'s.
     """
     cfg = p.config
-    done = int(np.asarray(runner.update).reshape(-1)[0])
+    done = update_of(runner)
     start = done
     main = is_main_process()
     hp, env_params = p.hp, p.env_params
@@ -485,4 +495,5 @@ def write_member(p: Program, result: ProgramResult, j: int, summary: dict[str, A
 
 __all__ = ["MAX_INHERITED_EVAL_STEPS", "Member", "Program", "ProgramResult", "build_program",
            "eval_num_steps", "evaluate_members", "export_member", "init_runner", "load_runner",
-           "machine_info", "member_summary", "run_program", "write_member", "write_text"]
+           "machine_info", "member_summary", "run_program", "update_of", "write_member",
+           "write_text"]
