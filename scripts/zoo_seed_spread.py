@@ -17,9 +17,9 @@ Usage::
     python scripts/zoo_seed_spread.py            # rebuild the table from the stored files
 
 ``--add REFERENCE=SWEEP_FOLDER`` copies a finished sweep's files in; the sweep
-must be the entry's config with only ``run.seed`` swept (checked). Figures are
-the sweep's, never recomputed: success rates are shares of 1000 episodes; mean
-± sd and min–max are over the seeds.
+must be the entry's config with only ``run.seed`` swept (checked). Each seed's
+figures are the sweep's own evaluation of that member (success: a share of
+1000 episodes); mean ± sd (sample sd) and min–max are taken over the seeds.
 """
 
 from __future__ import annotations
@@ -60,11 +60,11 @@ def check(reference: str, sweep_dir: pathlib.Path) -> Any:
     from plume_jax.train.config import load_train_config
 
     entry = _entry(reference)
-    results_path = sweep_dir / "results.json"
-    if not results_path.is_file():
+    absent = [name for name in KEPT if not (sweep_dir / name).is_file()]
+    if absent:
         raise ValidationError.for_parameter("--add", str(sweep_dir),
-                                            "a finished sweep folder (it has no results.json)")
-    results = json.loads(results_path.read_text())
+                                            f"a finished sweep folder (it has no {absent})")
+    results = json.loads((sweep_dir / "results.json").read_text())
     if list(results["grid"]) != ["run.seed"]:
         raise ValidationError.for_parameter("--add", str(sweep_dir),
                                             f"a sweep of run.seed only (its grid: "

@@ -61,3 +61,6 @@ def test_a_sweep_that_swept_more_than_the_seed_is_refused(tmp_path):
         spread.check((folder / "entry.txt").read_text().strip(), folder)
     with pytest.raises(ValidationError, match="the version spelled out"):
         spread.check("zoo:gaussian-gru", folder)
+    (folder / "train_success.png").unlink()  # a sweep whose figure failed: not finished
+    with pytest.raises(ValidationError, match=r"it has no \['train_success.png'\]"):
+        spread.check((folder / "entry.txt").read_text().strip(), folder)
