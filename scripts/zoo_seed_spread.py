@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import pathlib
 import shutil
@@ -92,43 +91,35 @@ def add(entry: Any, sweep_dir: pathlib.Path, out: pathlib.Path = OUT) -> pathlib
     return dest
 
 
-def _mean_sd(values: list[float]) -> tuple[float, float]:
-    mean = sum(values) / len(values)
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) \
-        if len(values) > 1 else 0.0
-    return mean, sd
-
-
 def spread_row(folder: pathlib.Path) -> dict[str, Any]:
-    """One entry's row from its stored sweep files and its ``entry.yaml``."""
+    """One entry's row from its stored sweep files (the sweep's own statistics
+    over seeds: its one setting in ``results.json``) and its ``entry.yaml``."""
     entry = _entry((folder / "entry.txt").read_text().strip())
     results = json.loads((folder / "results.json").read_text())
     members = results["results"]
-    success = [float(m["eval_success_rate"]) for m in members]
-    steps = [float(m["eval_mean_steps_to_goal"]) for m in members
-             if m["eval_mean_steps_to_goal"] is not None]
+    (setting,) = results["settings"]  # only run.seed was swept: one setting
+    success, steps = setting["eval_success_rate"], setting["eval_mean_steps_to_goal"]
     seed = int(entry.info["seed"])
     same = next((m for m in members if int(m["run.seed"]) == seed), None)
     own = entry.info.get("evaluation") or {}
-    s_mean, s_sd = _mean_sd(success)
     row: dict[str, Any] = {
         "entry": entry.reference, "preset": entry.preset, "seeds": len(members),
         "episodes": results["eval"]["episodes"], "eval_seed": results["eval"]["seed"],
-        "success_mean": s_mean, "success_sd": s_sd,
-        "success_min": min(success), "success_max": max(success),
-        "steps_mean": _mean_sd(steps)[0] if steps else None,
-        "steps_sd": _mean_sd(steps)[1] if steps else None,
+        "success_mean": success["mean"], "success_sd": success["sd"],
+        "success_min": success["min"], "success_max": success["max"],
+        "success_by_seed": {int(m["run.seed"]): m["eval_success_rate"] for m in members},
+        "steps_mean": steps["mean"], "steps_sd": steps["sd"],
         "entry_seed": seed, "entry_success": own.get("success_rate"),
         "entry_steps": own.get("mean_steps_to_goal"),
         "member_of_entry_seed_success": None if same is None else same["eval_success_rate"],
         "member_of_entry_seed_steps": None if same is None else same["eval_mean_steps_to_goal"],
-        "seeds_below_half": sum(s < 0.5 for s in success),
         "train_seconds": results["train_seconds"], "compile_seconds": results["compile_seconds"],
         "device": ", ".join(results["machine"]["devices"]),
         "jax": results["machine"]["jax"],
     }
     if row["entry_success"] is not None:
-        row["seeds_above_entry"] = sum(s > row["entry_success"] for s in success)
+        row["seeds_above_entry"] = sum(v > row["entry_success"]
+                                       for v in row["success_by_seed"].values())
     return row
 
 
@@ -187,9 +178,7 @@ def figure(rows: list[dict[str, Any]], path: pathlib.Path) -> None:
 
     fig, ax = plt.subplots(figsize=(8, 0.6 * len(rows) + 1.4))
     for i, row in enumerate(rows):
-        folder = path.parent / row["entry"].split(":")[1].split("@")[0]
-        members = json.loads((folder / "results.json").read_text())["results"]
-        values = [100 * m["eval_success_rate"] for m in members]
+        values = [100 * v for v in row["success_by_seed"].values()]
         ax.scatter(values, [i] * len(values), s=28, color="tab:blue", alpha=0.7,
                    label="seeds 0-7 (sweep members)" if i == 0 else None)
         if row["entry_success"] is not None:
