@@ -89,8 +89,8 @@ def run(args: argparse.Namespace) -> int:
     check_output_file(args.markdown, "--markdown", (".md",))
     check_output_file(args.json, "--json", (".json",))
     check_output_folder(args.figures, "--figures")
-    load_record(args.json)  # a file that is not a record fails now, not after the runs
-    # run_bench checks a rerun against the record before it runs anything
+    # run_bench reads the record (a file that is not one fails) and checks a rerun against
+    # it before it runs anything
 
     def say(text: str) -> None:
         if not args.quiet:
