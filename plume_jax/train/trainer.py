@@ -63,8 +63,8 @@ from plume_jax.train.config import RESUME_MAY_CHANGE, TrainConfig, dump_yaml, \
     resume_differences, train_config
 from plume_jax.train.distributed import barrier, check_joined, is_main_process
 from plume_jax.train.driver import Member, build_program, evaluate_members, export_member, \
-    init_runner, load_runner, machine_info, member_summary, run_program, write_member, \
-    write_text
+    init_runner, load_runner, machine_info, member_summary, run_program, update_of, \
+    write_member, write_text
 from plume_jax.train.loggers import RunLoggers, check_wandb
 from plume_jax.train.periodic_eval import BEST, EVALUATIONS, copy_evaluations, replay_rows, \
     trim_evaluations
@@ -247,7 +247,7 @@ def _train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
     else:
         runner = init_runner(program)
     init_s = time.perf_counter() - t0
-    start_update = int(runner.update)
+    start_update = update_of(runner)
     notes = [n for n in [learning_rate_note(config, point) if point else None] if n]
 
     barrier("plume_jax.train: checked and loaded")  # before process 0 writes
