@@ -157,6 +157,7 @@ def bench_sweep(sweep_path: pathlib.Path, updates: int) -> dict[str, Any]:
     """The sweep config's members with ``updates`` updates each: one vmapped
     program vs sequential runs of one compiled single-run program."""
     from plume_jax.train.config import read_yaml
+    from plume_jax.train.members import member_of
     from plume_jax.train.ppo import PPO
     from plume_jax.train.sweep import run_sweep, setup, sweep_config
     from plume_jax.train.ppo import ppo_static
@@ -187,8 +188,8 @@ def bench_sweep(sweep_path: pathlib.Path, updates: int) -> dict[str, Any]:
     before = load()
     t0 = time.perf_counter()
     st = setup(sweep)
-    algo = PPO(st.env, jax.tree.map(lambda x: x[0], st.env_params), ppo_static(sweep.base))
-    member = lambda tree, j: jax.tree.map(lambda x: x[j], tree)  # noqa: E731
+    algo = PPO(st.env, member_of(st.env_params, 0), ppo_static(sweep.base))
+    member = member_of
     init = jax.jit(algo.init)
     runner0 = init(st.keys[0], member(st.hp, 0), member(st.env_params, 0))
     t_c = time.perf_counter()

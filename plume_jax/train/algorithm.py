@@ -54,6 +54,7 @@ import jax
 
 from plume_jax.errors import ValidationError
 from plume_jax.settings import Checker, Setting
+from plume_jax.train.members import vmap_members
 
 #: ``algo.algorithm`` value -> ``'module:Class'`` of every registered algorithm.
 ALGORITHMS: dict[str, str] = {
@@ -135,7 +136,9 @@ class Algorithm(abc.ABC):
             count: Any = None) -> tuple[Any, dict[str, Any]]:
         """``num_updates`` updates in one ``lax.scan`` (jit with
         ``num_updates`` static); with ``batched`` every argument has a
-        leading member axis and :meth:`update` is ``vmap``\\ ped over it.
+        leading member axis (``env_params``: except its
+        :class:`~plume_jax.train.members.Shared` leaves, which every
+        member shares) and :meth:`update` is ``vmap``\\ ped over it.
         ``count`` (i32[], may be traced) runs only the first ``count``
         updates; ``callback(metrics)`` gets every ``log_every``-th update's
         metrics on the host (see :func:`plume_jax.train.ppo.scan_updates`)."""
@@ -145,8 +148,13 @@ class Algorithm(abc.ABC):
             raise ValidationError.for_parameter(
                 "algo.algorithm", self.name, "an algorithm whose members can run together "
                 f"(sweepable) for a sweep; {self.name!r} trains one run at a time")
-        update = jax.vmap(self.batched_update) if batched else self.update
-        return scan_updates(lambda r: update(r, hp, env_params), runner,
+        if batched:
+            def step(r: Any) -> tuple[Any, dict[str, Any]]:
+                return vmap_members(self.batched_update, r, hp, env_params)
+        else:
+            def step(r: Any) -> tuple[Any, dict[str, Any]]:
+                return self.update(r, hp, env_params)
+        return scan_updates(step, runner,
                             num_updates=num_updates, last=self.num_updates, callback=callback,
                             log_every=log_every, batched=batched, count=count)
 

@@ -61,6 +61,7 @@ from plume_jax.train.config import TrainConfig
 from plume_jax.train.distributed import host_copy, is_main_process
 from plume_jax.train.evaluation import evaluate
 from plume_jax.train.loggers import RunLoggers
+from plume_jax.train.members import member_of, member_values, stack_members, vmap_members
 from plume_jax.train.periodic_eval import best_row, periodic_evaluator
 from plume_jax.train.progress import Progress, append_jsonl, metric_rows, write_csv
 from plume_jax.train.sharding import mesh as make_mesh, resolve_devices, shard_members, \
@@ -200,7 +201,7 @@ def build_program(runs: list[Member], *, batched: bool, folder: pathlib.Path | N
         mesh = make_mesh(n_dev, "members") if n_dev > 1 else None
         algo = cls.from_config(first.config, first.env, first.env_params)
         hp = _stack([algo.hparams(m.config, m.env_params) for m in runs])
-        env_params = _stack([m.env_params for m in runs])
+        env_params = stack_members([m.env_params for m in runs])
         keys = keys_from_seeds([m.config.run["seed"] for m in runs])
     else:
         if len(runs) != 1:
@@ -223,8 +224,8 @@ def _init(p: Program) -> Any:
     if not p.batched:
         return p.algo.init(p.keys, p.hp, p.env_params)
     if p.algo.sweepable:
-        return jax.vmap(p.algo.init)(p.keys, p.hp, p.env_params)
-    first = jax.tree.map(lambda x: x[0], (p.keys, p.hp, p.env_params))
+        return vmap_members(p.algo.init, p.keys, p.hp, p.env_params)
+    first = member_of((p.keys, p.hp, p.env_params), 0)
     return jax.tree.map(lambda x: x[None], p.algo.init(*first))
 
 
@@ -269,7 +270,7 @@ class _OneMember:
     def run(self, runner: Any, hp: Any, env_params: Any, num_updates: int,
             callback: Any = None, log_every: int = 1, batched: bool = True, count: Any = None):
         def first(tree: Any) -> Any:
-            return jax.tree.map(lambda x: x[0], tree)
+            return member_of(tree, 0)
 
         inner = None if callback is None else (
             lambda m: callback(jax.tree.map(lambda x: np.asarray(x)[None], m)))
@@ -377,7 +378,7 @@ def run_program(p: Program, runner: Any, rows: list[list[dict[str, Any]]], *,
 def eval_num_steps(cfg: TrainConfig, env_params: Any) -> int:
     """``eval.num_steps``, or the env's ``max_steps`` (the largest over a
     member axis) capped at :data:`MAX_INHERITED_EVAL_STEPS`."""
-    return cfg.eval["num_steps"] or min(int(np.max(np.asarray(env_params.max_steps))),
+    return cfg.eval["num_steps"] or min(int(np.max(member_values(env_params.max_steps))),
                                         MAX_INHERITED_EVAL_STEPS)
 
 

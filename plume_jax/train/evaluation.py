@@ -26,6 +26,7 @@ import numpy as np
 
 from plume_jax.agents_package import check_agents_package
 from plume_jax.seeding import seed_key
+from plume_jax.train.members import vmap_members
 from plume_jax.train.ppo import num_agents_of
 
 check_agents_package()
@@ -115,7 +116,7 @@ def _run(env, spec_key, params, env_params, key, num_envs, num_steps, greedy, ba
     fn = functools.partial(episodes, env, spec, num_envs=num_envs, num_steps=num_steps,
                            greedy=greedy)
     if batched:
-        return jax.vmap(lambda p, ep: fn(p, ep, key))(params, env_params)
+        return vmap_members(lambda p, ep: fn(p, ep, key), params, env_params)
     return fn(params, env_params, key)
 
 
@@ -131,7 +132,8 @@ def _nanmean(x: np.ndarray) -> np.ndarray:
 def evaluate(env: Any, spec: dict, params: dict, env_params: Any, seed: int, num_envs: int,
              num_steps: int, greedy: bool = True, batched: bool = False) -> dict[str, Any]:
     """Run :func:`episodes` (jitted; over a leading member axis of ``params``
-    and ``env_params`` when ``batched``) and summarise: success rate, mean
+    and ``env_params`` when ``batched``; ``env_params`` may keep leaves every
+    member shares once, see :mod:`plume_jax.train.members`) and summarise: success rate, mean
     steps to goal of the successful episodes, mean return."""
     t0 = time.perf_counter()
     out = jax.device_get(_run(env, _spec_key(spec), params, env_params, seed_key(seed),

@@ -36,6 +36,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from plume_jax.errors import ValidationError
+from plume_jax.train.members import Shared, is_shared
 
 
 def resolve_devices(requested: Any, batch: int, what: str) -> int:
@@ -128,6 +129,9 @@ def shard_runner(runner: Any, m: Mesh, axis: str) -> Any:
 
 
 def shard_members(tree: Any, m: Mesh, axis: str) -> Any:
-    """Place every leaf (leading sweep-member axis) split along ``axis``."""
-    sharding = batch_sharding(m, axis)
-    return jax.tree.map(lambda x: put(x, sharding), tree)
+    """Place every leaf (leading sweep-member axis) split along ``axis``; a
+    leaf every member shares (:class:`~plume_jax.train.members.Shared`)
+    replicated."""
+    split, rep = batch_sharding(m, axis), replicated(m)
+    return jax.tree.map(lambda x: Shared(put(x.value, rep)) if is_shared(x) else put(x, split),
+                        tree, is_leaf=is_shared)
