@@ -19,7 +19,9 @@ Usage::
 ``--add REFERENCE=SWEEP_FOLDER`` copies a finished sweep's files in; the sweep
 must be the entry's config with only ``run.seed`` swept (checked). Each seed's
 figures are the sweep's own evaluation of that member (success: a share of
-1000 episodes); mean ± sd (sample sd) and min–max are taken over the seeds.
+1000 episodes); mean ± sd (sample sd) and min–max are taken over the seeds,
+and the recipe's interquartile mean and mean with their 95 % bootstrap
+intervals over the seeds (:mod:`plume_jax.scoreboard.recipe_stats`).
 """
 
 from __future__ import annotations
@@ -117,6 +119,10 @@ def spread_row(folder: pathlib.Path) -> dict[str, Any]:
         "device": ", ".join(results["machine"]["devices"]),
         "jax": results["machine"]["jax"],
     }
+    from plume_jax.scoreboard.recipe_stats import recipe_estimates
+
+    row["success_recipe"] = recipe_estimates(
+        [v for _, v in sorted(row["success_by_seed"].items())])
     if row["entry_success"] is not None:
         row["seeds_above_entry"] = sum(v > row["entry_success"]
                                        for v in row["success_by_seed"].values())
@@ -127,12 +133,18 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f}"
 
 
+def _ci(estimate: dict[str, Any]) -> str:
+    ci = estimate["ci95"]
+    return _pct(estimate["value"]) + ("" if ci is None else f" [{_pct(ci[0])}, {_pct(ci[1])}]")
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     """The markdown table of ``rows``."""
-    lines = ["| entry | preset | seeds | greedy success % (mean ± sd, min–max) | mean steps "
-             "to goal | entry: seed, success %, steps | sweep member of that seed | "
-             "seeds that beat the entry | train s (8 members, device) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| entry | preset | seeds | greedy success % (mean ± sd, min–max) | recipe: IQM "
+             "[95 % CI] | recipe: mean [95 % CI] | mean steps to goal | entry: seed, success "
+             "%, steps | sweep member of that seed | seeds that beat the entry | train s (8 "
+             "members, device) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         steps = "—" if r["steps_mean"] is None else f"{r['steps_mean']:.1f} ± {r['steps_sd']:.1f}"
         entry_steps = "—" if r["entry_steps"] is None else f"{r['entry_steps']:.1f}"
@@ -142,6 +154,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         lines.append(
             f"| `{r['entry']}` | {r['preset']} | {r['seeds']} | {_pct(r['success_mean'])} ± "
             f"{_pct(r['success_sd'])} ({_pct(r['success_min'])}–{_pct(r['success_max'])}) | "
+            f"{_ci(r['success_recipe']['iqm'])} | {_ci(r['success_recipe']['mean'])} | "
             f"{steps} | {r['entry_seed']}, {_pct(r['entry_success'])}, {entry_steps} | "
             f"{_pct(r['member_of_entry_seed_success'])}, {member_steps} | {beat} | "
             f"{r['train_seconds']:.0f} ({r['device']}) |")
