@@ -281,10 +281,11 @@ def test_a_second_download_of_the_same_id_is_refused_while_the_first_runs(server
         ds.download(entry)
     first.join(30)
     assert outcome and outcome[0].read_bytes() == body and not _part(tmp_path).exists()
-    assert len([r for r in handler.ranges]) == 1  # the second one sent no request
+    assert len(handler.ranges) == 1  # the second one sent no request
 
 
-def test_a_server_answering_a_resume_from_byte_0_does_not_double_the_start(server, tmp_path):
+def _half_downloaded(server, tmp_path):
+    """A served file, its entry and a ``.part`` holding its first 3,000 bytes."""
     handler, base = server
     body = bytes(range(256)) * 40
     handler.files["/plif.h5"] = body
@@ -292,6 +293,11 @@ def test_a_server_answering_a_resume_from_byte_0_does_not_double_the_start(serve
     part = _part(tmp_path)
     part.parent.mkdir(parents=True)
     part.write_bytes(body[:3000])
+    return handler, body, entry, part
+
+
+def test_a_server_answering_a_resume_from_byte_0_does_not_double_the_start(server, tmp_path):
+    handler, body, entry, part = _half_downloaded(server, tmp_path)
     handler.range_reply = "from_zero"  # 206, Content-Range bytes 0-...
     with pytest.raises(ValidationError, match=r"resume from byte 3,000: the server answered "
                                               r"with bytes starting at 0.*discarded"):
@@ -309,13 +315,7 @@ def test_a_server_answering_a_resume_from_byte_0_does_not_double_the_start(serve
 
 def test_a_resume_answered_with_a_range_starting_elsewhere_is_refused(server, tmp_path,
                                                                       monkeypatch):
-    handler, base = server
-    body = bytes(range(256)) * 40
-    handler.files["/plif.h5"] = body
-    entry = _entry(tmp_path, base, body)
-    part = _part(tmp_path)
-    part.parent.mkdir(parents=True)
-    part.write_bytes(body[:3000])
+    handler, body, entry, part = _half_downloaded(server, tmp_path)
 
     def elsewhere(self):  # 206 from byte 100, whatever the request asked
         self.send_response(206)
@@ -386,12 +386,16 @@ def test_a_redirect_from_https_to_http_is_refused(server, tmp_path):
 
 # ------------------------------------------------ cache paths and bad URLs (issue 42, item 9)
 
-def test_a_cache_path_that_is_a_file_gives_a_one_line_error(server, tmp_path, monkeypatch,
-                                                           capsys):
+def _served(server, tmp_path, fill: bytes):
+    """A 100-byte file served at /plif.h5 and its catalog."""
     handler, base = server
-    body = b"c" * 100
+    body = fill * 100
     handler.files["/plif.h5"] = body
-    catalog = _catalog(tmp_path, base, body)
+    return handler, body, _catalog(tmp_path, base, body)
+
+
+def test_a_cache_path_that_is_a_file_gives_a_one_line_error(server, tmp_path, capsys):
+    handler, _, catalog = _served(server, tmp_path, b"c")
     (tmp_path / "cache").write_text("not a folder")
     assert cli.main(["data", "--catalog", catalog, "download", "plif_local", "--quiet"]) == 2
     err = capsys.readouterr().err
@@ -404,15 +408,12 @@ def test_a_cache_path_that_is_a_file_gives_a_one_line_error(server, tmp_path, mo
 @pytest.mark.parametrize("which", ["final", "part"])
 def test_a_final_file_or_part_that_is_a_folder_gives_a_one_line_error(server, tmp_path, capsys,
                                                                        which):
-    handler, base = server
-    body = b"d" * 100
-    handler.files["/plif.h5"] = body
-    catalog = _catalog(tmp_path, base, body)
+    handler, _, catalog = _served(server, tmp_path, b"d")
     folder = _part(tmp_path) if which == "part" else _part(tmp_path).with_name("plif.h5")
     folder.mkdir(parents=True)
     assert cli.main(["data", "--catalog", catalog, "download", "plif_local", "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert f"not a folder: move it away" in err and str(folder) in err
+    assert "not a folder: move it away" in err and str(folder) in err
     assert len(err.strip().splitlines()) == 1 and handler.ranges == []
     assert cli.main(["data", "--catalog", catalog, "list"]) == 0
     assert f"blocked: {folder.name} is a folder" in capsys.readouterr().out
@@ -422,49 +423,50 @@ def test_a_final_file_or_part_that_is_a_folder_gives_a_one_line_error(server, tm
     assert "plif_local: FAILED: " in err and "Traceback" not in err
 
 
-def test_a_read_only_cache_gives_a_one_line_error_and_still_serves_a_cached_file(
-        server, tmp_path, monkeypatch, capsys):
+def _read_only(patch, folder) -> None:
+    """Make ``folder`` read-only; as root (who writes anyway) also make
+    the lock and the folders under it fail as the file system would."""
     import os
 
     import filelock
 
-    handler, base = server
-    body = b"o" * 100
-    handler.files["/plif.h5"] = body
-    catalog = _catalog(tmp_path, base, body)
+    folder.chmod(0o500)
+    if os.geteuid() != 0:
+        return
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    original = type(folder).mkdir
+    patch.setattr(filelock.FileLock, "acquire", refuse)
+    patch.setattr(type(folder), "mkdir", lambda self, *a, **k: refuse() if folder in
+                  self.parents else original(self, *a, **k))
+
+
+def test_a_read_only_cache_gives_a_one_line_error_and_still_serves_a_cached_file(
+        server, tmp_path, monkeypatch, capsys):
+    _, body, catalog = _served(server, tmp_path, b"o")
+    entry = ds.get("plif_local", catalog)
     cache = tmp_path / "cache"
     cache.mkdir()
-    refused = OSError(13, "Permission denied")
-    if os.geteuid() == 0:  # root writes anyway: make the file system say no
-        monkeypatch.setattr(filelock.FileLock, "acquire",
-                            lambda self, *a, **k: (_ for _ in ()).throw(PermissionError(*refused.args)))
-        original_mkdir = type(cache).mkdir
-
-        def mkdir(self, *args, **kwargs):
-            if self.parent == cache:
-                raise PermissionError(*refused.args)
-            return original_mkdir(self, *args, **kwargs)
-
-        monkeypatch.setattr(type(cache), "mkdir", mkdir)
-    else:
-        cache.chmod(0o500)
     try:
-        assert cli.main(["data", "--catalog", catalog, "download", "plif_local", "--quiet"]) == 2
+        with monkeypatch.context() as patch:
+            _read_only(patch, cache)
+            assert cli.main(["data", "--catalog", catalog, "download", "plif_local",
+                             "--quiet"]) == 2
         err = capsys.readouterr().err
         assert "PermissionError: Permission denied" in err and len(err.strip().splitlines()) == 1
+        cache.chmod(0o700)
+        assert ds.download(entry).read_bytes() == body
         # a file already cached is served from a read-only cache without writing
-        cache.chmod(0o700)
-        monkeypatch.undo()
-        monkeypatch.setenv("PLUME_JAX_DATA_DIR", str(cache))
-        assert ds.download(ds.get("plif_local", catalog)).read_bytes() == body
-        monkeypatch.setattr(filelock.FileLock, "acquire",
-                            lambda self, *a, **k: (_ for _ in ()).throw(PermissionError(*refused.args)))
-        cache.chmod(0o500)
-        (cache / "plif_local").chmod(0o500)
-        assert ds.download(ds.get("plif_local", catalog)).read_bytes() == body
+        with monkeypatch.context() as patch:
+            _read_only(patch, cache / "plif_local")
+            _read_only(patch, cache)
+            assert ds.download(entry).read_bytes() == body
     finally:
-        (cache / "plif_local").chmod(0o700) if (cache / "plif_local").exists() else None
-        cache.chmod(0o700)
+        for folder in (cache / "plif_local", cache):
+            if folder.exists():
+                folder.chmod(0o700)
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:9/a\nb.h5", "http://[::1/plif.h5",

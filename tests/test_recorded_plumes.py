@@ -268,10 +268,16 @@ def test_an_hdf5_movie_with_external_raw_storage_is_refused(tmp_path):
         load_movie(path)
 
 
-def test_an_hdf5_movie_through_an_external_link_is_refused(tmp_path):
+def _target_h5(tmp_path) -> pathlib.Path:
+    """Another HDF5 file a hostile movie would link to."""
     target = tmp_path / "target.h5"
     with h5py.File(target, "w") as f:
         f.create_dataset("frames", data=np.ones((2, 4, 5), np.float32))
+    return target
+
+
+def test_an_hdf5_movie_through_an_external_link_is_refused(tmp_path):
+    target = _target_h5(tmp_path)
     path = tmp_path / "linked.h5"
     with h5py.File(path, "w") as f:
         f["frames"] = h5py.ExternalLink(str(target), "/frames")
@@ -291,9 +297,7 @@ def test_an_hdf5_movie_through_an_external_link_is_refused(tmp_path):
 
 
 def test_an_hdf5_movie_that_is_a_virtual_dataset_is_refused(tmp_path):
-    target = tmp_path / "target.h5"
-    with h5py.File(target, "w") as f:
-        f.create_dataset("frames", data=np.ones((2, 4, 5), np.float32))
+    target = _target_h5(tmp_path)
     layout = h5py.VirtualLayout(shape=(2, 4, 5), dtype="f4")
     layout[:] = h5py.VirtualSource(str(target), "frames", shape=(2, 4, 5))
     path = tmp_path / "virtual.h5"
