@@ -595,6 +595,8 @@ def test_a_checksum_given_at_download_is_remembered_by_list_and_verify(server, t
     assert f"plif_local: ok ({given}, remembered from an earlier download --checksum)" in out
     assert cli.main(["data", "--catalog", catalog, "list"]) == 0
     assert "cached, checksum from --checksum" in capsys.readouterr().out
+    assert cli.main(["data", "--catalog", catalog, "describe", "plif_local"]) == 0
+    assert f"checksum_from_download: {given}" in capsys.readouterr().out
     # a download again without --checksum checks the file against the remembered one
     assert ds.download(entry) == ds.dataset_path(entry)
     # a corrupted copy then fails verify against the remembered checksum

@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if args.data_command == "describe":
         e = ds.get(args.id, args.catalog)
         facts = {**e.to_dict(), "path": str(ds.dataset_path(e)), "state": ds.status(e),
+                 "checksum_from_download": ds.remembered_checksum(e),
                  "download_url": ds.cache.source_url(e)}
         if args.json:
             print(json.dumps(facts, indent=2))
