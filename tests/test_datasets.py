@@ -3,10 +3,12 @@ against a local HTTP server on 127.0.0.1 — no internet."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import http.server
 import re
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -21,11 +23,24 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     files: dict[str, bytes] = {}
     cut_after: int | None = None  # close the connection after this many bytes (once)
     ranges: list[str] = []
+    # misbehaviours, off by default
+    range_reply: str = "honour"  # "ignore": 200 with the whole file; "from_zero": 206 from 0
+    gzip: bool = False  # Content-Encoding: gzip whatever was asked
+    no_length: bool = False  # no Content-Length: the body ends when the connection closes
+    redirects: dict[str, str] = {}  # path -> Location of a 302
+    delay: float = 0.0  # seconds between 100-byte pieces of the body
+    started: threading.Event | None = None  # set when a body starts to be sent
 
     def log_message(self, *args):
         pass
 
     def do_GET(self):
+        if self.path in self.redirects:
+            self.send_response(302)
+            self.send_header("Location", self.redirects[self.path])
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         body = self.files.get(self.path)
         if body is None:
             self.send_response(404)
@@ -34,31 +49,49 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         start = 0
         rng = self.headers.get("Range")
         type(self).ranges.append(rng)
-        if rng:
+        if rng and self.range_reply != "ignore":
             start = int(re.match(r"bytes=(\d+)-", rng).group(1))
             if start >= len(body):
                 self.send_response(416)
                 self.end_headers()
                 return
+            if self.range_reply == "from_zero":
+                start = 0
             self.send_response(206)
             self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
         else:
             self.send_response(200)
-        self.send_header("Content-Length", str(len(body) - start))
+        payload = body[start:]
+        if self.gzip:
+            payload = gzip.compress(payload)
+            self.send_header("Content-Encoding", "gzip")
+        if self.no_length:
+            self.close_connection = True
+        else:
+            self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
+        if self.started is not None:
+            self.started.set()
         cut = type(self).cut_after
         if cut is not None:
             type(self).cut_after = None
-            self.wfile.write(body[start:start + cut])
+            self.wfile.write(payload[:cut])
             self.wfile.flush()
             self.close_connection = True
             return
-        self.wfile.write(body[start:])
+        if self.delay:
+            for i in range(0, len(payload), 100):
+                self.wfile.write(payload[i:i + 100])
+                self.wfile.flush()
+                time.sleep(self.delay)
+            return
+        self.wfile.write(payload)
 
 
 @pytest.fixture
 def server(tmp_path, monkeypatch):
-    handler = type("H", (_Handler,), {"files": {}, "cut_after": None, "ranges": []})
+    handler = type("H", (_Handler,), {"files": {}, "cut_after": None, "ranges": [],
+                                      "redirects": {}})
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     httpd.timeout = 5
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
@@ -167,7 +200,8 @@ def test_a_wrong_checksum_is_refused_naming_the_file_and_both_hashes(server, tmp
     message = str(error.value)
     assert "plif.h5" in message and want in message
     assert hashlib.sha256(body).hexdigest() in message
-    assert not list((tmp_path / "cache" / "plif_local").iterdir())  # nothing kept
+    kept = (tmp_path / "cache" / "plif_local").iterdir()
+    assert [p.name for p in kept if p.suffix != ".lock"] == []  # nothing kept but the lock
 
 
 def test_a_truncated_file_is_not_accepted(server, tmp_path):
@@ -220,3 +254,397 @@ def test_the_mirror_replaces_the_url(server, tmp_path, monkeypatch):
     entry = ds.get("plif_local", _catalog(tmp_path, "http://127.0.0.1:9/nowhere", body))
     monkeypatch.setenv("PLUME_JAX_DATA_MIRROR", base + "/")
     assert ds.download(entry).read_bytes() == body
+
+
+# ---------------------------------------------------------------- downloads (issue 42, item 6)
+
+def _entry(tmp_path, base, body, **extra):
+    return ds.get("plif_local", _catalog(tmp_path, base, body, **extra))
+
+
+def _part(tmp_path):
+    return tmp_path / "cache" / "plif_local" / "plif.h5.part"
+
+
+def test_a_second_download_of_the_same_id_is_refused_while_the_first_runs(server, tmp_path):
+    handler, base = server
+    body = bytes(range(256)) * 8
+    handler.files["/plif.h5"] = body
+    handler.delay, handler.started = 0.02, threading.Event()
+    entry = _entry(tmp_path, base, body)
+    outcome: list = []
+    first = threading.Thread(target=lambda: outcome.append(ds.download(entry)))
+    first.start()
+    assert handler.started.wait(10)
+    with pytest.raises(ValidationError, match=r"no other download of 'plif_local' running.*"
+                                              r"plif\.h5\.lock"):
+        ds.download(entry)
+    first.join(30)
+    assert outcome and outcome[0].read_bytes() == body and not _part(tmp_path).exists()
+    assert len(handler.ranges) == 1  # the second one sent no request
+
+
+def _half_downloaded(server, tmp_path):
+    """A served file, its entry and a ``.part`` holding its first 3,000 bytes."""
+    handler, base = server
+    body = bytes(range(256)) * 40
+    handler.files["/plif.h5"] = body
+    entry = _entry(tmp_path, base, body)
+    part = _part(tmp_path)
+    part.parent.mkdir(parents=True)
+    part.write_bytes(body[:3000])
+    return handler, body, entry, part
+
+
+def test_a_server_answering_a_resume_from_byte_0_does_not_double_the_start(server, tmp_path):
+    handler, body, entry, part = _half_downloaded(server, tmp_path)
+    handler.range_reply = "from_zero"  # 206, Content-Range bytes 0-...
+    with pytest.raises(ValidationError, match=r"resume from byte 3,000: the server answered "
+                                              r"with bytes starting at 0.*discarded"):
+        ds.download(entry)
+    assert handler.ranges == ["bytes=3000-"] and not part.exists()
+    assert not ds.dataset_path(entry).exists()
+    # the next download starts over and gets the file once
+    assert ds.download(entry).read_bytes() == body
+    # a server that ignores the range (200, the whole file) is read from byte 0
+    ds.dataset_path(entry).unlink()
+    part.write_bytes(body[:3000])
+    handler.range_reply = "ignore"
+    assert ds.download(entry).read_bytes() == body
+
+
+def test_a_resume_answered_with_a_range_starting_elsewhere_is_refused(server, tmp_path,
+                                                                      monkeypatch):
+    handler, body, entry, part = _half_downloaded(server, tmp_path)
+
+    def elsewhere(self):  # 206 from byte 100, whatever the request asked
+        self.send_response(206)
+        self.send_header("Content-Range", f"bytes 100-{len(body) - 1}/{len(body)}")
+        self.send_header("Content-Length", str(len(body) - 100))
+        self.end_headers()
+        self.wfile.write(body[100:])
+
+    monkeypatch.setattr(handler, "do_GET", elsewhere)
+    with pytest.raises(ValidationError, match="bytes starting at 100"):
+        ds.download(entry)
+    assert not part.exists() and not ds.dataset_path(entry).exists()
+
+
+def test_an_exact_size_caps_the_stream(server, tmp_path):
+    handler, base = server
+    body = b"e" * 1000
+    handler.files["/plif.h5"] = body + b"f" * 50_000  # more than the entry, no length given
+    handler.no_length = True
+    entry = _entry(tmp_path, base, body)
+    seen: list[int] = []
+    with pytest.raises(ValidationError, match=r"at most 1,000 bytes for 'plif_local' \(the "
+                                              r"server sent more"):
+        ds.download(entry, progress=lambda done, total: seen.append(done))
+    assert max(seen) <= 1000 and not _part(tmp_path).exists()
+
+
+def test_a_gzip_encoded_download_is_accepted(server, tmp_path):
+    handler, base = server
+    body = bytes(range(256)) * 64  # compresses well: the wire length is not the file's
+    handler.files["/plif.h5"] = body
+    handler.gzip = True
+    entry = _entry(tmp_path, base, body)
+    seen: list[tuple] = []
+    path = ds.download(entry, progress=lambda done, total: seen.append((done, total)))
+    assert path.read_bytes() == body
+    assert seen[-1] == (len(body), len(body))
+
+
+def test_a_redirect_from_https_to_http_is_refused(server, tmp_path):
+    import httpx
+
+    handler, base = server
+    body = b"r" * 300
+    handler.files["/plif.h5"] = body
+    # an http -> http redirect is followed
+    handler.redirects["/old.h5"] = f"{base}/plif.h5"
+    entry = _entry(tmp_path, base, body, url=f"{base}/old.h5")
+    assert ds.download(entry).read_bytes() == body
+    # an https origin redirecting to http is not
+    asked: list[str] = []
+
+    def reply(request):
+        asked.append(str(request.url))
+        if request.url.scheme == "https":
+            return httpx.Response(302, headers={"Location": "http://plain.example/plif.h5"})
+        return httpx.Response(200, content=body)
+
+    entry = ds.get("plif_tls", _catalog(tmp_path, "https://secure.example", body,
+                                        id="plif_tls"))
+    with httpx.Client(transport=httpx.MockTransport(reply)) as client, \
+            pytest.raises(ValidationError, match=r"stays on https: it redirects to "
+                                                 r"http://plain\.example/plif\.h5"):
+        ds.download(entry, client=client)
+    assert asked == ["https://secure.example/plif.h5"]
+    assert not ds.dataset_path(entry).exists()
+
+
+# ------------------------------------------------ cache paths and bad URLs (issue 42, item 9)
+
+def _served(server, tmp_path, fill: bytes):
+    """A 100-byte file served at /plif.h5 and its catalog."""
+    handler, base = server
+    body = fill * 100
+    handler.files["/plif.h5"] = body
+    return handler, body, _catalog(tmp_path, base, body)
+
+
+def test_a_cache_path_that_is_a_file_gives_a_one_line_error(server, tmp_path, capsys):
+    handler, _, catalog = _served(server, tmp_path, b"c")
+    (tmp_path / "cache").write_text("not a folder")
+    assert cli.main(["data", "--catalog", catalog, "download", "plif_local", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("plume-jax: error: cache=") and "a folder the cache can create" in err
+    assert len(err.strip().splitlines()) == 1 and handler.ranges == []
+    assert cli.main(["data", "--catalog", catalog, "list"]) == 0
+    assert cli.main(["data", "--catalog", catalog, "verify", "plif_local"]) == 1
+
+
+@pytest.mark.parametrize("which", ["final", "part"])
+def test_a_final_file_or_part_that_is_a_folder_gives_a_one_line_error(server, tmp_path, capsys,
+                                                                       which):
+    handler, _, catalog = _served(server, tmp_path, b"d")
+    folder = _part(tmp_path) if which == "part" else _part(tmp_path).with_name("plif.h5")
+    folder.mkdir(parents=True)
+    assert cli.main(["data", "--catalog", catalog, "download", "plif_local", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "not a folder: move it away" in err and str(folder) in err
+    assert len(err.strip().splitlines()) == 1 and handler.ranges == []
+    assert cli.main(["data", "--catalog", catalog, "list"]) == 0
+    assert f"blocked: {folder.name} is a folder" in capsys.readouterr().out
+    assert cli.main(["data", "--catalog", catalog, "verify"]) == (1 if which == "final" else 0)
+    assert cli.main(["data", "--catalog", catalog, "verify", "plif_local"]) == 1
+    err = capsys.readouterr().err
+    assert "plif_local: FAILED: " in err and "Traceback" not in err
+
+
+def _read_only(patch, folder) -> None:
+    """Make ``folder`` read-only; as root (who writes anyway) also make
+    the lock and the folders under it fail as the file system would."""
+    import os
+
+    import filelock
+
+    folder.chmod(0o500)
+    if os.geteuid() != 0:
+        return
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    original = type(folder).mkdir
+    patch.setattr(filelock.FileLock, "acquire", refuse)
+    patch.setattr(type(folder), "mkdir", lambda self, *a, **k: refuse() if folder in
+                  self.parents else original(self, *a, **k))
+
+
+def test_a_read_only_cache_gives_a_one_line_error_and_still_serves_a_cached_file(
+        server, tmp_path, monkeypatch, capsys):
+    _, body, catalog = _served(server, tmp_path, b"o")
+    entry = ds.get("plif_local", catalog)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    try:
+        with monkeypatch.context() as patch:
+            _read_only(patch, cache)
+            assert cli.main(["data", "--catalog", catalog, "download", "plif_local",
+                             "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert "PermissionError: Permission denied" in err and len(err.strip().splitlines()) == 1
+        cache.chmod(0o700)
+        assert ds.download(entry).read_bytes() == body
+        # a file already cached is served from a read-only cache without writing
+        with monkeypatch.context() as patch:
+            _read_only(patch, cache / "plif_local")
+            _read_only(patch, cache)
+            assert ds.download(entry).read_bytes() == body
+    finally:
+        for folder in (cache / "plif_local", cache):
+            if folder.exists():
+                folder.chmod(0o700)
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9/a\nb.h5", "http://[::1/plif.h5",
+                                 "ftp://example.org/plif.h5", "http://127.0.0.1:99999/x.h5",
+                                 "http://exa mple.org/x.h5"])
+def test_a_catalog_url_with_a_newline_or_a_bad_host_is_refused(tmp_path, url):
+    catalog = _catalog(tmp_path, "http://127.0.0.1:9", b"q", url=url)
+    with pytest.raises(ValidationError, match=r"datasets\[0\]\.url=.*an http\(s\) URL"):
+        ds.load_catalog(catalog)
+
+
+def test_a_broken_mirror_gives_a_one_line_error(server, tmp_path, monkeypatch, capsys):
+    handler, base = server
+    catalog = _catalog(tmp_path, base, b"m" * 10)
+    monkeypatch.setenv("PLUME_JAX_DATA_MIRROR", "http://[::1")
+    for action in (["download", "plif_local", "--quiet"], ["describe", "plif_local"]):
+        assert cli.main(["data", "--catalog", catalog, *action]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("plume-jax: error: PLUME_JAX_DATA_MIRROR='http://[::1") and \
+            "Invalid IPv6 URL" in err and len(err.strip().splitlines()) == 1
+    assert handler.ranges == []
+
+
+def test_a_catalog_layout_axes_given_as_a_list_is_refused_not_a_type_error(tmp_path):
+    catalog = _catalog(tmp_path, "http://127.0.0.1:9", b"q", layout={"axes": ["t"]})
+    with pytest.raises(ValidationError, match=r"layout\.axes=\['t'\] is invalid: expected one "
+                                              r"of \['tyx'"):
+        ds.load_catalog(catalog)
+
+
+# ----------------------------------------------------- trailing newlines (issue 42, item 13)
+
+@pytest.mark.parametrize("field,value", [("id", "x1\n"), ("filename", "p.bin\n")])
+def test_a_name_with_a_trailing_newline_is_refused(tmp_path, field, value):
+    catalog = _catalog(tmp_path, "http://127.0.0.1:9", b"q", **{field: value})
+    with pytest.raises(ValidationError, match=field):
+        ds.load_catalog(catalog)
+    with pytest.raises(ValidationError, match="dataset id"):
+        ds.get("x1\n")
+
+
+def test_a_checksum_with_a_trailing_newline_is_refused(tmp_path):
+    body = b"q"
+    catalog = _catalog(tmp_path, "http://127.0.0.1:9", body,
+                       checksum="sha256:" + hashlib.sha256(body).hexdigest() + "\n")
+    with pytest.raises(ValidationError, match=r"datasets\[0\]\.checksum"):
+        ds.load_catalog(catalog)
+
+
+@pytest.mark.parametrize("given", ["sha256:zz", "md5:" + "0" * 31, "sha256:" + "a" * 64 + "\n",
+                                   "crc32:00000000"])
+def test_a_malformed_checksum_option_is_refused_before_downloading(server, tmp_path, capsys,
+                                                                  given):
+    handler, base = server
+    body = b"k" * 100
+    handler.files["/plif.h5"] = body
+    catalog = _catalog(tmp_path, base, body)
+    assert cli.main(["data", "--catalog", catalog, "download", "plif_local", "--quiet",
+                     "--checksum", given]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("plume-jax: error: --checksum=") and "the checksum given" in err
+    assert "registry" not in err and handler.ranges == []
+
+
+# ------------------------------------------------------ catalog field types (issue 42, 7 and 15)
+
+@pytest.mark.parametrize("field,value,named", [
+    ("size_exact", "false", "size_exact"),
+    ("layout", {"mean_flow_m_s": "fast"}, "layout.mean_flow_m_s"),
+    ("layout", {"mean_flow_m_s": -1.0}, "layout.mean_flow_m_s"),
+    ("layout", {"mean_flow_m_s": 10**400}, "layout.mean_flow_m_s"),
+    ("layout", {"fps": "15"}, "layout.fps"),
+    ("layout", {"fps": 0}, "layout.fps"),
+    ("layout", {"fps": 10**400}, "layout.fps"),
+    ("layout", {"fps": True}, "layout.fps"),
+    ("layout", {"pixel_size_mm": 10**400}, "layout.pixel_size_mm"),
+    ("layout", {"pixel_size_mm": 0.0}, "layout.pixel_size_mm"),
+    ("layout", {"flip_y": "yes"}, "layout.flip_y"),
+    ("layout", {"frames": 1.5}, "layout.frames"),
+    ("layout", {"source_px": [1]}, "layout.source_px"),
+    ("layout", {"source_px": ["a", 1]}, r"layout.source_px\[0\]"),
+    ("layout", {"source_px": [1, 10**400]}, r"layout.source_px\[1\]"),
+    ("layout", {"dataset": 5}, "layout.dataset"),
+    ("layout", {"notes": ["x"]}, "layout.notes"),
+    ("layout", ["dataset"], "layout"),
+    ("doi", 5, "doi"),
+    ("title", 3, "title"),
+])
+def test_a_catalog_field_of_the_wrong_type_or_range_is_refused(tmp_path, field, value, named):
+    catalog = _catalog(tmp_path, "http://127.0.0.1:9", b"q", **{field: value})
+    with pytest.raises(ValidationError, match=rf"datasets\[0\]\.{named}=.* is invalid: "
+                                              r"expected") as error:
+        ds.load_catalog(catalog)
+    assert "\n" not in str(error.value)
+
+
+def test_catalog_numbers_are_kept_as_numbers(tmp_path):
+    catalog = _catalog(tmp_path, "http://127.0.0.1:9", b"q", size_exact=False, layout={
+        "dataset": "d", "axes": "txy", "fps": 15, "pixel_size_mm": 1, "mean_flow_m_s": 0.1,
+        "source_px": [0, 7], "flip_y": True, "frames": 3})
+    entry = ds.load_catalog(catalog)["plif_local"]
+    assert entry.size_exact is False and entry.layout["fps"] == 15.0
+    settings, meta = entry.movie_facts()
+    assert settings == {"dataset": "d", "layout": "txy", "flip_y": True}
+    assert meta == {"fps": 15.0, "source": [0.0, 7.0], "wind_velocity": [100.0, 0.0]}
+
+
+# ----------------------------------------------------------- download frictions (issue 44, 6)
+
+def test_a_checksum_given_at_download_is_remembered_by_list_and_verify(server, tmp_path,
+                                                                     capsys):
+    handler, base = server
+    body = b"new release" * 20
+    handler.files["/plif.h5"] = body
+    stale = "sha256:" + "1" * 64  # the catalog's checksum is of an older file
+    catalog = _catalog(tmp_path, base, body, checksum=stale)
+    given = "sha256:" + hashlib.sha256(body).hexdigest()
+    assert cli.main(["data", "--catalog", catalog, "download", "plif_local", "--quiet",
+                     "--checksum", given]) == 0
+    assert given in capsys.readouterr().out
+    entry = ds.get("plif_local", catalog)
+    assert ds.remembered_checksum(entry) == given
+    assert ds.status(entry) == "cached, checksum from --checksum"
+    assert cli.main(["data", "--catalog", catalog, "verify"]) == 0
+    out = capsys.readouterr().out
+    assert f"plif_local: ok ({given}, remembered from an earlier download --checksum)" in out
+    assert cli.main(["data", "--catalog", catalog, "list"]) == 0
+    assert "cached, checksum from --checksum" in capsys.readouterr().out
+    assert cli.main(["data", "--catalog", catalog, "describe", "plif_local"]) == 0
+    assert f"checksum_from_download: {given}" in capsys.readouterr().out
+    # a download again without --checksum checks the file against the remembered one
+    assert ds.download(entry) == ds.dataset_path(entry)
+    # a corrupted copy then fails verify against the remembered checksum
+    ds.dataset_path(entry).write_bytes(body[::-1])
+    assert cli.main(["data", "--catalog", catalog, "verify"]) == 1
+    assert "remembered from an earlier download --checksum" in capsys.readouterr().err
+
+
+def test_the_download_progress_has_one_total_and_reaches_100_percent(server, tmp_path, capsys):
+    handler, base = server
+    body = b"p" * 1000
+    handler.files["/plif.h5"] = body
+    # the registry's size is approximate and larger than the file served
+    catalog = _catalog(tmp_path, base, body, size_exact=False, size_bytes=5000)
+    assert cli.main(["data", "--catalog", catalog, "download", "plif_local"]) == 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[-1].startswith("[download plif_local] 1,000/1,000 bytes (100.0%)")
+    assert all("/5,000" not in line and " / " not in line for line in lines)
+
+
+def test_a_failed_download_that_kept_nothing_does_not_name_a_part(server, tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    entry = _entry(tmp_path, f"http://127.0.0.1:{port}", b"n" * 10)
+    with pytest.raises(ValidationError, match="nothing was kept") as error:
+        ds.download(entry, timeout=5)
+    assert ".part" not in str(error.value) and not _part(tmp_path).exists()
+
+
+def test_a_checksum_error_does_not_show_a_path_as_the_checksum(server, tmp_path):
+    handler, base = server
+    body = b"not it" * 10
+    handler.files["/plif.h5"] = body
+    want = "sha256:" + "0" * 64
+    with pytest.raises(ValidationError) as error:
+        ds.download(_entry(tmp_path, base, body, checksum=want))
+    message = str(error.value)
+    assert not re.search(r"checksum='?/", message) and error.value.value == want
+    assert message.startswith("the download of 'plif_local' from ")
+    assert f"but the registry's checksum for 'plif_local' is {want}" in message
+
+
+def test_the_download_walkthrough_names_the_movies_extra():
+    import pathlib
+
+    text = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "plumes.md").read_text()
+    section = text[text.index("## Registered datasets"):text.index("### From a dataset id")]
+    assert "plume-jax[data,movies]" in section and "h5py" in section

@@ -247,3 +247,76 @@ def test_registry_facts_that_do_not_fit_the_file_are_named_as_the_registry_s(cac
     env, _ = plume_jax.make("PlumeNav-Movie-v0", plume={
         "data_id": "rigolli_dns_nose_v1", "dataset": None, "fps": 10.0, "source": [10, 30]})
     assert env.settings["plume"]["dataset"] == "nose"
+
+
+# -------------------------------------- HDF5 movies read only their own bytes (issue 42, 16)
+
+def _other_file(tmp_path) -> pathlib.Path:
+    """Another local file whose bytes a hostile movie would play."""
+    other = tmp_path / "secret.bin"
+    other.write_bytes(np.arange(2 * 4 * 5, dtype=np.float32).tobytes())
+    return other
+
+
+def test_an_hdf5_movie_with_external_raw_storage_is_refused(tmp_path):
+    other = _other_file(tmp_path)
+    path = tmp_path / "external.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("frames", shape=(2, 4, 5), dtype="f4",
+                         external=[(str(other), 0, h5py.h5f.UNLIMITED)])
+    with pytest.raises(ValidationError, match="external raw files"):
+        load_movie(path)
+
+
+def _target_h5(tmp_path) -> pathlib.Path:
+    """Another HDF5 file a hostile movie would link to."""
+    target = tmp_path / "target.h5"
+    with h5py.File(target, "w") as f:
+        f.create_dataset("frames", data=np.ones((2, 4, 5), np.float32))
+    return target
+
+
+def test_an_hdf5_movie_through_an_external_link_is_refused(tmp_path):
+    target = _target_h5(tmp_path)
+    path = tmp_path / "linked.h5"
+    with h5py.File(path, "w") as f:
+        f["frames"] = h5py.ExternalLink(str(target), "/frames")
+        f.create_group("g")["conc"] = h5py.ExternalLink(str(target), "/frames")
+        f["via"] = h5py.ExternalLink(str(target), "/")
+    for dataset in (None, "frames", "via/frames", "/frames"):
+        with pytest.raises(ValidationError, match="external link to another file"):
+            load_movie(path, dataset)
+    with pytest.raises(ValidationError, match=r"'g/conc' is an external link"):
+        load_movie(path, "g/conc")
+    soft = tmp_path / "soft.h5"
+    with h5py.File(soft, "w") as f:
+        f["ext"] = h5py.ExternalLink(str(target), "/")
+        f["frames"] = h5py.SoftLink("/ext/frames")
+    with pytest.raises(ValidationError, match="a soft link"):
+        load_movie(soft)
+
+
+def test_an_hdf5_movie_that_is_a_virtual_dataset_is_refused(tmp_path):
+    target = _target_h5(tmp_path)
+    layout = h5py.VirtualLayout(shape=(2, 4, 5), dtype="f4")
+    layout[:] = h5py.VirtualSource(str(target), "frames", shape=(2, 4, 5))
+    path = tmp_path / "virtual.h5"
+    with h5py.File(path, "w") as f:
+        f.create_virtual_dataset("frames", layout)
+    with pytest.raises(ValidationError, match="virtual dataset"):
+        load_movie(path)
+
+
+# -------------------------------------- integers too large for a float (issue 42, item 7)
+
+@pytest.mark.parametrize("metadata,named", [({"fps": 10**400}, r"plume\.fps"),
+                                            ({"source": [10**400, 1]}, r"plume\.source"),
+                                            ({"wind_velocity": [1, 10**400]},
+                                             r"plume\.wind_velocity")])
+def test_movie_metadata_with_an_integer_too_large_for_a_float_is_refused(tmp_path, metadata,
+                                                                         named):
+    meta = {"fps": 10.0, "source": [0, 3], **metadata}
+    path = save_movie(tmp_path / "huge.npz", _plume(2, 6, 8, 3.0), **meta)
+    with pytest.raises(ValidationError, match=rf"{named} \(file metadata\)=.*too large for a "
+                                              r"float"):
+        plume_jax.make("PlumeNav-Movie-v0", plume={"path": str(path)})

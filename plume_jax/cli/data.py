@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from plume_jax.errors import ValidationError
@@ -56,12 +57,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"cache: {ds.cache_dir()}")
         print(f"{'id':28} {'size':>10}  {'licence':12} {'checksum':9} {'state':14} title")
         for e in entries.values():
+            state = ds.status(e)
+            checksum = ds.effective_checksum(e)[0] if state.startswith("cached") else e.checksum
+            algorithm = checksum.split(":", 1)[0] if checksum else "UNKNOWN"
             print(f"{e.id:28} {_size(e.size_bytes, e.size_exact):>10}  {e.licence:12} "
-                  f"{e.checksum_algorithm or 'UNKNOWN':9} {ds.status(e):14} {e.title}")
+                  f"{algorithm:9} {state:14} {e.title}")
         return 0
     if args.data_command == "describe":
         e = ds.get(args.id, args.catalog)
         facts = {**e.to_dict(), "path": str(ds.dataset_path(e)), "state": ds.status(e),
+                 "checksum_from_download": ds.remembered_checksum(e),
                  "download_url": ds.cache.source_url(e)}
         if args.json:
             print(json.dumps(facts, indent=2))
@@ -77,25 +82,38 @@ def run(args: argparse.Namespace) -> int:
         e = ds.get(args.id, args.catalog)
         from plume_jax.progress import ProgressBar
 
-        with ProgressBar(e.size_bytes, f"download {e.id}", unit="bytes", quiet=args.quiet,
-                         stream=sys.stderr) as bar:
-            def progress(done: int, total: int | None) -> None:
-                bar.update(min(done, e.size_bytes), f"{done:,} / "
-                           f"{'?' if total is None else f'{total:,}'} bytes")
+        bars: list[ProgressBar] = []
 
+        def progress(done: int, total: int | None) -> None:
+            if not bars:  # one total for the whole line: the size served, else the registry's
+                bars.append(ProgressBar(total or e.size_bytes, f"download {e.id}",
+                                        unit="bytes", quiet=args.quiet, stream=sys.stderr))
+                bars[0].restart_clock(done)  # a resume: rate and ETA from here
+            bars[0].update(done)
+
+        try:
             path = ds.download(e, checksum=args.checksum,
                                allow_unverified=args.allow_unverified,
                                max_bytes=args.max_bytes, progress=progress)
-        print(f"{e.id}: verified ({args.checksum or e.checksum or 'unverified'}) at {path}")
+            if bars:
+                bars[0].update(bars[0].total)  # verified: the whole file is there
+        finally:
+            for bar in bars:
+                bar.close()
+        checksum, _ = ds.effective_checksum(e)
+        print(f"{e.id}: verified ({checksum or 'unverified'}) at {path}")
         return 0
     # verify
     chosen = [ds.get(args.id, args.catalog)] if args.id else \
-        [e for e in entries.values() if ds.status(e) == "cached"]
+        [e for e in entries.values() if os.path.lexists(ds.dataset_path(e))]  # a folder too
     bad = 0
     for e in chosen:
         try:
-            ds.verify_file(ds.require_cached(e), e, e.checksum)
-            print(f"{e.id}: ok ({e.checksum or 'no checksum known: sha256 printed only'})")
+            path = ds.require_cached(e)
+            checksum, whose = ds.effective_checksum(e)
+            ds.verify_file(path, e, checksum, whose)
+            print(f"{e.id}: ok ({checksum or 'no checksum known: sha256 printed only'}"
+                  f"{'' if whose == ds.cache.REGISTRY else f', {whose}'})")
         except ValidationError as error:
             bad += 1
             print(f"{e.id}: FAILED: {error}", file=sys.stderr)

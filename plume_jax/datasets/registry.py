@@ -26,8 +26,10 @@ User entries come from a YAML catalog (``--catalog FILE`` or
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,9 +38,14 @@ from plume_jax.errors import ValidationError
 #: Catalog files are YAML of at most this many bytes.
 MAX_CATALOG_BYTES = 1 << 20
 
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_CHECKSUM = re.compile(r"^(sha256:[0-9a-f]{64}|md5:[0-9a-f]{32})$")
-_AXES = {"tyx", "txy", "yxt", "xyt"}
+# matched whole (``fullmatch``): ``$`` would also accept a trailing newline
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_CHECKSUM = re.compile(r"sha256:[0-9a-f]{64}|md5:[0-9a-f]{32}")
+#: What a checksum may be, for error messages.
+CHECKSUM_FORMS = "'sha256:<64 hex digits>' or 'md5:<32 hex digits>'"
+_AXES = ("tyx", "txy", "yxt", "xyt")
+#: Frame rates a catalog may give (the movie plume's own range).
+_FPS_RANGE = (1e-6, 1e6)
 
 #: Fields of ``layout`` (how the array is stored), all optional but ``dataset``.
 LAYOUT_FIELDS = ("dataset", "axes", "flip_y", "fps", "pixel_size_mm", "source_px",
@@ -206,7 +213,7 @@ def check_name(value: Any, parameter: str, what: str) -> str:
     Raises:
         ValidationError: naming ``parameter``.
     """
-    if (not isinstance(value, str) or not _ID.match(value) or ".." in value
+    if (not isinstance(value, str) or not _ID.fullmatch(value) or ".." in value
             or "/" in value or "\\" in value or os.sep in value):
         raise ValidationError.for_parameter(
             parameter, value, f"{what}: 1-64 letters, digits, '_', '.', '-', starting with a "
@@ -214,49 +221,151 @@ def check_name(value: Any, parameter: str, what: str) -> str:
     return value
 
 
+def check_checksum(value: Any, parameter: str, unknown: str = "") -> str:
+    """A checksum, ``"sha256:<64 hex>"`` or ``"md5:<32 hex>"`` (either case,
+    matched whole: no trailing newline), returned in lower case.
+
+    Raises:
+        ValidationError: naming ``parameter``; ``unknown`` is added to what
+            is allowed (e.g. how to say "no checksum").
+    """
+    if not isinstance(value, str) or not _CHECKSUM.fullmatch(value.lower()):
+        raise ValidationError.for_parameter(parameter, value, CHECKSUM_FORMS + unknown)
+    return value.lower()
+
+
+def check_url(value: Any, parameter: str) -> str:
+    """An ``http(s)`` URL with a host, without spaces or control characters
+    (a newline in a catalog's URL would otherwise be dropped silently by
+    the URL parser, or crash the HTTP client).
+
+    Raises:
+        ValidationError: naming ``parameter``.
+    """
+    allowed = "an http(s) URL with a host, without spaces or control characters"
+    if not isinstance(value, str) or any(ord(c) <= 32 or ord(c) == 127 for c in value):
+        raise ValidationError.for_parameter(parameter, value, allowed)
+    try:
+        parts = urllib.parse.urlsplit(value)
+        parts.port  # noqa: B018  (parsing the port refuses one out of range)
+    except ValueError as error:
+        raise ValidationError.for_parameter(parameter, value, f"{allowed} ({error})") from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ValidationError.for_parameter(parameter, value, allowed)
+    return value
+
+
+def _number(value: Any, parameter: str, low: float, high: float | None = None,
+            low_inclusive: bool = True) -> float:
+    """A finite real number (not a bool, not a string) in ``[low, high]``
+    (``(low, high]`` unless ``low_inclusive``), as a float; an integer too
+    large for a float is refused, not an ``OverflowError``."""
+    interval = (f"{'[' if low_inclusive else '('}{low:g}, "
+                f"{'inf)' if high is None else f'{high:g}]'}")
+    allowed = f"a finite number in {interval}"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValidationError.for_parameter(parameter, value, allowed)
+    try:
+        v = float(value)
+    except OverflowError:
+        raise ValidationError.for_parameter(parameter, value,
+                                            allowed + " (this integer is too large for a "
+                                            "float)") from None
+    if not math.isfinite(v) or v < low or (v == low and not low_inclusive) or (
+            high is not None and v > high):
+        raise ValidationError.for_parameter(parameter, value, allowed)
+    return v
+
+
+def _text(value: Any, parameter: str, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise ValidationError.for_parameter(parameter, value,
+                                            "a string" + (" or null" if optional else ""))
+    return value
+
+
+def _layout(layout: Any, where: str) -> dict[str, Any]:
+    """A catalog entry's ``layout``, each field checked for its type and
+    range (a string where a number belongs is refused, never dropped)."""
+    if layout is None:
+        return {}
+    if not isinstance(layout, Mapping) or not all(isinstance(k, str) for k in layout) \
+            or set(layout) - set(LAYOUT_FIELDS):
+        raise ValidationError.for_parameter(where, layout,
+                                            f"a mapping with keys among {list(LAYOUT_FIELDS)}")
+    out = dict(layout)
+    for key, value in layout.items():
+        name = f"{where}.{key}"
+        if value is None:
+            continue
+        if key == "axes":
+            if not isinstance(value, str) or value not in _AXES:
+                raise ValidationError.for_parameter(name, value, f"one of {list(_AXES)}")
+        elif key == "dataset":
+            if not isinstance(value, str) or not value.strip():
+                raise ValidationError.for_parameter(name, value,
+                                                    "the array's name in the file (a string)")
+        elif key in ("shape", "notes"):
+            _text(value, name)
+        elif key == "flip_y":
+            if not isinstance(value, bool):
+                raise ValidationError.for_parameter(name, value, "true or false")
+        elif key == "fps":
+            out[key] = _number(value, name, *_FPS_RANGE)
+        elif key == "pixel_size_mm":
+            out[key] = _number(value, name, 0.0, None, low_inclusive=False)
+        elif key == "mean_flow_m_s":
+            out[key] = _number(value, name, 0.0)
+        elif key == "frames":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValidationError.for_parameter(name, value, "a positive integer")
+        elif key == "source_px":
+            if not isinstance(value, (list, tuple)) or len(value) != 2:
+                raise ValidationError.for_parameter(name, value,
+                                                    "[x, y]: two numbers >= 0 (pixels)")
+            out[key] = [_number(v, f"{name}[{j}]", 0.0) for j, v in enumerate(value)]
+    return out
+
+
 def _entry(raw: Any, source: str, i: int) -> Dataset:
     where = f"{source}: datasets[{i}]"
     if not isinstance(raw, Mapping):
         raise ValidationError.for_parameter(where, raw, "a mapping of dataset fields")
     fields = {f.name for f in dataclasses.fields(Dataset)} - {"origin"}
-    unknown = set(raw) - fields
+    unknown = sorted(set(map(str, raw)) - fields)
     if unknown:
-        raise ValidationError.for_parameter(f"{where}.{sorted(unknown)[0]}", raw[sorted(unknown)[0]],
+        raise ValidationError.for_parameter(f"{where}.{unknown[0]}", raw.get(unknown[0]),
                                             f"one of the fields {sorted(fields)}")
-    for name in ("id", "title", "url", "filename", "size_bytes", "licence", "citation"):
-        if name not in raw and name not in ("title", "citation", "licence"):
+    for name in ("id", "url", "filename", "size_bytes"):
+        if name not in raw:
             raise ValidationError.for_parameter(f"{where}.{name}", None, "a value (required)")
     check_name(raw["id"], f"{where}.id", "a dataset id")
     check_name(raw["filename"], f"{where}.filename", "a file name")
-    if not isinstance(raw["url"], str) or not re.match(r"^https?://", raw["url"]):
-        raise ValidationError.for_parameter(f"{where}.url", raw["url"], "an http(s) URL")
+    check_url(raw["url"], f"{where}.url")
     size = raw["size_bytes"]
     if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
         raise ValidationError.for_parameter(f"{where}.size_bytes", size, "a positive integer")
+    size_exact = raw.get("size_exact", True)
+    if not isinstance(size_exact, bool):
+        raise ValidationError.for_parameter(f"{where}.size_exact", size_exact,
+                                            "true or false (whether size_bytes is exact)")
     checksum = raw.get("checksum")
-    if checksum is not None and (not isinstance(checksum, str)
-                                 or not _CHECKSUM.match(checksum.lower())):
-        raise ValidationError.for_parameter(
-            f"{where}.checksum", checksum, "'sha256:<64 hex digits>', 'md5:<32 hex digits>' or "
-            "null (unknown: downloads then need --checksum or --allow-unverified)")
-    layout = raw.get("layout", {}) or {}
-    if not isinstance(layout, Mapping) or set(layout) - set(LAYOUT_FIELDS):
-        raise ValidationError.for_parameter(f"{where}.layout", layout,
-                                            f"a mapping with keys among {list(LAYOUT_FIELDS)}")
-    if "axes" in layout and layout["axes"] not in _AXES:
-        raise ValidationError.for_parameter(f"{where}.layout.axes", layout["axes"],
-                                            f"one of {sorted(_AXES)}")
-    text = {k: raw.get(k, "") for k in ("title", "licence", "citation", "description")}
-    for k, v in text.items():
-        if not isinstance(v, str):
-            raise ValidationError.for_parameter(f"{where}.{k}", v, "a string")
+    if checksum is not None:
+        checksum = check_checksum(checksum, f"{where}.checksum", " or null (unknown: downloads "
+                                  "then need --checksum or --allow-unverified)")
+    text = {k: _text(raw.get(k, ""), f"{where}.{k}")
+            for k in ("title", "licence", "citation", "description")}
+    dois = {k: _text(raw.get(k), f"{where}.{k}", optional=True) for k in ("doi", "paper_doi")}
     return Dataset(
         id=raw["id"], url=raw["url"], filename=raw["filename"], size_bytes=size,
-        checksum=None if checksum is None else checksum.lower(),
+        checksum=checksum,
         title=text["title"] or raw["id"], licence=text["licence"] or "unknown",
-        citation=text["citation"], description=text["description"],
-        doi=raw.get("doi"), paper_doi=raw.get("paper_doi"),
-        size_exact=bool(raw.get("size_exact", True)), layout=dict(layout), origin=source)
+        citation=text["citation"] or "", description=text["description"] or "",
+        doi=dois["doi"], paper_doi=dois["paper_doi"],
+        size_exact=size_exact, layout=_layout(raw.get("layout"), f"{where}.layout"),
+        origin=source)
 
 
 def load_catalog(path: str | os.PathLike) -> dict[str, Dataset]:

@@ -284,8 +284,11 @@ class MoviePlume(Plume[MovieParams, MovieState]):
                     f"a value: {source} {key!r} metadata to take it from")
             return convert(meta[key])
 
-        fps = from_file("fps", "fps",
-                        lambda v: _RATE(f"{prefix}.fps ({whence('fps')})", v, grid))
+        def rate(value):
+            name = f"{prefix}.fps ({whence('fps')})"
+            return _RATE(name, _fits_float(name, value, _RATE.allowed), grid)
+
+        fps = from_file("fps", "fps", rate)
         dt = resolved["dt"] if resolved["dt"] is not None else 1.0 / fps
 
         def source_from_pixels(value):
@@ -438,10 +441,26 @@ def _pixel_pair(name: str, value: Any) -> tuple[float, float]:
     naming ``name`` (a file's metadata is not trusted)."""
     if isinstance(value, (list, tuple)) and len(value) == 2 and all(
             isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-        pair = (float(value[0]), float(value[1]))
+        pair = (_fits_float(name, value[0], _PAIR), _fits_float(name, value[1], _PAIR))
         if all(math.isfinite(v) for v in pair):
             return pair
-    raise ValidationError.for_parameter(name, value, "[x, y]: two finite numbers (pixels)")
+    raise ValidationError.for_parameter(name, value, _PAIR)
+
+
+_PAIR = "[x, y]: two finite numbers (pixels)"
+
+
+def _fits_float(name: str, value: Any, allowed: str) -> Any:
+    """``value`` as a float when it is an integer too large for one (a
+    file's metadata is not trusted): a one-line error instead of an
+    ``OverflowError``; any other value is returned unchanged."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except OverflowError:
+            raise ValidationError.for_parameter(
+                name, value, f"{allowed} (this integer is too large for a float)") from None
+    return float(value) if isinstance(value, float) else value
 
 
 def _file_wind(meta: Mapping[str, Any], plume: MoviePlume, cells_per_pixel: tuple[float, float],

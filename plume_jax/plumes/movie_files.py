@@ -434,19 +434,60 @@ def _read_hdf5(path: pathlib.Path, dataset: str | None, layout: str,
                           error) from None
         raise _refuse(path, "an HDF5 file", error) from None
     with f:
-        names = sorted(k for k in f.keys() if isinstance(f[k], h5py.Dataset))
+        # links are looked at before anything is opened through them: an
+        # external link would open another file
+        names = sorted(k for k in f.keys() if _hdf5_link(h5py, f, k) == "a hard link"
+                       and isinstance(f[k], h5py.Dataset))
         key = dataset if dataset is not None else (
-            "frames" if "frames" in names else (names[0] if len(names) == 1 else None))
+            "frames" if _hdf5_link(h5py, f, "frames") else (names[0] if len(names) == 1 else None))
+        if key is not None:
+            _check_hdf5_links(h5py, f, key, path)
         if key is None or key not in f or not isinstance(f[key], h5py.Dataset):
             raise ValidationError.for_parameter(
                 "dataset", dataset, f"the name of a dataset in {path}: one of {names}")
         data = f[key]
+        if data.external or data.is_virtual:
+            raise _refuse(path, f"an HDF5 movie whose dataset {key!r} is stored in the file "
+                                "itself, not in " + ("external raw files" if data.external
+                                                     else "a virtual dataset mapping other "
+                                                     "files") + " (refused: it would read "
+                                "other files' bytes as frames)")
         _check_dtype(path, data.dtype)
         _checked_shape(data.shape, path, layout)
         _check_size(path, _selected_shape(data.shape, select), data.dtype.itemsize,
                     "the part selected")
         meta = _bounded_meta(path, {**_plain(dict(f.attrs)), **_plain(dict(data.attrs))})
         return np.asarray(data[select]), meta
+
+
+def _hdf5_link(h5py: Any, group: Any, name: str) -> str | None:
+    """What kind of link ``name`` (one path component) is in ``group``, or
+    None when there is none; asks the link table only, so nothing is opened
+    through the link (h5py's own ``in`` and ``get`` resolve the path)."""
+    links = group.id.links
+    key = name.encode()
+    if not links.exists(key):
+        return None
+    return {h5py.h5l.TYPE_HARD: "a hard link", h5py.h5l.TYPE_SOFT: "a soft link",
+            h5py.h5l.TYPE_EXTERNAL: "an external link to another file"}.get(
+                links.get_info(key).type, "a user-defined link")
+
+
+def _check_hdf5_links(h5py: Any, f: Any, key: str, path: pathlib.Path) -> None:
+    """Refuse a dataset name whose path goes through anything but hard
+    links (an external link opens another file; a soft link may lead to
+    one), before any object on that path is opened."""
+    group = f
+    parts = [p for p in key.split("/") if p]
+    for i, part in enumerate(parts):
+        kind = _hdf5_link(h5py, group, part) if isinstance(group, h5py.Group) else None
+        if kind is None:
+            return  # not there: refused by the caller, naming the datasets
+        if kind != "a hard link":
+            raise _refuse(path, f"an HDF5 movie whose dataset {key!r} is stored in the file "
+                                f"itself: {'/'.join(parts[:i + 1])!r} is {kind} (refused: it "
+                                "could read other files)")
+        group = group[part]
 
 
 def _read_zarr(path: pathlib.Path, dataset: str | None, layout: str,
