@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -66,6 +67,33 @@ def test_legacy_step_wrapper_can_be_deep_copied(env_and_params):
     assert len(out) == 5
     with pytest.raises(AttributeError):
         copied.no_such_attribute  # noqa: B018  (the env's own AttributeError comes through)
+
+
+def test_a_rejax_shaped_evaluation_runs_on_a_deep_copied_legacy_env(env_and_params):
+    """What rejax 0.1.3 does with an env (read from its source; rejax itself is
+    not a dependency): deep-copy its config, jit an evaluation with the env as
+    a static argument, and loop five-value steps while ``length <
+    env_params.max_steps_in_episode`` and not done."""
+    env, params = env_and_params
+    config = copy.deepcopy({"env": LegacyStepWrapper(env), "env_params": params})
+
+    @functools.partial(jax.jit, static_argnames=("env",))
+    def evaluate(rng, env, env_params):
+        def step(carry):
+            rng, state, _, length, total = carry
+            rng, rng_act, rng_step = jax.random.split(rng, 3)
+            action = env.action_space(env_params).sample(rng_act)
+            _, state, reward, done, _ = env.step(rng_step, state, action, env_params)
+            return rng, state, done, length + 1, total + reward
+
+        _, state = env.reset(rng, env_params)
+        carry = (rng, state, jnp.asarray(False), jnp.asarray(0), jnp.asarray(0.0))
+        carry = jax.lax.while_loop(
+            lambda c: (c[3] < env_params.max_steps_in_episode) & ~c[2], step, carry)
+        return carry[3], carry[4]
+
+    length, _ = evaluate(jax.random.key(3), config["env"], config["env_params"])
+    assert 1 <= int(length) <= MAX_STEPS
 
 
 def test_gymnax_to_gym_wrapper_takes_a_one_element_observation(env_and_params):
