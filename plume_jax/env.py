@@ -69,9 +69,13 @@ def to_gymnax_space(space: Any) -> Any:
     if isinstance(space, spaces.Discrete):
         return gymnax_spaces.Discrete(space.n)
     if isinstance(space, spaces.Box):
-        return gymnax_spaces.Box(
-            jnp.asarray(space.low_array), jnp.asarray(space.high_array), space.shape, jnp.float32
-        )
+        low, high = jnp.asarray(space.low_array), jnp.asarray(space.high_array)
+        if low.size == 1:
+            # bounds of one element as 0-d arrays: gymnax's
+            # ``gymnax_space_to_gym_space`` (``GymnaxToGymWrapper``) calls
+            # ``float()`` on bounds of size 1, which a 1-D JAX array refuses
+            low, high = low.reshape(()), high.reshape(())
+        return gymnax_spaces.Box(low, high, space.shape, jnp.float32)
     if isinstance(space, spaces.Dict):
         return gymnax_spaces.Dict({k: to_gymnax_space(v) for k, v in space.items()})
     raise TypeError(f"unsupported space {space!r}")
@@ -275,6 +279,19 @@ class PlumeEnv(gymnax_env.Environment[EnvState, EnvParams]):
     def observation_space(self, params: EnvParams | None = None) -> Any:
         """The gymnax observation space."""
         return to_gymnax_space(self.sensor.observation_space(self._params(params).sensor))
+
+    def state_space(self, params: EnvParams | None = None) -> Any:
+        """Not provided: raises ``NotImplementedError`` saying why.
+
+        The state holds pytrees that its components own (the plume's state,
+        the sensor's memory), whose structure and bounds differ from one
+        component to the next and are declared by none of them. The state's
+        shapes and dtypes are ``jax.eval_shape(env.reset, key, params)[1]``.
+        """
+        raise NotImplementedError(
+            "PlumeEnv has no state_space: the state holds component-owned pytrees (plume "
+            "state, sensor memory) without declared bounds; for its shapes and dtypes use "
+            "jax.eval_shape(env.reset, key, params)[1]")
 
     def _params(self, params: EnvParams | None) -> EnvParams:
         return self.default_params if params is None else params

@@ -18,7 +18,8 @@ wrapped env's::
 The wrapper is a gymnax ``GymnaxWrapper`` (attribute access falls through to
 the env), so PureJaxRL-style wrappers (``LogWrapper``,
 ``FlattenObservationWrapper``) stack on top of it, and ``jax.jit``, ``vmap``
-and ``lax.scan`` take its methods as they take the env's.
+and ``lax.scan`` take its methods as they take the env's. Unlike gymnax's
+own wrappers it can be deep-copied (``copy.deepcopy``), as rejax does.
 """
 
 from __future__ import annotations
@@ -32,6 +33,20 @@ from gymnax.wrappers.purerl import GymnaxWrapper
 
 class LegacyStepWrapper(GymnaxWrapper):
     """A gymnax 1.x env whose ``step`` returns ``(obs, state, reward, done, info)``."""
+
+    def __getattr__(self, name: str) -> Any:
+        """The wrapped env's attribute ``name`` (gymnax's proxy), except for
+        dunder names and while ``_env`` is not set yet.
+
+        ``copy.deepcopy`` (rejax deep-copies its env; so does gymnax's
+        ``GymnaxToGymWrapper``) builds the copy without ``__init__`` and asks
+        it for ``__setstate__``: gymnax's plain proxy then looks up ``_env``
+        through itself and recurses without end. Here that lookup is an
+        ordinary ``AttributeError``, so the copy proceeds.
+        """
+        if name.startswith("__") or "_env" not in vars(self):
+            raise AttributeError(name)
+        return getattr(self._env, name)
 
     def reset(self, key: jax.Array, params: Any = None) -> tuple[Any, Any]:
         """The wrapped env's ``reset``: ``(obs, state)``."""

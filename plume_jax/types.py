@@ -101,7 +101,8 @@ class EnvParams(Pytree):
             pytree (see that component's ``Params`` class).
         goal_radius: f32[], cells; the goal is reached when the distance from
             the agent to the goal (the source) is ``<= goal_radius``.
-        max_steps: i32[], the episode is truncated after this many steps.
+        max_steps: i32[], the episode is truncated after this many steps
+            (also readable as ``max_steps_in_episode``, gymnax's name).
     """
 
     plume: Any
@@ -111,6 +112,19 @@ class EnvParams(Pytree):
     start: Any
     goal_radius: jax.Array
     max_steps: jax.Array
+
+    @property
+    def max_steps_in_episode(self) -> jax.Array:
+        """``max_steps`` under gymnax's name (read-only; not a second field).
+
+        gymnax's base ``EnvParams`` declares ``max_steps_in_episode``, and
+        code written for gymnax reads it: ``RolloutWrapper(env=env)`` with no
+        ``num_env_steps`` takes its rollout length from it, and so does rejax.
+        It is the ``max_steps`` leaf itself, so it always agrees with it, it
+        carries the same batch axis under ``vmap`` and in a sweep's stacked
+        params, and the pytree (what checkpoints store) is unchanged.
+        """
+        return self.max_steps
 
 
 @chex.dataclass(frozen=True)

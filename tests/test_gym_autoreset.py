@@ -168,8 +168,9 @@ def test_make_vec_passes_autoreset_mode_and_refuses_unknown_modes():
                               autoreset_mode=AutoresetMode.NEXT_STEP, **OVERRIDES)
     assert venv.metadata["autoreset_mode"] is AutoresetMode.NEXT_STEP
     assert venv.autoreset_mode is AutoresetMode.NEXT_STEP
-    default = gymnasium.make_vec("plume_jax/PlumeNav-Gaussian-v0", num_envs=2, **OVERRIDES)
-    assert default.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP
+    venv = gymnasium.make_vec("plume_jax/PlumeNav-Gaussian-v0", num_envs=2,
+                              autoreset_mode="SameStep", **OVERRIDES)
+    assert venv.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP
     assert PlumeVectorEnv.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP  # class untouched
     for bad in ("Disabled", AutoresetMode.DISABLED, "sometimes", 3):
         with pytest.raises(ValidationError, match="autoreset_mode"):

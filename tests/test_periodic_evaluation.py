@@ -74,6 +74,32 @@ def test_periodic_evaluations_reach_tensorboard_under_sb3_tags(run):
         assert {1024, 2048} <= set(steps), (tag, steps)
 
 
+def test_the_final_evaluation_no_longer_adds_a_second_eval_point_at_the_last_step(run):
+    """Issue 44.5: the final evaluation wrote ``eval/success_rate`` at the step
+    of the last periodic one (two points there), and ``eval/mean_return``
+    beside the periodic ``eval/mean_reward``. It is under ``final/`` now, with
+    the periodic tags' names for the numbers both have."""
+    from tbparse import SummaryReader
+
+    out, result = run
+    scalars = SummaryReader(str(out / "tensorboard")).scalars
+    rows = read_jsonl(out / "evaluations.jsonl")
+    for tag, name in (("eval/success_rate", "success_rate"), ("eval/mean_reward", "mean_return")):
+        points = scalars[scalars.tag == tag].sort_values("step")
+        assert list(points.step) == [r["env_steps"] for r in rows], tag  # one point per step
+        np.testing.assert_allclose(points.value, [r[name] for r in rows], rtol=1e-6)
+    tags = set(scalars.tag)
+    assert not {t for t in tags if t.startswith("eval/")} - {
+        "eval/success_rate", "eval/mean_reward", "eval/mean_ep_length"}
+    evaluation = result.summary["evaluation"]
+    for tag, value in (("final/success_rate", evaluation["success_rate"]),
+                       ("final/mean_reward", evaluation["mean_return"])):
+        points = scalars[scalars.tag == tag]
+        assert list(points.step) == [3072], tag
+        assert float(points.value.iloc[0]) == pytest.approx(value, rel=1e-6)
+    assert "final/mean_return" not in tags and "hparam/final/success_rate" in tags
+
+
 def test_periodic_evaluation_leaves_training_unchanged_and_resume_trims_later_rows(run,
                                                                                   tmp_path):
     """A resume from the kept checkpoint of update 2 drops the rows (and a

@@ -455,7 +455,7 @@ def test_tensorboard_events_hold_the_metrics_csv_scalars_once_per_update(run,
         scalars = SummaryReader(str(folder / "tensorboard")).scalars
         tags = set(scalars["tag"])
         assert {f"train/{c}" for c in table[0]} <= tags
-        assert {"eval/success_rate", "eval/mean_steps_to_goal"} <= tags
+        assert {"final/success_rate", "final/mean_ep_length"} <= tags
         success = scalars[scalars["tag"] == "train/success_rate"].sort_values("step")
         assert list(success["step"]) == [16 * 32 * u for u in range(1, NUM_UPDATES + 1)]
         np.testing.assert_allclose(success["value"], [float(r["success_rate"]) for r in table],
@@ -483,7 +483,7 @@ def test_tensorboard_has_the_sb3_rollout_tags_and_the_hparams_table(run):
     table_hp = reader.hparams
     names = set(table_hp["tag"])
     assert {"algo.learning_rate", "network.hidden_sizes", "run.seed", "env.id"} <= names
-    assert "hparam/eval/success_rate" in set(scalars["tag"])
+    assert "hparam/final/success_rate" in set(scalars["tag"])
 
 
 def test_overwrite_replaces_the_run_and_intermediate_checkpoints_do_not_change_results(

@@ -140,7 +140,7 @@ def test_every_member_has_its_own_tensorboard_run_with_the_metrics_csv_scalars(s
         with (member / "metrics.csv").open() as f:
             table = list(csv.DictReader(f))
         scalars = SummaryReader(str(member / "tensorboard")).scalars
-        assert {f"train/{c}" for c in table[0]} | {"eval/success_rate"} <= set(scalars["tag"])
+        assert {f"train/{c}" for c in table[0]} | {"final/success_rate"} <= set(scalars["tag"])
         ret = scalars[scalars["tag"] == "train/return_mean"].sort_values("step")
         np.testing.assert_allclose(ret["value"], [float(r["return_mean"]) for r in table],
                                    rtol=1e-6)

@@ -14,4 +14,12 @@ def run(args: argparse.Namespace) -> int:
 
     for pid, description in list_presets().items():
         print(f"{pid}\n    {description}")
+    print(GYMNASIUM_IDS)
     return 0
+
+
+#: The last lines of ``plume-jax list``: how Gymnasium reaches a preset by id.
+GYMNASIUM_IDS = (
+    "\nGymnasium ids (single-agent presets): plume_jax/<preset> once plume_jax is imported;\n"
+    "plume_jax:plume_jax/<preset> (module, colon, id) from a tool that never imports it,\n"
+    "e.g. CleanRL's --env-id plume_jax:plume_jax/PlumeNav-Gaussian-v0.")

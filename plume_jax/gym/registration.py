@@ -35,8 +35,9 @@ one needs the dataset in the cache) is registered as ``plume_jax/P``::
   refused by ``make_vec``'s native mode), so no documented hook gives the
   limit while the env can still be refused with this error; a test pins
   this.
-- ``autoreset_mode=`` (``make_vec``): ``"SameStep"`` (default) or
-  ``"NextStep"`` (Gymnasium's default), see :mod:`plume_jax.gym.vector`.
+- ``autoreset_mode=`` (``make_vec``): ``"NextStep"`` (the default, as in
+  Gymnasium's own vector envs, which code written for ``make_vec``, CleanRL's
+  loop among it, expects) or ``"SameStep"``; see :mod:`plume_jax.gym.vector`.
 - ``make_vec(..., vectorization_mode="async")`` with the default ``fork``
   start method would hang: JAX cannot run in a process forked after it
   started. The entry point refuses it with a
@@ -49,6 +50,14 @@ one needs the dataset in the cache) is registered as ``plume_jax/P``::
   for an ``AsyncVectorEnv``, and a refusal in the forked worker reaches the
   parent only as a broken pipe), and in any process forked after JAX started
   (marked by an ``os.register_at_fork`` hook).
+- stable-baselines3's ``SubprocVecEnv(..., start_method="fork")`` builds every
+  env in its forked workers only, and a worker that fails dies without a
+  word to its parent, which then saw only ``ConnectionResetError``. A
+  refusal in such a worker (found on the call stack, as above) answers the
+  parent's first request with an object whose unpickling raises the
+  ``StateError`` there, then ends the worker: the parent's
+  ``SubprocVecEnv(...)`` raises the one-line error. SB3's default start
+  method (``forkserver``, else ``spawn``) starts fresh interpreters and works.
 - ``spec.reward_threshold`` (what RL Zoo's ``StopTrainingOnRewardThreshold``
   and ``gymnasium.make``'s users read as "solved"): set where a preset's
   return says whether an episode succeeded, the sparse goal reward
@@ -138,8 +147,58 @@ def _refuse_forking() -> None:
                              "(make_vec(..., vectorization_mode='async')) cannot run plume_jax "
                              "envs: " + _FORK_REFUSAL)
     if _FORKED_AFTER_JAX:
+        remote = _sb3_worker_pipe()
+        if remote is not None:
+            _refuse_in_sb3_parent(remote)
         raise StateError("plume_jax cannot build an environment in a process forked after JAX "
                          "started: " + _FORK_REFUSAL)
+
+
+_SB3_FORK_REFUSAL = (
+    "stable-baselines3's SubprocVecEnv with the 'fork' start method cannot run plume_jax envs: "
+    "JAX cannot run in a process forked after it started, so they would hang there. Use "
+    "start_method='forkserver' (SB3's default) or 'spawn', or plume_jax.gym.sb3.PlumeSB3VecEnv "
+    "(all envs in one compiled call).")
+# How long a refusing SB3 worker keeps its pipe open for the parent's first
+# request (the parent sends it at once; a worker it never asks exits after this).
+_SB3_WORKER_WAIT_S = 30.0
+
+
+def _sb3_worker_pipe() -> Any:
+    """The pipe to its parent of the stable-baselines3 ``SubprocVecEnv`` worker
+    this call runs in (its ``_worker``'s ``remote``), or None. Looked up in
+    ``sys.modules``, so SB3 is never imported here."""
+    module = sys.modules.get("stable_baselines3.common.vec_env.subproc_vec_env")
+    code = getattr(getattr(module, "_worker", None), "__code__", None)
+    frame = None if code is None else _caller_frame(code)
+    return None if frame is None else frame.f_locals.get("remote")
+
+
+def _raise_state_error(message: str) -> None:
+    raise StateError(message)
+
+
+class _RaisesWhenUnpickled:
+    """Sent to an SB3 parent in place of its answer: unpickling it raises
+    ``StateError(message)`` in the parent's ``recv``."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return _raise_state_error, (self.message,)
+
+
+def _refuse_in_sb3_parent(remote: Any) -> None:
+    """In a forked SB3 worker: answer the parent's first request with the
+    refusal (see the module docstring) and end this process. The answer is
+    sent first and the pipe held open until the request arrives, so the
+    parent's send never meets a closed pipe."""
+    try:
+        remote.send(_RaisesWhenUnpickled(_SB3_FORK_REFUSAL))
+        remote.poll(_SB3_WORKER_WAIT_S)
+    finally:
+        os._exit(1)  # a forked copy of the parent: run none of its exit handlers
 
 
 def _gymnasium_make_time_limit() -> tuple[int | None, bool] | None:
@@ -206,14 +265,14 @@ def make_gym_env(preset: str, *, render_mode: str | None = None, render_scale: i
 
 
 def make_vector_env(preset: str, num_envs: int = 1, *, max_episode_steps: int | None = None,
-                    autoreset_mode: Any = "SameStep", render_mode: str | None = None,
+                    autoreset_mode: Any = "NextStep", render_mode: str | None = None,
                     render_scale: int = 2, trail_length: int = 50, **overrides: Any) -> Any:
     """Vector entry point: ``PlumeVectorEnv`` over ``plume_jax.make(preset, **overrides)``.
 
     ``max_episode_steps`` (``gymnasium.make_vec`` passes the registered one
     unless given) and ``max_steps`` are one limit, as for ``gymnasium.make``
-    (see the module docstring); ``autoreset_mode``: ``"SameStep"`` or
-    ``"NextStep"`` (or an ``AutoresetMode``).
+    (see the module docstring); ``autoreset_mode``: ``"NextStep"`` (default,
+    Gymnasium's) or ``"SameStep"`` (or an ``AutoresetMode``).
     """
     _refuse_forking()
     import plume_jax

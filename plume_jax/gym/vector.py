@@ -4,7 +4,7 @@ Autoreset modes (``autoreset_mode=``, advertised in ``metadata["autoreset_mode"]
 each one compiled call per step, with the semantics of Gymnasium's own
 ``SyncVectorEnv`` over ``PlumeGymEnv`` instances:
 
-``AutoresetMode.SAME_STEP`` (the default here)
+``AutoresetMode.SAME_STEP`` (the default of the class; ``gymnasium.make_vec``'s is NEXT_STEP)
     When env ``i`` terminates or truncates, the ``step`` that ends its
     episode already returns the first observation of its next episode in
     ``obs[i]``; the last observation of the ended episode is in
@@ -12,7 +12,7 @@ each one compiled call per step, with the semantics of Gymnasium's own
     ``info["final_info"]`` (with ``is_success``; masks ``info["_final_obs"]``
     and ``info["_final_info"]`` mark which envs ended). Every action passed
     to ``step`` is used.
-``AutoresetMode.NEXT_STEP`` (Gymnasium's default)
+``AutoresetMode.NEXT_STEP`` (Gymnasium's default, and ``gymnasium.make_vec``'s here)
     The step that ends env ``i``'s episode returns its last observation and
     ``info["is_success"][i]`` (mask ``info["_is_success"]``); the *next*
     ``step`` resets env ``i`` instead of stepping it: its action is ignored,

@@ -4,11 +4,13 @@ and installed, Weights & Biases.
 
 Scalars are the columns of ``metrics.csv`` under ``train/`` (``train/
 success_rate``, ``train/return_mean``, ...; every one of
-:data:`plume_jax.train.ppo.METRIC_NAMES`), and the final greedy evaluation
-under ``eval/``; the step is the env step count (of one run, or of one
-sweep member). A resumed run rewrites its TensorBoard files from the
-metrics kept up to the checkpoint it resumed from, so they hold every update
-once for any reader (W&B keeps what it received first for a step).
+:data:`plume_jax.train.ppo.METRIC_NAMES`), the periodic evaluations under
+``eval/`` (Stable-Baselines3's ``EvalCallback`` tags) and the final greedy
+evaluation under ``final/`` (:func:`final_scalars`: the periodic evaluations
+own ``eval/``, and one of them may fall on the final step); the step is the
+env step count (of one run, or of one sweep member). A resumed run rewrites
+its TensorBoard files from the metrics kept up to the checkpoint it resumed
+from, so they hold every update once for any reader (W&B keeps what it received first for a step).
 """
 
 from __future__ import annotations
@@ -93,6 +95,17 @@ SB3_TAGS = {"return_mean": "rollout/ep_rew_mean", "length_mean": "rollout/ep_len
 #: (``eval/mean_ep_length`` is of the successful episodes here).
 PERIODIC_TAGS = {"mean_return": "eval/mean_reward", "mean_steps_to_goal": "eval/mean_ep_length",
                  "success_rate": "eval/success_rate"}
+
+
+def final_scalars(evaluation: dict[str, Any]) -> dict[str, float]:
+    """The final evaluation's TensorBoard/W&B scalars: ``final/<name>``, with
+    the periodic tags' names for the numbers a periodic row has too (the mean
+    return is ``final/mean_reward`` as it is ``eval/mean_reward``), so each
+    number has one name; ``final/`` so the final evaluation never adds a
+    second point to a periodic tag at the same step."""
+    names = {name: tag.split("/", 1)[1] for name, tag in PERIODIC_TAGS.items()}
+    return _scalars({names.get(name, name): value for name, value in evaluation.items()},
+                    "final")
 
 
 def hparams(config: dict[str, Any] | None) -> dict[str, Any]:
@@ -190,10 +203,10 @@ class RunLoggers:
             self.wandb_run.log(values, step=step)
 
     def log_evaluation(self, evaluation: dict[str, Any], step: int) -> None:
-        """The final evaluation's numbers under ``eval/``, and the run's
-        hyperparameters with them in TensorBoard's HPARAMS table (sweep
-        members side by side)."""
-        values = _scalars(evaluation, "eval")
+        """The final evaluation's numbers under ``final/``
+        (:func:`final_scalars`), and the run's hyperparameters with them in
+        TensorBoard's HPARAMS table (sweep members side by side)."""
+        values = final_scalars(evaluation)
         if self.writer is not None:
             for tag, value in values.items():
                 self.writer.add_scalar(tag, value, global_step=int(step))
