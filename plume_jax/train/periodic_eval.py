@@ -255,9 +255,10 @@ def periodic_evaluator(program: Any, loggers: list[Any], *, note: Callable[[int,
     num_steps = eval_num_steps(cfg, program.env_params)
     main = is_main_process()
     best: list[dict[str, Any] | None] = []
-    for m in program.runs:
+    for j, m in enumerate(program.runs):
         if m.folder is not None and main:
             settle_best(m.folder)
+            _restore_best(program, j)
         best.append(recorded_best(m.folder) if m.folder is not None else None)
 
     def has_row(member: Any, update: int) -> bool:
@@ -303,6 +304,36 @@ def periodic_evaluator(program: Any, loggers: list[Any], *, note: Callable[[int,
              + (" again (a kill interrupted it)" if resumed else "") + ": " + "; ".join(texts))
 
     return on_evaluation
+
+
+def _restore_best(program: Any, j: int) -> None:
+    """Member ``j``'s ``best/`` again when its recorded best row has no
+    policy on disk (a resume from an older update dropped a later best/
+    that had replaced it): exported from the program's checkpoint of that
+    update (``checkpoints/update_N/``, or ``checkpoint/``), the very runner
+    that row evaluated. Without such a checkpoint ``best/`` stays absent
+    until an evaluation beats the recorded row."""
+    from plume_jax.train.checkpoint import checkpoint_update
+    from plume_jax.train.driver import load_runner
+
+    folder = program.runs[j].folder
+    row = recorded_best(folder)
+    if row is None or program.folder is None or (folder / BEST).exists() \
+            or jax.process_count() > 1:  # one process loading onto a global mesh would hang
+        return
+    update = int(row["update"])
+    for ckpt in (program.folder / "checkpoints" / f"update_{update:08d}",
+                 program.folder / "checkpoint"):
+        try:
+            if ckpt.is_dir() and checkpoint_update(ckpt) == update:
+                runner, _ = load_runner(program, ckpt)
+                break
+        except ValidationError:
+            continue
+    else:
+        return
+    _write_partial_best(folder, program, runner, j, row)
+    settle_best(folder)
 
 
 def _write_partial_best(folder: pathlib.Path, program: Any, runner: Any, j: int,
