@@ -1,7 +1,10 @@
 """Run folders never lose a result (issue 26, "Done when"): a randomized
 test that interleaves ``plume-jax train`` and ``plume-jax sweep`` commands,
 run as the user runs them (``python -m plume_jax`` in a subprocess) and
-killed with SIGKILL at random moments: fresh runs, resumes of the run,
+killed with SIGKILL at random moments or at named points (``tests/kill_at.py``:
+during a periodic evaluation, during the ``best/`` swap, between a
+checkpoint's two files, before a new checkpoint folder is renamed into
+place): fresh runs, resumes of the run,
 resumes from an arbitrary kept checkpoint, re-training of a sweep member
 with a larger budget, ``sweep --resume`` and two commands on one folder at
 once.
@@ -17,7 +20,12 @@ After every command it checks that
   the latest checkpoint and the policy may also have been replaced by a
   later update of the same run (a continued run), and metrics rows past the
   latest checkpoint (not yet durable) may be trained again;
-- a sweep's own metrics rows (member, update) are kept likewise.
+- a sweep's own metrics rows (member, update) are kept likewise, and so
+  are the periodic evaluation rows of every run folder;
+- after a command that finished, its run folders' periodic evaluations are
+  whole: a row for every ``eval.every`` multiple up to the checkpoint, the
+  ``best`` flags as the rule gives them in order, and ``best/`` the policy
+  of the last flagged row.
 
 The choice of commands is seeded (``random.Random(seed)``); the kill moments
 are real time, so which writes a kill interrupts depends on the machine's
@@ -41,32 +49,40 @@ import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-#: 40 updates of 32 env steps, every update checkpointed (and kept, but the last).
+#: 40 updates of 32 env steps, every update checkpointed (and kept, but the last),
+#: evaluated every 4.
 TINY = {"env": {"id": "PlumeNav-Gaussian-v0",
                 "overrides": {"grid_size": [12, 12], "max_steps": 20}},
         "algo": {"total_steps": 4 * 8 * 40, "num_envs": 4, "num_steps": 8,
                  "update_epochs": 1, "num_minibatches": 1},
         "network": {"hidden_sizes": [8]},
         "run": {"seed": 0, "log_every": 1, "checkpoint_every": 1, "tensorboard": False},
-        "eval": {"num_envs": 2, "num_steps": 10}}
+        "eval": {"num_envs": 2, "num_steps": 10, "every": 4, "periodic_episodes": 4}}
 PER_UPDATE = 4 * 8
+#: The named kill points of tests/kill_at.py.
+POINTS = ("best_swap", "evaluation", "checkpoint_tear", "kept_checkpoint")
 #: Keys of a metrics row that are measured, not computed (they differ between runs).
 TIMING = ("time", "wall", "seconds", "sps", "per_second")
 
 
 # ------------------------------------------------------------------ commands
 def _cli(args: list[str], kill_after: float | None = None,
-         together: list[str] | None = None) -> list[tuple[int, str]]:
+         together: list[str] | None = None,
+         point: tuple[str, int] | None = None) -> list[tuple[int, str]]:
     """Run ``plume-jax ARGS`` (and, if given, ``plume-jax TOGETHER`` at the
-    same time); SIGKILL them after ``kill_after`` seconds. Returns
+    same time); SIGKILL them after ``kill_after`` seconds, or ARGS at the
+    n-th time it reaches the named ``point`` (``(name, n)``). Returns
     ``(returncode, stderr)`` of each (-9: killed by the test)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
         "JAX_PLATFORMS": "cpu"}
-    procs = [subprocess.Popen([sys.executable, "-m", "plume_jax", *a, "--quiet"], cwd=ROOT,
+    first = [str(ROOT / "tests" / "kill_at.py"), point[0], str(point[1])] if point \
+        else ["-m", "plume_jax"]
+    procs = [subprocess.Popen([sys.executable, *launch, *a, "--quiet"], cwd=ROOT,
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               text=True)
-             for a in ([args] + ([together] if together else []))]
+             for launch, a in [(first, args)] + ([(["-m", "plume_jax"], together)]
+                                                 if together else [])]
     try:
         if kill_after is not None:
             deadline = time.monotonic() + kill_after
@@ -122,10 +138,14 @@ def _rows(path: pathlib.Path) -> dict[tuple, str]:
 
 
 def _checkpoint(folder: pathlib.Path) -> tuple[int, str] | None:
-    """``(update, sha256 of runner.msgpack)`` of a whole checkpoint folder."""
+    """``(update, sha256 of runner.msgpack)`` of a whole checkpoint folder
+    (its update as runner.msgpack holds it: meta.json may lag after a kill)."""
+    from plume_jax.errors import ValidationError
+    from plume_jax.train.checkpoint import checkpoint_update
+
     try:
-        update = int(json.loads((folder / "meta.json").read_text())["update"])
-    except (OSError, ValueError, KeyError, TypeError):
+        update = checkpoint_update(folder)
+    except (ValidationError, OSError):
         return None
     digest = _sha(folder / "runner.msgpack")
     return None if digest is None else (update, digest)
@@ -151,6 +171,8 @@ def _run_state(run: pathlib.Path) -> dict:
         "checkpoint": _checkpoint(run / "checkpoint"),
         "policy": _policy(run / "policy"),
         "all_rows": [_rows(p / "metrics.jsonl") for p in places],
+        "evals": _rows(run / "evaluations.jsonl"),
+        "all_evals": [_rows(p / "evaluations.jsonl") for p in places],
         "all_checkpoints": {c for p in places for c in
                             [_checkpoint(p / "checkpoint")]
                             + [_checkpoint(k) for k in sorted((p / "checkpoints").glob("update_*"))]
@@ -159,6 +181,29 @@ def _run_state(run: pathlib.Path) -> dict:
             "update_*"))) if c is not None},
         "all_policies": {p_ for p_ in (_policy(p / "policy") for p in places) if p_},
     }
+
+
+def _check_evaluations_whole(name: str, run: pathlib.Path) -> None:
+    """A finished command's run folder: a periodic evaluation row for every
+    ``eval.every`` multiple up to its checkpoint, the ``best`` flags as
+    :func:`better` gives them in order, and ``best/`` the last flagged row."""
+    from plume_jax.train.periodic_eval import best_row, better
+    from plume_jax.train.progress import read_jsonl
+
+    state = _run_state(run)
+    if state["checkpoint"] is None:
+        return
+    rows = read_jsonl(run / "evaluations.jsonl")
+    every = TINY["eval"]["every"]
+    assert [r["update"] for r in rows] == list(range(every, state["checkpoint"][0] + 1, every)), (
+        f"{name}: periodic evaluations {[r['update'] for r in rows]} after a finished command "
+        f"at update {state['checkpoint'][0]}")
+    best = None
+    for r in rows:
+        assert r["best"] == better(r, best), f"{name}: update {r['update']} flagged wrongly"
+        best = r if r["best"] else best
+    assert best_row(run) == best, f"{name}: best/ holds {best_row(run)}, the rows say {best}"
+    assert not (run / ".best.old").exists() and not (run / ".best.partial").exists()
 
 
 def _same_line(before: dict, after: dict, upto: int) -> bool:
@@ -174,6 +219,10 @@ def _check_run_kept(name: str, before: dict, after: dict) -> None:
             assert any(rows.get(key) == row for rows in after["all_rows"]), (
                 f"{name}: the metrics row of update {key[1]} (covered by the checkpoint at "
                 f"update {durable}) was lost")
+    for key, row in before["evals"].items():
+        if key[1] <= durable:
+            assert any(rows.get(key) == row for rows in after["all_evals"]), (
+                f"{name}: the periodic evaluation row of update {key[1]} was lost")
     for ckpt in before["kept"]:
         assert ckpt in after["all_checkpoints"], (
             f"{name}: the kept checkpoint of update {ckpt[0]} was lost")
@@ -219,9 +268,11 @@ def _check_kept(before: dict, after: dict) -> None:
 
 # ------------------------------------------------------------------ the walk
 def _walk(tmp_path: pathlib.Path, seed: int, actions: int,
-          script: list[tuple[str, bool]] | None = None) -> list[str]:
+          script: list[tuple[str, bool | str]] | None = None) -> list[str]:
     """``actions`` commands chosen at random (or ``script``: ``(action,
-    kill)`` pairs), each checked; returns what ran."""
+    kill)`` pairs, ``kill`` False, True (at a random moment) or a named
+    point of :data:`POINTS`, reached the first time), each checked; returns
+    what ran."""
     rng = random.Random(seed)
     config = tmp_path / "tiny.yaml"
     config.write_text(yaml.safe_dump(TINY))
@@ -271,15 +322,18 @@ def _walk(tmp_path: pathlib.Path, seed: int, actions: int,
             args = ["train", "--resume", str(sweep / "members" / member),
                     "--total-steps", str(max(steps, TINY["algo"]["total_steps"]))]
         kind = args[0] if "--resume" not in args else args[0] + " --resume"
-        kill_after = rng.uniform(0.4, 1.0) * took.get(kind, 12.0) \
-            if (script[step][1] if script else rng.random() < 0.6) else None
+        kill = script[step][1] if script else (
+            rng.random() < 0.6 and (rng.choice(POINTS) if rng.random() < 0.5 else True))
+        point = (kill, 1 if script else rng.randint(1, 2)) if isinstance(kill, str) else None
+        kill_after = rng.uniform(0.4, 1.0) * took.get(kind, 12.0) if kill is True else None
         t0 = time.monotonic()
-        outcomes = _cli(args, kill_after, together)
+        outcomes = _cli(args, kill_after, together, point)
         if kill_after is None and all(rc == 0 for rc, _ in outcomes):
             took[kind] = time.monotonic() - t0
         log.append(f"{' '.join(a if '/' not in a else pathlib.Path(a).name for a in args)}"
                    f"{' (twice at once)' if together else ''}"
                    f"{f' killed after {kill_after:.1f} s' if kill_after else ''}"
+                   f"{f' killed at {point[0]} #{point[1]}' if point else ''}"
                    f" -> {[rc for rc, _ in outcomes]}"
                    + "".join(f"\n    {err.strip().splitlines()[-1][:160]}"
                              for rc, err in outcomes if rc > 0 and err.strip()))
@@ -290,14 +344,26 @@ def _walk(tmp_path: pathlib.Path, seed: int, actions: int,
             after = {**after, "run": state["run"]} if action == "train" \
                 else {**state, "run": after["run"]}
         _check_kept(state, after)
+        if all(rc == 0 for rc, _ in outcomes):
+            if args[0] == "train":
+                folder = pathlib.Path(args[args.index("--out" if "--out" in args
+                                                      else "--resume") + 1])
+                if folder.parent.name == "checkpoints":  # a kept checkpoint of its run
+                    folder = folder.parent.parent
+                _check_evaluations_whole(folder.name, folder)
+            else:
+                for member in sorted((sweep / "members").glob("*")):
+                    _check_evaluations_whole(f"member {member.name}", member)
     return log
 
 
 def test_kills_and_resumes_lose_nothing_short(tmp_path):
-    """A short scripted walk: a run, a killed resume from a kept checkpoint,
-    a resume of the run, two resumes at once."""
-    log = _walk(tmp_path, seed=2026, actions=4, script=[
-        ("train", False), ("resume_kept", True), ("resume", False), ("two_at_once", False)])
+    """A short scripted walk: a run killed while its first best policy is
+    swapped into best/, a resume from a kept checkpoint killed between its
+    checkpoint's two files (torn), a resume of the run to its end (two
+    resumes at once: tests/test_run_folder_rules.py)."""
+    log = _walk(tmp_path, seed=2026, actions=3, script=[
+        ("train", "best_swap"), ("resume_kept", "checkpoint_tear"), ("resume", False)])
     print("\n".join(log))
 
 

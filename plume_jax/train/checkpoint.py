@@ -9,16 +9,26 @@ A checkpoint is a folder::
     meta.json        a readable copy of the metadata: the resolved training
                      config, the update count, the runner's tree structure
 
-``runner.msgpack`` is the checkpoint: its leaves are one msgpack payload
-whose SHA-256 is in the metadata and is checked on every load, so a damaged
-file (one flipped byte) is refused rather than resumed with other weights.
-It is replaced atomically (written to
-a temporary file in the same folder, then ``os.replace``), so a kill at any
-moment leaves either the previous checkpoint or the new one, whole; the
-metadata inside it is the one a resume trusts. Temporary files a kill left
-behind (``.runner.msgpack.tmp-*``) are removed by the next save or load.
-A missing, empty, truncated or corrupt ``runner.msgpack`` or ``meta.json``
-is a ``ValidationError`` naming the file.
+``runner.msgpack`` is the checkpoint, one file whose own metadata is the
+truth: its leaves are one msgpack payload whose SHA-256 is in the metadata
+and is checked on every load, so a damaged file (one flipped byte) is
+refused rather than resumed with other weights. Every reader
+(:func:`read_meta`, :func:`read_checkpoint`) takes the update, config and
+members from the metadata inside it; ``meta.json`` is only a copy for
+people, so a missing, stale (a kill between the two files) or damaged
+``meta.json`` never makes an intact checkpoint unresumable nor misleads a
+resume (checkpoints of format /1, whose metadata is only in ``meta.json``,
+still read it). ``runner.msgpack`` is replaced atomically (written to a
+temporary file in the same folder, fsynced, then ``os.replace``), so a kill
+at any moment leaves either the previous checkpoint or the new one, whole.
+A checkpoint folder that does not exist yet (a kept
+``checkpoints/update_N/``, a first ``checkpoint/``) is written whole into a
+hidden sibling folder (``.update_N.partial-*``) and renamed into place, so
+it exists whole or not at all. Temporary files a kill left behind
+(``.runner.msgpack.tmp-*``) are removed by the next save or load, and
+hidden partial folders by the next save beside them. A missing, empty,
+truncated or corrupt ``runner.msgpack`` is a ``ValidationError`` naming
+the file.
 
 Resuming restores the exact runner, so a run resumed from a checkpoint
 continues bit-for-bit like an uninterrupted one on the same machine.
@@ -41,6 +51,7 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import tempfile
 from typing import Any
 
@@ -68,6 +79,21 @@ _TEMPORARY = re.compile(r"^(\..+\.tmp-[A-Za-z0-9_]+|(runner\.msgpack|meta\.json|
                         r"\.[A-Za-z0-9_]{8}|tmp[A-Za-z0-9_]{8}\.npz)$")
 
 
+def fsync_folder(folder: pathlib.Path) -> None:
+    """Make the renames in ``folder`` durable (where folders can be opened:
+    not on Windows)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def _atomic_write(path: pathlib.Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder
     and ``os.replace`` (readers see the old file or the new one, whole)."""
@@ -82,6 +108,21 @@ def _atomic_write(path: pathlib.Path, data: bytes) -> None:
     except BaseException:
         pathlib.Path(tmp).unlink(missing_ok=True)
         raise
+    fsync_folder(path.parent)
+
+
+def _partial_folder(directory: pathlib.Path) -> str:
+    return f".{directory.name}.partial-"
+
+
+def remove_partial_folders(directory: pathlib.Path) -> None:
+    """Delete the hidden partial folders (``.NAME.partial-*``) a kill left
+    beside ``directory`` while writing it whole (:func:`save_checkpoint`):
+    they were never renamed into place, so nothing read them."""
+    if directory.parent.is_dir():
+        for path in directory.parent.glob(f"{_partial_folder(directory)}*"):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
 
 
 def remove_temporaries(directory: str | pathlib.Path) -> list[pathlib.Path]:
@@ -105,10 +146,11 @@ def _leaf_to_numpy(x: Any) -> np.ndarray:
 
 def save_checkpoint(directory: str | pathlib.Path, runner: Any, meta: dict[str, Any]) -> pathlib.Path:
     """Write ``runner`` (any pytree) and ``meta`` (JSON) to ``directory``
-    (``runner.msgpack`` first: it holds the metadata too, so the checkpoint
-    is whole as soon as it is replaced)."""
+    (see the module docstring): a new folder is written whole beside it and
+    renamed into place; an existing one gets ``runner.msgpack`` replaced
+    atomically first (it holds the metadata too, so the checkpoint is whole
+    as soon as it is replaced), then its readable copy ``meta.json``."""
     directory = pathlib.Path(directory)
-    remove_temporaries(directory)
     leaves, treedef = jax.tree.flatten(runner)
     payload = serialization.msgpack_serialize(
         {str(i): _leaf_to_numpy(x) for i, x in enumerate(leaves)})
@@ -117,8 +159,25 @@ def save_checkpoint(directory: str | pathlib.Path, runner: Any, meta: dict[str, 
     text = json.dumps(meta)
     state = {"meta": text, "meta_sha256": hashlib.sha256(text.encode()).hexdigest(),
              "payload": payload}
-    _atomic_write(directory / "runner.msgpack", serialization.msgpack_serialize(state))
-    _atomic_write(directory / "meta.json", json.dumps(meta, indent=2).encode())
+    data = serialization.msgpack_serialize(state)
+    readable = json.dumps(meta, indent=2).encode()
+    remove_partial_folders(directory)
+    if directory.is_dir():
+        remove_temporaries(directory)
+        _atomic_write(directory / "runner.msgpack", data)
+        _atomic_write(directory / "meta.json", readable)
+        return directory
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    tmp = pathlib.Path(tempfile.mkdtemp(dir=directory.parent,
+                                        prefix=_partial_folder(directory)))
+    try:
+        _atomic_write(tmp / "runner.msgpack", data)
+        _atomic_write(tmp / "meta.json", readable)
+        os.rename(tmp, directory)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    fsync_folder(directory.parent)
     return directory
 
 
@@ -126,16 +185,12 @@ def _bad_file(path: pathlib.Path, what: str) -> ValidationError:
     return ValidationError.for_parameter("checkpoint", str(path), what)
 
 
-def read_meta(directory: str | pathlib.Path) -> dict[str, Any]:
-    """The metadata of the checkpoint in ``directory`` (``meta.json``),
-    checked: ``ValidationError`` naming the file if it is missing, torn or
-    not a plume_jax checkpoint's."""
-    directory = pathlib.Path(directory)
+def _meta_json(directory: pathlib.Path) -> dict[str, Any]:
+    """The metadata in ``meta.json``: only a format /1 checkpoint's truth."""
     path = directory / "meta.json"
-    if not directory.is_dir():
-        raise _bad_file(directory, "a checkpoint folder (runner.msgpack and meta.json)")
     if not path.exists():
-        raise _bad_file(path, "an existing file (is this a checkpoint folder?)")
+        raise _bad_file(path, "an existing file (a checkpoint of format plume_jax.checkpoint/1 "
+                        "keeps its metadata only there)")
     try:
         meta = load_json_file(path, "checkpoint", max_bytes=MAX_META_BYTES)
     except ValidationError as exc:
@@ -146,16 +201,17 @@ def read_meta(directory: str | pathlib.Path) -> dict[str, Any]:
     return meta
 
 
-def read_checkpoint(directory: str | pathlib.Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(meta, leaves)`` of the checkpoint in ``directory``, every file
-    checked (see the module docstring); ``leaves`` maps the leaf index (a
-    string) to its array. Removes temporary files of an interrupted write."""
-    directory = pathlib.Path(directory)
-    meta = read_meta(directory)
-    remove_temporaries(directory)
+def _runner_state(directory: pathlib.Path) -> tuple[pathlib.Path, dict[str, Any],
+                                                     dict[str, Any]]:
+    """``(path, state, meta)`` of ``directory/runner.msgpack``: the file
+    read whole and its metadata checked against the SHA-256 stored with it
+    (the embedded metadata; ``meta.json``'s for a format /1 checkpoint)."""
+    if not directory.is_dir():
+        raise _bad_file(directory, "a checkpoint folder (holding runner.msgpack)")
     path = directory / "runner.msgpack"
     if not path.exists():
-        raise _bad_file(path, "an existing file (the checkpoint's runner state)")
+        raise _bad_file(path, "an existing file (the checkpoint's runner state; is this a "
+                        "checkpoint folder?)")
     data = read_bytes_bounded(path, MAX_CHECKPOINT_BYTES, "checkpoint")
     if not data:
         raise _bad_file(path, "a checkpoint's runner state (the file is empty)")
@@ -166,17 +222,47 @@ def read_checkpoint(directory: str | pathlib.Path) -> tuple[dict[str, Any], dict
                         f"{exc})") from None
     if not isinstance(state, dict):
         raise _bad_file(path, "a checkpoint's runner state (no leaves found)")
-    if "meta_sha256" in state and (not isinstance(state.get("meta"), str) or hashlib.sha256(
-            state["meta"].encode()).hexdigest() != state["meta_sha256"]):
+    if "meta" not in state:  # format /1: the metadata is only in meta.json
+        return path, state, _meta_json(directory)
+    if not isinstance(state["meta"], str) or hashlib.sha256(
+            state["meta"].encode()).hexdigest() != state.get("meta_sha256"):
         raise _bad_file(path, "a checkpoint whose metadata matches the SHA-256 recorded with it "
                         "(it does not: the file is damaged)")
-    if "meta" in state:
-        try:
-            meta = load_json_bounded(state["meta"], "checkpoint", max_bytes=MAX_META_BYTES)
-        except (TypeError, ValidationError):
-            raise _bad_file(path, "a checkpoint's runner state (damaged metadata)") from None
-        if not isinstance(meta, dict):
-            raise _bad_file(path, "a checkpoint's runner state (damaged metadata)")
+    try:
+        meta = load_json_bounded(state["meta"], "checkpoint", max_bytes=MAX_META_BYTES)
+    except (TypeError, ValidationError):
+        raise _bad_file(path, "a checkpoint's runner state (damaged metadata)") from None
+    if not isinstance(meta, dict) or meta.get("format") not in _FORMATS:
+        raise _bad_file(path, f"the runner state of a {CHECKPOINT_FORMAT} checkpoint")
+    return path, state, meta
+
+
+def read_meta(directory: str | pathlib.Path) -> dict[str, Any]:
+    """The metadata of the checkpoint in ``directory``, from inside its
+    ``runner.msgpack`` (the truth; ``meta.json`` only for format /1),
+    checked: ``ValidationError`` naming the file if it is missing, torn or
+    not a plume_jax checkpoint's."""
+    return _runner_state(pathlib.Path(directory))[2]
+
+
+def checkpoint_update(directory: str | pathlib.Path) -> int:
+    """The update the checkpoint in ``directory`` holds (:func:`read_meta`);
+    ``ValidationError`` naming the file if it does not say."""
+    meta = read_meta(directory)
+    update = meta.get("update", 0)
+    if isinstance(update, bool) or not isinstance(update, int) or update < 0:
+        raise _bad_file(pathlib.Path(directory) / "runner.msgpack",
+                        f"a checkpoint whose metadata holds its update (found {update!r})")
+    return update
+
+
+def read_checkpoint(directory: str | pathlib.Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(meta, leaves)`` of the checkpoint in ``directory``, every file
+    checked (see the module docstring); ``leaves`` maps the leaf index (a
+    string) to its array. Removes temporary files of an interrupted write."""
+    directory = pathlib.Path(directory)
+    path, state, meta = _runner_state(directory)
+    remove_temporaries(directory)
     if "payload" in state:  # format 3: the leaves' bytes under a checksum
         payload = state["payload"]
         digest = hashlib.sha256(payload).hexdigest() if isinstance(payload, bytes) else None
@@ -239,7 +325,7 @@ def find_checkpoint(path: str | pathlib.Path) -> tuple[pathlib.Path, pathlib.Pat
                                             "an existing run folder or checkpoint folder")
     if (path / "checkpoint").is_dir():
         return path, path / "checkpoint"
-    if (path / "meta.json").exists() or (path / "runner.msgpack").exists():
+    if (path / "runner.msgpack").exists() or (path / "meta.json").exists():
         run = path.parent.parent if path.parent.name == "checkpoints" else path.parent
         return run, path
     raise ValidationError.for_parameter(

@@ -359,6 +359,9 @@ def run_program(p: Program, runner: Any, rows: list[list[dict[str, Any]]], *,
     on_evaluation = periodic_evaluator(
         p, loggers, note=lambda update, text: bar.update(
             offset + len(p.runs) * update * cfg.steps_per_update, message=text))
+    if on_evaluation is not None and done % cfg.eval["every"] == 0 < done:
+        # the evaluation of the update resumed from, if a kill interrupted it
+        on_evaluation(runner, done, resumed=True)
     printer = Progress(bar, p.num_updates, cfg.steps_per_update, offset=offset,
                        members=len(p.runs), prefix=p.label)
     runner, stats = run_in_chunks(

@@ -23,6 +23,23 @@ Evaluations follow the checkpoint of their update, so ``evaluations.jsonl``
 is never ahead of the checkpoints; a resume drops rows (and a ``best/``)
 past the update it resumes from, as it drops metrics rows
 (:func:`trim_evaluations`).
+
+What is on disk is the truth, so a kill at any moment loses nothing:
+
+- the best so far is the last row of ``evaluations.jsonl`` flagged
+  ``best`` (:func:`recorded_best`); a resumed run compares its next
+  evaluations with that row, whatever ``best/`` holds;
+- a new best policy is written whole into ``.best.partial/`` (its
+  ``evaluation.json`` last), then its row is appended (the commit), then it
+  is swapped into ``best/`` by renames (``best/`` -> ``.best.old/``,
+  ``.best.partial/`` -> ``best/``). :func:`settle_best` finishes or undoes
+  a swap a kill interrupted: the folder holding the committed row's policy
+  becomes ``best/``, an uncommitted ``.best.partial/`` is dropped (its
+  evaluation is run again), a ``.best.old/`` goes once ``best/`` holds the
+  committed policy;
+- an evaluation a kill interrupted has no row: the resumed run evaluates
+  the checkpoint's update again before it trains on (``resumed=True``),
+  with the same figures (evaluations are deterministic).
 """
 
 from __future__ import annotations
@@ -36,7 +53,8 @@ from typing import Any, Callable
 
 import jax
 
-from plume_jax.train.checkpoint import _atomic_write, export_policy
+from plume_jax.errors import ValidationError
+from plume_jax.train.checkpoint import _atomic_write, export_policy, fsync_folder
 from plume_jax.train.distributed import host_copy, is_main_process
 from plume_jax.safe_io import load_json_file
 from plume_jax.train.progress import append_jsonl, read_jsonl, rows_up_to, trim_jsonl, \
@@ -63,35 +81,145 @@ def better(row: dict[str, Any], best: dict[str, Any] | None) -> bool:
     return steps(row) < steps(best)
 
 
-def best_row(folder: pathlib.Path) -> dict[str, Any] | None:
-    """The row of the policy in ``folder/best/`` (None when there is none)."""
-    path = folder / BEST / "evaluation.json"
-    if not (path.is_file() and (folder / BEST / "policy.npz").is_file()):
+#: Where a new best policy is written before its row commits it, and where
+#: the previous ``best/`` waits during the swap (:func:`settle_best`).
+PARTIAL, OLD = f".{BEST}.partial", f".{BEST}.old"
+
+
+def _checked_row(row: Any, where: str) -> dict[str, Any]:
+    """``row`` if it is an evaluation row :func:`better` can compare;
+    ``ValidationError`` naming ``where`` otherwise."""
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and math.isfinite(value)
+
+    ok = (isinstance(row, dict) and isinstance(row.get("update"), int)
+          and not isinstance(row.get("update"), bool) and row["update"] >= 0
+          and number(row.get("success_rate"))
+          and (row.get("mean_steps_to_goal") is None or number(row["mean_steps_to_goal"])))
+    if not ok:
+        raise ValidationError.for_parameter(
+            "evaluation", where, "a periodic evaluation row (a JSON object with an integer "
+            "'update', a number 'success_rate' and a number or null 'mean_steps_to_goal'); "
+            "restore the file, or move that folder out of the run folder")
+    return row
+
+
+def _policy_row(policy: pathlib.Path) -> dict[str, Any] | None:
+    """The row in ``policy/evaluation.json`` (a ``best/`` or one of its
+    swap folders), checked; None when that folder is absent."""
+    if not policy.exists():
         return None
-    return load_json_file(path, "best/evaluation.json")
+    path = policy / "evaluation.json"
+    try:
+        row = load_json_file(path, f"{policy.name}/evaluation.json")
+    except ValidationError as exc:
+        raise ValidationError.for_parameter(
+            "evaluation", str(path), f"the row of the policy in {policy.name}/ (it is missing "
+            f"or damaged: {exc}); restore it, or move {policy.name}/ out of the run folder"
+        ) from None
+    if not (policy / "policy.npz").is_file():
+        raise ValidationError.for_parameter(
+            "evaluation", str(policy), "a best policy folder holding policy.npz beside its "
+            "evaluation.json; restore it, or move it out of the run folder")
+    return _checked_row(row, str(path))
+
+
+def best_row(folder: pathlib.Path) -> dict[str, Any] | None:
+    """The row of the policy in ``folder/best/`` (None when there is none),
+    checked (``ValidationError`` naming the file when it is damaged)."""
+    return _policy_row(folder / BEST)
+
+
+def recorded_best(folder: pathlib.Path, up_to: int | None = None) -> dict[str, Any] | None:
+    """The best periodic evaluation so far as ``evaluations.jsonl`` records
+    it: its last row flagged ``best`` (of updates ``<= up_to`` when given),
+    checked; None when none is."""
+    flagged = [r for r in replay_rows(folder) if r.get("best") is True
+               and (up_to is None or int(r["update"]) <= up_to)]
+    return _checked_row(flagged[-1], str(folder / EVALUATIONS)) if flagged else None
+
+
+def _best_plan(folder: pathlib.Path, up_to: int | None = None
+               ) -> tuple[dict[str, Any] | None, str | None, list[str]]:
+    """How ``folder``'s best policy is made consistent with its rows (of
+    updates ``<= up_to``), everything read and checked, nothing changed:
+    ``(recorded best row, the folder among best/, .best.partial/,
+    .best.old/ holding its policy or None, the folders to drop)``."""
+    best = recorded_best(folder, up_to)
+    found: dict[str, dict[str, Any]] = {}
+    incomplete = []
+    for name in (BEST, PARTIAL, OLD):
+        try:
+            row = _policy_row(folder / name)
+        except ValidationError:
+            if name != PARTIAL:
+                raise
+            row = None  # killed while it was written: never committed
+            incomplete.append(name)
+        if row is not None:
+            found[name] = row
+    holder = next((name for name, row in found.items()
+                   if best is not None and row["update"] == best["update"]), None)
+    if holder is not None:
+        return best, holder, [name for name in [*found, *incomplete] if name != holder]
+    # no folder holds the recorded best: an uncommitted partial goes, and so
+    # do folders past ``up_to`` (set aside before a resume from an older update)
+    drop = incomplete + [name for name, row in found.items()
+                         if name == PARTIAL or (up_to is not None and row["update"] > up_to)]
+    if BEST not in found or BEST in drop:
+        if OLD in found and OLD not in drop:  # a swap cut short: the old best is restored
+            return best, OLD, drop
+        return best, None, drop
+    return best, BEST, drop
+
+
+def check_best(folder: pathlib.Path) -> None:
+    """Read and check everything :func:`settle_best` and a resume read in
+    ``folder`` (``evaluations.jsonl``, ``best/`` and its swap folders):
+    ``ValidationError`` naming the damaged file, before anything moves."""
+    _best_plan(folder)
+
+
+def settle_best(folder: pathlib.Path, up_to: int | None = None) -> dict[str, Any] | None:
+    """Make ``folder/best/`` hold the policy of the recorded best row (of
+    updates ``<= up_to``), finishing or undoing a swap a kill interrupted
+    (module docstring); returns that row. Every step is a rename, or the
+    removal of a folder that is not the recorded best's."""
+    best, holder, drop = _best_plan(folder, up_to)
+    for name in drop:  # best/ among them only when another folder holds the recorded best
+        shutil.rmtree(folder / name)
+    if holder in (PARTIAL, OLD):
+        os.replace(folder / holder, folder / BEST)
+        fsync_folder(folder)
+    return best
 
 
 def trim_evaluations(folder: pathlib.Path, update: int) -> None:
     """Before a run folder resumes at ``update``: drop the periodic
     evaluation rows past it (an atomic replacement) and a ``best/`` policy
     found past it (it belongs to a trajectory the resume retrains; the next
-    evaluation writes ``best/`` anew). Call it after any later state was set
-    aside (:func:`plume_jax.train.run_folder.set_aside_later_state`)."""
+    evaluation that beats the recorded best writes ``best/`` anew). Call it
+    after any later state was set aside
+    (:func:`plume_jax.train.run_folder.set_aside_later_state`) and after
+    :func:`check_best` passed."""
+    settle_best(folder)  # a swap a kill cut short, finished before anything is dropped
     trim_jsonl(folder / EVALUATIONS, update)
-    best = best_row(folder)
-    if best is not None and int(best["update"]) > update:
-        shutil.rmtree(folder / BEST)
+    settle_best(folder, update)
 
 
 def copy_evaluations(source: pathlib.Path, folder: pathlib.Path, update: int) -> None:
     """A run resumed into a new folder from ``source``'s checkpoint at
-    ``update``: its periodic evaluation rows up to ``update`` and its
-    ``best/`` when found by then, as the metrics rows are copied."""
+    ``update``: its periodic evaluation rows up to ``update`` and the policy
+    of its recorded best by then (from ``best/``, or from a swap folder a
+    kill left), as the metrics rows are copied. ``source`` is only read."""
+    best, holder, _ = _best_plan(source, update)
     if (source / EVALUATIONS).is_file():
         write_jsonl(folder / EVALUATIONS, rows_up_to(source / EVALUATIONS, update))
-    best = best_row(source)
-    if best is not None and int(best["update"]) <= update and not (folder / BEST).exists():
-        shutil.copytree(source / BEST, folder / BEST)
+    row = _policy_row(source / holder) if holder is not None else None
+    if best is not None and row is not None and row["update"] == best["update"] \
+            and not (folder / BEST).exists():
+        shutil.copytree(source / str(holder), folder / BEST)
 
 
 def replay_rows(folder: pathlib.Path) -> list[dict[str, Any]]:
@@ -105,12 +233,19 @@ ROW_KEYS = ("success_rate", "mean_steps_to_goal", "mean_return", "episodes", "se
 
 
 def periodic_evaluator(program: Any, loggers: list[Any], *, note: Callable[[int, str], None]
-                       ) -> Callable[[Any, int], None] | None:
-    """The ``on_evaluation(runner, update)`` of
+                       ) -> Callable[..., None] | None:
+    """The ``on_evaluation(runner, update, resumed=False)`` of
     :func:`~plume_jax.train.chunks.run_in_chunks` for ``program`` (a
     :class:`~plume_jax.train.driver.Program`), or None when its config has
     no ``eval.every``. ``loggers``: each member's ``RunLoggers`` or None;
-    ``note(update, text)``: one progress line per evaluation."""
+    ``note(update, text)``: one progress line per evaluation.
+
+    A member whose ``evaluations.jsonl`` already holds the update's row gets
+    no second one; with ``resumed`` (the update a run resumed from) nothing
+    is evaluated unless some member's row is missing (a kill during that
+    evaluation). Each member's best so far is its recorded best row
+    (:func:`recorded_best`), read from disk when the evaluator is made."""
+    from plume_jax.train.distributed import agree
     from plume_jax.train.driver import eval_num_steps, member_evaluation
     from plume_jax.train.evaluation import evaluate
 
@@ -118,10 +253,22 @@ def periodic_evaluator(program: Any, loggers: list[Any], *, note: Callable[[int,
     if not cfg.eval["every"]:
         return None
     num_steps = eval_num_steps(cfg, program.env_params)
-    best: list[dict[str, Any] | None] = [
-        best_row(m.folder) if m.folder is not None else None for m in program.runs]
+    main = is_main_process()
+    best: list[dict[str, Any] | None] = []
+    for j, m in enumerate(program.runs):
+        if m.folder is not None and main:
+            settle_best(m.folder)
+            _restore_best(program, j)
+        best.append(recorded_best(m.folder) if m.folder is not None else None)
 
-    def on_evaluation(runner: Any, update: int) -> None:
+    def has_row(member: Any, update: int) -> bool:
+        return member.folder is not None and any(
+            int(r["update"]) == update for r in replay_rows(member.folder))
+
+    def on_evaluation(runner: Any, update: int, resumed: bool = False) -> None:
+        done = [has_row(m, update) if main else False for m in program.runs]
+        if resumed and agree(all(m.folder is None or d for m, d in zip(program.runs, done))):
+            return  # evaluated before the run stopped (or nothing to write it to)
         if jax.process_count() > 1:  # every process: a collective, as for the final evaluation
             runner = host_copy(runner)
         spec, arrays = program.algo.policy(runner)
@@ -131,6 +278,8 @@ def periodic_evaluator(program: Any, loggers: list[Any], *, note: Callable[[int,
         steps = update * cfg.steps_per_update
         texts = []
         for j, member in enumerate(program.runs):
+            if done[j]:
+                continue
             member_figures = member_evaluation(evaluation, j) if program.batched else evaluation
             row: dict[str, Any] = {"update": update, "env_steps": steps,
                                    **{k: member_figures[k] for k in ROW_KEYS}}
@@ -144,38 +293,63 @@ def periodic_evaluator(program: Any, loggers: list[Any], *, note: Callable[[int,
                          + (" (new best)" if row["best"] else ""))
             if loggers[j] is not None:
                 loggers[j].log_periodic_evaluation(row)
-            if member.folder is None or not is_main_process():
+            if member.folder is None or not main:
                 continue
-            if row["best"]:
-                _write_best(member.folder, program, runner, j, row)
+            if row["best"]:  # written whole first, committed by its row, then swapped in
+                _write_partial_best(member.folder, program, runner, j, row)
             append_jsonl(member.folder / EVALUATIONS, [row])
-        note(update, f"evaluation at update {update} ({cfg.eval['periodic_episodes']} episodes): "
-             + "; ".join(texts))
+            if row["best"]:
+                settle_best(member.folder)
+        note(update, f"evaluation at update {update} ({cfg.eval['periodic_episodes']} episodes)"
+             + (" again (a kill interrupted it)" if resumed else "") + ": " + "; ".join(texts))
 
     return on_evaluation
 
 
-def _write_best(folder: pathlib.Path, program: Any, runner: Any, j: int,
-                row: dict[str, Any]) -> None:
-    """The member's policy into ``best/``: written whole into a sibling
-    folder, then swapped in by renames, so a kill leaves the old or the new
-    best, never a mix."""
+def _restore_best(program: Any, j: int) -> None:
+    """Member ``j``'s ``best/`` again when its recorded best row has no
+    policy on disk (a resume from an older update dropped a later best/
+    that had replaced it): exported from the program's checkpoint of that
+    update (``checkpoints/update_N/``, or ``checkpoint/``), the very runner
+    that row evaluated. Without such a checkpoint ``best/`` stays absent
+    until an evaluation beats the recorded row."""
+    from plume_jax.train.checkpoint import checkpoint_update
+    from plume_jax.train.driver import load_runner
+
+    folder = program.runs[j].folder
+    row = recorded_best(folder)
+    if row is None or program.folder is None or (folder / BEST).exists() \
+            or jax.process_count() > 1:  # one process loading onto a global mesh would hang
+        return
+    update = int(row["update"])
+    for ckpt in (program.folder / "checkpoints" / f"update_{update:08d}",
+                 program.folder / "checkpoint"):
+        try:
+            if ckpt.is_dir() and checkpoint_update(ckpt) == update:
+                runner, _ = load_runner(program, ckpt)
+                break
+        except ValidationError:
+            continue
+    else:
+        return
+    _write_partial_best(folder, program, runner, j, row)
+    settle_best(folder)
+
+
+def _write_partial_best(folder: pathlib.Path, program: Any, runner: Any, j: int,
+                        row: dict[str, Any]) -> None:
+    """The member's policy, whole, into ``.best.partial/`` (its
+    ``evaluation.json`` last); :func:`settle_best` swaps it into ``best/``
+    once its row is appended."""
     member = program.runs[j]
-    tmp = folder / f".{BEST}.partial"
+    tmp = folder / PARTIAL
     if tmp.exists():
         shutil.rmtree(tmp)
     export_policy(tmp, program.algo, program.runner_of(runner, j), member.env.settings,
                   {"trained_env_steps": row["env_steps"], "best_of_periodic_evaluations": row})
     _atomic_write(tmp / "evaluation.json", json.dumps(row, indent=2).encode())
-    old = folder / f".{BEST}.old"
-    if old.exists():
-        shutil.rmtree(old)
-    if (folder / BEST).exists():
-        os.replace(folder / BEST, old)
-    os.replace(tmp, folder / BEST)
-    if old.exists():
-        shutil.rmtree(old)
 
 
-__all__ = ["BEST", "EVALUATIONS", "best_row", "better", "copy_evaluations",
-           "periodic_evaluator", "replay_rows", "trim_evaluations"]
+__all__ = ["BEST", "EVALUATIONS", "best_row", "better", "check_best", "copy_evaluations",
+           "periodic_evaluator", "recorded_best", "replay_rows", "settle_best",
+           "trim_evaluations"]

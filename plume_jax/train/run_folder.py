@@ -178,7 +178,7 @@ def set_aside_later_state(out: pathlib.Path, update: int, checkpoint: pathlib.Pa
     is a copy or an atomic rename, so a kill at any moment loses nothing.
     Returns the folder written, or None when there was no later state (a
     run resumed from its own latest checkpoint keeps its folder)."""
-    from plume_jax.train.checkpoint import read_meta
+    from plume_jax.train.checkpoint import checkpoint_update
 
     kept_dir = out / "checkpoints"
     later = sorted(p for p in kept_dir.glob("update_*") if p.name[7:].isdigit()
@@ -187,7 +187,7 @@ def set_aside_later_state(out: pathlib.Path, update: int, checkpoint: pathlib.Pa
     current_later = False
     if current.is_dir() and current.resolve() != checkpoint.resolve():
         try:
-            current_later = int(read_meta(current).get("update", 0)) > update
+            current_later = checkpoint_update(current) > update  # runner.msgpack's own
         except ValidationError:
             current_later = True  # damaged: keep it aside rather than lose it
     if not later and not current_later:

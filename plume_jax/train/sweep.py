@@ -93,7 +93,7 @@ from plume_jax.errors import StateError, ValidationError
 from plume_jax.progress import ProgressBar
 from plume_jax.train import driver
 from plume_jax.train.algorithm import algorithm_class
-from plume_jax.train.checkpoint import read_meta
+from plume_jax.train.checkpoint import checkpoint_update, read_meta
 from plume_jax.train.chunks import Interrupted, stop_on_signals
 from plume_jax.train.config import TrainConfig, apply_dotted, dump_yaml, read_yaml, \
     static_signature, train_config
@@ -105,7 +105,7 @@ from plume_jax.train.loggers import RunLoggers, check_wandb
 from plume_jax.train.plots import plot_setting_bars, plot_setting_curves
 from plume_jax.train.progress import episode_mean, read_jsonl, rows_up_to, write_csv, \
     write_jsonl
-from plume_jax.train.periodic_eval import trim_evaluations
+from plume_jax.train.periodic_eval import check_best, trim_evaluations
 from plume_jax.train.run_folder import FolderLock, check_out_dir, check_writable_logdir, \
     clear_outputs, make_out_dir, set_aside_later_state
 
@@ -519,10 +519,10 @@ def _check_members_not_ahead(out: pathlib.Path, sweep: SweepConfig,
     checkpoint, metrics and policy."""
     for cfg, name, folder in zip(sweep.configs, sweep.names, folders):
         ckpt = folder / "checkpoint"
-        if not (ckpt / "meta.json").exists():
+        if not (ckpt / "runner.msgpack").exists():
             continue
-        try:
-            update = int(read_meta(ckpt).get("update", 0))
+        try:  # the update inside runner.msgpack, not meta.json's copy
+            update = checkpoint_update(ckpt)
         except ValidationError:
             continue
         if update > cfg.num_updates:
@@ -677,6 +677,9 @@ def _run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
         folders = member_folders(out, sweep, resume=resume)
         if resume:
             _check_members_not_ahead(out, sweep, folders)
+            for folder in folders:  # what the resume reads, before anything moves
+                if folder.is_dir():
+                    check_best(folder)
         if main:
             for cfg, folder in zip(sweep.configs, folders):
                 if cfg.run["tensorboard"] and folder.is_dir():

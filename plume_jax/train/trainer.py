@@ -66,8 +66,8 @@ from plume_jax.train.driver import Member, build_program, evaluate_members, expo
     init_runner, load_runner, machine_info, member_summary, run_program, update_of, \
     write_member, write_text
 from plume_jax.train.loggers import RunLoggers, check_wandb
-from plume_jax.train.periodic_eval import BEST, EVALUATIONS, copy_evaluations, replay_rows, \
-    trim_evaluations
+from plume_jax.train.periodic_eval import BEST, EVALUATIONS, check_best, copy_evaluations, \
+    replay_rows, settle_best, trim_evaluations
 from plume_jax.train.plots import plot_learning_curves
 from plume_jax.train.progress import read_jsonl, rows_up_to, write_jsonl
 from plume_jax.train.run_folder import FolderLock, check_out_dir, check_writable_logdir, \
@@ -231,6 +231,7 @@ def _train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
             check_writable_logdir(out)
         if point is not None:
             check_metrics_cover(point)
+            check_best(point.run_dir)  # everything the resume reads, before anything moves
     check_wandb(config.run["wandb_project"])
     env, env_params = config.make_env()
     program = build_program([Member(config, env, env_params, folder=out)], batched=False,
@@ -367,6 +368,7 @@ def _prepare_run_folder(out: pathlib.Path, config: TrainConfig, point: ResumePoi
     aside = None
     if out.resolve() == point.run_dir.resolve():
         rows = read_jsonl(out / "metrics.jsonl")
+        settle_best(out)  # a best/ swap a kill cut short, finished before it is set aside
         aside = set_aside_later_state(out, point.update, point.checkpoint, rows)
         kept = [r for r in rows if int(r["update"]) <= point.update]
         if aside is None and point.update == point.num_updates < config.num_updates:

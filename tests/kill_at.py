@@ -1,0 +1,68 @@
+"""``python tests/kill_at.py POINT N ARGS...``: run ``plume-jax ARGS`` and
+SIGKILL it at the N-th time it reaches the named POINT, for the
+kill-and-resume walk (``tests/test_run_folder_property.py``):
+
+- ``best_swap``: before a rename onto a folder named ``best`` (a new best
+  policy swapped into ``best/``);
+- ``evaluation``: during a periodic evaluation (after that update's
+  checkpoint, before its row);
+- ``checkpoint_tear``: before a ``meta.json`` is replaced (the
+  ``runner.msgpack`` beside it already is: a torn checkpoint);
+- ``kept_checkpoint``: before a new checkpoint folder (a kept
+  ``checkpoints/update_N/`` or a first ``checkpoint/``) is renamed into place.
+
+A process that never reaches the point runs to its end.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import sys
+
+POINTS = ("best_swap", "evaluation", "checkpoint_tear", "kept_checkpoint")
+
+
+def main(argv: list[str]) -> int:
+    point, nth, args = argv[0], int(argv[1]), argv[2:]
+    if point not in POINTS:
+        raise SystemExit(f"kill_at.py: unknown point {point!r} (one of {', '.join(POINTS)})")
+    import plume_jax.train.driver  # noqa: F401  (binds the final evaluation before the patch)
+    from plume_jax.cli import main as cli
+    from plume_jax.train import evaluation
+
+    seen = [0]
+
+    def reached() -> None:
+        seen[0] += 1
+        if seen[0] == nth:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def renaming(real, is_point):
+        def wrapper(src, dst, *a, **k):
+            if is_point(pathlib.Path(src), pathlib.Path(dst)):
+                reached()
+            return real(src, dst, *a, **k)
+        return wrapper
+
+    if point == "best_swap":
+        os.replace = renaming(os.replace, lambda s, d: d.name == "best")
+    elif point == "checkpoint_tear":
+        os.replace = renaming(os.replace, lambda s, d: d.name == "meta.json"
+                              and (d.parent / "runner.msgpack").exists())
+    elif point == "kept_checkpoint":
+        os.rename = renaming(os.rename, lambda s, d: ".partial-" in s.name)
+    else:
+        real = evaluation.evaluate
+
+        def evaluate(*a, **k):
+            reached()
+            return real(*a, **k)
+
+        evaluation.evaluate = evaluate
+    return cli(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
