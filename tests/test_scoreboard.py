@@ -31,9 +31,10 @@ def test_an_agent_that_does_not_apply_is_a_row_with_the_reason():
     row = board.row("PlumeNav-Gaussian-v0", "gaussian",
                     Contender("cast_and_surge", "baseline", "cast_and_surge"), None, reason)
     assert row["status"] == "not applicable" and row["reason"] == reason
-    lines = report.not_applicable([row, {**row, "preset": "PlumeNav-GaussianBinary-v0"}])
-    assert lines == [f"- cast_and_surge on PlumeNav-Gaussian-v0, PlumeNav-GaussianBinary-v0: "
-                     f"{reason}"]
+    other = {**row, "preset": "PlumeNav-GaussianBinary-v0"}
+    ran = {**row, "preset": "PlumeNav-GaussianOriented-v0", "label": "k", "status": "ok"}
+    assert report.not_applicable([row, other, ran]) == [
+        f"- cast_and_surge: {reason} — on PlumeNav-Gaussian-v0, PlumeNav-GaussianBinary-v0"]
 
 
 def test_a_zoo_policy_on_another_family_is_not_applicable_with_the_reason():
@@ -147,12 +148,13 @@ def test_a_run_refuses_the_published_boards_paths_and_publish_refuses_run_option
         tmp_path, capsys):
     """The published board's paths belong to --publish / --render-only; a
     run's options to a run: neither is silently ignored."""
-    assert cli.main(["bench", "--markdown", str(tmp_path / "x.md"), "--no-zoo"]) == 2
-    assert "--markdown only with --publish or --render-only" in capsys.readouterr().err
-    assert cli.main(["bench", "--publish", str(tmp_path), "--mode", "quick"]) == 2
-    assert "no run options with --publish" in capsys.readouterr().err
     assert cli.main(["bench", "--force", "--out", str(tmp_path / "run")]) == 2
     assert "--force only with --publish" in capsys.readouterr().err
+    assert cli.main(["bench", "--publish", str(tmp_path), "--mode", "quick"]) == 2
+    assert "no run options with --publish" in capsys.readouterr().err
+    assert cli.main(["bench", "--markdown", str(tmp_path / "x.md"), "--no-zoo",
+                     "--family", "nothing"]) == 2  # (--family: a bad run stops even so)
+    assert "--markdown only with --publish or --render-only" in capsys.readouterr().err
     assert cli.main(["bench", "--agent", "klinotaxis", "--out", str(tmp_path / "run")]) == 2
     assert "--from RECORD too" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
