@@ -513,6 +513,8 @@ def test_total_steps_round_to_the_nearest_whole_update_and_a_note_says_so():
                                 "number, 20 updates = 20,480 env steps")
     assert train_config(_with("algo", total_steps=3_000_000)).num_updates == 366
     assert train_config(_with("algo", total_steps=1536, **small)).num_updates == 2  # a half: up
+    assert train_config(_with("algo", total_steps=1500, **small)).steps_note().endswith(
+        "nearest whole number, 1 update = 1,024 env steps")
     exact = train_config(_with("algo", total_steps=20_480, **small))
     assert exact.num_updates == 20 and exact.steps_note() is None
 

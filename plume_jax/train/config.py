@@ -319,8 +319,8 @@ class TrainConfig:
         if total == n * per:
             return None
         return (f"algo.total_steps: {total:,} env steps are {total / per:.2f} updates of {per:,} "
-                f"(num_envs x num_steps); training runs the nearest whole number, {n:,} updates "
-                f"= {n * per:,} env steps")
+                f"(num_envs x num_steps); training runs the nearest whole number, {n:,} "
+                f"update{'s' if n != 1 else ''} = {n * per:,} env steps")
 
     def replace(self, **sections: dict[str, Any]) -> "TrainConfig":
         """A new validated config with some keys of some sections replaced,
