@@ -416,3 +416,55 @@ def test_evaluate_into_a_folder_with_earlier_reports_is_refused_unless_overwrite
                                                      "stale__klinotaxis.json", "summary.md"]
     assert (out / "notes.txt").read_text() == "mine"
     assert "random_walk" not in (out / "summary.md").read_text()
+
+
+def test_a_policy_trained_on_another_grid_is_warned_and_env_from_run_uses_its_own(tmp_path,
+                                                                                capsys):
+    """Regression: a policy trained on a 32 x 32 grid ran on a 128 x 128
+    scenario without a word (only the spaces were checked). Now the
+    differing settings are named in a warning, and --env-from-run runs the
+    policy on the env its policy.json records."""
+    import sys
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from policy_folders import write_policy_folder
+
+    env, params = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[32, 32], goal_radius=3.0)
+    policy = write_policy_folder(tmp_path / "policy", env, params)
+    scenario = tmp_path / "big.yaml"
+    scenario.write_text(yaml.safe_dump({
+        "name": "big", "env": {"preset": "PlumeNav-Gaussian-v0"}, "max_steps": 40,
+        "agent": {"name": "klinotaxis"}, "episodes": 2, "seed": 1}))
+    args = ["evaluate", "--scenario", str(scenario), "--agent", "trained", "--agent-param",
+            f"path={policy}", "--quiet", "--episodes", "2"]
+    assert cli.main([*args, "--out", str(tmp_path / "a")]) == 0
+    err = capsys.readouterr().err
+    assert "warning: scenario 'big': agent 'trained' was trained on PlumeNav-Gaussian-v0 with " \
+        "other settings than this env (grid_size: trained [32, 32], here [128, 128]; " \
+        "goal_radius: trained 3.0, here 5.0; plume.source: trained [15.0, 15.0], here " \
+        "[63.0, 63.0]); --env-from-run" in err
+    assert cli.main([*args, "--out", str(tmp_path / "b"), "--env-from-run"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    (report,) = [json.loads(p.read_text()) for p in (tmp_path / "b").glob("big__*.json")]
+    assert report["overrides"]["grid_size"] == [32, 32] and report["max_steps"] == 1000
+    assert report["overrides"]["goal_radius"] == 3.0  # the policy's own env, budget included
+    assert report["preset"] == "PlumeNav-Gaussian-v0"
+    # the scenario's own agent is no trained policy: nothing to take the env from
+    assert cli.main(["evaluate", "--scenario", str(scenario), "--env-from-run", "--quiet",
+                     "--out", str(tmp_path / "c")]) == 2
+    assert "--env-from-run='klinotaxis' is invalid: expected trained agents only" in \
+        capsys.readouterr().err
+
+
+def test_env_differences_name_settings_and_skip_the_reward_and_budget():
+    trained = {"id": "P", "grid_size": [32, 32], "max_steps": 200,
+               "reward": {"type": "sparse"}, "plume": {"type": "gaussian", "sigma": 5.0},
+               "sensor": {"type": "concentration"}}
+    here = {"id": "P", "grid_size": [32, 32], "max_steps": 1000,
+            "reward": {"type": "potential_shaping"}, "plume": {"type": "gaussian", "sigma": 9.0},
+            "sensor": {"type": "binary", "threshold": 0.1}}
+    assert sc.env_differences(trained, here) == [
+        "plume.sigma: trained 5.0, here 9.0", "sensor: trained 'concentration', here 'binary'"]
+    assert sc.env_differences(trained, trained) == []
+    assert sc.env_differences({"plume": {"type": "g", "source": [1.0, 2.0]}},
+                              {"plume": {"type": "g", "source": (1.0, np.float32(2.0))}}) == []

@@ -6,6 +6,7 @@ and the command end to end on a tiny run."""
 from __future__ import annotations
 
 import json
+import pathlib
 
 import pytest
 
@@ -30,9 +31,10 @@ def test_an_agent_that_does_not_apply_is_a_row_with_the_reason():
     row = board.row("PlumeNav-Gaussian-v0", "gaussian",
                     Contender("cast_and_surge", "baseline", "cast_and_surge"), None, reason)
     assert row["status"] == "not applicable" and row["reason"] == reason
-    lines = report.not_applicable([row, {**row, "preset": "PlumeNav-GaussianBinary-v0"}])
-    assert lines == [f"- cast_and_surge on PlumeNav-Gaussian-v0, PlumeNav-GaussianBinary-v0: "
-                     f"{reason}"]
+    other = {**row, "preset": "PlumeNav-GaussianBinary-v0"}
+    ran = {**row, "preset": "PlumeNav-GaussianOriented-v0", "label": "k", "status": "ok"}
+    assert report.not_applicable([row, other, ran]) == [
+        f"- cast_and_surge: {reason} — on PlumeNav-Gaussian-v0, PlumeNav-GaussianBinary-v0"]
 
 
 def test_a_zoo_policy_on_another_family_is_not_applicable_with_the_reason():
@@ -132,31 +134,57 @@ def test_each_robustness_axis_is_run_or_says_why_not():
 
 
 def test_bench_refuses_bad_input_before_running(tmp_path, capsys):
-    out = tmp_path / "board.md"
-    assert cli.main(["bench", "--family", "gausian", "--markdown", str(out)]) == 2
+    out = tmp_path / "run"
+    assert cli.main(["bench", "--family", "gausian", "--out", str(out)]) == 2
     assert "did you mean 'gaussian'" in capsys.readouterr().err
-    assert cli.main(["bench", "--add", "x=nowhere.zip", "--markdown", str(out)]) == 2
+    assert cli.main(["bench", "--add", "x=nowhere.zip", "--out", str(out)]) == 2
     (tmp_path / "bad.json").write_text("{}")
-    assert cli.main(["bench", "--json", str(tmp_path / "bad.json"), "--markdown",
-                     str(out)]) == 2
-    assert "a scoreboard record" in capsys.readouterr().err
+    assert cli.main(["bench", "--from", str(tmp_path / "bad.json"), "--out", str(out)]) == 2
+    assert "--from=" in (err := capsys.readouterr().err) and "a scoreboard record" in err
     assert not out.exists()
 
 
-def _tiny_bench(tmp_path, *extra):
-    out = tmp_path / "docs"
-    out.mkdir(exist_ok=True)
+def test_a_run_refuses_the_published_boards_paths_and_publish_refuses_run_options(
+        tmp_path, capsys):
+    """The published board's paths belong to --publish / --render-only; a
+    run's options to a run: neither is silently ignored."""
+    assert cli.main(["bench", "--force", "--out", str(tmp_path / "run")]) == 2
+    assert "--force only with --publish" in capsys.readouterr().err
+    assert cli.main(["bench", "--publish", str(tmp_path), "--mode", "quick"]) == 2
+    assert "no run options with --publish" in capsys.readouterr().err
+    assert cli.main(["bench", "--markdown", str(tmp_path / "x.md"), "--no-zoo",
+                     "--family", "nothing"]) == 2  # (--family: a bad run stops even so)
+    assert "--markdown only with --publish or --render-only" in capsys.readouterr().err
+    assert cli.main(["bench", "--agent", "klinotaxis", "--out", str(tmp_path / "run")]) == 2
+    assert "--from RECORD too" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def _tiny_bench(out, *extra):
     args = ["bench", "--mode", "quick", "--family", "gaussian", "--episodes", "2",
-            "--no-baselines", "--no-zoo", "--markdown", str(out / "scoreboard.md"),
-            "--json", str(tmp_path / "board.json"), "--figures", str(out / "scoreboard"),
-            "--quiet", *extra]
+            "--no-baselines", "--no-zoo", "--quiet", *extra]
+    if out is not None:
+        args += ["--out", str(out)]
     assert cli.main(args) == 0
-    return out, json.loads((tmp_path / "board.json").read_text())
+    if out is None:
+        (out,) = (pathlib.Path("logs") / "bench").iterdir()
+    return out, json.loads((out / "scoreboard.json").read_text())
 
 
-def test_bench_end_to_end_on_a_tiny_quick_run(tmp_path):
-    out, record = _tiny_bench(tmp_path, "--add", "klinotaxis", "--add", "surge=cast_and_surge",
+def test_a_bench_run_writes_its_own_folder_and_never_the_published_board(tmp_path, monkeypatch):
+    """Regression: `plume-jax bench` wrote docs/scoreboard.md,
+    benchmarks/scoreboard.json and docs/scoreboard/*.png in the current
+    folder, so a quick run replaced the published board; a run now goes to
+    logs/bench/<date-time>/ and publishing is a separate, checked step."""
+    monkeypatch.chdir(tmp_path)
+    out, record = _tiny_bench(None, "--add", "klinotaxis", "--add", "surge=cast_and_surge",
                               "--no-robustness")
+    assert out.parent == pathlib.Path("logs", "bench")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["logs"]  # no docs/, no benchmarks/
+    assert sorted(p.name for p in out.iterdir()) == ["run.json", "scoreboard",
+                                                      "scoreboard.json", "scoreboard.md"]
+    info = json.loads((out / "run.json").read_text())
+    assert info["done"] == info["families"] == ["gaussian"] and info["finished_at"]
     section = record["families"]["gaussian"]
     assert section["protocol"]["mode"] == "quick, 2 episodes"
     ok = [r for r in section["rows"] if r["status"] == "ok"]
@@ -167,27 +195,38 @@ def test_bench_end_to_end_on_a_tiny_quick_run(tmp_path):
     markdown = (out / "scoreboard.md").read_text()
     assert "Mode **quick, 2 episodes**" in markdown
     assert "| PlumeNav-Gaussian-v0 | klinotaxis | yours |" in markdown
-    assert "- surge on PlumeNav-Gaussian-v0: needs a sensor whose observation includes " \
-        "'wind_east'" in markdown
+    assert "- surge: needs a sensor whose observation includes 'wind_east'" in markdown
     assert "Not run yet: filament" in markdown
     assert (out / "scoreboard" / "gaussian.png").stat().st_size > 1000
     assert "](scoreboard/gaussian.png)" in markdown and "## The zoo" in markdown
     again = tmp_path / "again.md"  # --render-only: the same page from the record
-    assert cli.main(["bench", "--render-only", "--json", str(tmp_path / "board.json"),
+    assert cli.main(["bench", "--render-only", "--json", str(out / "scoreboard.json"),
                      "--markdown", str(again), "--figures", str(out / "scoreboard")]) == 0
-    assert again.read_text().replace("](docs/scoreboard/", "](scoreboard/") == markdown
-    # --agent: only surge's rows rerun and merged; klinotaxis's row is the one measured above
-    _, merged = _tiny_bench(tmp_path, "--add", "klinotaxis", "--add", "surge=cast_and_surge",
-                            "--no-robustness", "--agent", "surge")
+    assert again.read_text().replace("](logs/bench/" + out.name + "/scoreboard/",
+                                     "](scoreboard/") == markdown
+    # --publish: a quick, partial run only when asked; it lands on the board named
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "benchmarks").mkdir()
+    assert cli.main(["bench", "--publish", str(out)]) == 2
+    assert cli.main(["bench", "--publish", str(out), "--allow-quick", "--force"]) == 0
+    published = json.loads((tmp_path / "benchmarks" / "scoreboard.json").read_text())
+    assert published["families"] == record["families"]
+    assert (tmp_path / "docs" / "scoreboard" / "gaussian.png").read_bytes() == \
+        (out / "scoreboard" / "gaussian.png").read_bytes()
+    assert (tmp_path / "docs" / "scoreboard.md").read_text() == markdown
+    # --agent: only surge's rows rerun and merged into the published section (--from)
+    rerun_out, merged = _tiny_bench(tmp_path / "rerun", "--add", "klinotaxis", "--add",
+                                    "surge=cast_and_surge", "--no-robustness", "--agent",
+                                    "surge", "--from", "benchmarks/scoreboard.json")
     rerun = merged["families"]["gaussian"]
     assert rerun["rows"] == section["rows"] and rerun["finished_at"] == section["finished_at"]
     assert [r["agents"] for r in rerun["reruns"]] == [["surge"]]
-    assert "The rows of surge were rerun" in (out / "scoreboard.md").read_text()
+    assert "The rows of surge were rerun" in (rerun_out / "scoreboard.md").read_text()
 
 
 @pytest.mark.slow  # two vmapped robustness programs and a start-cell map: 7 s to a minute on 2 cores, with the load
 def test_bench_robustness_and_start_cell_map_on_a_tiny_run(tmp_path):
-    out, record = _tiny_bench(tmp_path, "--add", "klinotaxis")
+    out, record = _tiny_bench(tmp_path / "run", "--add", "klinotaxis")
     section = record["families"]["gaussian"]
     cells = {(r["axis"], r["level"]): r for r in section["robustness"]}
     assert cells[("plume scale", "50 %")]["status"] == "ok"
@@ -198,6 +237,8 @@ def test_bench_robustness_and_start_cell_map_on_a_tiny_run(tmp_path):
     assert len(values) == 64 and all(0.0 <= v <= 1.0 for v in values)
     assert (out / "scoreboard" / "gaussian_start_cells.png").is_file()
     assert "### Robustness on PlumeNav-Gaussian-v0" in (out / "scoreboard.md").read_text()
+    assert [r["label"] for r in section["robustness"]] == ["klinotaxis"] * len(
+        robustness.variations("PlumeNav-Gaussian-v0"))
 
 
 @pytest.mark.slow  # builds and traces the belief look-ahead policy: ~3 s on 2 busy cores
@@ -295,9 +336,127 @@ def test_bench_refuses_a_rerun_under_another_protocol_before_writing(tmp_path, c
               "families": {"gaussian": _section([])}}
     record_path.write_text(report.dump_record(record), encoding="utf-8")
     before = record_path.read_bytes()
-    out = tmp_path / "board.md"
+    out = tmp_path / "run"
     assert cli.main(["bench", "--family", "gaussian", "--mode", "full", "--agent", "klinotaxis",
-                     "--json", str(record_path), "--markdown", str(out),
-                     "--figures", str(tmp_path / "fig")]) == 2
+                     "--from", str(record_path), "--out", str(out)]) == 2
     assert "this run: mode 'full'" in capsys.readouterr().err
     assert record_path.read_bytes() == before and not out.exists()
+
+
+def test_the_not_applicable_list_is_one_line_per_agent():
+    """Regression: the board listed every (agent, reason) pair on a line of
+    its own, dozens of lines per family; now one line per agent, and a
+    reason that holds on all the family's presets says so."""
+    rows = [_row(p, "k") for p in ("A", "B", "C")]
+    for preset, reason in (("A", "needs x"), ("B", "needs y"), ("C", "needs y")):
+        rows.append({**_row(preset, "surge"), "status": "not applicable", "reason": reason})
+    rows += [{**_row(p, "zoo:z@1", "zoo"), "status": "not applicable", "reason": "needs 4 "
+              "actions"} for p in ("A", "B", "C")]
+    assert report.not_applicable(rows) == [
+        "- surge: needs x — on A; needs y — on B, C",
+        "- zoo:z@1: needs 4 actions — on every preset"]
+    shipped = json.loads((pathlib.Path(__file__).parents[1] / "benchmarks" /
+                          "scoreboard.json").read_text())["families"]
+    for section in shipped.values():
+        agents = {r["label"] for r in section["rows"] if r["status"] == "not applicable"}
+        assert len(report.not_applicable(section["rows"])) == len(agents)
+
+
+def test_bench_progress_counts_the_familys_runs_with_an_eta(capsys):
+    """Regression: bench's progress lines named the pair running but had no
+    count or ETA; each family now shows runs done of its total, elapsed
+    time and ETA (plume_jax.progress.ProgressBar, rich on a terminal)."""
+    import io
+
+    from plume_jax.scoreboard.bench import FamilyProgress
+
+    stream = io.StringIO()
+    family = families.Family("f", "F", ("P1", "P2"), robustness_preset="P1")
+    progress = FamilyProgress(family, 3, with_robustness=True, stream=stream)
+    progress.bar.min_interval_s = 0.0
+    assert progress.bar.total == 2 * 3 + 2 * 3  # pairs, then a robustness run and map per agent
+    for i in range(12):
+        progress(f"run {i}")
+    progress.close()
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("[f] 0/12 runs (0.0%)") and lines[0].endswith("| run 0")
+    assert lines[5].startswith("[f] 5/12 runs") and "| ETA " in lines[5]
+    assert lines[-1].startswith("[f] 12/12 runs (100.0%)")
+    quiet = io.StringIO()
+    silent = FamilyProgress(family, 3, with_robustness=False, quiet=True, stream=quiet)
+    assert silent.bar.total == 6
+    silent("x")
+    silent.close()
+    assert quiet.getvalue() == ""
+
+
+def _shown_row(preset, label):
+    """A row the page can render (every metric of its table)."""
+    row = _row(preset, label)
+    row["metrics"].update(sem_steps=1.0, median_steps=50, p90_steps=60, path_efficiency=0.5)
+    return row
+
+
+def _run_folder(folder, sections, **info):
+    """A bench run folder as `plume-jax bench --out` leaves it (no jit)."""
+    from plume_jax.scoreboard import runs
+
+    (folder / "scoreboard").mkdir(parents=True)
+    for name, section in sections.items():
+        (folder / "scoreboard" / section["figure"]).write_bytes(b"png of " + name.encode())
+    record = {"format": report.RECORD_FORMAT, "families": sections}
+    (folder / "scoreboard.json").write_text(report.dump_record(record))
+    runs.write_run_info(folder, {"families": list(sections), "done": list(sections),
+                                 "baselines": True, "zoo": True, "robustness": True,
+                                 "added": [], "bases": None, **info})
+    return folder
+
+
+def test_publish_refuses_a_quick_or_partial_run_and_writes_nothing_then(tmp_path):
+    from plume_jax.scoreboard import runs
+
+    board_json, page, figures = (tmp_path / "board.json", tmp_path / "board.md",
+                                 tmp_path / "figs")
+    old = {"format": report.RECORD_FORMAT, "families": {
+        "movie": {**_section([_shown_row("PlumeNav-Movie-v0", "k")]), "figure": "m.png"},
+        "gaussian": {**_section([]), "finished_at": "before"}}}
+    old["families"]["movie"]["protocol"] = protocol.FULL.as_dict()
+    board_json.write_text(report.dump_record(old))
+    before = board_json.read_bytes()
+    full = {**_section([_shown_row("PlumeNav-Gaussian-v0", "k")]), "figure": "gaussian.png",
+            "protocol": protocol.FULL.as_dict()}
+
+    def publish(folder, **flags):
+        return runs.publish(folder, board_json, page, figures, **flags)
+
+    quick = _run_folder(tmp_path / "quick", {"gaussian": {**full,
+                                                          "protocol": protocol.QUICK.as_dict()}})
+    with pytest.raises(ValidationError, match=r"ran gaussian \(mode 'quick'\): pass "
+                                              r"--allow-quick"):
+        publish(quick)
+    stopped = _run_folder(tmp_path / "stopped", {"gaussian": full},
+                          families=["gaussian", "filament"])
+    with pytest.raises(ValidationError, match=r"stopped before finishing filament: pass --force"):
+        publish(stopped)
+    stale = _run_folder(tmp_path / "stale", {"gaussian": full},
+                        bases={"gaussian": {"finished_at": "earlier", "reruns": 0}})
+    with pytest.raises(ValidationError, match=r"rerun of gaussian merged into a section that is "
+                                              r"no longer the published one"):
+        publish(stale)
+    lean = _run_folder(tmp_path / "lean", {"gaussian": full}, zoo=False, added=["mine"])
+    with pytest.raises(ValidationError, match=r"without the zoo agents \(--no-zoo\); it has "
+                                              r"agents of your own \(--add mine\)"):
+        publish(lean)
+    with pytest.raises(ValidationError, match=r"a bench run folder"):
+        publish(tmp_path)
+    assert board_json.read_bytes() == before and not page.exists() and not figures.exists()
+    assert publish(quick, allow_quick=True) == ["gaussian"]
+    assert publish(stale, force=True) == ["gaussian"]  # --force: published as asked
+    record = json.loads(board_json.read_text())
+    assert record["families"]["movie"] == old["families"]["movie"]  # other families kept
+    assert record["families"]["gaussian"] == full
+    assert (figures / "gaussian.png").read_bytes() == b"png of gaussian"
+    assert "Mode **full**" in page.read_text() and "## Movie plume" in page.read_text()
+    fresh = _run_folder(tmp_path / "fresh", {"gaussian": full}, bases={
+        "gaussian": runs.base_fingerprint(record["families"]["gaussian"])})
+    assert publish(fresh) == ["gaussian"]  # a rerun of the section now published

@@ -497,3 +497,42 @@ def test_a_wandb_run_id_file_is_read_with_a_bound(tmp_path, content):
     with pytest.raises(ValidationError, match="wandb_run_id") as excinfo:
         wandb_run_id(tmp_path)
     assert excinfo.value.parameter == "wandb_run_id"
+
+
+def test_total_steps_round_to_the_nearest_whole_update_and_a_note_says_so():
+    """Regression: total_steps 20,000 of 1,024-step updates trained 19,456
+    env steps without a word (rounded down). Now the nearest whole number of
+    updates (20 = 20,480 steps), and training prints a note; the shipped
+    configs (3,000,000 = 366.2 updates of 8,192) keep the updates they were
+    trained with."""
+    small = {"num_envs": 16, "num_steps": 64}
+    cfg = train_config(_with("algo", total_steps=20_000, **small))
+    assert cfg.num_updates == 20
+    assert cfg.steps_note() == ("algo.total_steps: 20,000 env steps are 19.53 updates of 1,024 "
+                                "(num_envs x num_steps); training runs the nearest whole "
+                                "number, 20 updates = 20,480 env steps")
+    assert train_config(_with("algo", total_steps=3_000_000)).num_updates == 366
+    assert train_config(_with("algo", total_steps=1536, **small)).num_updates == 2  # a half: up
+    assert train_config(_with("algo", total_steps=1500, **small)).steps_note().endswith(
+        "nearest whole number, 1 update = 1,024 env steps")
+    exact = train_config(_with("algo", total_steps=20_480, **small))
+    assert exact.num_updates == 20 and exact.steps_note() is None
+
+
+def test_a_resume_says_nothing_of_anneal_lr_for_an_algorithm_that_does_not_anneal():
+    """Regression: every algorithm's settings are in a resolved config, so
+    `anneal_lr: true` (PPO's default) sat in a belief_value_iteration config
+    too, and resuming it with a new budget printed a note about annealing
+    that algorithm never does."""
+    from plume_jax.train.trainer import ResumePoint, learning_rate_note
+
+    def note(algo):
+        cfg = train_config({"env": {"id": "PlumeNav-Poisson-Iso19x19-v0"},
+                            "algo": {"algorithm": algo, "total_steps": 64 * 128 * 20}})
+        assert cfg.algo["anneal_lr"] is True
+        point = ResumePoint(checkpoint=None, run_dir=None, update=5, num_updates=10,
+                            config=None)
+        return learning_rate_note(cfg, point)
+
+    assert note("belief_value_iteration") is None
+    assert "algo.anneal_lr: the learning rate decays linearly" in note("ppo")

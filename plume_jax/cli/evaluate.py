@@ -71,6 +71,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="also write every transition and episode to DIR: run.json, "
                     "steps.parquet, episodes.parquet (needs pyarrow: plume-jax[data]; "
                     "docs/agents.md, 'Captured trajectories')")
+    ev.add_argument("--env-from-run", action="store_true",
+                    help="run trained agents (trained with path=..., zoo:<name>) on the env "
+                    "they were trained on (policy.json), not the scenario's; without it, a "
+                    "trained agent on an env with other settings gets a warning")
     ev.add_argument("--quiet", action="store_true", help="no progress bar or lines")
 
 
@@ -189,8 +193,9 @@ def parse_agent_choices(agents: list[str] | None, params: list[str]) -> list[Any
 
 
 def plan_runs(files: list[str], choices: list[Any] | None, episodes: int | None,
-              seed: int | None) -> list[Any]:
-    """Load every scenario and build every (scenario, agent) pair.
+              seed: int | None, env_from_run: bool = False) -> list[Any]:
+    """Load every scenario and build every (scenario, agent) pair
+    (``env_from_run``: :func:`plume_jax.evaluate.scenario.plan_run`).
 
     Raises:
         ValidationError: listing every file or pair that cannot run (the
@@ -210,7 +215,7 @@ def plan_runs(files: list[str], choices: list[Any] | None, episodes: int | None,
             label = scenario["agent"]["name"] if choice is None else choice.label
             try:
                 plans.append(sc.plan_run(scenario, choice, episodes=episodes, seed=seed,
-                                         built_env=built))
+                                         built_env=built, env_from_run=env_from_run))
             except ValidationError as error:
                 problems.append((f"{path} (scenario {scenario['name']!r}), agent {label!r}",
                                  error))
@@ -252,7 +257,12 @@ def run(args: argparse.Namespace) -> int:
     check_output_folder(args.out, "--out")
     if args.save_baseline:
         check_output_file(args.save_baseline, "--save-baseline")
-    plans = plan_runs(files, choices, args.episodes, seed)
+    plans = plan_runs(files, choices, args.episodes, seed,
+                      env_from_run=getattr(args, "env_from_run", False))
+    for plan in plans:
+        if plan.env_note:
+            print(f"warning: scenario {plan.scenario['name']!r}: {plan.env_note}",
+                  file=sys.stderr)
     capture = getattr(args, "capture", None)
     if capture:
         from plume_jax.evaluate.capture import check_capture_plan, require_pyarrow

@@ -48,6 +48,7 @@ import functools
 import json
 import math
 import os
+import pathlib
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -368,6 +369,11 @@ class PlannedRun:
             (``None`` when they are, or when it has none).
         env, params, policy: the built env, its params and the agent.
         episodes, seed, num_steps: the run's size and seed.
+        overrides: the settings laid over the preset.
+        env_note: a warning that a trained policy runs on an env other than
+            its training env (:func:`env_note`), or None.
+        preset: the preset run when it is not the scenario's
+            (``--env-from-run``), or None.
     """
 
     scenario: Mapping[str, Any]
@@ -383,6 +389,8 @@ class PlannedRun:
     seed: int
     num_steps: int
     overrides: Mapping[str, Any]
+    env_note: str | None = None
+    preset: str | None = None
 
 
 def scenario_env(scenario: Mapping[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
@@ -394,6 +402,80 @@ def scenario_env(scenario: Mapping[str, Any]) -> tuple[Any, Any, dict[str, Any]]
         overrides["max_steps"] = scenario["max_steps"]
     env, params = plume_jax.make(scenario["env"]["preset"], **overrides)
     return env, params, overrides
+
+
+#: Env settings a trained policy's evaluation is not warned about: the
+#: reward (evaluation measures success and steps) and the episode budget
+#: (a scenario's own ``max_steps``).
+UNCOMPARED_SETTINGS = ("reward", "max_steps")
+
+
+def training_env(agent_name: str, agent_params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The settings of the env a trained policy was trained on, as its
+    ``policy.json`` records them (``env``: the resolved settings, preset id
+    included), for agent ``trained`` with a ``path`` or a zoo reference;
+    ``None`` for other agents, or a policy folder without a readable
+    ``policy.json`` recording them (building the agent reports a bad one).
+
+    Raises:
+        ValidationError: an unknown zoo entry.
+    """
+    from agents.zoo import is_zoo_reference, resolve
+    from plume_jax.safe_io import load_json_file
+
+    if is_zoo_reference(agent_name):
+        folder = resolve(agent_name).policy_path
+    elif agent_name == "trained" and isinstance(agent_params.get("path"), (str, os.PathLike)):
+        folder = pathlib.Path(agent_params["path"])
+    else:
+        return None
+    if not (folder / "policy.json").is_file():
+        return None  # building the agent says what is wrong with the folder
+    try:
+        spec = load_json_file(folder / "policy.json", "path")
+    except ValidationError:
+        return None
+    env = spec.get("env") if isinstance(spec, dict) else None
+    return dict(env) if isinstance(env, dict) and env.get("id") else None
+
+
+def env_differences(trained: Mapping[str, Any], used: Mapping[str, Any],
+                    prefix: str = "") -> list[str]:
+    """``"name: trained X, here Y"`` for each setting (dotted, e.g.
+    ``plume.sigma``) that differs between two envs' settings, leaving out
+    :data:`UNCOMPARED_SETTINGS`; a component of another ``type`` is one
+    entry (its type), not a list of its parameters."""
+    def plain(v: Any) -> Any:  # tuples as lists, numpy scalars as numbers: as JSON reads
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        return v.item() if isinstance(v, np.generic) else v
+
+    out = []
+    for name in dict.fromkeys([*trained, *used]):
+        if not prefix and name in UNCOMPARED_SETTINGS:
+            continue
+        a, b = plain(trained.get(name)), plain(used.get(name))
+        if isinstance(a, Mapping) and isinstance(b, Mapping) and a.get("type") == b.get("type"):
+            out += env_differences(a, b, f"{prefix}{name}.")
+        elif a != b:
+            def shown(v: Any) -> Any:
+                return v.get("type", v) if isinstance(v, Mapping) else v
+            out.append(f"{prefix}{name}: trained {shown(a)!r}, here {shown(b)!r}")
+    return out
+
+
+def env_note(trained: Mapping[str, Any] | None, env: Any, label: str) -> str | None:
+    """The warning for a trained policy evaluated on an env other than its
+    own (:func:`env_differences`), or None."""
+    used = getattr(env, "settings", None)
+    if not trained or not isinstance(used, Mapping):
+        return None
+    diffs = env_differences(trained, used)
+    if not diffs:
+        return None
+    shown = "; ".join(diffs[:4]) + (f"; and {len(diffs) - 4} more" if len(diffs) > 4 else "")
+    return (f"agent {label!r} was trained on {trained['id']} with other settings than this "
+            f"env ({shown}); --env-from-run evaluates it on its own training env")
 
 
 def check_policy_traces(env: Any, params: Any, policy: Any, name: str) -> None:
@@ -426,7 +508,8 @@ def check_policy_traces(env: Any, params: Any, policy: Any, name: str) -> None:
 
 def plan_run(scenario: Mapping[str, Any], agent: AgentChoice | None = None, *,
              episodes: int | None = None, seed: int | None = None,
-             built_env: tuple[Any, Any, dict[str, Any]] | None = None) -> PlannedRun:
+             built_env: tuple[Any, Any, dict[str, Any]] | None = None,
+             env_from_run: bool = False) -> PlannedRun:
     """Build the env and the agent of one run, so that every check (preset
     overrides, agent name and parameters, the agent against the env, a
     trained policy's or SB3 model's file) happens before anything runs.
@@ -438,6 +521,12 @@ def plan_run(scenario: Mapping[str, Any], agent: AgentChoice | None = None, *,
     included: ``include_noop=False`` given for ``random_walk`` is its own
     default). ``built_env``
     reuses ``scenario_env(scenario)`` across agents.
+
+    A trained policy (``trained`` or ``zoo:<name>``) whose recorded training
+    env differs from the scenario's in a setting that matters gets a
+    warning in ``env_note`` (:func:`env_note`); ``env_from_run=True`` runs
+    it on its own training env instead (the scenario's episodes and seed;
+    its expectations are not checked there).
 
     Raises:
         ValidationError: from the env, the agent registry or the agent.
@@ -454,6 +543,16 @@ def plan_run(scenario: Mapping[str, Any], agent: AgentChoice | None = None, *,
     agent_params = dict(agent.params)
     if agent.name == own["name"]:
         agent_params = {**own["params"], **agent_params}
+    trained = training_env(agent.name, agent_params)
+    if env_from_run:
+        if trained is None:
+            raise ValidationError.for_parameter(
+                "--env-from-run", agent.label, "trained agents only (trained with path=..., or "
+                "zoo:<name>) whose policy.json records the env they were trained on")
+        import plume_jax
+
+        overrides = {k: v for k, v in trained.items() if k != "id"}
+        env, params = plume_jax.make(trained["id"], **overrides)
     defaults = default_params(agent.name)
     is_own = agent.name == own["name"] and \
         {**defaults, **agent_params} == {**defaults, **own["params"]}
@@ -463,6 +562,10 @@ def plan_run(scenario: Mapping[str, Any], agent: AgentChoice | None = None, *,
                    + (f" with parameters {own['params']}" if own["params"] else "")
                    + f", not {agent.name!r}"
                    + (f" with parameters {agent_params}" if agent_params else ""))
+    elif scenario["expect"] and env_from_run:
+        is_own = False
+        skipped = ("the scenario's expectations are for its own env; --env-from-run ran the "
+                   f"policy's training env ({trained['id']})")  # type: ignore[index]
     if episodes is not None:
         check_episodes("episodes", episodes, None)
     policy = make_agent(agent.name, env, **agent_params)
@@ -474,7 +577,9 @@ def plan_run(scenario: Mapping[str, Any], agent: AgentChoice | None = None, *,
         env=env, params=params, policy=policy,
         episodes=episodes or scenario["episodes"],
         seed=validate_seed(scenario["seed"] if seed is None else seed),
-        num_steps=int(params.max_steps), overrides=overrides)
+        num_steps=int(params.max_steps), overrides=overrides,
+        env_note=None if env_from_run else env_note(trained, env, agent.label),
+        preset=trained["id"] if env_from_run else None)  # type: ignore[index]
 
 
 def execute_run(run: PlannedRun,
@@ -531,7 +636,7 @@ def execute_run(run: PlannedRun,
         expectations = {"status": "failed" if failures else "passed", "reason": ""}
     return {
         "scenario": run.scenario["name"],
-        "preset": run.scenario["env"]["preset"],
+        "preset": run.preset or run.scenario["env"]["preset"],
         "overrides": dict(run.overrides),
         "agent": {"name": run.agent_name, "label": run.label, "params": dict(run.agent_params)},
         "seed": run.seed,

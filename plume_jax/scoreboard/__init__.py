@@ -13,6 +13,8 @@
   one figure per family;
 - :mod:`~plume_jax.scoreboard.rerun`: some agents of a family rerun and merged
   into its recorded rows (``plume-jax bench --agent``);
+- :mod:`~plume_jax.scoreboard.runs`: a bench run's own folder, and the
+  explicit, checked step that publishes it (``plume-jax bench --publish``);
 - :mod:`~plume_jax.scoreboard.zoo_publish`: a finished run (or an exported
   policy with its config and measured facts) into the zoo.
 

@@ -103,13 +103,13 @@ def run_family(family: Any, contenders: list[Contender], protocol: Protocol,
     for preset in family.presets:
         built: dict = {}
         for contender in contenders:
+            if progress is not None:  # every pair, so that a count of them can show progress
+                progress(f"{preset} / {contender.label}")
             planned, reason = plan(preset, contender, protocol.episodes, protocol.seed,
                                    built=built)
             if planned is None:
                 rows.append(row(preset, family.name, contender, None, reason))
                 continue
-            if progress is not None:
-                progress(f"{preset} / {contender.label}")
             t0 = time.perf_counter()
             report = sc.execute_run(planned)
             rows.append(row(preset, family.name, contender, report, None,

@@ -90,13 +90,21 @@ def main_table(section: Mapping[str, Any]) -> list[str]:
 
 
 def not_applicable(rows: list[Mapping[str, Any]]) -> list[str]:
-    """``- agent on presets: reason``, presets with one reason merged."""
-    merged: dict[tuple[str, str], list[str]] = {}
+    """One line per agent, ``- agent: reason — on presets; other reason —
+    on presets``: the presets that share a reason merged, and ``every
+    preset`` where one reason holds on all the rows' presets (several)."""
+    every = list(dict.fromkeys(r["preset"] for r in rows))
+    merged: dict[str, dict[str, list[str]]] = {}
     for r in rows:
         if r["status"] == "not applicable":
-            merged.setdefault((r["label"], r["reason"]), []).append(r["preset"])
-    return [f"- {label} on {', '.join(presets)}: {reason}"
-            for (label, reason), presets in merged.items()]
+            merged.setdefault(r["label"], {}).setdefault(r["reason"], []).append(r["preset"])
+    lines = []
+    for label, reasons in merged.items():
+        parts = [f"{reason} — on "
+                 f"{'every preset' if len(every) > 1 and presets == every else ', '.join(presets)}"
+                 for reason, presets in reasons.items()]
+        lines.append(f"- {label}: {'; '.join(parts)}")
+    return lines
 
 
 def verdict_lines(section: Mapping[str, Any]) -> list[str]:

@@ -14,7 +14,7 @@ declarations by ``scripts/settings_reference.py``). A short example::
       overrides: {sigma: 10.0}   # passed to plume_jax.make / make_from_config
     algo:
       algorithm: ppo             # a registered algorithm (plume_jax.train.algorithm)
-      total_steps: 1000000       # env steps; rounded down to whole updates
+      total_steps: 1000000       # env steps; rounded to the nearest whole update
       num_envs: 64
       learning_rate: 0.0003
     network: {type: mlp, hidden_sizes: [64, 64]}
@@ -110,7 +110,8 @@ COMMON_ALGO: dict[str, Setting] = {
                     "a registered algorithm (plume_jax.train.algorithm.ALGORITHMS) or the "
                     "import path 'package.module:Class' of an Algorithm subclass"),
     "total_steps": _s(_REQUIRED, count(low=1, high=10**13), True,
-                      "env steps; rounded down to whole updates"),
+                      "env steps; rounded to the nearest whole number of updates (training "
+                      "says so)"),
     "num_envs": _s(64, count(low=1, high=1 << 20), True, "parallel envs"),
     "num_steps": _s(128, count(low=1, high=1 << 16), True, "env steps of each env per update"),
 }
@@ -301,7 +302,25 @@ class TrainConfig:
 
     @property
     def num_updates(self) -> int:
-        return max(1, self.algo["total_steps"] // self.steps_per_update)
+        """``algo.total_steps`` in updates of :attr:`steps_per_update` env
+        steps: the nearest whole number (a half rounds up), at least one.
+        Not floor: 20,000 steps of 1,024-step updates ran 19,456 silently.
+        Not always up: every shipped config asks for a little more than a
+        whole number of updates (3,000,000 = 366.2 updates of 8,192) and
+        was trained with that number, which the nearest keeps.
+        :meth:`steps_note` says when the steps trained differ."""
+        total, per = self.algo["total_steps"], self.steps_per_update
+        return max(1, (2 * total + per) // (2 * per))
+
+    def steps_note(self) -> str | None:
+        """A line saying how ``algo.total_steps`` was rounded to whole
+        updates, or None when it is a whole number of them."""
+        total, per, n = self.algo["total_steps"], self.steps_per_update, self.num_updates
+        if total == n * per:
+            return None
+        return (f"algo.total_steps: {total:,} env steps are {total / per:.2f} updates of {per:,} "
+                f"(num_envs x num_steps); training runs the nearest whole number, {n:,} "
+                f"update{'s' if n != 1 else ''} = {n * per:,} env steps")
 
     def replace(self, **sections: dict[str, Any]) -> "TrainConfig":
         """A new validated config with some keys of some sections replaced,

@@ -708,6 +708,8 @@ def _run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
              for g in groups]
     bar = ProgressBar(sum(sizes), "sweep", unit="member steps", quiet=not (progress and main),
                       stream=stream, min_interval_s=0.0)
+    for note in dict.fromkeys(n for n in (c.steps_note() for c in sweep.configs) if n):
+        bar.update(0, message=f"note: {note}")
     programs: list[ProgramResult] = []
     evaluations: list[list[dict[str, Any]] | None] = []
     try:

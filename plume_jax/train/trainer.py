@@ -159,8 +159,11 @@ def resume_point(resume: str | pathlib.Path, config: TrainConfig) -> ResumePoint
 def learning_rate_note(config: TrainConfig, point: ResumePoint) -> str | None:
     """What a changed budget does to an annealed learning rate (the linear
     decay runs to 0 over the *current* total, so the rate jumps), or None."""
-    if not config.algo.get("anneal_lr") or point.num_updates == config.num_updates:
-        return None
+    from plume_jax.train.algorithm import algorithm_class
+
+    anneals = "anneal_lr" in algorithm_class(config.algo["algorithm"], "algo.algorithm").SETTINGS
+    if not anneals or not config.algo.get("anneal_lr") or point.num_updates == config.num_updates:
+        return None  # every algorithm's settings are in the config; not all of them anneal
     lr = config.algo["learning_rate"]
     u = point.update
     before = lr * (1.0 - u / point.num_updates)
@@ -249,7 +252,8 @@ def _train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
         runner = init_runner(program)
     init_s = time.perf_counter() - t0
     start_update = update_of(runner)
-    notes = [n for n in [learning_rate_note(config, point) if point else None] if n]
+    notes = [n for n in [config.steps_note(),
+                         learning_rate_note(config, point) if point else None] if n]
 
     barrier("plume_jax.train: checked and loaded")  # before process 0 writes
     loggers = None

@@ -1,0 +1,193 @@
+"""Bench run folders and the explicit step that publishes one.
+
+``plume-jax bench`` writes into a folder of its own (``--out``, by default
+``logs/bench/<UTC date-time>``), never into the published board:
+
+- ``scoreboard.json``: the run's record (:mod:`~plume_jax.scoreboard.report`),
+  written after each family, so a stopped run keeps the families it
+  finished;
+- ``scoreboard.md`` and ``scoreboard/``: the run's page and figures;
+- ``run.json``: what was asked (families, protocol, agents left out or
+  added, a partial ``--agent`` rerun and the sections it merged into) and
+  which families finished.
+
+``plume-jax bench --publish RUN_DIR`` (:func:`publish`) copies the
+finished families' sections into the published record
+(``benchmarks/scoreboard.json``), their figures into ``docs/scoreboard/``,
+and renders ``docs/scoreboard.md`` from the whole record. It checks
+everything before it writes anything, and refuses a run made in quick mode
+or with ``--episodes`` (unless ``allow_quick``), and a partial one — stopped
+before every family finished, without the baselines, the zoo agents or the
+robustness table, with agents of one's own, or an ``--agent`` rerun whose
+published sections changed since it started — unless ``force``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import pathlib
+import shutil
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from plume_jax.errors import ValidationError
+
+RUN_FORMAT = "plume_jax.bench_run/1"
+#: The files of a run folder.
+RECORD_NAME, MARKDOWN_NAME, FIGURES_NAME, RUN_NAME = (
+    "scoreboard.json", "scoreboard.md", "scoreboard", "run.json")
+#: Where runs go by default (under the current folder), as RL Zoo's logs/.
+RUNS_ROOT = pathlib.Path("logs") / "bench"
+
+
+def now_text() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def default_out_dir(root: str | os.PathLike = RUNS_ROOT) -> pathlib.Path:
+    """``<root>/<UTC date-time>`` (``-2``, ``-3``, ... added when taken)."""
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    path = pathlib.Path(root) / stamp
+    n = 1
+    while path.exists():
+        n += 1
+        path = pathlib.Path(root) / f"{stamp}-{n}"
+    return path
+
+
+def check_new_run_dir(path: str | os.PathLike) -> None:
+    """A run folder must not hold a bench run already (a run's record would
+    mix with another's).
+
+    Raises:
+        ValidationError: (parameter ``--out``) a folder with a ``run.json``.
+    """
+    if (pathlib.Path(path) / RUN_NAME).exists():
+        raise ValidationError.for_parameter(
+            "--out", os.fspath(path), "a new folder for this run (this one holds a bench run "
+            "already: publish it with `plume-jax bench --publish`, or pick another --out)")
+
+
+def base_fingerprint(section: Mapping[str, Any]) -> dict[str, Any]:
+    """What identifies a recorded section an ``--agent`` rerun merges into:
+    when it ran and how many partial reruns it has had since."""
+    return {"finished_at": section.get("finished_at"),
+            "reruns": len(section.get("reruns", []))}
+
+
+def write_run_info(run_dir: str | os.PathLike, info: Mapping[str, Any]) -> None:
+    from plume_jax.scoreboard.report import write_atomic
+
+    write_atomic(pathlib.Path(run_dir) / RUN_NAME, lambda tmp: tmp.write_text(
+        json.dumps({"format": RUN_FORMAT, **info}, indent=1) + "\n", encoding="utf-8"))
+
+
+def read_run(run_dir: str | os.PathLike) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(run.json, record)`` of the run folder ``run_dir``.
+
+    Raises:
+        ValidationError: (parameter ``--publish``) not a bench run folder.
+    """
+    from plume_jax.safe_io import load_json_file
+    from plume_jax.scoreboard.report import load_record
+
+    folder = pathlib.Path(run_dir)
+    what = "a bench run folder (with run.json and scoreboard.json, as `plume-jax bench --out` " \
+           "writes)"
+    if not (folder / RUN_NAME).is_file() or not (folder / RECORD_NAME).is_file():
+        raise ValidationError.for_parameter("--publish", os.fspath(run_dir), what)
+    info = load_json_file(folder / RUN_NAME, "--publish", max_bytes=1 << 20)
+    if not isinstance(info, dict) or info.get("format") != RUN_FORMAT \
+            or not isinstance(info.get("done"), list):
+        raise ValidationError.for_parameter("--publish", os.fspath(run_dir), what)
+    try:
+        record = load_record(folder / RECORD_NAME)
+    except ValidationError as error:
+        raise ValidationError.for_parameter("--publish", os.fspath(run_dir),
+                                            f"{what}; its record: {error}") from None
+    return info, record
+
+
+def partial_reasons(info: Mapping[str, Any], published: Mapping[str, Any]) -> list[str]:
+    """Why the run in ``info`` is not a whole board of its families (empty
+    when it is); ``published``: the record it would be published into."""
+    from plume_jax.scoreboard.families import FAMILIES
+
+    reasons = []
+    stopped = [f for f in info["families"] if f not in info["done"]]
+    if stopped:
+        reasons.append(f"it stopped before finishing {', '.join(stopped)}")
+    if not info.get("baselines", True):
+        reasons.append("it ran without the baselines (--no-baselines)")
+    if not info.get("zoo", True):
+        reasons.append("it ran without the zoo agents (--no-zoo)")
+    if not info.get("robustness", True) and any(
+            FAMILIES[f].robustness_preset for f in info["done"] if f in FAMILIES):
+        reasons.append("it ran without the robustness table (--no-robustness)")
+    if info.get("added"):
+        reasons.append(f"it has agents of your own (--add {', '.join(info['added'])})")
+    for name, fingerprint in (info.get("bases") or {}).items():
+        section = published["families"].get(name)
+        if section is None or base_fingerprint(section) != fingerprint:
+            reasons.append(f"its --agent rerun of {name} merged into a section that is no "
+                           "longer the published one")
+    return reasons
+
+
+def publish(run_dir: str | os.PathLike, json_path: str | os.PathLike,
+            markdown_path: str | os.PathLike, figure_dir: str | os.PathLike, *,
+            allow_quick: bool = False, force: bool = False,
+            check_outputs: Callable[[], None] = lambda: None) -> list[str]:
+    """Publish the finished families of the run folder ``run_dir`` into the
+    record ``json_path``, the page ``markdown_path`` and the figures in
+    ``figure_dir``; returns the families published. Every check is made
+    before anything is written: the run's, then ``check_outputs()`` (the
+    caller's checks of the paths written).
+
+    Raises:
+        ValidationError: (parameter ``--publish``) not a run folder, nothing
+            finished, a quick-mode run without ``allow_quick``, a partial run
+            without ``force`` (each with what to pass), a figure missing.
+    """
+    from plume_jax.scoreboard.bench import write_markdown
+    from plume_jax.scoreboard.protocol import FULL
+    from plume_jax.scoreboard.report import dump_record, load_record, write_atomic
+
+    info, record = read_run(run_dir)
+    path = os.fspath(run_dir)
+    done = [f for f in info["done"] if f in record["families"]]
+    if not done:
+        raise ValidationError.for_parameter(
+            "--publish", path, "a run with at least one finished family (this one has none)")
+    quick = [f"{f} (mode {record['families'][f]['protocol']['mode']!r})" for f in done
+             if dict(record["families"][f]["protocol"]) != FULL.as_dict()]
+    if quick and not allow_quick:
+        raise ValidationError.for_parameter(
+            "--publish", path, f"a run of the full protocol, as the published board shows; "
+            f"this one ran {', '.join(quick)}: pass --allow-quick to publish it anyway")
+    published = load_record(json_path)
+    reasons = partial_reasons(info, published)
+    if reasons and not force:
+        raise ValidationError.for_parameter(
+            "--publish", path, f"a whole board of its families, but {'; '.join(reasons)}: "
+            "pass --force to publish it anyway")
+    source = pathlib.Path(run_dir) / FIGURES_NAME
+    copies = [(source / section[key], pathlib.Path(figure_dir) / section[key])
+              for section in (record["families"][f] for f in done)
+              for key in ("figure", "map_figure") if section.get(key)]
+    missing = [os.fspath(a) for a, _ in copies if not a.is_file()]
+    if missing:
+        raise ValidationError.for_parameter(
+            "--publish", path, f"a run folder with the figures its record names "
+            f"({', '.join(missing)} missing)")
+    check_outputs()
+    for a, b in copies:
+        write_atomic(b, lambda tmp, a=a: shutil.copyfile(a, tmp))
+    for name in done:
+        published["families"][name] = record["families"][name]
+    write_atomic(json_path, lambda tmp: tmp.write_text(dump_record(published),
+                                                       encoding="utf-8"))
+    write_markdown(published, markdown_path, figure_dir)
+    return done
