@@ -5,6 +5,9 @@ settings checker, YAML 1.1 forms and duplicate keys in configs and
 
 from __future__ import annotations
 
+import math
+import pathlib
+
 import pytest
 
 from plume_jax import ValidationError
@@ -36,3 +39,65 @@ def test_a_400_digit_learning_rate_given_with_set_is_a_one_line_error():
                        r"invalid") as caught:
         load_train_config("configs/train_gaussian.yaml", overrides)
     assert "\n" not in str(caught.value)
+
+
+# -- issue 42.14: YAML duplicate keys and YAML 1.1 forms ------------------------
+
+def test_a_second_run_section_in_a_config_is_refused_naming_the_key_and_lines(tmp_path):
+    from plume_jax.train.config import load_train_config
+
+    text = pathlib.Path("configs/train_gaussian.yaml").read_text()
+    path = tmp_path / "twice.yaml"
+    path.write_text(text + "run:\n  tensorboard: false\n")
+    lines = (text.splitlines().index("run:") + 1, len(text.splitlines()) + 1)
+    with pytest.raises(ValidationError, match=rf"the key 'run' is on line {lines[0]} and again "
+                       rf"on line {lines[1]}") as caught:
+        load_train_config(path)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_repeated_learning_rate_is_refused_not_the_later_value_taken(tmp_path):
+    from plume_jax.config import load_config
+    from plume_jax.train.sweep import load_sweep_config
+
+    path = tmp_path / "lr.yaml"
+    path.write_text("algo:\n  learning_rate: 1.0e-3\n  learning_rate: 3.0e-4\n")
+    for read in (load_config, load_sweep_config):
+        with pytest.raises(ValidationError, match=r"the key 'learning_rate' is on line 2 and "
+                           r"again on line 3"):
+            read(path)
+
+
+def test_a_set_value_with_a_key_twice_is_refused():
+    from plume_jax.cli.common import parse_overrides
+
+    with pytest.raises(ValidationError, match=r"^--set='reward=\{type: sparse, type: dense\}' "
+                       r"is invalid: .*the key 'type' is on line 1 and again on line 1"):
+        parse_overrides(["reward={type: sparse, type: dense}"])
+
+
+@pytest.mark.parametrize("text, value", [
+    # YAML 1.1 forms that YAML 1.2 reads as text
+    ("1:25:20", "1:25:20"), ("on", "on"), ("off", "off"), ("yes", "yes"), ("No", "No"),
+    ("0b101", "0b101"), ("1_000", "1_000"), ("2001-12-14", "2001-12-14"),
+    # YAML 1.2 core schema forms
+    ("true", True), ("FALSE", False), ("010", 10), ("0o17", 15), ("0x1400", 5120),
+    ("3e-4", 3e-4), ("1e6", 1e6), ("-.inf", -math.inf), ("~", None), ("", None),
+])
+def test_config_values_are_read_as_yaml_1_2_core_not_yaml_1_1(text, value):
+    from plume_jax.safe_io import load_yaml_bounded
+
+    got = load_yaml_bounded(text, "--set")
+    assert got == value and type(got) is type(value)
+
+
+def test_tensorboard_on_and_base_60_total_steps_are_refused_not_read_as_true_and_5120():
+    from plume_jax.cli.common import parse_overrides
+    from plume_jax.train.config import load_train_config
+
+    with pytest.raises(ValidationError, match=r"run\.tensorboard='on' is invalid: expected a "
+                       r"bool"):
+        load_train_config("configs/train_gaussian.yaml", parse_overrides(["run.tensorboard=on"]))
+    with pytest.raises(ValidationError, match=r"algo\.total_steps='1:25:20' is invalid"):
+        load_train_config("configs/train_gaussian.yaml",
+                          parse_overrides(["algo.total_steps=1:25:20"]))
