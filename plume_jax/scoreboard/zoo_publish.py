@@ -100,8 +100,11 @@ def config_differences(committed: dict[str, Any], ran: dict[str, Any]) -> tuple[
 
 
 def pick_version(folder: pathlib.Path) -> int:
-    """The version a new policy of the entry folder ``configs/zoo/<name>`` gets."""
-    numbers = sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit()) \
+    """The version a new policy of the entry folder ``configs/zoo/<name>``
+    gets (only folders named as versions count: ``agents.zoo.VERSION_NAME``)."""
+    from agents.zoo import VERSION_NAME
+
+    numbers = sorted(int(p.name) for p in folder.iterdir() if VERSION_NAME.fullmatch(p.name)) \
         if folder.is_dir() else []
     for number in numbers:
         if (folder / str(number) / "config.yaml").is_file() and \
