@@ -101,3 +101,83 @@ def test_tensorboard_on_and_base_60_total_steps_are_refused_not_read_as_true_and
     with pytest.raises(ValidationError, match=r"algo\.total_steps='1:25:20' is invalid"):
         load_train_config("configs/train_gaussian.yaml",
                           parse_overrides(["algo.total_steps=1:25:20"]))
+
+
+# -- issue 42.12: user algorithms and the second Ctrl-C -------------------------
+
+USER_MODULES = {
+    "raises_at_import": "raise RuntimeError('no GPU found here')\n",
+    "abstract_algo": (
+        "from plume_jax.train.algorithm import Algorithm\n\n"
+        "class Half(Algorithm):\n"
+        "    name = 'half'\n\n"
+        "    def init(self, key, hp, env_params):\n"
+        "        return None\n"),
+}
+
+
+@pytest.fixture
+def user_modules(tmp_path, monkeypatch):
+    for name, text in USER_MODULES.items():
+        (tmp_path / f"{name}.py").write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield
+    import sys
+
+    for name in USER_MODULES:
+        sys.modules.pop(name, None)
+
+
+def test_a_user_algorithm_module_that_raises_at_import_is_a_one_line_error(user_modules):
+    from plume_jax.cli.common import parse_overrides
+    from plume_jax.train.config import load_train_config
+
+    with pytest.raises(ValidationError, match=r"algo\.algorithm='raises_at_import:Algo' is "
+                       r"invalid: .*importing module 'raises_at_import' raised RuntimeError: "
+                       r"no GPU found here") as caught:
+        load_train_config("configs/train_gaussian.yaml",
+                          parse_overrides(["algo.algorithm=raises_at_import:Algo"]))
+    assert "\n" not in str(caught.value)
+
+
+def test_an_abstract_user_algorithm_is_refused_naming_its_missing_methods_not_nonetype(
+        user_modules):
+    from plume_jax.train.algorithm import algorithm_class
+    from plume_jax.train.config import load_train_config
+
+    with pytest.raises(ValidationError, match=r"Half does not implement: from_config, hparams, "
+                       r"policy, update"):
+        algorithm_class("abstract_algo:Half")
+    with pytest.raises(ValidationError, match=r"algo\.algorithm='abstract_algo:Half' is invalid"):
+        load_train_config("configs/train_gaussian.yaml", {"algo.algorithm": "abstract_algo:Half"})
+
+
+def test_a_second_ctrl_c_during_the_graceful_stop_is_one_line_and_exit_130_not_a_traceback(
+        monkeypatch, capsys):
+    """The command holds train's signal handlers (``stop_on_signals``) and
+    gets SIGINT twice, the second while it is stopping."""
+    import os
+    import signal
+    import threading
+
+    from plume_jax import cli
+    from plume_jax.train.chunks import stop_on_signals
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signal handlers are installed only in the main thread")
+
+    def two_ctrl_c(args):
+        with stop_on_signals() as stop:
+            os.kill(os.getpid(), signal.SIGINT)
+            while not stop:  # the handler runs between bytecodes
+                pass
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(10**7):
+                pass
+        return 0
+
+    monkeypatch.setitem(cli._COMMANDS, "list", two_ctrl_c)
+    assert cli.main(["list"]) == 130
+    err = capsys.readouterr().err
+    assert err == ("plume-jax: stopped at once by a second SIGINT, without a new checkpoint: "
+                   "the run folder keeps its last checkpoint, which --resume continues from\n")
