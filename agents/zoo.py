@@ -111,6 +111,13 @@ class ZooEntry:
         return dict(self.info.get("env_overrides") or {})
 
 
+def missing_zoo(root: pathlib.Path) -> str:
+    """Why there is no zoo at ``root`` and where one comes from."""
+    return (f"the zoo folder {root} does not exist: the zoo ships with the source checkout "
+            f"(git clone, then pip install -e .); or set {ZOO_ENV} to a copy of its "
+            "configs/zoo")
+
+
 def is_zoo_reference(name: Any) -> bool:
     """Whether ``name`` is meant as a zoo reference (starts with ``zoo:``)."""
     return isinstance(name, str) and name.startswith(ZOO_PREFIX)
@@ -202,11 +209,8 @@ def resolve(reference: str, root: str | pathlib.Path | None = None) -> ZooEntry:
     body = reference[len(ZOO_PREFIX):]
     name, at, version_text = body.partition("@")
     if not root.is_dir():
-        raise ValidationError.for_parameter(
-            "agent", reference,
-            f"a zoo entry, but the zoo folder {root} does not exist: the zoo ships with the "
-            f"source checkout (git clone, then pip install -e .); or set {ZOO_ENV} to a copy "
-            "of its configs/zoo")
+        raise ValidationError.for_parameter("agent", reference,
+                                            f"a zoo entry, but {missing_zoo(root)}")
     if name not in known:
         from agents.registry import did_you_mean
 

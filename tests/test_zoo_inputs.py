@@ -56,3 +56,74 @@ def test_publishing_beside_a_superscript_two_folder_picks_the_next_plain_version
 
     assert pick_version(hostile_zoo / "gaussian-mlp") == 2
     assert pick_version(hostile_zoo / "toy") == 1
+
+
+# -- issue 44.4: the zoo can be listed and recorded ------------------------------
+
+def test_plume_jax_list_zoo_shows_name_version_preset_success_and_seeds(hostile_zoo, capsys):
+    from plume_jax import cli
+
+    assert cli.main(["list", "--zoo"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"zoo {hostile_zoo} (1 trained versions")
+    assert lines[1].split() == ["agent", "preset", "success", "episodes", "eval", "seed",
+                                "train", "seed"]
+    assert lines[2].split() == ["zoo:gaussian-mlp@1", "PlumeNav-Gaussian-v0", "0.987", "1000",
+                                "1000003", "0"]
+    assert len(lines) == 3  # ², 01 and ١ are not versions
+
+
+def test_plume_jax_list_zoo_without_a_zoo_folder_is_a_one_line_error(tmp_path, monkeypatch,
+                                                                      capsys):
+    from plume_jax import cli
+
+    monkeypatch.setenv(zoo.ZOO_ENV, str(tmp_path / "missing"))
+    assert cli.main(["list", "--zoo"]) == 2
+    err = capsys.readouterr().err
+    assert "PLUME_JAX_ZOO" in err and err.count("\n") == 1
+
+
+@pytest.fixture(scope="module")
+def imageio():
+    return pytest.importorskip("imageio", reason="the video extra is not installed")
+
+
+def test_record_takes_a_zoo_agent_and_stops_at_the_episode_end_not_max_steps(imageio, tmp_path,
+                                                                            capsys):
+    """``record zoo:gaussian-mlp`` was refused; a policy's 68-step episode
+    was written as max_steps + 1 = 1001 frames."""
+    from plume_jax import cli
+
+    out = tmp_path / "zoo.gif"
+    assert cli.main(["record", "zoo:gaussian-mlp@1", "--out", str(out), "--scale", "1",
+                     "--episodes", "2"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    steps = [int(line.split(", ")[1].split()[0]) for line in printed[:2]]
+    assert all("reached the source" in line for line in printed[:2]), printed
+    frames = max(steps) + 1
+    assert printed[2] == f"wrote {out} ({frames} frames)" and frames < 1001
+    assert len(imageio.mimread(out)) == frames
+
+
+def test_record_takes_an_sb3_zip_with_a_preset(imageio, tmp_path, capsys):
+    pytest.importorskip("stable_baselines3")
+    import plume_jax
+    from plume_jax import cli
+    from plume_jax.gym.sb3 import PlumeSB3VecEnv
+    from stable_baselines3 import PPO
+
+    small = ["--set", "grid_size=[12, 12]", "--set", "sigma=3.0", "--set", "max_steps=8"]
+    env, params = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[12, 12], sigma=3.0,
+                                 max_steps=8)
+    model = PPO("MlpPolicy", PlumeSB3VecEnv(env, params, num_envs=2, seed=0), n_steps=8,
+                batch_size=16, seed=0, device="cpu")
+    model.save(tmp_path / "ppo.zip")
+    out = tmp_path / "sb3.gif"
+    assert cli.main(["record", str(tmp_path / "ppo.zip"), "--out", str(out)]) == 2
+    assert "--preset" in capsys.readouterr().err  # an SB3 model records no env
+    assert cli.main(["record", str(tmp_path / "ppo.zip"), "--out", str(out), "--preset",
+                     "PlumeNav-Gaussian-v0", *small, "--episodes", "2", "--scale", "1"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    steps = [int(line.split(", ")[1].split()[0]) for line in printed[:2]]
+    assert printed[2] == f"wrote {out} ({max(steps) + 1} frames)"
+    assert len(imageio.mimread(out)) == max(steps) + 1
