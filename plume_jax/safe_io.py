@@ -221,16 +221,28 @@ class _BoundedLoader(yaml.SafeLoader):
 # plus ``<<`` merge keys
 _MERGE = "tag:yaml.org,2002:merge"
 _BoundedLoader.add_implicit_resolver(_MERGE, re.compile(r"\A<<\Z"), ["<"])
-for _tag, _pattern, _first in (
+_CORE_SCHEMA = tuple(
+    (f"tag:yaml.org,2002:{tag}", re.compile(rf"\A{pattern}\Z"), first) for tag, pattern, first in (
         ("null", r"(?:~|null|Null|NULL|)", ["~", "n", "N", ""]),
         ("bool", r"(?:true|True|TRUE|false|False|FALSE)", list("tTfF")),
         ("int", r"(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)", list("-+0123456789")),
         ("float", r"(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-                  r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))", list("-+0123456789."))):
-    _BoundedLoader.add_implicit_resolver(f"tag:yaml.org,2002:{_tag}",
-                                         re.compile(rf"\A{_pattern}\Z"), _first)
+                  r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))", list("-+0123456789."))))
+for _tag, _pattern, _first in _CORE_SCHEMA:
+    _BoundedLoader.add_implicit_resolver(_tag, _pattern, _first)
 _BoundedLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLoader.construct_core_int)
 _BoundedLoader.add_constructor("tag:yaml.org,2002:float", _BoundedLoader.construct_core_float)
+
+
+class YAMLDumper(yaml.SafeDumper):
+    """``yaml.SafeDumper`` that also quotes every string YAML 1.2's core
+    schema would read as another type (``'0o17'``, ``'1e6'``), so that what
+    plume_jax writes reads back the same through :func:`load_yaml_bounded`
+    (and through PyYAML's own YAML 1.1 reader)."""
+
+
+for _tag, _pattern, _first in _CORE_SCHEMA:
+    YAMLDumper.add_implicit_resolver(_tag, _pattern, _first)
 
 
 def _expanded_size(root: yaml.Node, max_nodes: int, max_depth: int) -> str | None:

@@ -91,6 +91,16 @@ def test_config_values_are_read_as_yaml_1_2_core_not_yaml_1_1(text, value):
     assert got == value and type(got) is type(value)
 
 
+def test_strings_that_yaml_1_2_reads_as_numbers_keep_their_type_through_written_yaml():
+    """``'0o17'`` and ``'1e6'`` were written unquoted (YAML 1.1 reads them as
+    text) and read back as the numbers 15 and 1e6."""
+    from plume_jax.safe_io import load_yaml_bounded
+    from plume_jax.train.config import dump_yaml
+
+    data = {"run": {"name": "0o17", "wandb_project": "1e6", "note": "on", "seed": 3}}
+    assert load_yaml_bounded(dump_yaml(data), "config.yaml") == data
+
+
 def test_tensorboard_on_and_base_60_total_steps_are_refused_not_read_as_true_and_5120():
     from plume_jax.cli.common import parse_overrides
     from plume_jax.train.config import load_train_config

@@ -224,10 +224,13 @@ def _write_entry(folder: pathlib.Path, policy: pathlib.Path, info: dict[str, Any
     ``config.yaml`` yet."""
     import yaml
 
+    from plume_jax.safe_io import YAMLDumper
+
     staging = folder.with_name(f".{folder.name}.publishing-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     shutil.copytree(policy, staging / "policy")
-    (staging / "entry.yaml").write_text(yaml.safe_dump(info, sort_keys=False), encoding="utf-8")
+    (staging / "entry.yaml").write_text(yaml.dump(info, Dumper=YAMLDumper, sort_keys=False),
+                                        encoding="utf-8")
     folder.mkdir(parents=True, exist_ok=True)
     if not (folder / "config.yaml").is_file():
         shutil.copy2(config_file, folder / "config.yaml")
