@@ -29,7 +29,8 @@ def zoo_table(entries: list[Any]) -> list[str]:
     header = ("agent", "preset", "success", "episodes", "eval seed", "train seed")
     rows = []
     for entry in entries:
-        evaluation = entry.info.get("evaluation") or {}
+        evaluation = entry.info.get("evaluation")
+        evaluation = evaluation if isinstance(evaluation, dict) else {}
         success = evaluation.get("success_rate")
         rows.append((entry.reference,
                      entry.preset + (" + own sensor" if entry.env_overrides else ""),

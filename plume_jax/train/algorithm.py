@@ -53,7 +53,7 @@ from typing import Any, Callable, ClassVar
 
 import jax
 
-from plume_jax.errors import ValidationError
+from plume_jax.errors import ValidationError, bounded_text
 from plume_jax.settings import Checker, Setting
 
 #: ``algo.algorithm`` value -> ``'module:Class'`` of every registered algorithm.
@@ -208,8 +208,7 @@ def algorithm_class(name: Any, parameter: str = "algo.algorithm") -> type[Algori
 
 def _one_line(error: BaseException) -> str:
     """An exception's message on one line, at most 300 characters."""
-    text = " ".join(str(error).split())
-    return text if len(text) <= 300 else text[:297] + "..."
+    return bounded_text(" ".join(str(error).split()), 300)
 
 
 def registered_settings() -> dict[str, Setting]:

@@ -137,8 +137,9 @@ def stop_on_signals() -> Iterator[StopRequest]:
     """While the block runs, the first SIGINT (Ctrl-C) or SIGTERM (what a
     scheduler sends before it kills a job) asks the run to stop at the end of
     the current chunk, checkpointed, instead of killing it; a second SIGINT
-    interrupts at once (:class:`StoppedAtOnce`, a ``KeyboardInterrupt``). Handlers are installed only
-    in the main thread (elsewhere the block runs as it is) and restored after."""
+    interrupts at once (:class:`StoppedAtOnce`, a ``KeyboardInterrupt``).
+    Handlers are installed only in the main thread (elsewhere the block runs
+    as it is) and restored after."""
     request = StopRequest()
     if threading.current_thread() is not threading.main_thread():
         yield request
