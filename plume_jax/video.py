@@ -11,8 +11,10 @@ changes a trajectory.
   :class:`~plume_jax.gym.PlumeGymEnv` (any policy, or random actions) and
   writes it.
 - :func:`rollout_frames` renders ``num_envs`` episodes of a functional
-  policy inside one jitted ``lax.scan``; :func:`record_batch` tiles them
-  side by side (:func:`tile_frames`) and writes the result.
+  policy inside one jitted ``lax.scan`` (of a host agent such as an SB3
+  model: jitted steps, the agent acting on the host between them);
+  :func:`record_batch` tiles them side by side (:func:`tile_frames`) and
+  writes the result.
 - :func:`write_video` writes any ``uint8[T, H, W, 3]`` frame stack.
 """
 
