@@ -15,7 +15,9 @@ the folder ``$PLUME_JAX_ZOO`` names) holding
   readings through another sensor, e.g. a belief) and ``reproducibility``
   (how the config was checked to reproduce the entry).
 
-``<version>`` is a positive integer; a re-trained entry is a new version
+``<version>`` is a positive integer written in ASCII digits without
+leading zeros (``1``, ``12``; a folder named ``01``, ``²`` or ``١`` is not a
+version and is skipped); a re-trained entry is a new version
 and the old one stays. A reference is ``zoo:<name>`` (the newest version)
 or ``zoo:<name>@<version>``. A folder holding only ``config.yaml`` (a
 config not trained yet) is not an entry.
@@ -57,7 +59,12 @@ def zoo_root(root: str | os.PathLike | None = None) -> pathlib.Path:
     return pathlib.Path(os.environ[ZOO_ENV]) if os.environ.get(ZOO_ENV) else ZOO_ROOT
 #: An entry name: lower-case letters, digits and ``-``.
 ENTRY_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-_REFERENCE = "zoo:<name> or zoo:<name>@<version> (version a positive integer)"
+#: A version folder's name: a positive integer in ASCII digits, no leading
+#: zero (``str.isdigit`` also takes ``²`` and ``١``, which ``int`` refuses or
+#: reads as another version's number).
+VERSION_NAME = re.compile(r"[1-9][0-9]*")
+_REFERENCE = ("zoo:<name> or zoo:<name>@<version> (version a positive integer without "
+              "leading zeros)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,27 +111,45 @@ class ZooEntry:
         return dict(self.info.get("env_overrides") or {})
 
 
+def missing_zoo(root: pathlib.Path) -> str:
+    """Why there is no zoo at ``root`` and where one comes from."""
+    return (f"the zoo folder {root} does not exist: the zoo ships with the source checkout "
+            f"(git clone, then pip install -e .); or set {ZOO_ENV} to a copy of its "
+            "configs/zoo")
+
+
 def is_zoo_reference(name: Any) -> bool:
     """Whether ``name`` is meant as a zoo reference (starts with ``zoo:``)."""
     return isinstance(name, str) and name.startswith(ZOO_PREFIX)
 
 
+def _children(folder: pathlib.Path) -> list[pathlib.Path]:
+    """The folder's entries; none when it is not a readable folder (one
+    unreadable folder of the zoo must not break every other agent)."""
+    try:
+        return list(folder.iterdir()) if folder.is_dir() else []
+    except OSError:
+        return []
+
+
 def _versions(folder: pathlib.Path) -> list[int]:
-    """The trained versions under ``configs/zoo/<name>``: integer-named
-    folders with ``entry.yaml`` and ``policy/``, ascending."""
+    """The trained versions under ``configs/zoo/<name>``: folders named by
+    :data:`VERSION_NAME` with ``entry.yaml`` and ``policy/``, ascending;
+    other folders (``01``, ``²``, ``tmp``) are skipped."""
     found = []
-    for child in folder.iterdir() if folder.is_dir() else ():
-        if child.name.isdigit() and int(child.name) > 0 and (child / "entry.yaml").is_file() \
-                and (child / "policy").is_dir():
+    for child in _children(folder):
+        try:
+            trained = (child / "entry.yaml").is_file() and (child / "policy").is_dir()
+        except OSError:
+            trained = False
+        if VERSION_NAME.fullmatch(child.name) and trained:
             found.append(int(child.name))
     return sorted(found)
 
 
 def _names(root: pathlib.Path) -> list[str]:
     """The entry names that have at least one trained version."""
-    if not root.is_dir():
-        return []
-    return sorted(child.name for child in root.iterdir()
+    return sorted(child.name for child in _children(root)
                   if ENTRY_NAME.match(child.name) and _versions(child))
 
 
@@ -184,11 +209,8 @@ def resolve(reference: str, root: str | pathlib.Path | None = None) -> ZooEntry:
     body = reference[len(ZOO_PREFIX):]
     name, at, version_text = body.partition("@")
     if not root.is_dir():
-        raise ValidationError.for_parameter(
-            "agent", reference,
-            f"a zoo entry, but the zoo folder {root} does not exist: the zoo ships with the "
-            f"source checkout (git clone, then pip install -e .); or set {ZOO_ENV} to a copy "
-            "of its configs/zoo")
+        raise ValidationError.for_parameter("agent", reference,
+                                            f"a zoo entry, but {missing_zoo(root)}")
     if name not in known:
         from agents.registry import did_you_mean
 
@@ -199,7 +221,7 @@ def resolve(reference: str, root: str | pathlib.Path | None = None) -> ZooEntry:
     versions = _versions(root / name)
     if not at:
         return _load(root, name, versions[-1])
-    if not version_text.isdigit() or int(version_text) not in versions:
+    if not VERSION_NAME.fullmatch(version_text) or int(version_text) not in versions:
         raise ValidationError.for_parameter(
             "agent", reference, f"a trained version of zoo entry {name!r}: one of "
             f"{[f'{ZOO_PREFIX}{name}@{v}' for v in versions]}")

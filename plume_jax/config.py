@@ -31,7 +31,7 @@ import yaml
 
 from plume_jax.errors import ValidationError, bounded_repr
 from plume_jax.registry import COMPONENTS, PRESETS, build_env, make, merge_overrides
-from plume_jax.safe_io import load_yaml_file
+from plume_jax.safe_io import YAMLDumper, load_yaml_file
 
 #: Where the preset config files live in a source checkout.
 PRESET_DIR = pathlib.Path(__file__).resolve().parent.parent / "configs" / "presets"
@@ -70,7 +70,7 @@ def config_dict(env: Any, description: str | None = None) -> dict[str, Any]:
     return _plain(ordered)
 
 
-class _Dumper(yaml.SafeDumper):
+class _Dumper(YAMLDumper):
     """Block style for mappings, flow style for lists of scalars
     (``grid_size: [128, 128]``)."""
 

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from plume_jax.errors import ValidationError
+from plume_jax.errors import ValidationError, bounded_repr
 
 #: Bytes of a YAML / JSON text (config, scenario, metadata, --set value).
 MAX_CONFIG_BYTES = 1 << 20
@@ -144,15 +144,34 @@ class _TooDeep(Exception):
     pass
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """A safe loader whose composer refuses nesting deeper than
-    ``max_depth`` as it composes (before Python's recursion limit).
+class _DuplicateKey(Exception):
+    """A mapping holds one key twice (``key``, its first and second line)."""
 
-    Numbers with an exponent read as floats as in YAML 1.2 (and JSON):
-    PyYAML follows YAML 1.1, where ``3e-4``, ``1e6`` and ``1.5e3`` (no dot
-    or no exponent sign) are strings."""
+    def __init__(self, key: Any, first: int, again: int) -> None:
+        super().__init__(key, first, again)
+        self.key, self.first, self.again = key, first, again
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """A safe loader that reads YAML 1.2's core schema and refuses what a
+    config must not hold.
+
+    - Plain scalars resolve as in YAML 1.2's core schema, not PyYAML's YAML
+      1.1: only ``true``/``false`` (any of three casings) are booleans
+      (``on``, ``yes``, ``no`` stay text); integers are decimal, ``0o``
+      octal or ``0x`` hexadecimal (no base-60 ``1:25:20``, no ``0b``, no
+      ``_`` separators; ``010`` is ten); floats may have an exponent with no
+      dot (``3e-4``, ``1e6``) and ``.inf``/``.nan``; ``null``, ``~`` and an
+      empty value are null; dates are text. ``<<`` merge keys still merge
+      (a widely used extension that YAML 1.2 readers such as ruamel.yaml keep).
+    - A mapping that holds a key twice is refused (:class:`_DuplicateKey`).
+    - The composer refuses nesting deeper than ``max_depth`` as it composes
+      (before Python's recursion limit)."""
 
     max_depth = MAX_DEPTH
+    # YAML 1.2 core schema only (PyYAML's YAML 1.1 resolvers are dropped
+    # below, and the core schema's added in their place)
+    yaml_implicit_resolvers: dict[Any, list[tuple[str, re.Pattern[str]]]] = {}
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
@@ -166,6 +185,64 @@ class _BoundedLoader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            first_line: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == _MERGE:  # merged keys may be overridden
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    seen = key in first_line
+                except TypeError:  # an unhashable key: the base class says so
+                    break
+                line = key_node.start_mark.line + 1
+                if seen:
+                    raise _DuplicateKey(key, first_line[key], line)
+                first_line[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_core_int(self, node: Any) -> int:
+        text = str(self.construct_scalar(node))
+        if text[:2] in ("0o", "0x"):
+            return int(text[2:], 8 if text[1] == "o" else 16)
+        return int(text, 10)
+
+    def construct_core_float(self, node: Any) -> float:
+        text = str(self.construct_scalar(node))
+        bare = text.lstrip("+-").lower()
+        if bare in (".inf", ".nan"):
+            return float(text.replace(".", "", 1))
+        return float(text)
+
+
+# YAML 1.2 core schema (https://yaml.org/spec/1.2.2/#1032-tag-resolution),
+# plus ``<<`` merge keys
+_MERGE = "tag:yaml.org,2002:merge"
+_BoundedLoader.add_implicit_resolver(_MERGE, re.compile(r"\A<<\Z"), ["<"])
+_CORE_SCHEMA = tuple(
+    (f"tag:yaml.org,2002:{tag}", re.compile(rf"\A{pattern}\Z"), first) for tag, pattern, first in (
+        ("null", r"(?:~|null|Null|NULL|)", ["~", "n", "N", ""]),
+        ("bool", r"(?:true|True|TRUE|false|False|FALSE)", list("tTfF")),
+        ("int", r"(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)", list("-+0123456789")),
+        ("float", r"(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                  r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))", list("-+0123456789."))))
+for _tag, _pattern, _first in _CORE_SCHEMA:
+    _BoundedLoader.add_implicit_resolver(_tag, _pattern, _first)
+_BoundedLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLoader.construct_core_int)
+_BoundedLoader.add_constructor("tag:yaml.org,2002:float", _BoundedLoader.construct_core_float)
+
+
+class YAMLDumper(yaml.SafeDumper):
+    """``yaml.SafeDumper`` that also quotes every string YAML 1.2's core
+    schema would read as another type (``'0o17'``, ``'1e6'``), so that what
+    plume_jax writes reads back the same through :func:`load_yaml_bounded`
+    (and through PyYAML's own YAML 1.1 reader)."""
+
+
+for _tag, _pattern, _first in _CORE_SCHEMA:
+    YAMLDumper.add_implicit_resolver(_tag, _pattern, _first)
 
 
 def _expanded_size(root: yaml.Node, max_nodes: int, max_depth: int) -> str | None:
@@ -204,13 +281,6 @@ def _expanded_size(root: yaml.Node, max_nodes: int, max_depth: int) -> str | Non
     return None
 
 
-#: YAML 1.2's numbers with an exponent that YAML 1.1 reads as strings
-#: (``1e6``, ``3e-4``, ``2.5E3``); the ones YAML 1.1 already reads as floats
-#: match too and build the same value.
-_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
-_BoundedLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT,
-                                     list("-+0123456789."))
-
 def _children(node: yaml.Node) -> list[yaml.Node]:
     if isinstance(node, yaml.SequenceNode):
         return list(node.value)
@@ -222,9 +292,11 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 def load_yaml_bounded(text: str, parameter: str, *, value: Any = _TEXT, what: str = "YAML",
                       max_bytes: int = MAX_CONFIG_BYTES, max_depth: int = MAX_DEPTH,
                       max_nodes: int = MAX_YAML_NODES) -> Any:
-    """``yaml.safe_load(text)``, refused (before anything is built) when the
-    text is over ``max_bytes``, nests deeper than ``max_depth`` or holds more
-    than ``max_nodes`` nodes once aliases are expanded.
+    """The YAML document ``text`` read with YAML 1.2's core schema (see
+    :class:`_BoundedLoader`: ``on`` and ``1:25:20`` are text), refused
+    (before anything is built) when the text is over ``max_bytes``, nests
+    deeper than ``max_depth`` or holds more than ``max_nodes`` nodes once
+    aliases are expanded, and refused when a mapping holds a key twice.
 
     Errors name ``parameter`` and quote ``value`` (default: the start of
     the text); ``what`` (``"YAML"``, ``"a YAML file"``) starts the
@@ -232,7 +304,8 @@ def load_yaml_bounded(text: str, parameter: str, *, value: Any = _TEXT, what: st
 
     Raises:
         ValidationError: too big, too deep, too many nodes (an alias bomb), a
-            recursive alias, not YAML, or a tag that builds Python objects.
+            recursive alias, a key given twice in one mapping (naming the key
+            and both lines), not YAML, or a tag that builds Python objects.
     """
     value = _excerpt(text) if value is _TEXT else value
     _check_text(text, max_bytes, parameter, value, what)
@@ -252,6 +325,11 @@ def load_yaml_bounded(text: str, parameter: str, *, value: Any = _TEXT, what: st
         return loader.construct_document(node)
     except ValidationError:
         raise
+    except _DuplicateKey as twice:
+        raise ValidationError.for_parameter(
+            parameter, value, f"{what} with each key once in a mapping (the key "
+            f"{bounded_repr(twice.key, 80)} is on line {twice.first} and again on line "
+            f"{twice.again})") from None
     except yaml.YAMLError as error:
         raise ValidationError.for_parameter(
             parameter, value, f"{what} ({' '.join(str(error).split())[:300]}; tags that build "

@@ -11,8 +11,10 @@ changes a trajectory.
   :class:`~plume_jax.gym.PlumeGymEnv` (any policy, or random actions) and
   writes it.
 - :func:`rollout_frames` renders ``num_envs`` episodes of a functional
-  policy inside one jitted ``lax.scan``; :func:`record_batch` tiles them
-  side by side (:func:`tile_frames`) and writes the result.
+  policy inside one jitted ``lax.scan`` (of a host agent such as an SB3
+  model: jitted steps, the agent acting on the host between them);
+  :func:`record_batch` tiles them side by side (:func:`tile_frames`) and
+  writes the result.
 - :func:`write_video` writes any ``uint8[T, H, W, 3]`` frame stack.
 """
 
@@ -220,73 +222,126 @@ def _select(mask: jax.Array, new: Any, old: Any) -> Any:
         lambda a, b: jnp.where(mask.reshape(mask.shape + (1,) * (a.ndim - 1)), a, b), new, old)
 
 
+def _draw(env: Any, params: Any, c: dict, scale: int) -> jax.Array:
+    """The frames of every env of the batch ``c`` (uint8[N, H, W, 3])."""
+    return jax.vmap(lambda p, a, t, v: render_frame(env, p, a, params, trail=t, trail_valid=v,
+                                                    scale=scale))(
+        c["state"].plume, c["state"].agent, c["trail"], c["valid"])
+
+
+def _start(env: Any, params: Any, key: jax.Array, num_envs: int, trail_length: int
+           ) -> tuple[dict, jax.Array, jax.Array]:
+    """``(batch, policy key, run key)``: ``num_envs`` fresh episodes (the
+    batch dict :func:`_advance` steps; ``carry`` is left to the caller)."""
+    k_reset, k_policy, k_run = jax.random.split(key, 3)
+    obs, state = jax.vmap(env.reset_env, in_axes=(0, None))(
+        jax.random.split(k_reset, num_envs), params)
+    trail = jnp.zeros((num_envs, trail_length, 2), jnp.float32).at[:, 0].set(state.agent.position)
+    valid = jnp.zeros((num_envs, trail_length), bool).at[:, 0].set(True)
+    zeros = jnp.zeros(num_envs, bool)
+    c = {"obs": obs, "state": state, "carry": (), "done": zeros, "success": zeros,
+         "length": jnp.zeros(num_envs, jnp.int32), "ret": jnp.zeros(num_envs, jnp.float32),
+         "count": jnp.ones(num_envs, jnp.int32), "trail": trail, "valid": valid}
+    return c, k_policy, k_run
+
+
+def _advance(env: Any, params: Any, c: dict, actions: jax.Array, carry: Any,
+             k_step: jax.Array, scale: int) -> tuple[dict, jax.Array]:
+    """One step of every env of the batch under ``actions`` (``carry``: the
+    policy's new carry); an ended episode holds its last state. Returns the
+    new batch and its frames."""
+    num_envs, trail_length = c["trail"].shape[:2]
+    rows = jnp.arange(num_envs)
+    obs, state, reward, terminated, truncated, _ = jax.vmap(
+        env.step_env, in_axes=(0, 0, 0, None))(jax.random.split(k_step, num_envs),
+                                               c["state"], actions, params)
+    active = ~c["done"]
+    slot = c["count"] % trail_length
+    trail = c["trail"].at[rows, slot].set(
+        jnp.where(active[:, None], state.agent.position, c["trail"][rows, slot]))
+    valid = c["valid"].at[rows, slot].set(c["valid"][rows, slot] | active)
+    out = {
+        "obs": _select(active, obs, c["obs"]),
+        "state": _select(active, state, c["state"]),
+        "carry": _select(active, carry, c["carry"]),
+        "done": c["done"] | terminated | truncated,
+        "success": c["success"] | (active & terminated),
+        "length": c["length"] + active.astype(jnp.int32),
+        "ret": c["ret"] + jnp.where(active, reward, 0.0),
+        "count": c["count"] + active.astype(jnp.int32),
+        "trail": trail, "valid": valid,
+    }
+    return out, _draw(env, params, out, scale)
+
+
+def _results(c: dict) -> tuple[jax.Array, ...]:
+    return c["success"], c["done"], c["length"], c["ret"]
+
+
 @functools.partial(jax.jit, static_argnames=("env", "policy", "num_envs", "num_steps", "scale",
                                              "trail_length"))
 def _rollout_frames(env: Any, params: Any, policy: Any, key: jax.Array, num_envs: int,
                     num_steps: int, scale: int, trail_length: int):
-    k_reset, k_policy, k_run = jax.random.split(key, 3)
-    obs, state = jax.vmap(env.reset_env, in_axes=(0, None))(
-        jax.random.split(k_reset, num_envs), params)
-    carry = jax.vmap(policy.init)(jax.random.split(k_policy, num_envs))
-    rows = jnp.arange(num_envs)
-    trail = jnp.zeros((num_envs, trail_length, 2), jnp.float32).at[:, 0].set(state.agent.position)
-    valid = jnp.zeros((num_envs, trail_length), bool).at[:, 0].set(True)
-
-    def draw(state, trail, valid):
-        return jax.vmap(lambda p, a, t, v: render_frame(env, p, a, params, trail=t, trail_valid=v,
-                                                        scale=scale))(
-            state.plume, state.agent, trail, valid)
+    init, k_policy, k_run = _start(env, params, key, num_envs, trail_length)
+    init["carry"] = jax.vmap(policy.init)(jax.random.split(k_policy, num_envs))
 
     def body(c, step_key):
         k_act, k_step = jax.random.split(step_key)
         actions, carry = jax.vmap(policy.act)(c["carry"], c["obs"],
                                               jax.random.split(k_act, num_envs))
-        obs, state, reward, terminated, truncated, _ = jax.vmap(
-            env.step_env, in_axes=(0, 0, 0, None))(jax.random.split(k_step, num_envs),
-                                                   c["state"], actions, params)
-        active = ~c["done"]  # an ended episode holds its last state
-        slot = c["count"] % trail_length
-        trail = c["trail"].at[rows, slot].set(
-            jnp.where(active[:, None], state.agent.position, c["trail"][rows, slot]))
-        valid = c["valid"].at[rows, slot].set(c["valid"][rows, slot] | active)
-        out = {
-            "obs": _select(active, obs, c["obs"]),
-            "state": _select(active, state, c["state"]),
-            "carry": _select(active, carry, c["carry"]),
-            "done": c["done"] | terminated | truncated,
-            "success": c["success"] | (active & terminated),
-            "length": c["length"] + active.astype(jnp.int32),
-            "ret": c["ret"] + jnp.where(active, reward, 0.0),
-            "count": c["count"] + active.astype(jnp.int32),
-            "trail": trail, "valid": valid,
-        }
-        return out, draw(out["state"], trail, valid)
+        return _advance(env, params, c, actions, carry, k_step, scale)
 
-    zeros = jnp.zeros(num_envs, bool)
-    init = {"obs": obs, "state": state, "carry": carry, "done": zeros, "success": zeros,
-            "length": jnp.zeros(num_envs, jnp.int32), "ret": jnp.zeros(num_envs, jnp.float32),
-            "count": jnp.ones(num_envs, jnp.int32), "trail": trail, "valid": valid}
     final, frames = jax.lax.scan(body, init, jax.random.split(k_run, num_steps))
-    frames = jnp.concatenate([draw(state, trail, valid)[None], frames], axis=0)
-    return (jnp.swapaxes(frames, 0, 1), final["success"], final["done"], final["length"],
-            final["ret"])
+    frames = jnp.concatenate([_draw(env, params, init, scale)[None], frames], axis=0)
+    return (jnp.swapaxes(frames, 0, 1), *_results(final))
+
+
+_host_start = jax.jit(_start, static_argnames=("env", "num_envs", "trail_length"))
+_host_advance = jax.jit(lambda env, params, c, actions, k_step, scale: _advance(
+    env, params, c, actions, (), k_step, scale), static_argnames=("env", "scale"))
+_host_draw = jax.jit(_draw, static_argnames=("env", "scale"))
+
+
+def _host_rollout_frames(env: Any, params: Any, agent: Any, key: jax.Array, num_envs: int,
+                         num_steps: int, scale: int, trail_length: int):
+    """:func:`_rollout_frames` for a host agent (``act_batch(obs[N],
+    episode_start=bool[N]) -> actions[N]``, e.g. an SB3 model): the env
+    steps jitted, the agent acts on the host between steps. It stops once
+    every episode has ended (the frames after would only repeat)."""
+    c, _, k_run = _host_start(env, params, key, num_envs, trail_length)
+    frames = [_host_draw(env, params, c, scale)]
+    if hasattr(agent, "reset"):
+        agent.reset()
+    start = np.ones(num_envs, bool)
+    for step_key in jax.random.split(k_run, num_steps):
+        if bool(np.all(np.asarray(c["done"]))):
+            break
+        actions = jnp.asarray(agent.act_batch(np.asarray(c["obs"]), episode_start=start))
+        start = np.zeros(num_envs, bool)
+        c, frame = _host_advance(env, params, c, actions, jax.random.split(step_key)[1], scale)
+        frames.append(frame)
+    return (jnp.swapaxes(jnp.stack(frames), 0, 1), *_results(c))
 
 
 def rollout_frames(env: Any, params: Any = None, policy: Any = None, key: Any = 0, *,
                    num_envs: int = 4, num_steps: int = 100, scale: int = 2,
-                   trail_length: int = 50) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+                   trail_length: int = 50, until_done: bool = False
+                   ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Render ``num_envs`` episodes in one jitted ``lax.scan``.
 
     Each env runs one episode from ``env.reset_env`` under ``policy``; once
     it ends (goal or ``max_steps``) its last frame is held until
-    ``num_steps``.
+    ``num_steps`` (with ``until_done``, the frames stop once every episode
+    has ended). A host agent (``act_batch``, e.g. an SB3 model) acts on the
+    host between jitted steps instead.
 
     Args:
         env: a ``PlumeEnv``.
         params: its params (default params if None).
         policy: a hashable functional policy (``init(key) -> carry``,
-            ``act(carry, obs, key) -> (action, carry)``), or None for
-            uniformly random actions.
+            ``act(carry, obs, key) -> (action, carry)``), a host agent
+            (``act_batch(obs[N], episode_start=bool[N]) -> actions[N]``), or
+            None for uniformly random actions.
         key: a PRNG key or an int seed; the same key gives the same frames.
         num_envs: batch size (static).
         num_steps: steps per env (static).
@@ -295,9 +350,12 @@ def rollout_frames(env: Any, params: Any = None, policy: Any = None, key: Any = 
             ``num_envs`` frames of one step must fit
             :data:`~plume_jax.render.MAX_FRAME_PIXELS` (``ValidationError``
             otherwise, before anything is compiled).
+        until_done: stop the frames at the step where the last episode
+            ended (``1 + max(length)`` frames) instead of ``num_steps + 1``.
 
     Returns:
-        ``(frames uint8[N, num_steps + 1, H * scale, W * scale, 3], summary)``
+        ``(frames uint8[N, T, H * scale, W * scale, 3], summary)``, ``T =
+        num_steps + 1`` (fewer with ``until_done``, or for a host agent)
         with ``summary`` NumPy arrays ``success``, ``done``, ``length``,
         ``return`` per env.
     """
@@ -310,23 +368,27 @@ def rollout_frames(env: Any, params: Any = None, policy: Any = None, key: Any = 
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise ValidationError.for_parameter(name, value, f"an integer >= {low}")
     check_frame_size(env.grid, int(scale), frames=int(num_envs))
-    frames, success, done, length, ret = jax.device_get(_rollout_frames(
+    rollout = _host_rollout_frames if hasattr(policy, "act_batch") else _rollout_frames
+    frames, success, done, length, ret = jax.device_get(rollout(
         env, params, policy, key, int(num_envs), int(num_steps), int(scale), int(trail_length)))
+    if until_done and np.all(done):
+        frames = frames[:, :int(np.max(length)) + 1]
     return np.asarray(frames), {"success": np.asarray(success), "done": np.asarray(done),
                                 "length": np.asarray(length), "return": np.asarray(ret)}
 
 
 def record_batch(path: str | os.PathLike, env: Any, params: Any = None, policy: Any = None,
                  key: Any = 0, *, num_envs: int = 4, num_steps: int = 100, scale: int = 2,
-                 trail_length: int = 50, columns: int | None = None, fps: float = 10.0
-                 ) -> dict[str, Any]:
+                 trail_length: int = 50, columns: int | None = None, fps: float = 10.0,
+                 until_done: bool = False) -> dict[str, Any]:
     """:func:`rollout_frames`, tiled side by side (:func:`tile_frames`) and
     written to ``path`` (``.gif`` needs no ffmpeg).
 
     Returns the rollout summary plus ``path`` and ``frames`` (frame count).
     """
     frames, summary = rollout_frames(env, params, policy, key, num_envs=num_envs,
-                                     num_steps=num_steps, scale=scale, trail_length=trail_length)
+                                     num_steps=num_steps, scale=scale, trail_length=trail_length,
+                                     until_done=until_done)
     tiled = tile_frames(frames, columns=columns)
     out = write_video(path, tiled, fps)
     return {"path": out, "frames": int(tiled.shape[0]), **summary}

@@ -18,7 +18,8 @@ whose metrics lack rows its checkpoint covers, ...) exit 2 with one line,
 ``plume-jax: error: <what was wrong and what is allowed>``. Ctrl-C (SIGINT)
 or SIGTERM during ``train`` / ``sweep`` stops at the end of the current
 chunk with a checkpoint and exits 130 / 143 with one line naming the
-command that resumes; a second Ctrl-C stops at once. Output piped into a
+command that resumes; a second Ctrl-C stops at once, without a new checkpoint, with
+one line and exit status 130 (so does Ctrl-C in any other command). Output piped into a
 reader that stops early (``plume-jax list | head -1``) ends quietly with
 exit status 141 (128 + SIGPIPE, as a shell reports a command SIGPIPE
 stopped). ``plume-jax --version`` prints ``plume_jax.__version__``.
@@ -106,6 +107,9 @@ def _main(argv: list[str] | None) -> int:
     except Interrupted as stopped:  # checkpointed on SIGINT / SIGTERM
         print(f"plume-jax: {stopped}", file=sys.stderr)
         return 130 if stopped.signal_name == "SIGINT" else 143
+    except KeyboardInterrupt as stopped:  # a second Ctrl-C in train / sweep, or any Ctrl-C
+        print(f"plume-jax: {stopped or 'interrupted by SIGINT'}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -1,15 +1,64 @@
-"""``plume-jax list``: the registered presets."""
+"""``plume-jax list``: the registered presets; ``plume-jax list --zoo``: the
+trained agents of the zoo (:mod:`agents.zoo`), one line per version."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    sub.add_parser("list", help="list the presets")
+    p = sub.add_parser("list", help="list the presets (--zoo: the zoo's trained agents)",
+                       description="List the presets, or with --zoo the trained agents of "
+                       "the zoo (configs/zoo, or $PLUME_JAX_ZOO): name and version, the "
+                       "preset each was trained on, its own evaluation's success, and its "
+                       "training and evaluation seeds.")
+    p.add_argument("--zoo", action="store_true",
+                   help="list the zoo's trained agents (usable as zoo:NAME or zoo:NAME@VERSION "
+                   "wherever an agent is named) instead of the presets")
+
+
+def _cell(value: Any, spec: str = "") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def zoo_table(entries: list[Any]) -> list[str]:
+    """One line per zoo entry version: reference, preset (``+ own sensor``
+    when it reads the preset through its own sensor), the greedy evaluation
+    of its own run (success rate, episodes, seed) and its training seed."""
+    header = ("agent", "preset", "success", "episodes", "eval seed", "train seed")
+    rows = []
+    for entry in entries:
+        evaluation = entry.info.get("evaluation")
+        evaluation = evaluation if isinstance(evaluation, dict) else {}
+        success = evaluation.get("success_rate")
+        rows.append((entry.reference,
+                     entry.preset + (" + own sensor" if entry.env_overrides else ""),
+                     _cell(success if isinstance(success, (int, float)) else None, ".3f"),
+                     _cell(evaluation.get("episodes")), _cell(evaluation.get("seed")),
+                     _cell(entry.info.get("seed"))))
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    return ["  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip()
+            for row in [header, *rows]]
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "zoo", False):
+        from agents.zoo import entries, zoo_root
+
+        root = zoo_root()
+        if not root.is_dir():
+            from agents.zoo import missing_zoo
+            from plume_jax.errors import ValidationError
+
+            raise ValidationError.for_parameter("--zoo", str(root), f"a zoo folder, but "
+                                                f"{missing_zoo(root)}")
+        found = entries()
+        print(f"zoo {root} ({len(found)} trained versions; success: each run's own greedy "
+              "evaluation)")
+        for line in zoo_table(found):
+            print(line)
+        return 0
     from plume_jax.registry import list_presets
 
     for pid, description in list_presets().items():

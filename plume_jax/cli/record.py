@@ -2,18 +2,26 @@
 
     plume-jax record runs/train_gaussian --out gaussian.mp4
     plume-jax record runs/train_gaussian/policy --out four.gif --episodes 4 --seed 3
+    plume-jax record zoo:filament-gru --out filament.gif
+    plume-jax record ppo.zip --preset PlumeNav-Gaussian-v0 --out sb3.gif
 
-``RUN`` is a run folder of ``plume-jax train`` (its ``policy/`` is read) or an
-exported policy folder (``policy.json`` + ``policy.npz``). The policy drives
-the env it was trained on (the settings recorded in ``policy.json``);
-``--set NAME=VALUE`` overrides a setting of that env and ``--preset ID`` runs
-a preset instead, each checked against the policy before anything runs.
-``--episodes`` episodes run side by side in one jitted rollout
-(:func:`plume_jax.video.record_batch`), greedy unless ``--sample``, for
-``--steps`` steps (default: the env's ``max_steps``; an episode that ends
-holds its last frame). The video is ``.gif`` (no ffmpeg needed) or ``.mp4``
-(``imageio-ffmpeg``, the ``video`` extra); an existing ``--out`` is refused
-unless ``--overwrite``. One line per episode reports success, steps and return.
+``RUN`` is a run folder of ``plume-jax train`` (its ``policy/`` is read), an
+exported policy folder (``policy.json`` + ``policy.npz``), a zoo agent
+``zoo:NAME[@VERSION]`` or an SB3 model ``.zip``, loaded as ``plume-jax
+evaluate`` loads agents (:func:`agents.registry.make_agent`: ``trained``, the
+zoo reference, ``sb3``). The policy drives the env it was trained on (the
+settings recorded in ``policy.json``; a zoo entry's preset and own sensor);
+an SB3 model records no env, so it needs ``--preset``. ``--set NAME=VALUE``
+overrides a setting of that env and ``--preset ID`` runs a preset instead,
+each checked against the policy before anything runs. ``--episodes``
+episodes run side by side (:func:`plume_jax.video.record_batch`; one jitted
+rollout, or for an SB3 model jitted env steps with the model acting on the
+host), greedy unless ``--sample``, for at most ``--steps`` steps (default:
+the env's ``max_steps``). The video stops at the step where the last
+episode ended (an episode that ends earlier holds its last frame). The
+video is ``.gif`` (no ffmpeg needed) or ``.mp4`` (``imageio-ffmpeg``, the
+``video`` extra); an existing ``--out`` is refused unless ``--overwrite``.
+One line per episode reports success, steps and return.
 """
 
 from __future__ import annotations
@@ -28,19 +36,23 @@ from plume_jax.cli.common import check_output_file, parse_overrides
 from plume_jax.errors import ValidationError
 
 #: What ``RUN`` may be, for messages.
-RUN_ALLOWED = ("a run folder of `plume-jax train` (holding policy/) or an exported policy "
-               "folder (policy.json and policy.npz)")
+RUN_ALLOWED = ("a run folder of `plume-jax train` (holding policy/), an exported policy "
+               "folder (policy.json and policy.npz), a zoo agent zoo:NAME[@VERSION] "
+               "(plume-jax list --zoo) or an SB3 model file (.zip)")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("record", help="record a video of a trained policy",
                        description="Record a video (.gif or .mp4) of a trained policy.")
-    p.add_argument("run", metavar="RUN", help="run folder of `plume-jax train`, or its policy/")
+    p.add_argument("run", metavar="RUN",
+                   help="run folder of `plume-jax train` or its policy/, a zoo agent "
+                   "zoo:NAME[@VERSION], or an SB3 model .zip (with --preset)")
     p.add_argument("--out", required=True, help="the video file: .gif or .mp4")
     p.add_argument("--episodes", type=int, default=1,
                    help="episodes, recorded side by side (default 1)")
     p.add_argument("--steps", type=int, default=None,
-                   help="steps per episode (default: the env's max_steps)")
+                   help="at most this many steps per episode (default: the env's max_steps); "
+                   "the video stops when the last episode ends")
     p.add_argument("--seed", type=int, default=0, help="seed of the episodes (default 0)")
     p.add_argument("--scale", type=int, default=4, help="pixels per grid cell (default 4)")
     p.add_argument("--fps", type=float, default=10.0, help="frames per second (default 10)")
@@ -49,7 +61,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="override a setting of the env (repeatable)")
     p.add_argument("--sample", action="store_true",
-                   help="sample actions from the policy instead of taking the greedy one")
+                   help="sample actions from the policy instead of taking the greedy one "
+                   "(an SB3 model: non-deterministic predictions)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
 
 
@@ -94,10 +107,38 @@ def _env_for(spec: dict[str, Any], preset: str | None, overrides: dict[str, Any]
     return build_env(merge_overrides(settings, overrides))
 
 
+def _agent_and_env(args: argparse.Namespace) -> tuple[str, dict[str, Any], Any, Any]:
+    """``(agent name, agent params, env, params)`` for ``RUN``: the
+    registry's ``trained`` agent for a policy folder, the zoo reference, or
+    ``sb3`` for a ``.zip``, with the env it runs on."""
+    import plume_jax
+    from agents.zoo import is_zoo_reference, resolve
+
+    overrides = parse_overrides(args.set)
+    if is_zoo_reference(args.run):
+        entry = resolve(args.run)
+        env, params = plume_jax.make(args.preset or entry.preset,
+                                     **{**entry.env_overrides, **overrides})
+        return args.run, {"greedy": not args.sample}, env, params
+    if args.run.lower().endswith(".zip") and not os.path.isdir(args.run):
+        if args.preset is None:
+            raise ValidationError.for_parameter(
+                "--preset", None, f"a preset id for the SB3 model {args.run} (an SB3 model "
+                "records its spaces, not its env)")
+        env, params = plume_jax.make(args.preset, **overrides)
+        return "sb3", {"path": args.run, "deterministic": not args.sample}, env, params
+    from agents.trained import load_policy_files
+
+    folder = policy_folder(args.run)
+    spec, _ = load_policy_files(folder)
+    env, params = _env_for(spec, args.preset, overrides)
+    return "trained", {"path": str(folder), "greedy": not args.sample}, env, params
+
+
 def record(args: argparse.Namespace) -> dict[str, Any]:
     """Check everything, run the rollout, write the video; returns
     :func:`plume_jax.video.record_batch`'s summary."""
-    from agents.trained import TrainedPolicy, load_policy_files
+    from agents.registry import make_agent
     from plume_jax.multi_agent import MultiAgentPlumeEnv
     from plume_jax.seeding import check_seed, seed_key
     from plume_jax.video import VIDEO_FORMATS, record_batch
@@ -112,17 +153,15 @@ def record(args: argparse.Namespace) -> dict[str, Any]:
         if value is not None and value < low:
             raise ValidationError.for_parameter(option, value, f"an integer >= {low}")
     key = seed_key(check_seed(args.seed, "--seed"))
-    folder = policy_folder(args.run)
-    spec, _ = load_policy_files(folder)
-    env, params = _env_for(spec, args.preset, parse_overrides(args.set))
+    name, agent_params, env, params = _agent_and_env(args)
     if isinstance(env, MultiAgentPlumeEnv):
         raise ValidationError.for_parameter(
             "RUN", args.run, "a single-agent policy (record draws single-agent envs; this "
                              f"env has {env.num_agents} agents)")
-    policy = TrainedPolicy.for_env(env, folder, greedy=not args.sample)
+    policy = make_agent(name, env, **agent_params)
     steps = int(params.max_steps) if args.steps is None else args.steps
     return record_batch(args.out, env, params, policy, key, num_envs=args.episodes,
-                        num_steps=steps, scale=args.scale, fps=args.fps)
+                        num_steps=steps, scale=args.scale, fps=args.fps, until_done=True)
 
 
 def run(args: argparse.Namespace) -> int:

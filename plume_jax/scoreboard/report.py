@@ -28,12 +28,16 @@ MAX_RECORD_BYTES = 64 << 20
 
 def load_record(path: str | os.PathLike) -> dict[str, Any]:
     """The record at ``path``; an empty one when the file does not exist.
+    Every section is checked here, before anything runs
+    (:func:`plume_jax.scoreboard.record_schema.check_record`).
 
     Raises:
         ValidationError: (parameter ``--json``) a file that is not a
-            scoreboard record.
+            scoreboard record, or one with a malformed section (naming the
+            path inside the record).
     """
     from plume_jax.safe_io import load_json_file
+    from plume_jax.scoreboard.record_schema import check_record
 
     if not os.path.exists(path):
         return {"format": RECORD_FORMAT, "families": {}}
@@ -42,6 +46,7 @@ def load_record(path: str | os.PathLike) -> dict[str, Any]:
             or not isinstance(record.get("families"), dict):
         raise ValidationError.for_parameter(
             "--json", str(path), f"a scoreboard record ({RECORD_FORMAT}) or a new file")
+    check_record(record, str(path))
     return record
 
 

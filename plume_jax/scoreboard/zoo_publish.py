@@ -100,8 +100,11 @@ def config_differences(committed: dict[str, Any], ran: dict[str, Any]) -> tuple[
 
 
 def pick_version(folder: pathlib.Path) -> int:
-    """The version a new policy of the entry folder ``configs/zoo/<name>`` gets."""
-    numbers = sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit()) \
+    """The version a new policy of the entry folder ``configs/zoo/<name>``
+    gets (only folders named as versions count: ``agents.zoo.VERSION_NAME``)."""
+    from agents.zoo import VERSION_NAME
+
+    numbers = sorted(int(p.name) for p in folder.iterdir() if VERSION_NAME.fullmatch(p.name)) \
         if folder.is_dir() else []
     for number in numbers:
         if (folder / str(number) / "config.yaml").is_file() and \
@@ -221,10 +224,13 @@ def _write_entry(folder: pathlib.Path, policy: pathlib.Path, info: dict[str, Any
     ``config.yaml`` yet."""
     import yaml
 
+    from plume_jax.safe_io import YAMLDumper
+
     staging = folder.with_name(f".{folder.name}.publishing-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     shutil.copytree(policy, staging / "policy")
-    (staging / "entry.yaml").write_text(yaml.safe_dump(info, sort_keys=False), encoding="utf-8")
+    (staging / "entry.yaml").write_text(yaml.dump(info, Dumper=YAMLDumper, sort_keys=False),
+                                        encoding="utf-8")
     folder.mkdir(parents=True, exist_ok=True)
     if not (folder / "config.yaml").is_file():
         shutil.copy2(config_file, folder / "config.yaml")

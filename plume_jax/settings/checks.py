@@ -55,6 +55,19 @@ def is_real(value: Any) -> bool:
         value, (bool, np.bool_))
 
 
+def finite_float(value: Any) -> float | None:
+    """``value`` as a finite Python float, or ``None`` when it is not a real
+    number (:func:`is_real`), is ``inf``/``nan``, or is an integer too large
+    for a float (``float(10**400)`` raises ``OverflowError``)."""
+    if not is_real(value):
+        return None
+    try:
+        v = float(value)
+    except OverflowError:
+        return None
+    return v if math.isfinite(v) else None
+
+
 def as_float32(value: float) -> float:
     """``value`` as the float32 the env will hold (``inf`` past float32's range)."""
     with np.errstate(over="ignore"):
@@ -121,10 +134,10 @@ class Real:
         return high is None or not (v > high or (v == high and not self.high_inclusive))
 
     def __call__(self, name: str, value: Any, grid: Grid | None) -> float:
-        if not is_real(value) or not math.isfinite(float(value)):
+        v = finite_float(value)
+        if v is None:
             raise ValidationError.for_parameter(name, value,
                                                 self.allowed + _number_text_hint(value))
-        v = float(value)
         if not (self.contains(v) and self.contains(v, held=True)):
             raise ValidationError.for_parameter(name, value, self.allowed)
         return v
@@ -145,9 +158,9 @@ class Angle:
     allowed = f"a finite real number of radians (|a| > {ANGLE_WRAP:g} is wrapped into [-pi, pi])"
 
     def __call__(self, name: str, value: Any, grid: Grid | None) -> float:
-        if not is_real(value) or not math.isfinite(float(value)):
+        v = finite_float(value)
+        if v is None:
             raise ValidationError.for_parameter(name, value, self.allowed)
-        v = float(value)
         return math.remainder(v, 2.0 * math.pi) if abs(v) > ANGLE_WRAP else v
 
 
@@ -275,9 +288,9 @@ def grid_position(*, none_means_centre: bool = False) -> Checker:
         )
         if value is None and none_means_centre:
             return grid_centre(grid)
-        if not is_pair(value) or not all(is_real(v) and math.isfinite(float(v)) for v in value):
+        x, y = (finite_float(v) for v in value) if is_pair(value) else (None, None)
+        if x is None or y is None:
             raise ValidationError.for_parameter(name, value, allowed)
-        x, y = float(value[0]), float(value[1])
         if not (0.0 <= x <= grid.width - 1 and 0.0 <= y <= grid.height - 1):
             raise ValidationError.for_parameter(name, value, allowed)
         return (x, y)

@@ -46,13 +46,14 @@ from __future__ import annotations
 import abc
 import functools
 import importlib
+import inspect
 import re
 from collections.abc import Mapping
 from typing import Any, Callable, ClassVar
 
 import jax
 
-from plume_jax.errors import ValidationError
+from plume_jax.errors import ValidationError, bounded_text
 from plume_jax.settings import Checker, Setting
 from plume_jax.train.members import vmap_members
 
@@ -193,14 +194,29 @@ def algorithm_class(name: Any, parameter: str = "algo.algorithm") -> type[Algori
         return _import(ALGORITHMS[name])
     if not is_import_path(name):
         raise ValidationError.for_parameter(parameter, name, allowed)
+    module = name.partition(":")[0]
     try:
         cls = _import(name)
     except (ImportError, AttributeError) as exc:
         raise ValidationError.for_parameter(
-            parameter, name, f"{allowed} (it could not be imported: {exc})") from None
+            parameter, name, f"{allowed} (it could not be imported: {_one_line(exc)})") from None
+    except Exception as exc:  # the user's module raised while it was imported
+        raise ValidationError.for_parameter(
+            parameter, name, f"{allowed} (importing module {module!r} raised "
+            f"{type(exc).__name__}: {_one_line(exc)})") from None
     if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
         raise ValidationError.for_parameter(parameter, name, allowed)
+    if inspect.isabstract(cls):
+        missing = ", ".join(sorted(getattr(cls, "__abstractmethods__", ())))
+        raise ValidationError.for_parameter(
+            parameter, name, f"an Algorithm subclass that implements every abstract method "
+            f"({cls.__name__} does not implement: {missing})")
     return cls
+
+
+def _one_line(error: BaseException) -> str:
+    """An exception's message on one line, at most 300 characters."""
+    return bounded_text(" ".join(str(error).split()), 300)
 
 
 def registered_settings() -> dict[str, Setting]:

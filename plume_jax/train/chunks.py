@@ -112,6 +112,16 @@ class Interrupted(Exception):
         self.resume = resume
 
 
+class StoppedAtOnce(KeyboardInterrupt):
+    """A second SIGINT while a run was already stopping (:func:`stop_on_signals`):
+    the run stops at once, without a new checkpoint (the CLI says so in one
+    line, exit status 130)."""
+
+    def __init__(self) -> None:
+        super().__init__("stopped at once by a second SIGINT, without a new checkpoint: the "
+                         "run folder keeps its last checkpoint, which --resume continues from")
+
+
 class StopRequest:
     """Set by :func:`stop_on_signals` when a stop was asked for (the signal's name)."""
 
@@ -127,8 +137,9 @@ def stop_on_signals() -> Iterator[StopRequest]:
     """While the block runs, the first SIGINT (Ctrl-C) or SIGTERM (what a
     scheduler sends before it kills a job) asks the run to stop at the end of
     the current chunk, checkpointed, instead of killing it; a second SIGINT
-    interrupts at once (``KeyboardInterrupt``). Handlers are installed only
-    in the main thread (elsewhere the block runs as it is) and restored after."""
+    interrupts at once (:class:`StoppedAtOnce`, a ``KeyboardInterrupt``).
+    Handlers are installed only in the main thread (elsewhere the block runs
+    as it is) and restored after."""
     request = StopRequest()
     if threading.current_thread() is not threading.main_thread():
         yield request
@@ -137,7 +148,7 @@ def stop_on_signals() -> Iterator[StopRequest]:
 
     def handler(signum: int, frame: Any) -> None:
         if request.signal_name is not None and signum == signal.SIGINT:
-            raise KeyboardInterrupt
+            raise StoppedAtOnce
         request.signal_name = signal.Signals(signum).name
 
     for sig in (signal.SIGINT, signal.SIGTERM):

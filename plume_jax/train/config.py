@@ -493,7 +493,12 @@ def load_train_config(path: str | os.PathLike, overrides: Mapping[str, Any] | No
 
 
 def dump_yaml(data: Any) -> str:
-    return yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
+    """YAML text that :func:`read_yaml` reads back as ``data``
+    (:class:`plume_jax.safe_io.YAMLDumper`)."""
+    from plume_jax.safe_io import YAMLDumper
+
+    return yaml.dump(data, Dumper=YAMLDumper, sort_keys=False, default_flow_style=None,
+                     width=100)
 
 
 def _readers(key: str) -> list[str]:

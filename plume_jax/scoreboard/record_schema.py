@@ -1,0 +1,207 @@
+"""The scoreboard record's schema: every section of a record is checked when
+the record is read (:func:`plume_jax.scoreboard.report.load_record`), before
+anything runs, so a malformed section is a one-line error naming its path
+inside the record (``$.families.gaussian.rows[3].metrics.success_ci95``)
+instead of a ``KeyError`` in ``bench --render-only``, in the rerun check, or
+in the write after another family's whole run.
+
+The schema is JSON Schema (draft 2020-12), checked with ``jsonschema``;
+its ``number`` is a finite real number (the record is written with
+``allow_nan=False``, so a ``NaN`` read back could never be written again).
+What it asks for is what the renderer, the rerun merge and the verdicts
+read: a row that ran has its metrics, one that did not has its reason, a
+start-cell map that ran has at least one cell with a success rate.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+from plume_jax.errors import ValidationError, bounded_repr
+
+_NUMBER = {"type": "number"}
+_MAYBE_NUMBER = {"type": ["number", "null"]}
+_TEXT = {"type": "string"}
+_COUNT = {"type": "integer", "minimum": 0}
+_TEXTS = {"type": "array", "items": _TEXT}
+
+_METRICS = {
+    "type": "object",
+    "required": ["episodes", "successes", "success_rate", "success_ci95", "mean_steps",
+                 "median_steps", "p90_steps", "path_efficiency"],
+    "properties": {
+        "episodes": _COUNT, "successes": _COUNT,
+        "success_rate": {"type": "number", "minimum": 0, "maximum": 1},
+        "success_ci95": {"type": "array", "items": _NUMBER, "minItems": 2, "maxItems": 2},
+        "mean_steps": _MAYBE_NUMBER, "sem_steps": _MAYBE_NUMBER,
+        "median_steps": _MAYBE_NUMBER, "p90_steps": _MAYBE_NUMBER,
+        "path_efficiency": _MAYBE_NUMBER,
+    },
+}
+
+
+def _ran_or_why(ran: dict[str, Any]) -> dict[str, Any]:
+    """``status`` ``"ok"`` with what a run gives (``ran``), or ``"not
+    applicable"`` with its ``reason``."""
+    return {
+        "if": {"properties": {"status": {"const": "ok"}}},
+        "then": ran,
+        "else": {"if": {"properties": {"status": {"const": "not applicable"}}},
+                 "then": {"required": ["reason"], "properties": {"reason": _TEXT}}},
+    }
+
+
+_STATUS = {"enum": ["ok", "not applicable"]}
+
+_ROW = {
+    "type": "object",
+    "required": ["preset", "label", "kind", "status"],
+    "properties": {
+        "family": _TEXT, "preset": _TEXT, "label": _TEXT, "kind": _TEXT, "agent": _TEXT,
+        "source": _TEXT, "own_settings": _TEXTS, "status": _STATUS,
+        "max_steps": _COUNT, "seconds": _NUMBER, "compile_seconds": _NUMBER,
+    },
+    **_ran_or_why({"required": ["metrics"], "properties": {"metrics": _METRICS}}),
+}
+
+_ROBUSTNESS_ROW = {
+    "type": "object",
+    "required": ["preset", "label", "kind", "status", "axis", "level"],
+    "properties": {
+        "family": _TEXT, "preset": _TEXT, "label": _TEXT, "kind": _TEXT, "status": _STATUS,
+        "axis": _TEXT, "level": {"type": ["string", "number", "boolean", "null"]},
+    },
+    **_ran_or_why({"required": ["metrics"], "properties": {"metrics": _METRICS}}),
+}
+
+_CELLS = {"type": "array", "items": _MAYBE_NUMBER}
+_MAP = {
+    "type": "object",
+    "required": ["label", "status"],
+    "properties": {"label": _TEXT, "status": _STATUS},
+    **_ran_or_why({
+        "required": ["xs", "ys", "success"],
+        "properties": {
+            "xs": {"type": "array", "items": _NUMBER, "minItems": 1},
+            "ys": {"type": "array", "items": _NUMBER, "minItems": 1},
+            # at least one start cell with a rate: the table divides by their number
+            "success": {"type": "array", "items": _CELLS,
+                        "contains": {"type": "array", "contains": _NUMBER}},
+            "episodes_per_cell": _COUNT, "heading": _NUMBER,
+        }}),
+}
+
+_VERDICT = {
+    "type": "object",
+    "required": ["best_zoo", "beats_all", "not_beaten"],
+    "properties": {"best_zoo": {"type": ["string", "null"]}, "beats_all": {"type": "boolean"},
+                   "not_beaten": _TEXTS},
+}
+
+_RERUN = {
+    "type": "object",
+    "required": ["agents", "robustness", "wall_seconds", "finished_at", "machine_text"],
+    "properties": {
+        "agents": {**_TEXTS, "minItems": 1}, "robustness": {"type": ["boolean", "null"]},
+        "wall_seconds": _NUMBER, "finished_at": _TEXT, "machine_text": _TEXT,
+        "git_revision": {"type": ["string", "null"]},
+    },
+}
+
+_PROTOCOL = {
+    "type": "object",
+    "required": ["mode", "episodes", "robustness_episodes", "map_stride", "map_episodes",
+                 "seed"],
+    "properties": {"mode": _TEXT, "episodes": _COUNT, "robustness_episodes": _COUNT,
+                   "map_stride": _COUNT, "map_episodes": _COUNT, "seed": {"type": "integer"}},
+}
+
+_SECTION = {
+    "type": "object",
+    "required": ["protocol", "rows", "verdicts", "wall_seconds", "finished_at",
+                 "machine_text"],
+    "properties": {
+        "protocol": _PROTOCOL,
+        "rows": {"type": "array", "items": _ROW},
+        "verdicts": {"type": "object", "additionalProperties": _VERDICT},
+        "robustness": {"type": "array", "items": _ROBUSTNESS_ROW},
+        "maps": {"type": "array", "items": _MAP},
+        "reruns": {"type": "array", "items": _RERUN},
+        "wall_seconds": _NUMBER, "finished_at": _TEXT, "machine_text": _TEXT,
+        "git_revision": {"type": ["string", "null"]}, "figure": _TEXT, "map_figure": _TEXT,
+    },
+}
+
+#: The record's schema (the ``format`` string is checked by the reader).
+RECORD_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "required": ["format", "families"],
+    "properties": {"format": _TEXT,
+                   "families": {"type": "object", "additionalProperties": _SECTION}},
+}
+
+
+def _finite_number(checker: Any, instance: Any) -> bool:
+    return (isinstance(instance, (int, float)) and not isinstance(instance, bool)
+            and math.isfinite(instance))
+
+
+def _finite_integer(checker: Any, instance: Any) -> bool:
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+@functools.cache
+def _validator() -> Any:
+    from jsonschema import Draft202012Validator, validators
+
+    checker = Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {"number": _finite_number, "integer": _finite_integer})
+    cls = validators.extend(Draft202012Validator, type_checker=checker)
+    return cls(RECORD_SCHEMA)
+
+
+def _describe(error: Any) -> str:
+    """What is wrong with ``error.instance``, in a few words (never the
+    whole instance: a section can be hundreds of KB)."""
+    kind, expected, got = error.validator, error.validator_value, error.instance
+    if kind == "required":
+        missing = [key for key in expected if isinstance(got, dict) and key not in got]
+        return f"the key {missing[0] if missing else expected!r} is missing"
+    shown = bounded_repr(got, 60)
+    if kind == "type":
+        names = {"number": "a finite number", "integer": "an integer", "array": "an array",
+                 "object": "an object", "null": "a null"}
+        wanted = " or ".join(names.get(t, f"a {t}") for t in
+                             ([expected] if isinstance(expected, str) else expected))
+        return f"{shown} is not {wanted}"
+    if kind in ("enum", "const"):
+        options = expected if kind == "enum" else [expected]
+        return f"{shown} is not one of {options}"
+    if kind in ("minItems", "maxItems"):
+        return f"{shown} has {len(got)} items ({kind} {expected})"
+    if kind in ("minimum", "maximum"):
+        return f"{shown} is {'below' if kind == 'minimum' else 'above'} {expected}"
+    if kind == "contains":
+        return f"{shown} has no start cell with a success rate"
+    return f"{shown} fails the record's {kind!r} rule"
+
+
+def check_record(record: Any, path: str, parameter: str = "--json") -> None:
+    """Check a whole record (every section) against :data:`RECORD_SCHEMA`.
+
+    Raises:
+        ValidationError: (``parameter``, quoting ``path``) naming the first
+            problem's place inside the record and what is wrong there.
+    """
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_validator().iter_errors(record))
+    if error is None:
+        return
+    raise ValidationError.for_parameter(
+        parameter, path, f"a scoreboard record whose every section is well formed (at "
+        f"{error.json_path}: {_describe(error)}); fix or remove that section, or write to a "
+        "new file")
