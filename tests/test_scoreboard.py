@@ -393,7 +393,8 @@ def test_bench_progress_counts_the_familys_runs_with_an_eta(capsys):
 def _shown_row(preset, label):
     """A row the page can render (every metric of its table)."""
     row = _row(preset, label)
-    row["metrics"].update(sem_steps=1.0, median_steps=50, p90_steps=60, path_efficiency=0.5)
+    row["metrics"].update(episodes=100, successes=100, sem_steps=1.0, median_steps=50,
+                          p90_steps=60, path_efficiency=0.5)
     return row
 
 

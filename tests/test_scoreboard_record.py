@@ -128,10 +128,9 @@ def test_a_bad_section_of_another_family_stops_bench_before_any_run(tmp_path, ca
     before anything runs, where it used to crash writing after the whole run."""
     path = _write(tmp_path, _set("reruns.0.agents", "zoo:x"))
     before = path.read_bytes()
-    out = tmp_path / "board.md"
+    out = tmp_path / "run"
     assert cli.main(["bench", "--family", "gaussian", "--mode", "quick", "--agent",
-                     "klinotaxis", "--no-zoo", "--json", str(path), "--markdown", str(out),
-                     "--figures", str(tmp_path / "fig")]) == 2
+                     "klinotaxis", "--no-zoo", "--from", str(path), "--out", str(out)]) == 2
     captured = capsys.readouterr()
     assert "families.filament.reruns[0].agents" in captured.err
     assert "PlumeNav" not in captured.out  # no pair ran
