@@ -21,7 +21,6 @@ model) that the scenario runner drives one batched call per step.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -31,6 +30,7 @@ from agents.chemotaxis import BilateralChemotaxisPolicy
 from agents.klinotaxis import KlinotaxisPolicy
 from agents.random_walk import RandomWalkPolicy
 from plume_jax.errors import ValidationError
+from plume_jax.settings.schema import did_you_mean
 
 
 def _trained(env: Any, path: str, greedy: bool = True) -> Any:
@@ -74,13 +74,6 @@ def agent_names() -> list[str]:
     from agents.zoo import references
 
     return sorted(FUNCTIONAL_AGENTS) + sorted(HOST_AGENTS) + references()
-
-
-def did_you_mean(text: str, known: list[str]) -> str:
-    """`` (did you mean 'a' or 'b'?)`` naming the known names closest to
-    ``text`` (difflib, at most three), or ``""`` when none is close."""
-    close = difflib.get_close_matches(str(text), known, n=3, cutoff=0.6)
-    return f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
 
 
 def _functional_table(name: str) -> dict[str, Callable[..., Any]]:

@@ -212,7 +212,7 @@ def resolve(reference: str, root: str | pathlib.Path | None = None) -> ZooEntry:
         raise ValidationError.for_parameter("agent", reference,
                                             f"a zoo entry, but {missing_zoo(root)}")
     if name not in known:
-        from agents.registry import did_you_mean
+        from plume_jax.settings.schema import did_you_mean
 
         refs = [ZOO_PREFIX + n for n in known]
         raise ValidationError.for_parameter(

@@ -147,7 +147,8 @@ def parse_agent_choices(agents: list[str] | None, params: list[str]) -> list[Any
     from plume_jax.agents_package import check_agents_package
 
     check_agents_package()
-    from agents.registry import agent_names, did_you_mean
+    from agents.registry import agent_names
+    from plume_jax.settings.schema import did_you_mean
     from plume_jax.evaluate.scenario import AgentChoice
 
     if not agents:

@@ -145,7 +145,8 @@ def user_contender(spec: str) -> Contender:
             other characters than letters, digits and ``_ . @ : -``, or an
             unknown agent name.
     """
-    from agents.registry import agent_names, did_you_mean
+    from agents.registry import agent_names
+    from plume_jax.settings.schema import did_you_mean
 
     label, sep, target = spec.partition("=")
     if not sep:

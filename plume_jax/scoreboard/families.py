@@ -66,7 +66,7 @@ def get_family(name: str) -> Family:
         ValidationError: (parameter ``--family``) an unknown name, with the
             closest known ones.
     """
-    from agents.registry import did_you_mean
+    from plume_jax.settings.schema import did_you_mean
 
     if name not in FAMILIES:
         raise ValidationError.for_parameter(

@@ -49,7 +49,7 @@ def pick_contenders(contenders: list[Contender], names: Iterable[str]) -> list[C
     for name in names:
         found = [c for c in contenders if c.label == name or entry_key(c.label) == name]
         if not found:
-            from agents.registry import did_you_mean
+            from plume_jax.settings.schema import did_you_mean
 
             labels = [c.label for c in contenders]
             raise ValidationError.for_parameter(

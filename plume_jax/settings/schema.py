@@ -175,6 +175,13 @@ def qualified(prefix: str, key: str) -> str:
     return f"{prefix}.{key}" if prefix else key
 
 
+def did_you_mean(text: Any, known: Any) -> str:
+    """`` (did you mean 'a' or 'b'?)`` naming the entries of ``known`` closest
+    to ``text`` (difflib, at most three), or ``""`` when none is close."""
+    close = difflib.get_close_matches(str(text), [str(k) for k in known], n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+
+
 def unknown_setting(name: str, value: Any, known: Any, what: str) -> ValidationError:
     """The error for an unknown key ``name`` (qualified: ``algo.learning_rat``):
     ``expected <what> (did you mean 'learning_rate'?): one of [...]``, the
@@ -183,9 +190,8 @@ def unknown_setting(name: str, value: Any, known: Any, what: str) -> ValidationE
     training-config keys and scenario keys."""
     known = sorted(map(str, known))
     key = str(name).rpartition(".")[2]
-    close = difflib.get_close_matches(key, known, n=3, cutoff=0.6)
-    hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
-    return ValidationError.for_parameter(name, value, f"{what}{hint}: one of {known}")
+    return ValidationError.for_parameter(name, value,
+                                         f"{what}{did_you_mean(key, known)}: one of {known}")
 
 
 def resolve_keys(prefix: str, schema: Mapping[str, Setting], values: Any, grid: Any = None, *,

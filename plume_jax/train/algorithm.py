@@ -52,6 +52,7 @@ from collections.abc import Mapping
 from typing import Any, Callable, ClassVar
 
 import jax
+import jax.numpy as jnp
 
 from plume_jax.errors import ValidationError, bounded_text
 from plume_jax.settings import Checker, Setting
@@ -142,9 +143,7 @@ class Algorithm(abc.ABC):
         member shares) and :meth:`update` is ``vmap``\\ ped over it.
         ``count`` (i32[], may be traced) runs only the first ``count``
         updates; ``callback(metrics)`` gets every ``log_every``-th update's
-        metrics on the host (see :func:`plume_jax.train.ppo.scan_updates`)."""
-        from plume_jax.train.ppo import scan_updates
-
+        metrics on the host (see :func:`scan_updates`)."""
         if batched and not self.sweepable:
             raise ValidationError.for_parameter(
                 "algo.algorithm", self.name, "an algorithm whose members can run together "
@@ -170,6 +169,37 @@ class Algorithm(abc.ABC):
         """``(spec, arrays)`` of the trained policy (``agents.trained``'s
         format; the arrays may keep a leading member axis of a batched
         runner). The driver adds the env settings and the budget."""
+
+
+def scan_updates(update: Callable, runner: Any, *, num_updates: int, last: int,
+                 callback: Callable | None, log_every: int, batched: bool = False,
+                 count: Any = None):
+    """``update(runner) -> (runner, metrics)`` applied ``num_updates`` times in
+    one ``lax.scan``: the loop of :meth:`Algorithm.run` (see there for
+    ``callback``, ``log_every`` and ``count``), shared by every training algorithm.
+    ``last`` is the run's final update number (its metrics always reach the
+    callback); with ``batched`` the runner's update count has a leading axis."""
+
+    def body(r, _):
+        r, m = update(r)
+        if callback is not None:
+            u = r.update[0] if batched else r.update
+            jax.lax.cond((u % log_every == 0) | (u == last),
+                         lambda: jax.debug.callback(callback, m), lambda: None)
+        return r, m
+
+    if count is None:
+        return jax.lax.scan(body, runner, None, length=num_updates)
+    n = jnp.asarray(count, jnp.int32)
+
+    def maybe(r, i):  # updates past ``count`` leave the runner as it is
+        return jax.lax.cond(i < n, lambda: body(r, None), lambda: (r, filler))
+
+    shapes = jax.eval_shape(lambda r: body(r, None)[1], runner)
+    filler = jax.tree.map(lambda x: jnp.full(x.shape, jnp.nan, x.dtype)
+                          if jnp.issubdtype(x.dtype, jnp.floating)
+                          else jnp.zeros(x.shape, x.dtype), shapes)
+    return jax.lax.scan(maybe, runner, jnp.arange(num_updates))
 
 
 # ------------------------------------------------------------------ the table
@@ -253,4 +283,4 @@ def settings_for(name: Any) -> tuple[type[Algorithm], dict[str, Setting]]:
 
 
 __all__ = ["ALGORITHMS", "Algorithm", "algo_setting", "algorithm_class", "is_import_path",
-           "registered_settings", "settings_for"]
+           "registered_settings", "scan_updates", "settings_for"]

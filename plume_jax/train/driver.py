@@ -59,17 +59,15 @@ from plume_jax.train.checkpoint import _atomic_write, export_policy, load_checkp
 from plume_jax.train.chunks import ChunkStats, checkpointer, run_in_chunks
 from plume_jax.train.config import TrainConfig
 from plume_jax.train.distributed import host_copy, is_main_process
-from plume_jax.train.evaluation import evaluate
+from plume_jax.train.evaluation import MAX_INHERITED_EVAL_STEPS, eval_num_steps, evaluate, \
+    member_evaluation
 from plume_jax.train.loggers import RunLoggers
-from plume_jax.train.members import member_of, member_values, stack_members, vmap_members
+from plume_jax.train.members import member_of, stack_members, vmap_members
 from plume_jax.train.periodic_eval import best_row, periodic_evaluator
 from plume_jax.train.progress import Progress, append_jsonl, metric_rows, write_csv
 from plume_jax.train.sharding import mesh as make_mesh, resolve_devices, shard_members, \
     shard_runner
 
-#: The most evaluation steps inherited from the env's ``max_steps`` when
-#: ``eval.num_steps`` is null (an explicit ``eval.num_steps`` may go to 10**7).
-MAX_INHERITED_EVAL_STEPS = 100_000
 
 
 def machine_info() -> dict[str, Any]:
@@ -357,7 +355,7 @@ def run_program(p: Program, runner: Any, rows: list[list[dict[str, Any]]], *,
 
     algo: Any = p.algo if (p.algo.sweepable or not p.batched) else _OneMember(p.algo)
     on_evaluation = periodic_evaluator(
-        p, loggers, note=lambda update, text: bar.update(
+        p, loggers, load=load_runner, note=lambda update, text: bar.update(
             offset + len(p.runs) * update * cfg.steps_per_update, message=text))
     if on_evaluation is not None and done % cfg.eval["every"] == 0 < done:
         # the evaluation of the update resumed from, if a kill interrupted it
@@ -376,13 +374,6 @@ def run_program(p: Program, runner: Any, rows: list[list[dict[str, Any]]], *,
         runner = host_copy(runner)
     return ProgramResult(setup=p, runner=runner, rows=rows, init_seconds=init_seconds,
                          stats=stats, resumed_at_update=start)
-
-
-def eval_num_steps(cfg: TrainConfig, env_params: Any) -> int:
-    """``eval.num_steps``, or the env's ``max_steps`` (the largest over a
-    member axis) capped at :data:`MAX_INHERITED_EVAL_STEPS`."""
-    return cfg.eval["num_steps"] or min(int(np.max(member_values(env_params.max_steps))),
-                                        MAX_INHERITED_EVAL_STEPS)
 
 
 def evaluate_members(p: Program, runner: Any) -> list[dict[str, Any]]:
@@ -410,26 +401,6 @@ def evaluate_members(p: Program, runner: Any) -> list[dict[str, Any]]:
                                {k: np.asarray(v) for k, v in arrays.items()}, greedy=greedy)
     return [evaluate(p.env, policy.spec, policy.params, p.env_params, cfg.eval["seed"],
                      cfg.eval["num_envs"], num_steps, greedy=greedy)]
-
-
-def member_evaluation(evaluation: dict[str, Any], j: int) -> dict[str, Any]:
-    """Member ``j``'s figures of a batched :func:`evaluate` (Python
-    scalars; ``mean_steps_to_goal`` None where no episode succeeded)."""
-    steps = evaluation["mean_steps_to_goal"]
-    step = None if steps is None or not np.isfinite(steps[j]) else float(steps[j])
-    out = {"episodes": evaluation["episodes"], "max_steps": evaluation["max_steps"],
-           "seed": evaluation["seed"], "greedy": evaluation["greedy"],
-           "success_rate": float(evaluation["success_rate"][j]),
-           "successes": int(evaluation["successes"][j]), "mean_steps_to_goal": step,
-           "mean_return": float(evaluation["mean_return"][j]),
-           "seconds_incl_compile": evaluation["seconds_incl_compile"]}
-    for key in ("mean_steps_to_first_arrival", "first_arrival_rate", "mean_arrivals",
-                "mean_collisions"):
-        if evaluation.get(key) is not None:
-            value = np.asarray(evaluation[key], np.float64).reshape(-1)
-            value = value[j] if value.size > 1 else value[0]
-            out[key] = float(value) if np.isfinite(value) else None
-    return out
 
 
 def export_member(p: Program, result: ProgramResult, j: int) -> None:

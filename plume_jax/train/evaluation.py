@@ -26,11 +26,16 @@ import numpy as np
 
 from plume_jax.agents_package import check_agents_package
 from plume_jax.seeding import seed_key
-from plume_jax.train.members import vmap_members
+from plume_jax.train.config import TrainConfig
+from plume_jax.train.members import member_values, vmap_members
 from plume_jax.train.ppo import num_agents_of
 
 check_agents_package()
 from agents.trained import initial_carry, policy_step  # noqa: E402  (after the check)
+
+#: The most evaluation steps inherited from the env's ``max_steps`` when
+#: ``eval.num_steps`` is null (an explicit ``eval.num_steps`` may go to 10**7).
+MAX_INHERITED_EVAL_STEPS = 100_000
 
 
 #: The spec keys the forward pass reads (the rest, e.g. env settings, is
@@ -175,3 +180,30 @@ def evaluate(env: Any, spec: dict, params: dict, env_params: Any, seed: int, num
             if summary.get(name) is not None:
                 summary[name] = float(summary[name])
     return summary
+
+
+def eval_num_steps(cfg: TrainConfig, env_params: Any) -> int:
+    """``eval.num_steps``, or the env's ``max_steps`` (the largest over a
+    member axis) capped at :data:`MAX_INHERITED_EVAL_STEPS`."""
+    return cfg.eval["num_steps"] or min(int(np.max(member_values(env_params.max_steps))),
+                                        MAX_INHERITED_EVAL_STEPS)
+
+
+def member_evaluation(evaluation: dict[str, Any], j: int) -> dict[str, Any]:
+    """Member ``j``'s figures of a batched :func:`evaluate` (Python
+    scalars; ``mean_steps_to_goal`` None where no episode succeeded)."""
+    steps = evaluation["mean_steps_to_goal"]
+    step = None if steps is None or not np.isfinite(steps[j]) else float(steps[j])
+    out = {"episodes": evaluation["episodes"], "max_steps": evaluation["max_steps"],
+           "seed": evaluation["seed"], "greedy": evaluation["greedy"],
+           "success_rate": float(evaluation["success_rate"][j]),
+           "successes": int(evaluation["successes"][j]), "mean_steps_to_goal": step,
+           "mean_return": float(evaluation["mean_return"][j]),
+           "seconds_incl_compile": evaluation["seconds_incl_compile"]}
+    for key in ("mean_steps_to_first_arrival", "first_arrival_rate", "mean_arrivals",
+                "mean_collisions"):
+        if evaluation.get(key) is not None:
+            value = np.asarray(evaluation[key], np.float64).reshape(-1)
+            value = value[j] if value.size > 1 else value[0]
+            out[key] = float(value) if np.isfinite(value) else None
+    return out

@@ -232,13 +232,17 @@ def replay_rows(folder: pathlib.Path) -> list[dict[str, Any]]:
 ROW_KEYS = ("success_rate", "mean_steps_to_goal", "mean_return", "episodes", "seed")
 
 
-def periodic_evaluator(program: Any, loggers: list[Any], *, note: Callable[[int, str], None]
+def periodic_evaluator(program: Any, loggers: list[Any], *, note: Callable[[int, str], None],
+                       load: Callable[[Any, pathlib.Path], tuple[Any, int]]
                        ) -> Callable[..., None] | None:
     """The ``on_evaluation(runner, update, resumed=False)`` of
     :func:`~plume_jax.train.chunks.run_in_chunks` for ``program`` (a
     :class:`~plume_jax.train.driver.Program`), or None when its config has
     no ``eval.every``. ``loggers``: each member's ``RunLoggers`` or None;
-    ``note(update, text)``: one progress line per evaluation.
+    ``note(update, text)``: one progress line per evaluation; ``load(program,
+    checkpoint) -> (runner, update)``: the driver's checked checkpoint reader
+    (:func:`~plume_jax.train.driver.load_runner`), for a ``best/`` exported
+    again from a kept checkpoint.
 
     A member whose ``evaluations.jsonl`` already holds the update's row gets
     no second one; with ``resumed`` (the update a run resumed from) nothing
@@ -246,8 +250,7 @@ def periodic_evaluator(program: Any, loggers: list[Any], *, note: Callable[[int,
     evaluation). Each member's best so far is its recorded best row
     (:func:`recorded_best`), read from disk when the evaluator is made."""
     from plume_jax.train.distributed import agree
-    from plume_jax.train.driver import eval_num_steps, member_evaluation
-    from plume_jax.train.evaluation import evaluate
+    from plume_jax.train.evaluation import eval_num_steps, evaluate, member_evaluation
 
     cfg = program.config
     if not cfg.eval["every"]:
@@ -258,7 +261,7 @@ def periodic_evaluator(program: Any, loggers: list[Any], *, note: Callable[[int,
     for j, m in enumerate(program.runs):
         if m.folder is not None and main:
             settle_best(m.folder)
-            _restore_best(program, j)
+            _restore_best(program, j, load)
         best.append(recorded_best(m.folder) if m.folder is not None else None)
 
     def has_row(member: Any, update: int) -> bool:
@@ -306,7 +309,8 @@ def periodic_evaluator(program: Any, loggers: list[Any], *, note: Callable[[int,
     return on_evaluation
 
 
-def _restore_best(program: Any, j: int) -> None:
+def _restore_best(program: Any, j: int,
+                  load: Callable[[Any, pathlib.Path], tuple[Any, int]]) -> None:
     """Member ``j``'s ``best/`` again when its recorded best row has no
     policy on disk (a resume from an older update dropped a later best/
     that had replaced it): exported from the program's checkpoint of that
@@ -314,7 +318,6 @@ def _restore_best(program: Any, j: int) -> None:
     that row evaluated. Without such a checkpoint ``best/`` stays absent
     until an evaluation beats the recorded row."""
     from plume_jax.train.checkpoint import checkpoint_update
-    from plume_jax.train.driver import load_runner
 
     folder = program.runs[j].folder
     row = recorded_best(folder)
@@ -326,7 +329,7 @@ def _restore_best(program: Any, j: int) -> None:
                  program.folder / "checkpoint"):
         try:
             if ckpt.is_dir() and checkpoint_update(ckpt) == update:
-                runner, _ = load_runner(program, ckpt)
+                runner, _ = load(program, ckpt)
                 break
         except ValidationError:
             continue

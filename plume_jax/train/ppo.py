@@ -57,7 +57,7 @@ single-agent PPO.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any
 
 import chex
 import jax
@@ -775,37 +775,6 @@ class PPO(Algorithm):
                 "collisions_mean": per_episode(traj.blocked.sum().astype(jnp.float32)),
             })
         return metrics
-
-
-def scan_updates(update: Callable, runner: Any, *, num_updates: int, last: int,
-                 callback: Callable | None, log_every: int, batched: bool = False,
-                 count: Any = None):
-    """``update(runner) -> (runner, metrics)`` applied ``num_updates`` times in
-    one ``lax.scan``: the loop of ``PPO.run`` (see there for ``callback``,
-    ``log_every`` and ``count``), shared by every training algorithm.
-    ``last`` is the run's final update number (its metrics always reach the
-    callback); with ``batched`` the runner's update count has a leading axis."""
-
-    def body(r, _):
-        r, m = update(r)
-        if callback is not None:
-            u = r.update[0] if batched else r.update
-            jax.lax.cond((u % log_every == 0) | (u == last),
-                         lambda: jax.debug.callback(callback, m), lambda: None)
-        return r, m
-
-    if count is None:
-        return jax.lax.scan(body, runner, None, length=num_updates)
-    n = jnp.asarray(count, jnp.int32)
-
-    def maybe(r, i):  # updates past ``count`` leave the runner as it is
-        return jax.lax.cond(i < n, lambda: body(r, None), lambda: (r, filler))
-
-    shapes = jax.eval_shape(lambda r: body(r, None)[1], runner)
-    filler = jax.tree.map(lambda x: jnp.full(x.shape, jnp.nan, x.dtype)
-                          if jnp.issubdtype(x.dtype, jnp.floating)
-                          else jnp.zeros(x.shape, x.dtype), shapes)
-    return jax.lax.scan(maybe, runner, jnp.arange(num_updates))
 
 
 def resolve_gamma(env: Any, env_params: Any, gamma: float | None) -> float:
