@@ -414,19 +414,19 @@ def join_results(parts: list[tuple[RolloutResult, int]],
     already ran): per-env fields joined, the paths of the run's first
     ``num_tracked`` envs, env 0's final state, the longest ``steps_run``;
     no ``steps``."""
-    def joined(name: str) -> Any:
-        return np.concatenate([np.asarray(getattr(r, name))[skip:] for r, skip in parts])
+    def joined(name: str) -> jax.Array:
+        return jnp.concatenate([jnp.asarray(getattr(r, name))[skip:] for r, skip in parts])
 
     first = parts[0][0]
     fields = {name: joined(name) for name in ("success", "finished", "episode_length",
                                               "episode_return", "path_length",
                                               "start_distance", "goal", "source")}
     tracked = max(1, min(num_tracked, fields["success"].shape[0]))
-    paths = [(np.asarray(r.trajectories)[skip:], np.asarray(r.trajectories_valid)[skip:])
+    paths = [(jnp.asarray(r.trajectories)[skip:], jnp.asarray(r.trajectories_valid)[skip:])
              for r, skip in parts]
     return RolloutResult(
         **fields,
-        trajectories=np.concatenate([p for p, _ in paths])[:tracked],
-        trajectories_valid=np.concatenate([v for _, v in paths])[:tracked],
-        steps_run=np.int32(max(int(r.steps_run) for r, _ in parts)),
+        trajectories=jnp.concatenate([p for p, _ in paths])[:tracked],
+        trajectories_valid=jnp.concatenate([v for _, v in paths])[:tracked],
+        steps_run=jnp.int32(max(int(r.steps_run) for r, _ in parts)),
         final_agent=first.final_agent, final_plume=first.final_plume, steps=None)
