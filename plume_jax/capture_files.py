@@ -17,9 +17,9 @@ import json
 import os
 import platform
 import shutil
+import secrets
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -306,7 +306,14 @@ class CaptureWriter:
         self.out_dir = os.path.abspath(os.fspath(out_dir))
         parent, name = os.path.split(self.out_dir)
         os.makedirs(parent, exist_ok=True)
-        self.tmp = tempfile.mkdtemp(prefix=f"{name}.capture-tmp-{os.getpid()}-", dir=parent)
+        while True:  # a new folder with the umask's permissions (mkdtemp's are 0o700)
+            self.tmp = os.path.join(parent,
+                                    f"{name}.capture-tmp-{os.getpid()}-{secrets.token_hex(4)}")
+            try:
+                os.mkdir(self.tmp)
+                break
+            except FileExistsError:
+                continue
         self._writers: dict[tuple[str, int], Any] = {}
         self._parts: dict[str, list[str]] = {t: [] for t in self.TABLES}
         self.flushes = 0

@@ -338,6 +338,9 @@ def test_a_second_capture_into_the_same_folder_needs_overwrite(captured, tmp_pat
     assert json.loads((out / "run.json").read_text())["runs"][0]["episodes"] == 6
     assert pq.read_table(out / "episodes.parquet").num_rows == 6
     assert _siblings(out) == []
+    # a folder with the permissions any new folder gets here (not a temp folder's 0o700)
+    (tmp_path / "plain").mkdir()
+    assert out.stat().st_mode & 0o777 == (tmp_path / "plain").stat().st_mode & 0o777
 
 
 def test_overwrite_replaces_only_an_earlier_capture(tmp_path, capsys):
@@ -473,8 +476,12 @@ def test_the_capture_limit_is_per_command():
     plans = [_plan(6), _plan(6)]
     size = 6 * plans[0].num_steps
     cap.check_capture_plans(plans, limit=2 * size)
-    with pytest.raises(ValidationError, match="summed over the command's runs"):
+    with pytest.raises(ValidationError, match="summed over the command's runs") as error:
         cap.check_capture_plans(plans, limit=2 * size - 1)
+    assert f"add up to {2 * size:,}" in str(error.value)
+    cap.check_capture_plans(plans[:1], limit=size)
+    with pytest.raises(ValidationError, match="fewer --episodes"):
+        cap.check_capture_plans(plans[:1], limit=size - 1)
 
 
 def test_a_capture_reads_into_pandas_with_action_names_sites_and_one_column_per_entry(
@@ -511,3 +518,18 @@ def test_a_capture_reads_into_pandas_with_action_names_sites_and_one_column_per_
         digest = hashlib.sha256((out / name).read_bytes()).hexdigest()
         assert meta["files"][name]["sha256"] == digest
 
+
+
+def test_a_batch_of_envs_draws_the_keys_of_the_whole_run():
+    from plume_jax.evaluate.rollout import env_keys
+
+    key = jax.random.key(11)
+    whole = jax.random.key_data(jax.random.split(key, 50))
+    for offset, n in ((0, 7), (13, 7), (43, 7), (0, 50)):
+        part = env_keys(key, n, 50, jnp.int32(offset))
+        np.testing.assert_array_equal(jax.random.key_data(part), whole[offset:offset + n])
+    jitted = jax.jit(env_keys, static_argnums=(1, 2))
+    np.testing.assert_array_equal(jax.random.key_data(jitted(key, 7, 50, jnp.int32(20))),
+                                  whole[20:27])
+    legacy = jax.random.PRNGKey(11)  # a raw uint32 key: split and sliced
+    np.testing.assert_array_equal(env_keys(legacy, 4, 9, 5), jax.random.split(legacy, 9)[5:9])

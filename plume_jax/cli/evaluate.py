@@ -20,6 +20,11 @@ empty is refused unless ``--overwrite`` is given, which replaces the outputs
 of the earlier ``evaluate`` there (its reports, ``summary.md``, figures and
 saved baselines: :func:`earlier_outputs`) once the new rollouts are done,
 and leaves other files alone.
+
+``--capture DIR`` must be a new or empty folder, or an earlier capture with
+``--overwrite``; the capture is streamed to a folder beside it while the runs
+go, and renamed into place (the earlier one set aside, then deleted) once
+whole (:class:`plume_jax.capture_files.CaptureWriter`).
 """
 
 from __future__ import annotations

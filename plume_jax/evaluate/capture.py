@@ -87,15 +87,30 @@ def check_capture_size(episodes: int, max_steps: int, where: str,
 
 def check_capture_plans(plans: Sequence[Any], limit: int | None = None) -> None:
     """Checks of a command's planned runs before anything runs: their
-    transitions added up against :data:`MAX_CAPTURE_TRANSITIONS`."""
+    transitions added up against ``limit`` (default
+    :data:`MAX_CAPTURE_TRANSITIONS`).
+
+    Raises:
+        ValidationError: (parameter ``--capture``) naming each run's size,
+            their sum and the limit.
+    """
     limit = MAX_CAPTURE_TRANSITIONS if limit is None else limit
-    total = 0
-    for plan in plans:
-        agents = int(getattr(plan.env, "num_agents", 1))
-        where = f"{plan.scenario['name']} / {plan.label}"
-        check_capture_size(plan.episodes, plan.num_steps, where, limit=limit - total,
-                           agents=agents)
-        total += int(plan.episodes) * int(plan.num_steps) * agents
+    if len(plans) == 1:
+        plan = plans[0]
+        check_capture_size(plan.episodes, plan.num_steps,
+                           f"{plan.scenario['name']} / {plan.label}", limit=limit,
+                           agents=int(getattr(plan.env, "num_agents", 1)))
+        return
+    sizes = {f"{p.scenario['name']} / {p.label}":
+             int(p.episodes) * int(p.num_steps) * int(getattr(p.env, "num_agents", 1))
+             for p in plans}
+    total = sum(sizes.values())
+    if total > limit:
+        raise ValidationError.for_parameter(
+            "--capture", ", ".join(f"{where}: {n:,}" for where, n in sizes.items()),
+            f"at most {limit:,} transitions (max_steps x episodes x agents, summed over the "
+            f"command's runs) to capture; these {len(sizes)} runs add up to {total:,} (use "
+            "fewer --episodes or fewer runs)")
 
 
 def transition_bytes(env: Any, params: Any) -> int:

@@ -231,6 +231,19 @@ def env_keys(key: jax.Array, num_envs: int, total_envs: int | None = None,
     whole batch would."""
     if total_envs is None or total_envs == num_envs:
         return jax.random.split(key, num_envs)
+    typed = jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
+    if (typed and str(jax.random.key_impl(key)) == "threefry2x32" and total_envs < 2**32
+            and jax.config.jax_threefry_partitionable):
+        # split(key, n)[i] is threefry2x32(key, (0, i)) here: only the window's
+        # keys are computed (the whole split per step would cost a batch of
+        # `num_envs` as much as one of `total_envs`)
+        from jax.extend.random import threefry2x32_p
+
+        data = jax.random.key_data(key)
+        index = jnp.asarray(env_offset, jnp.uint32) + jnp.arange(num_envs, dtype=jnp.uint32)
+        high, low = threefry2x32_p.bind(data[0], data[1], jnp.zeros_like(index), index)
+        return jax.random.wrap_key_data(jnp.stack([high, low], axis=1),
+                                        impl=jax.random.key_impl(key))
     return jax.lax.dynamic_slice_in_dim(jax.random.split(key, total_envs), env_offset, num_envs)
 
 

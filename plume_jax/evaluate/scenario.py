@@ -525,7 +525,7 @@ def _captured_rollout(run: PlannedRun, key: jax.Array,
         result = jax.block_until_ready(result)
         run_s += time.perf_counter() - t0
         capture.add(result, offset, start - offset)
-        parts.append((result.replace(steps=None), start - offset))
+        parts.append((jax.device_get(result.replace(steps=None)), start - offset))
     return join_results(parts), compile_s, run_s
 
 
