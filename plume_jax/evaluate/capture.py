@@ -101,13 +101,13 @@ def check_capture_plans(plans: Sequence[Any], limit: int | None = None) -> None:
                            f"{plan.scenario['name']} / {plan.label}", limit=limit,
                            agents=int(getattr(plan.env, "num_agents", 1)))
         return
-    sizes = {f"{p.scenario['name']} / {p.label}":
-             int(p.episodes) * int(p.num_steps) * int(getattr(p.env, "num_agents", 1))
-             for p in plans}
-    total = sum(sizes.values())
+    sizes = [(f"{p.scenario['name']} / {p.label}",
+               int(p.episodes) * int(p.num_steps) * int(getattr(p.env, "num_agents", 1)))
+             for p in plans]
+    total = sum(n for _, n in sizes)
     if total > limit:
         raise ValidationError.for_parameter(
-            "--capture", ", ".join(f"{where}: {n:,}" for where, n in sizes.items()),
+            "--capture", ", ".join(f"{where}: {n:,}" for where, n in sizes),
             f"at most {limit:,} transitions (max_steps x episodes x agents, summed over the "
             f"command's runs) to capture; these {len(sizes)} runs add up to {total:,} (use "
             "fewer --episodes or fewer runs)")
