@@ -233,7 +233,7 @@ def env_keys(key: jax.Array, num_envs: int, total_envs: int | None = None,
         return jax.random.split(key, num_envs)
     typed = jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
     if (typed and str(jax.random.key_impl(key)) == "threefry2x32" and total_envs < 2**32
-            and jax.config.jax_threefry_partitionable):
+            and getattr(jax.config, "jax_threefry_partitionable", False)):
         # split(key, n)[i] is threefry2x32(key, (0, i)) here: only the window's
         # keys are computed (the whole split per step would cost a batch of
         # `num_envs` as much as one of `total_envs`)
