@@ -533,3 +533,58 @@ def test_a_batch_of_envs_draws_the_keys_of_the_whole_run():
                                   whole[20:27])
     legacy = jax.random.PRNGKey(11)  # a raw uint32 key: split and sliced
     np.testing.assert_array_equal(env_keys(legacy, 4, 9, 5), jax.random.split(legacy, 9)[5:9])
+
+
+def test_host_rollout_in_batches_gives_the_whole_runs_episodes():
+    from plume_jax.evaluate.rollout import join_results
+
+    env, params = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[24, 24], sigma=5.0,
+                                 max_steps=30)
+    east = env.action_ids["move_east"]
+
+    class EastAgent:
+        def reset(self):
+            pass
+
+        def act_batch(self, obs, episode_start=None):
+            return np.full(len(obs), east, np.int32)
+
+    key = jax.random.key(5)
+    whole = host_rollout(env, params, EastAgent(), key, 5, 30, until_done=True, capture=True)
+    parts = [(host_rollout(env, params, EastAgent(), key, 3, 30, until_done=True, capture=True,
+                           total_envs=5, env_offset=offset), skip)
+             for offset, skip in ((0, 0), (2, 1))]
+    joined = join_results(parts)
+    for name in ("success", "episode_length", "episode_return", "start_distance", "goal"):
+        np.testing.assert_array_equal(np.asarray(getattr(joined, name)),
+                                      np.asarray(getattr(whole, name)), err_msg=name)
+    a = cap.steps_columns(parts[1][0].steps, int(parts[1][0].steps_run))
+    b = cap.steps_columns(whole.steps, int(whole.steps_run))
+    rows = b["episode"] >= 2
+    np.testing.assert_array_equal(a["x"], b["x"][rows])
+
+
+def test_runs_with_different_columns_share_one_steps_file(tmp_path):
+    """Two runs, one with a 2-entry observation and named actions, one with
+    neither: one steps.parquet, each run's columns, nulls elsewhere."""
+    pd = pytest.importorskip("pandas")
+    names = ["noop", "go"]
+    first = {"run": np.zeros(3, np.int32), "episode": np.zeros(3, np.int32),
+             **cf.action_columns(np.array([1, 0, 7], np.int32), names),  # 7: no name
+             **cf.split_observation(np.ones((3, 2)), cf.observation_columns(["a", "b"], 2))}
+    second = {"run": np.ones(2, np.int32), "episode": np.zeros(2, np.int32),
+              "action": np.array([0, 0], np.int32)}
+    episodes = [cf.table({"run": np.array([r], np.int32)}) for r in (0, 1)]
+    with cf.CaptureWriter(tmp_path / "c") as writer:
+        writer.add(0, cf.table(first), episodes[0])
+        writer.add(1, cf.table(second), episodes[1])
+        meta = writer.finish([], [])
+    steps = pd.read_parquet(tmp_path / "c" / "steps.parquet")
+    assert list(steps.columns) == ["run", "episode", "action", "action_name", "obs_a", "obs_b"]
+    assert steps["action_name"].tolist()[:2] == ["go", "noop"]
+    assert steps["action_name"].isna().tolist() == [False] * 2 + [True] * 3
+    assert steps["obs_a"].isna().sum() == 2 and meta["files"]["steps.parquet"]["rows"] == 5
+    assert pq.read_schema(tmp_path / "c" / "steps.parquet").metadata[
+        b"plume_jax.capture_schema"] == cf.SCHEMA_VERSION.encode()
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == [
+        "episodes.parquet", "run.json", "steps.parquet"]
