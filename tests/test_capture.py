@@ -540,18 +540,14 @@ def test_host_rollout_in_batches_gives_the_whole_runs_episodes():
 
     env, params = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[24, 24], sigma=5.0,
                                  max_steps=30)
-    east = env.action_ids["move_east"]
+    from types import SimpleNamespace
 
-    class EastAgent:
-        def reset(self):
-            pass
-
-        def act_batch(self, obs, episode_start=None):
-            return np.full(len(obs), east, np.int32)
-
+    north = env.action_ids["move_north"]
+    agent = SimpleNamespace(reset=lambda: None, act_batch=lambda obs, episode_start=None:
+                            np.full(len(obs), north, np.int32))
     key = jax.random.key(5)
-    whole = host_rollout(env, params, EastAgent(), key, 5, 30, until_done=True, capture=True)
-    parts = [(host_rollout(env, params, EastAgent(), key, 3, 30, until_done=True, capture=True,
+    whole = host_rollout(env, params, agent, key, 5, 30, until_done=True, capture=True)
+    parts = [(host_rollout(env, params, agent, key, 3, 30, until_done=True, capture=True,
                            total_envs=5, env_offset=offset), skip)
              for offset, skip in ((0, 0), (2, 1))]
     joined = join_results(parts)
