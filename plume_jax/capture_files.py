@@ -16,6 +16,8 @@ import hashlib
 import json
 import os
 import platform
+import shutil
+import secrets
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -27,7 +29,15 @@ from plume_jax.errors import ValidationError
 
 #: Version of the capture layout (files, columns, their meaning). Bumped on
 #: any change a reader could notice; readers check it.
-SCHEMA_VERSION = "1.1"  # 1.1: agent_index (steps), agents (episodes): multi-agent runs
+SCHEMA_VERSION = "2.0"
+# 1.1: agent_index (steps), agents (episodes): multi-agent runs
+# 2.0: one obs_<label> column per observation entry (was a list column), action_name,
+#      source_x/y and goal_x/y (episodes), action names and labels in run.json's runs
+
+#: Prefix of the observation's columns in ``steps.parquet``: ``obs_<label>``
+#: per entry of the flattened observation, the labels the env's
+#: ``observation_labels()``.
+OBSERVATION_PREFIX = "obs_"
 
 #: ``steps.parquet`` columns: name -> meaning (units).
 STEP_COLUMNS = {
@@ -39,10 +49,16 @@ STEP_COLUMNS = {
     "y": "agent y before the step (grid cells, north positive)",
     "heading": "agent heading before the step (radians, 0 = east, counter-clockwise)",
     "concentration": "plume concentration at (x, y) before the step",
-    "observation": "the observation the agent acted on, flattened (list of float32; "
-                   "absent when larger than 64 numbers)",
+    OBSERVATION_PREFIX + "<label>": "one float32 column per entry of the observation the "
+                                    "agent acted on, flattened, named after the env's "
+                                    "observation_labels (run.json: the run's "
+                                    "observation_columns; absent when the observation has "
+                                    "more than 64 numbers)",
     "action": "the action taken (integer for discrete action models; list of float32 "
               "for continuous ones)",
+    "action_name": "the discrete action's name (a dictionary column: categorical in pandas; "
+                   "run.json: the run's action_names; null for an id outside them; absent "
+                   "for continuous action models)",
     "reward": "reward of the step",
     "terminated": "the agent reached the goal at this step (single-agent: the episode ended) "
                   "or, in a multi-agent env, before it",
@@ -69,7 +85,15 @@ EPISODE_COLUMNS = {
                        "multi-agent runs — as evaluate's path_efficiency metric",
     "start_x": "agent x at the start (grid cells; multi-agent: agent 0's)",
     "start_y": "agent y at the start (grid cells; multi-agent: agent 0's)",
+    "source_x": "plume source x at the start of the episode (grid cells)",
+    "source_y": "plume source y at the start of the episode (grid cells)",
+    "goal_x": "goal x at the start of the episode (grid cells)",
+    "goal_y": "goal y at the start of the episode (grid cells)",
 }
+
+#: Rows per Parquet row group (and per batch of the final merge): what a
+#: reader or the writer holds of one table at a time.
+ROW_GROUP_ROWS = 1 << 17
 
 
 def require_pyarrow(parameter: str = "--capture") -> Any:
@@ -93,6 +117,38 @@ def arrow_column(pa: Any, values: Any) -> Any:
         return pa.array(values)
     flat = pa.array(np.ascontiguousarray(values).reshape(-1))
     return pa.FixedSizeListArray.from_arrays(flat, values.shape[1])
+
+
+def observation_columns(labels: Sequence[str] | None, size: int) -> list[str]:
+    """The ``obs_<label>`` column names of a flattened observation of
+    ``size`` numbers: the env's ``labels`` when they are ``size`` distinct
+    names, else ``obs_0 .. obs_<size-1>``."""
+    labels = list(labels or [])
+    if len(labels) != size or len(set(labels)) != size:
+        labels = [str(i) for i in range(size)]
+    return [OBSERVATION_PREFIX + str(label) for label in labels]
+
+
+def split_observation(observation: Any, names: Sequence[str]) -> dict[str, np.ndarray]:
+    """``[R, k]`` observations -> ``{name: f32[R]}``, one column per entry."""
+    observation = np.asarray(observation, np.float32)
+    return {name: np.ascontiguousarray(observation[:, i]) for i, name in enumerate(names)}
+
+
+def action_columns(action: Any, names: Sequence[str] | None) -> dict[str, Any]:
+    """The ``action`` column, and for a discrete action (integers ``[R]``)
+    with ``names`` its ``action_name`` as a dictionary column (ids outside
+    ``names`` are null)."""
+    pa = require_pyarrow()
+    action = np.asarray(action)
+    out: dict[str, Any] = {"action": action}
+    if names and action.ndim == 1 and action.dtype.kind in "iu":
+        ids = action.astype(np.int32)
+        outside = (ids < 0) | (ids >= len(names))
+        out["action_name"] = pa.DictionaryArray.from_arrays(
+            pa.array(np.where(outside, 0, ids), pa.int32(), mask=outside),
+            pa.array(list(names), pa.string()))
+    return out
 
 
 def table(columns: Mapping[str, Any], parameter: str = "--capture") -> Any:
@@ -158,47 +214,207 @@ def file_sha256(path: str) -> str:
     return h.hexdigest()
 
 
+CAPTURE_MARK = "plume_jax.capture"
+
+
+def is_capture_folder(path: str | os.PathLike) -> bool:
+    """True for a folder holding a capture's ``run.json`` (``schema``
+    :data:`CAPTURE_MARK`)."""
+    try:
+        with open(os.path.join(path, "run.json"), encoding="utf-8") as f:
+            found = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(found, dict) and found.get("schema") == CAPTURE_MARK
+
+
+def check_capture_folder(path: str | os.PathLike, overwrite: bool,
+                         parameter: str = "--capture") -> None:
+    """Refuse ``path`` as the capture folder unless it is new, empty, or
+    (with ``overwrite``) an earlier capture: a non-empty folder needs
+    ``--overwrite``, and ``--overwrite`` replaces only a capture.
+
+    Raises:
+        ValidationError: naming ``parameter``.
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        return
+    if not os.path.isdir(path):
+        raise ValidationError.for_parameter(parameter, path, "a folder (this is a file)")
+    try:
+        entries = sorted(os.listdir(path))
+    except OSError as error:
+        raise ValidationError.for_parameter(
+            parameter, path, f"a folder that can be read ({error.strerror or error})") from None
+    if not entries:
+        return
+    shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
+    if not is_capture_folder(path):
+        raise ValidationError.for_parameter(
+            parameter, path, f"a new or empty folder, or an earlier capture to replace with "
+            f"--overwrite: this one holds {len(entries)} entries ({shown}) and no capture's "
+            "run.json")
+    if not overwrite:
+        raise ValidationError.for_parameter(
+            parameter, path, f"a new or empty folder: it holds an earlier capture ({shown}); "
+            "replace it with --overwrite, or choose another folder")
+
+
+def _swap_into_place(new: str, out_dir: str) -> None:
+    """Rename the finished folder ``new`` to ``out_dir``; an existing
+    ``out_dir`` is first renamed aside and deleted only once ``new`` is in
+    place, so a kill at any moment leaves either capture whole (the old one,
+    at worst, under its set-aside name ``<name>.capture-old-<pid>``)."""
+    if not os.path.lexists(out_dir):
+        os.rename(new, out_dir)
+        return
+    old = f"{out_dir}.capture-old-{os.getpid()}"
+    os.rename(out_dir, old)
+    try:
+        os.rename(new, out_dir)
+    except BaseException:  # an error or Ctrl-C between the renames: the old one back
+        if not os.path.lexists(out_dir):
+            os.rename(old, out_dir)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+class CaptureWriter:
+    """Writes a capture folder as one unit.
+
+    Tables are added as they are produced (:meth:`add`; a run's tables may
+    come in several batches) and streamed to Parquet row groups in a
+    temporary sibling folder ``<out_dir>.capture-tmp-<pid>-*``, so memory
+    holds one batch, not the capture. :meth:`finish` writes
+    ``steps.parquet`` and ``episodes.parquet`` (each run's rows, in order;
+    runs with different columns get nulls where a column is not theirs) and
+    ``run.json`` (with each file's rows and sha256), then renames the folder
+    into place (:func:`_swap_into_place`). :meth:`abort`, or leaving a
+    ``with`` block by an exception, removes the temporary folder; a killed
+    process leaves it beside ``out_dir``, which stays as it was.
+    """
+
+    TABLES = ("steps", "episodes")
+
+    def __init__(self, out_dir: str | os.PathLike, parameter: str = "--capture"):
+        self.pa = require_pyarrow(parameter)
+        import pyarrow.parquet as pq
+
+        self.pq = pq
+        self.parameter = parameter
+        self.out_dir = os.path.abspath(os.fspath(out_dir))
+        parent, name = os.path.split(self.out_dir)
+        os.makedirs(parent, exist_ok=True)
+        while True:  # a new folder with the umask's permissions (mkdtemp's are 0o700)
+            self.tmp = os.path.join(parent,
+                                    f"{name}.capture-tmp-{os.getpid()}-{secrets.token_hex(4)}")
+            try:
+                os.mkdir(self.tmp)
+                break
+            except FileExistsError:
+                continue
+        self._writers: dict[tuple[str, int], Any] = {}
+        self._parts: dict[str, list[str]] = {t: [] for t in self.TABLES}
+        self.flushes = 0
+
+    def __enter__(self) -> CaptureWriter:
+        return self
+
+    def __exit__(self, kind: Any, *_: Any) -> None:
+        if kind is not None:
+            self.abort()
+
+    def add(self, run: int, steps: Any, episodes: Any) -> None:
+        """Append a batch of run ``run``'s rows (pyarrow tables of
+        :data:`STEP_COLUMNS` and :data:`EPISODE_COLUMNS`) to its part files."""
+        for name, rows in zip(self.TABLES, (steps, episodes)):
+            writer = self._writers.get((name, run))
+            if writer is None:
+                path = os.path.join(self.tmp, f"{name}.run{run}.parquet")
+                writer = self.pq.ParquetWriter(path, rows.schema, compression="zstd")
+                self._writers[(name, run)] = writer
+                self._parts[name].append(path)
+            writer.write_table(rows.cast(writer.schema), row_group_size=ROW_GROUP_ROWS)
+            self.flushes += 1
+
+    def _merge(self, name: str) -> int:
+        """Write ``<name>.parquet`` from its part files, one row group at a
+        time; returns its rows."""
+        pa, pq = self.pa, self.pq
+        path = os.path.join(self.tmp, f"{name}.parquet")
+        parts = self._parts[name]
+        if len(parts) == 1:
+            os.replace(parts[0], path)
+            return int(pq.ParquetFile(path).metadata.num_rows)
+        schemas = [pq.read_schema(p) for p in parts]
+        schema = pa.unify_schemas(schemas, promote_options="permissive") if schemas \
+            else pa.schema([])
+        schema = schema.with_metadata({"plume_jax.capture_schema": SCHEMA_VERSION})
+        rows = 0
+        with pq.ParquetWriter(path, schema, compression="zstd") as writer:
+            for part in parts:
+                for batch in pq.ParquetFile(part).iter_batches(batch_size=ROW_GROUP_ROWS):
+                    columns = [batch.column(f.name) if f.name in batch.schema.names
+                               else pa.nulls(batch.num_rows, f.type) for f in schema]
+                    writer.write_table(pa.Table.from_arrays(columns, schema=schema))
+                    rows += batch.num_rows
+                os.remove(part)
+        return rows
+
+    def finish(self, runs: list[dict[str, Any]],
+               argv: Sequence[str] | None = None) -> dict[str, Any]:
+        """Close the tables, write ``run.json`` and rename the folder into
+        place. Returns the run.json content."""
+        import plume_jax
+
+        for writer in self._writers.values():
+            writer.close()
+        self._writers = {}
+        files = {}
+        for name in self.TABLES:
+            if not self._parts[name]:
+                raise ValidationError.for_parameter(self.parameter, self.out_dir,
+                                                    "at least one run's rows to write")
+            rows = self._merge(name)
+            files[f"{name}.parquet"] = {
+                "rows": rows, "sha256": file_sha256(os.path.join(self.tmp, f"{name}.parquet"))}
+        meta = {
+            "schema": CAPTURE_MARK, "schema_version": SCHEMA_VERSION,
+            "plume_jax_version": plume_jax.__version__,
+            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "command": list(sys.argv if argv is None else argv),
+            "git_revision": git_revision(), "machine": machine(),
+            "runs": runs, "files": files,
+            "columns": {"steps.parquet": STEP_COLUMNS, "episodes.parquet": EPISODE_COLUMNS},
+        }
+        with open(os.path.join(self.tmp, "run.json"), "w", encoding="utf-8") as f:
+            json.dump(meta, f, indent=2, default=str)
+        _swap_into_place(self.tmp, self.out_dir)
+        return meta
+
+    def abort(self) -> None:
+        """Close the writers and remove the temporary folder (``out_dir`` is
+        left as it was)."""
+        for writer in self._writers.values():
+            try:
+                writer.close()
+            except Exception:  # noqa: BLE001 - the folder goes anyway
+                pass
+        self._writers = {}
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
 def write_folder(out_dir: str, steps: Sequence[Any], episodes: Sequence[Any],
                  runs: list[dict[str, Any]], argv: Sequence[str] | None = None,
                  parameter: str = "--capture") -> dict[str, Any]:
-    """Write ``steps.parquet`` and ``episodes.parquet`` (the tables of each
-    run, concatenated) and then ``run.json`` (provenance, ``runs``, the
-    columns, each file's rows and sha256) into ``out_dir``; each file is
-    written to a temporary name and renamed. Returns the run.json content."""
-    pa = require_pyarrow(parameter)
-    import pyarrow.parquet as pq
-
-    import plume_jax
-
-    os.makedirs(out_dir, exist_ok=True)
-    files = {}
-    for name, tables in (("steps.parquet", steps), ("episodes.parquet", episodes)):
-        joined = pa.concat_tables(list(tables), promote_options="permissive")
-        path = os.path.join(out_dir, name)
-        tmp = f"{path}.tmp-{os.getpid()}"
-        try:
-            pq.write_table(joined, tmp, compression="zstd")
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-        files[name] = {"rows": joined.num_rows, "sha256": file_sha256(path)}
-    meta = {
-        "schema": "plume_jax.capture", "schema_version": SCHEMA_VERSION,
-        "plume_jax_version": plume_jax.__version__,
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": list(sys.argv if argv is None else argv),
-        "git_revision": git_revision(), "machine": machine(),
-        "runs": runs, "files": files,
-        "columns": {"steps.parquet": STEP_COLUMNS, "episodes.parquet": EPISODE_COLUMNS},
-    }
-    path = os.path.join(out_dir, "run.json")
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(meta, f, indent=2, default=str)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    return meta
+    """Write the tables of each run (``steps[i]``, ``episodes[i]``) and
+    ``runs`` as a capture folder ``out_dir``, as one unit
+    (:class:`CaptureWriter`), replacing an earlier capture there (a
+    non-empty folder that is not a capture is refused). Returns the
+    run.json content."""
+    check_capture_folder(out_dir, overwrite=True, parameter=parameter)
+    with CaptureWriter(out_dir, parameter) as writer:
+        for i, (s, e) in enumerate(zip(steps, episodes)):
+            writer.add(i, s, e)
+        return writer.finish(runs, argv)

@@ -13,6 +13,7 @@ import pytest
 
 import plume_jax
 from plume_jax import ValidationError, cli
+from plume_jax import capture_files as cf
 from plume_jax.evaluate import capture as cap
 from plume_jax.evaluate.rollout import host_rollout, rollout
 
@@ -118,7 +119,9 @@ def test_evaluate_capture_writes_parquet_whose_episode_lengths_sum_to_the_steps(
     counts = np.bincount(np.asarray(steps.column("episode")), minlength=64)
     np.testing.assert_array_equal(counts, lengths)
     # every column documented, the schema version in the files too
-    assert set(steps.column_names) <= set(cap.STEP_COLUMNS)
+    observation = [c for c in steps.column_names if c.startswith(cf.OBSERVATION_PREFIX)]
+    assert observation == run["observation_columns"] == ["obs_concentration"]
+    assert set(steps.column_names) - set(observation) <= set(cap.STEP_COLUMNS)
     assert set(episodes.column_names) == set(cap.EPISODE_COLUMNS)
     assert steps.schema.metadata[b"plume_jax.capture_schema"] == cap.SCHEMA_VERSION.encode()
     for name in ("steps.parquet", "episodes.parquet"):
@@ -248,7 +251,7 @@ def test_the_gymnasium_wrapper_writes_the_evaluate_schema(gym_capture, captured)
     # every step recorded as played, episodes contiguous, lengths summing to the rows
     cols = steps.to_pydict()
     assert len(cols["step"]) == 120 == sum(episodes.column("length").to_pylist())
-    np.testing.assert_allclose([o[0] for o in cols["observation"]], [p[0] for p in played],
+    np.testing.assert_allclose(cols["obs_concentration"], [p[0] for p in played],
                                rtol=1e-6)
     assert cols["action"] == [p[1] for p in played]
     np.testing.assert_allclose(cols["reward"], [p[2] for p in played])
@@ -290,3 +293,294 @@ def test_the_gymnasium_wrapper_refuses_what_it_cannot_record(tmp_path):
     assert meta["files"]["steps.parquet"]["rows"] == 2
     episodes = pq.read_table(tmp_path / "c" / "episodes.parquet").to_pydict()
     assert episodes["finished"] == [False] and episodes["length"] == [2]
+
+
+# --- issue 42 items 4 and 5, issue 44 item 3 ---------------------------------
+
+_TINY = ["--scenario", "configs/scenarios/gaussian_klinotaxis.yaml", "--episodes", "6",
+         "--quiet"]
+
+
+def _evaluate(tmp_path, capture, *extra):
+    return cli.main(["evaluate", *_TINY, "--capture", str(capture), "--out",
+                     str(tmp_path / "ev"), "--overwrite", *extra])
+
+
+def _files(folder):
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def _siblings(folder):
+    return sorted(p.name for p in folder.parent.iterdir() if p.name != folder.name
+                  and p.name.startswith(folder.name + "."))
+
+
+def _earlier(captured, tmp_path):
+    """A copy of the module's capture: the earlier capture a test replaces."""
+    import shutil
+
+    out = tmp_path / "capture"
+    shutil.copytree(captured / "capture", out)
+    return out
+
+
+def test_a_second_capture_into_the_same_folder_needs_overwrite(captured, tmp_path, capsys):
+    out = _earlier(captured, tmp_path)
+    before = _files(out)
+    ev = ["evaluate", *_TINY, "--capture", str(out), "--out", str(tmp_path / "ev")]
+    assert cli.main(ev) == 2
+    err = capsys.readouterr().err
+    assert "--capture" in err and "--overwrite" in err and "Traceback" not in err
+    assert _files(out) == before  # untouched, and nothing ran
+    assert not (tmp_path / "ev" / "summary.md").exists()
+    # with --overwrite the folder is replaced whole, nothing left beside it
+    assert cli.main([*ev, "--overwrite"]) == 0
+    assert json.loads((out / "run.json").read_text())["runs"][0]["episodes"] == 6
+    assert pq.read_table(out / "episodes.parquet").num_rows == 6
+    assert _siblings(out) == []
+    # a folder with the permissions any new folder gets here (not a temp folder's 0o700)
+    (tmp_path / "plain").mkdir()
+    assert out.stat().st_mode & 0o777 == (tmp_path / "plain").stat().st_mode & 0o777
+
+
+def test_overwrite_replaces_only_an_earlier_capture(tmp_path, capsys):
+    """--overwrite never deletes a folder that is not a capture, nor --out."""
+    mine = tmp_path / "notes"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("mine")
+    assert _evaluate(tmp_path, mine) == 2
+    assert "no capture's run.json" in capsys.readouterr().err
+    assert (mine / "thesis.tex").read_text() == "mine"
+    assert cli.main(["evaluate", *_TINY, "--capture", str(tmp_path / "ev"),
+                     "--out", str(tmp_path / "ev")]) == 2
+    assert "apart from --out" in capsys.readouterr().err
+    # the Gymnasium wrapper refuses it too
+    import gymnasium
+
+    from plume_jax.gym.capture import CaptureTrajectories
+
+    env = CaptureTrajectories(gymnasium.make("plume_jax/PlumeNav-Gaussian-v0",
+                                             grid_size=[24, 24], max_steps=5), mine)
+    env.reset(seed=0)
+    env.step(0)
+    with pytest.raises(ValidationError, match="no capture's run.json"):
+        env.write()
+    assert sorted(p.name for p in mine.iterdir()) == ["thesis.tex"]
+
+
+def test_a_kill_between_capture_files_leaves_the_old_capture_whole(captured, tmp_path,
+                                                                   monkeypatch):
+    out = _earlier(captured, tmp_path)
+    before = _files(out)
+    calls = []
+
+    def dies_on_the_second_file(path):
+        calls.append(path)
+        if len(calls) == 2:  # steps.parquet is done, episodes.parquet is next
+            raise KeyboardInterrupt
+        return real(path)
+
+    real = cf.file_sha256
+    monkeypatch.setattr(cf, "file_sha256", dies_on_the_second_file)
+    with pytest.raises(KeyboardInterrupt):
+        _evaluate(tmp_path, out, "--episodes", "3")
+    assert len(calls) == 2
+    assert _files(out) == before
+    assert _siblings(out) == []  # the half-written capture is removed
+    # a process killed outright before the rename leaves the old capture as it
+    # was too (its half-written folder beside it)
+    monkeypatch.undo()
+    steps = pq.read_table(out / "steps.parquet")
+    episodes = pq.read_table(out / "episodes.parquet")
+    writer = cf.CaptureWriter(out)
+    writer.add(0, steps, episodes)  # ... and no finish(): the process is gone
+    assert _files(out) == before
+    writer.abort()
+    # Ctrl-C between the set-aside and the rename puts the old one back
+    new = cf.CaptureWriter(out)
+    new.add(0, steps.slice(0, 5), episodes)
+
+    real_rename = cf.os.rename
+
+    def interrupted(src, dst):
+        if src == new.tmp:
+            raise KeyboardInterrupt
+        return real_rename(src, dst)
+
+    monkeypatch.setattr(cf.os, "rename", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        new.finish([], [])
+    monkeypatch.undo()
+    assert _files(out) == before
+
+
+def _plan(episodes):
+    from plume_jax.evaluate import scenario as sc
+
+    scenario = sc.load_scenario("configs/scenarios/gaussian_klinotaxis.yaml")
+    return sc.plan_run(scenario, None, episodes=episodes)
+
+
+def test_capture_memory_does_not_grow_with_episodes(captured, tmp_path, monkeypatch):
+    """A captured run is evaluated and written in batches of envs bounded by
+    CAPTURE_BATCH_BYTES, whatever its episodes, with the results and rows of
+    the whole run in one batch (the module's capture: the same 64 episodes)."""
+    from plume_jax.evaluate import scenario as sc
+
+    plan = _plan(64)
+    per_transition = cap.transition_bytes(plan.env, plan.params)
+    budget = 24 * plan.num_steps * per_transition  # 24 envs per batch
+    assert cap.plan_batches(64, plan.num_steps, 1, per_transition, budget) == 24
+    assert cap.plan_batches(10**6, plan.num_steps, 1, per_transition, budget) == 24
+    assert cap.plan_batches(64, plan.num_steps, 1, per_transition) == 64  # the default
+    seen, added = [], []
+    real_add = cf.CaptureWriter.add
+
+    def spy(self, run, steps, episodes):
+        added.append((steps.num_rows, episodes.num_rows))
+        return real_add(self, run, steps, episodes)
+
+    monkeypatch.setattr(cf.CaptureWriter, "add", spy)
+    recorder = cap.EvaluationCapture(str(tmp_path / "batched"), argv=[], budget=budget)
+    run = recorder.run(0, plan)
+    real_run_add = run.add
+
+    def record_shape(result, offset, skip=0):
+        seen.append(np.asarray(result.steps["x"]).shape[1])
+        return real_run_add(result, offset, skip)
+
+    run.add = record_shape
+    report = sc.execute_run(plan, capture=run)
+    recorder.end_run(report)
+    meta = recorder.finish()
+    # three batches of 24 envs, each written before the next ran (the last
+    # one overlaps: envs 40..63, 16 new)
+    assert seen == [24, 24, 24] and [e for _, e in added] == [24, 24, 16]
+    assert meta["runs"][0]["batch_envs"] == 24
+    # the same episodes, report and rows as the capture taken in one batch
+    whole = json.loads((captured / "ev" / "gaussian_klinotaxis__klinotaxis.json").read_text())
+    for name in ("success_rate", "mean_steps", "path_efficiency"):
+        assert report["metrics"][name] == whole["metrics"][name], name
+    for name in ("steps.parquet", "episodes.parquet"):
+        a = pq.read_table(tmp_path / "batched" / name)
+        b = pq.read_table(captured / "capture" / name)
+        assert a.equals(b), name
+    assert sum(r for r, _ in added) == pq.read_table(captured / "capture" / "steps.parquet") \
+        .num_rows
+    result = report["_rollout"]
+    valid = np.asarray(result.trajectories_valid)
+    assert valid.shape[0] == 4 and valid[:, 0].all()
+
+
+def test_the_capture_limit_is_per_command():
+    plans = [_plan(6), _plan(6)]
+    size = 6 * plans[0].num_steps
+    cap.check_capture_plans(plans, limit=2 * size)
+    with pytest.raises(ValidationError, match="summed over the command's runs") as error:
+        cap.check_capture_plans(plans, limit=2 * size - 1)
+    assert f"add up to {2 * size:,}" in str(error.value)
+    cap.check_capture_plans(plans[:1], limit=size)
+    with pytest.raises(ValidationError, match="fewer --episodes"):
+        cap.check_capture_plans(plans[:1], limit=size - 1)
+
+
+def test_a_capture_reads_into_pandas_with_action_names_sites_and_one_column_per_entry(
+        captured):
+    pd = pytest.importorskip("pandas")
+    out = captured / "capture"
+    steps = pd.read_parquet(out / "steps.parquet")
+    episodes = pd.read_parquet(out / "episodes.parquet")
+    meta = json.loads((out / "run.json").read_text())
+    (run,) = meta["runs"]
+    env, params = plume_jax.make("PlumeNav-Gaussian-v0")
+    # actions: the id and its name, a categorical of the env's names
+    assert run["action_names"] == env.action_names
+    assert isinstance(steps["action_name"].dtype, pd.CategoricalDtype)
+    assert list(steps["action_name"].cat.categories) == env.action_names
+    assert (steps["action_name"].astype(str)
+            == [env.action_names[a] for a in steps["action"]]).all()
+    # the observation: numbers, not an object column of lists
+    assert run["observation_labels"] == env.observation_labels()
+    assert steps["obs_concentration"].dtype == np.float32
+    assert "observation" not in steps and steps.dtypes.ne(object).all()
+    np.testing.assert_allclose(steps["obs_concentration"], steps["concentration"], atol=1e-6)
+    # where the source and the goal were
+    source = np.asarray(params.plume.source_location) if hasattr(
+        params.plume, "source_location") else None
+    assert {"source_x", "source_y", "goal_x", "goal_y"} <= set(episodes)
+    goal = env.goal_location(env.reset(jax.random.key(0), params)[1].plume, params)
+    np.testing.assert_allclose(episodes[["goal_x", "goal_y"]].to_numpy(),
+                               np.broadcast_to(np.asarray(goal), (len(episodes), 2)))
+    if source is not None:
+        np.testing.assert_allclose(episodes[["source_x", "source_y"]].to_numpy()[0], source)
+    # the data files' checksums
+    for name in ("steps.parquet", "episodes.parquet"):
+        digest = hashlib.sha256((out / name).read_bytes()).hexdigest()
+        assert meta["files"][name]["sha256"] == digest
+
+
+
+def test_a_batch_of_envs_draws_the_keys_of_the_whole_run():
+    from plume_jax.evaluate.rollout import env_keys
+
+    key = jax.random.key(11)
+    whole = jax.random.key_data(jax.random.split(key, 50))
+    for offset, n in ((0, 7), (13, 7), (43, 7), (0, 50)):
+        part = env_keys(key, n, 50, jnp.int32(offset))
+        np.testing.assert_array_equal(jax.random.key_data(part), whole[offset:offset + n])
+    jitted = jax.jit(env_keys, static_argnums=(1, 2))
+    np.testing.assert_array_equal(jax.random.key_data(jitted(key, 7, 50, jnp.int32(20))),
+                                  whole[20:27])
+    legacy = jax.random.PRNGKey(11)  # a raw uint32 key: split and sliced
+    np.testing.assert_array_equal(env_keys(legacy, 4, 9, 5), jax.random.split(legacy, 9)[5:9])
+
+
+def test_host_rollout_in_batches_gives_the_whole_runs_episodes():
+    from plume_jax.evaluate.rollout import join_results
+
+    env, params = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[24, 24], sigma=5.0,
+                                 max_steps=30)
+    from types import SimpleNamespace
+
+    north = env.action_ids["move_north"]
+    agent = SimpleNamespace(reset=lambda: None, act_batch=lambda obs, episode_start=None:
+                            np.full(len(obs), north, np.int32))
+    key = jax.random.key(5)
+    whole = host_rollout(env, params, agent, key, 5, 30, until_done=True, capture=True)
+    parts = [(host_rollout(env, params, agent, key, 3, 30, until_done=True, capture=True,
+                           total_envs=5, env_offset=offset), skip)
+             for offset, skip in ((0, 0), (2, 1))]
+    joined = join_results(parts)
+    for name in ("success", "episode_length", "episode_return", "start_distance", "goal"):
+        np.testing.assert_array_equal(np.asarray(getattr(joined, name)),
+                                      np.asarray(getattr(whole, name)), err_msg=name)
+    a = cap.steps_columns(parts[1][0].steps, int(parts[1][0].steps_run))
+    b = cap.steps_columns(whole.steps, int(whole.steps_run))
+    rows = b["episode"] >= 2
+    np.testing.assert_array_equal(a["x"], b["x"][rows])
+
+
+def test_runs_with_different_columns_share_one_steps_file(tmp_path):
+    """Two runs, one with a 2-entry observation and named actions, one with
+    neither: one steps.parquet, each run's columns, nulls elsewhere."""
+    pd = pytest.importorskip("pandas")
+    names = ["noop", "go"]
+    first = {"run": np.zeros(3, np.int32), "episode": np.zeros(3, np.int32),
+             **cf.action_columns(np.array([1, 0, 7], np.int32), names),  # 7: no name
+             **cf.split_observation(np.ones((3, 2)), cf.observation_columns(["a", "b"], 2))}
+    second = {"run": np.ones(2, np.int32), "episode": np.zeros(2, np.int32),
+              "action": np.array([0, 0], np.int32)}
+    episodes = [cf.table({"run": np.array([r], np.int32)}) for r in (0, 1)]
+    with cf.CaptureWriter(tmp_path / "c") as writer:
+        writer.add(0, cf.table(first), episodes[0])
+        writer.add(1, cf.table(second), episodes[1])
+        meta = writer.finish([], [])
+    steps = pd.read_parquet(tmp_path / "c" / "steps.parquet")
+    assert list(steps.columns) == ["run", "episode", "action", "action_name", "obs_a", "obs_b"]
+    assert steps["action_name"].tolist()[:2] == ["go", "noop"]
+    assert steps["action_name"].isna().tolist() == [False] * 2 + [True] * 3
+    assert steps["obs_a"].isna().sum() == 2 and meta["files"]["steps.parquet"]["rows"] == 5
+    assert pq.read_schema(tmp_path / "c" / "steps.parquet").metadata[
+        b"plume_jax.capture_schema"] == cf.SCHEMA_VERSION.encode()
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == [
+        "episodes.parquet", "run.json", "steps.parquet"]

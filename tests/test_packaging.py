@@ -330,3 +330,12 @@ def test_python_dash_capital_p_gives_plume_jax_agents_despite_a_local_one(tmp_pa
     result = _run_python("-P", "-c", code, cwd=folder)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(expected_agents_init())
+
+
+def test_the_data_extra_brings_pandas():
+    """Captures are read with pandas (docs/agents.md): ``plume-jax[data]``
+    installs it, at the version CI pins."""
+    data = [Requirement(t) for t in PROJECT["optional-dependencies"]["data"]]
+    assert "pandas" in {r.name for r in data}
+    pins = (ROOT / "constraints.txt").read_text().splitlines()
+    assert any(line.startswith("pandas==") for line in pins)

@@ -20,6 +20,11 @@ empty is refused unless ``--overwrite`` is given, which replaces the outputs
 of the earlier ``evaluate`` there (its reports, ``summary.md``, figures and
 saved baselines: :func:`earlier_outputs`) once the new rollouts are done,
 and leaves other files alone.
+
+``--capture DIR`` must be a new or empty folder, or an earlier capture with
+``--overwrite``; the capture is streamed to a folder beside it while the runs
+go, and renamed into place (the earlier one set aside, then deleted) once
+whole (:class:`plume_jax.capture_files.CaptureWriter`).
 """
 
 from __future__ import annotations
@@ -64,13 +69,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--overwrite", action="store_true",
                     help="replace the outputs of an earlier evaluate in --out (its reports, "
                     "summary.md, figures and a --save-baseline file it wrote there; other "
-                    "files are left alone); without it a folder that is not empty is refused")
+                    "files are left alone) and an earlier capture in --capture DIR (the whole "
+                    "folder, once the new one is written); without it a folder that is not "
+                    "empty is refused")
     ev.add_argument("--baseline", default=None, help="saved report JSON to compare against")
     ev.add_argument("--save-baseline", default=None, help="write this run's reports as a baseline")
     ev.add_argument("--capture", default=None, metavar="DIR",
                     help="also write every transition and episode to DIR: run.json, "
-                    "steps.parquet, episodes.parquet (needs pyarrow: plume-jax[data]; "
-                    "docs/agents.md, 'Captured trajectories')")
+                    "steps.parquet, episodes.parquet, as one unit renamed into place (a new "
+                    "or empty folder, or an earlier capture with --overwrite; needs pyarrow "
+                    "and pandas: plume-jax[data]; docs/agents.md, 'Captured trajectories')")
     ev.add_argument("--env-from-run", action="store_true",
                     help="run trained agents (trained with path=..., zoo:<name>) on the env "
                     "they were trained on (policy.json), not the scenario's; without it, a "
@@ -241,11 +249,58 @@ class RunProgress:
         self.bar.update(self.offset + int(finished), f"{self.message} (step {int(steps):,})")
 
 
+def check_capture_target(capture: str, out: str, overwrite: bool) -> None:
+    """Checks of ``--capture DIR`` before anything runs: a new or empty
+    folder, or an earlier capture with ``--overwrite``; not ``--out`` nor a
+    folder holding it (the capture replaces its folder whole); its parent
+    can be written (the capture is written beside it, then renamed).
+
+    Raises:
+        ValidationError: naming ``--capture``.
+    """
+    from plume_jax.evaluate.capture import check_capture_folder
+
+    target, out_path = os.path.abspath(capture), os.path.abspath(out)
+    if target == out_path or out_path.startswith(target + os.sep):
+        raise ValidationError.for_parameter(
+            "--capture", capture, f"a folder apart from --out ({out}): the capture replaces "
+            "its whole folder")
+    check_capture_folder(capture, overwrite)
+    check_output_folder(os.path.dirname(target), "--capture")
+
+
+def run_plans(plans: list[Any], baseline: Any, quiet: bool, recorder: Any = None) -> list[Any]:
+    """Run the planned (scenario, agent) pairs in order, with a progress bar;
+    with ``recorder`` (an :class:`~plume_jax.evaluate.capture.EvaluationCapture`)
+    each run's transitions are captured as it runs."""
+    from plume_jax.evaluate import scenario as sc
+    from plume_jax.progress import ProgressBar
+
+    reports, groups = [], {id(p.scenario): i for i, p in enumerate(plans)}
+    total = sum(p.episodes for p in plans)
+    with ProgressBar(total, "evaluate", unit="episodes", quiet=quiet,
+                     stream=sys.stderr) as bar:
+        done = 0
+        for i, plan in enumerate(plans):
+            message = f"run {i + 1}/{len(plans)}: {plan.scenario['name']} / {plan.label}"
+            bar.update(done, f"{message} (compiling)")
+            report = sc.execute_run(plan, progress=None if quiet
+                                    else RunProgress(bar, done, message),
+                                    capture=None if recorder is None else recorder.run(i, plan))
+            if recorder is not None:
+                recorder.end_run(report)
+            report["_group"] = groups[id(plan.scenario)]
+            sc.attach_baseline(report, baseline)
+            reports.append(report)
+            done += plan.episodes
+            bar.update(done, message)
+    return reports
+
+
 def run(args: argparse.Namespace) -> int:
     """Exit 0 when every checked expectation holds and nothing regressed
     against ``--baseline``, 1 otherwise (2 for bad input)."""
     from plume_jax.evaluate import scenario as sc
-    from plume_jax.progress import ProgressBar
 
     if args.episodes is not None:  # the bounds of a scenario file's episodes
         sc.check_episodes("--episodes", args.episodes, None)
@@ -266,40 +321,32 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
     capture = getattr(args, "capture", None)
     if capture:
-        from plume_jax.evaluate.capture import check_capture_plan, require_pyarrow
+        from plume_jax.evaluate.capture import check_capture_plans, require_pyarrow
 
         require_pyarrow()
-        check_output_folder(capture, "--capture")
-        for plan in plans:
-            check_capture_plan(plan)
+        check_capture_target(capture, args.out, getattr(args, "overwrite", False))
+        check_capture_plans(plans)
 
-    reports, groups = [], {id(p.scenario): i for i, p in enumerate(plans)}
-    total = sum(p.episodes for p in plans)
-    with ProgressBar(total, "evaluate", unit="episodes", quiet=args.quiet,
-                     stream=sys.stderr) as bar:
-        done = 0
-        for i, plan in enumerate(plans):
-            message = f"run {i + 1}/{len(plans)}: {plan.scenario['name']} / {plan.label}"
-            bar.update(done, f"{message} (compiling)")
-            report = sc.execute_run(plan, progress=None if args.quiet
-                                    else RunProgress(bar, done, message),
-                                    capture=bool(capture))
-            report["_group"] = groups[id(plan.scenario)]
-            sc.attach_baseline(report, baseline)
-            reports.append(report)
-            done += plan.episodes
-            bar.update(done, message)
-    # results first (reports, summary.md, the baseline), figures last: a
-    # figure that fails is a warning and loses nothing
-    clear_earlier_outputs(pathlib.Path(args.out), keep=[args.baseline])
-    sc.write_results(reports, args.out)
+    recorder = None
     if capture:
-        from plume_jax.evaluate.capture import write_capture
+        from plume_jax.evaluate.capture import EvaluationCapture
 
-        meta = write_capture(reports, capture)
-        print(f"captured {meta['files']['steps.parquet']['rows']:,} transitions of "
-              f"{meta['files']['episodes.parquet']['rows']:,} episodes in {capture}/",
-              file=sys.stderr)
+        recorder = EvaluationCapture(capture)
+    try:
+        reports = run_plans(plans, baseline, args.quiet, recorder)
+        # results first (reports, summary.md, the baseline), figures last: a
+        # figure that fails is a warning and loses nothing
+        clear_earlier_outputs(pathlib.Path(args.out), keep=[args.baseline])
+        sc.write_results(reports, args.out)
+        if recorder is not None:
+            meta = recorder.finish()
+            print(f"captured {meta['files']['steps.parquet']['rows']:,} transitions of "
+                  f"{meta['files']['episodes.parquet']['rows']:,} episodes in {capture}/",
+                  file=sys.stderr)
+    except BaseException:
+        if recorder is not None:
+            recorder.abort()
+        raise
     if args.save_baseline:
         with open(args.save_baseline, "w", encoding="utf-8") as f:
             json.dump({"reports": [sc.public(r) for r in reports]}, f, indent=2)

@@ -68,6 +68,10 @@ class RolloutResult(Pytree):
             (time-major; ``T = num_steps``, entries after ``steps_run`` are
             zeros) describing every env's transitions — see
             :func:`capture_record`; ``None`` otherwise.
+        goal: f32[N, 2], each env's goal at the start of its first episode
+            (cells, ``(x, y)``).
+        source: f32[N, 2], each env's plume source at the start of its first
+            episode (cells, ``(x, y)``).
     """
 
     success: jax.Array
@@ -82,6 +86,8 @@ class RolloutResult(Pytree):
     final_agent: Any
     final_plume: Any
     steps: Any = None
+    goal: Any = None
+    source: Any = None
 
 
 #: Largest flattened per-env observation a capture records (larger ones,
@@ -153,6 +159,8 @@ def start_tracker(env: Any, params: Any, state: Any, num_steps: int) -> dict[str
     """
     num_envs = state.step_count.shape[0]
     goal = jax.vmap(env.goal_location, in_axes=(0, None), axis_size=num_envs)(state.plume, params)
+    source = jax.vmap(env.plume.source_location, in_axes=(0, None),
+                      axis_size=num_envs)(state.plume, params.plume)
     zeros = jnp.zeros(num_envs, bool)
     return {
         "done": zeros, "success": zeros,
@@ -161,6 +169,7 @@ def start_tracker(env: Any, params: Any, state: Any, num_steps: int) -> dict[str
         "path": jnp.zeros(num_envs, jnp.float32),
         "start_distance": jnp.linalg.norm(_lead(state.agent.position) - goal, axis=-1),
         "position": _lead(state.agent.position),
+        "goal": goal.astype(jnp.float32), "source": jnp.asarray(source, jnp.float32),
         "final_agent": _env0(state.agent),
         "final_plume": _env0(state.plume),
     }
@@ -186,6 +195,7 @@ def track(t: dict[str, Any], state: Any, reward: jax.Array, terminated: jax.Arra
         "path": jnp.where(running, t["path"] + moved, t["path"]),
         "start_distance": t["start_distance"],
         "position": _lead(state.agent.position),
+        "goal": t["goal"], "source": t["source"],
         "final_agent": _select(running[0], env0_agent, t["final_agent"]),
         "final_plume": _select(running[0], _env0(state.plume), t["final_plume"]),
     }
@@ -203,6 +213,7 @@ def _result(t: dict[str, Any], start: jax.Array, path: jax.Array, valid: jax.Arr
         trajectories_valid=jnp.swapaxes(
             jnp.concatenate([jnp.ones((1,) + valid.shape[1:], bool), valid], axis=0), 0, 1),
         final_agent=t["final_agent"], final_plume=t["final_plume"], steps=steps,
+        goal=t["goal"], source=t["source"],
     )
 
 
@@ -212,13 +223,40 @@ def _tracked(t: dict[str, Any], xy: jax.Array, k: int) -> tuple[jax.Array, jax.A
     return _lead(xy)[:k], ~t["done"][:k]
 
 
-def _reset_batch(env: Any, params: Any, key: jax.Array, num_envs: int):
-    return jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, num_envs), params)
+def env_keys(key: jax.Array, num_envs: int, total_envs: int | None = None,
+             env_offset: Any = 0) -> jax.Array:
+    """The keys of envs ``env_offset .. env_offset + num_envs`` of a batch of
+    ``total_envs`` (default ``num_envs``): ``jax.random.split(key,
+    total_envs)``'s, so a run split into batches of envs draws what the
+    whole batch would."""
+    if total_envs is None or total_envs == num_envs:
+        return jax.random.split(key, num_envs)
+    typed = jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
+    if (typed and str(jax.random.key_impl(key)) == "threefry2x32" and total_envs < 2**32
+            and getattr(jax.config, "jax_threefry_partitionable", False)):
+        # split(key, n)[i] is threefry2x32(key, (0, i)) here: only the window's
+        # keys are computed (the whole split per step would cost a batch of
+        # `num_envs` as much as one of `total_envs`)
+        from jax.extend.random import threefry2x32_p
+
+        data = jax.random.key_data(key)
+        index = jnp.asarray(env_offset, jnp.uint32) + jnp.arange(num_envs, dtype=jnp.uint32)
+        high, low = threefry2x32_p.bind(data[0], data[1], jnp.zeros_like(index), index)
+        return jax.random.wrap_key_data(jnp.stack([high, low], axis=1),
+                                        impl=jax.random.key_impl(key))
+    return jax.lax.dynamic_slice_in_dim(jax.random.split(key, total_envs), env_offset, num_envs)
 
 
-def _step_batch(env: Any, params: Any, key: jax.Array, state: Any, action: jax.Array):
-    return batched_step(env, jax.random.split(key, state.step_count.shape[0]), state, action,
-                        params)
+def _reset_batch(env: Any, params: Any, key: jax.Array, num_envs: int,
+                 total_envs: int | None = None, env_offset: Any = 0):
+    return jax.vmap(env.reset, in_axes=(0, None))(
+        env_keys(key, num_envs, total_envs, env_offset), params)
+
+
+def _step_batch(env: Any, params: Any, key: jax.Array, state: Any, action: jax.Array,
+                total_envs: int | None = None, env_offset: Any = 0):
+    keys = env_keys(key, state.step_count.shape[0], total_envs, env_offset)
+    return batched_step(env, keys, state, action, params)
 
 
 #: Envs whose first-episode paths a rollout records by default.
@@ -227,11 +265,12 @@ NUM_TRACKED = 4
 
 @functools.partial(jax.jit, static_argnames=("env", "policy", "num_envs", "num_steps",
                                              "until_done", "num_tracked", "progress",
-                                             "progress_every", "capture"))
+                                             "progress_every", "capture", "total_envs"))
 def rollout(env: Any, params: Any, policy: Any, key: jax.Array, num_envs: int,
             num_steps: int, until_done: bool = False, num_tracked: int = NUM_TRACKED,
             progress: Any = None, progress_every: int = 0,
-            capture: bool = False) -> RolloutResult:
+            capture: bool = False, total_envs: int | None = None,
+            env_offset: Any = 0) -> RolloutResult:
     """Run ``num_envs`` envs for ``num_steps`` steps under a functional policy.
 
     Args:
@@ -255,21 +294,31 @@ def rollout(env: Any, params: Any, policy: Any, key: jax.Array, num_envs: int,
             ``[num_steps, num_envs, ...]`` (:func:`capture_record`) in
             ``RolloutResult.steps`` — memory grows with
             ``num_steps * num_envs`` (callers bound it:
-            :func:`plume_jax.evaluate.capture.check_capture_size`).
+            :func:`plume_jax.evaluate.capture.plan_batches` runs a captured
+            evaluation in batches of envs).
+        total_envs, env_offset: run envs ``env_offset .. env_offset +
+            num_envs`` of a batch of ``total_envs`` (static; default
+            ``num_envs``): each env draws the keys, and so gives the results,
+            it has in the whole batch (``env_offset`` is dynamic: one compile
+            serves every batch of a size).
     """
     k_reset, k_policy, k_run = jax.random.split(key, 3)
     tracked = max(1, min(num_tracked, num_envs))
     every = progress_every or max(1, num_steps // 20)
-    obs, state = _reset_batch(env, params, k_reset, num_envs)
-    carry = jax.vmap(policy.init)(jax.random.split(k_policy, num_envs))
+
+    def split(k: jax.Array) -> jax.Array:
+        return env_keys(k, num_envs, total_envs, env_offset)
+
+    obs, state = _reset_batch(env, params, k_reset, num_envs, total_envs, env_offset)
+    carry = jax.vmap(policy.init)(split(k_policy))
 
     def body(c, step_key):
         obs, state, carry, t = c
         k_act, k_step, k_init = jax.random.split(step_key, 3)
-        action, carry = jax.vmap(policy.act)(carry, obs, jax.random.split(k_act, num_envs))
+        action, carry = jax.vmap(policy.act)(carry, obs, split(k_act))
         new_obs, new_state, reward, terminated, truncated, info = _step_batch(
-            env, params, k_step, state, action)
-        fresh = jax.vmap(policy.init)(jax.random.split(k_init, num_envs))
+            env, params, k_step, state, action, total_envs, env_offset)
+        fresh = jax.vmap(policy.init)(split(k_init))
         ended = info["done"] if "done" in info else terminated | truncated
         carry = _select(ended, fresh, carry)
         new_t = track(t, new_state, reward, terminated, truncated, info)
@@ -320,11 +369,12 @@ def rollout(env: Any, params: Any, policy: Any, key: jax.Array, num_envs: int,
     return _result(t, start, path, valid, n, steps)
 
 
-@functools.partial(jax.jit, static_argnames=("env", "tracked", "capture"))
+@functools.partial(jax.jit, static_argnames=("env", "tracked", "capture", "total_envs"))
 def _host_step(env: Any, params: Any, key: jax.Array, obs: Any, state: Any, t: dict,
-               action: jax.Array, tracked: int, capture: bool = False):
-    new_obs, new_state, reward, terminated, truncated, info = _step_batch(env, params, key,
-                                                                          state, action)
+               action: jax.Array, tracked: int, capture: bool = False,
+               total_envs: int | None = None, env_offset: Any = 0):
+    new_obs, new_state, reward, terminated, truncated, info = _step_batch(
+        env, params, key, state, action, total_envs, env_offset)
     ended = info["done"] if "done" in info else terminated | truncated
     xy, valid = _tracked(t, info["agent_xy"], tracked)
     record = (capture_record(env, params, t, obs, state, action, reward, terminated, truncated,
@@ -336,13 +386,15 @@ def _host_step(env: Any, params: Any, key: jax.Array, obs: Any, state: Any, t: d
 def host_rollout(env: Any, params: Any, agent: Any, key: jax.Array, num_envs: int,
                  num_steps: int, until_done: bool = False, num_tracked: int = NUM_TRACKED,
                  progress: Any = None, progress_every: int = 0,
-                 capture: bool = False) -> RolloutResult:
+                 capture: bool = False, total_envs: int | None = None,
+                 env_offset: int = 0) -> RolloutResult:
     """Like :func:`rollout` for a host-side agent with
     ``act_batch(obs[N], episode_start=bool[N]) -> actions[N]`` and ``reset()``.
     With ``until_done`` the loop ends once every env's first episode has
     ended; the trajectories then have ``steps_run + 1`` entries."""
     k_reset, k_run = jax.random.split(key)
-    obs, state = jax.jit(_reset_batch, static_argnums=(0, 3))(env, params, k_reset, num_envs)
+    obs, state = jax.jit(_reset_batch, static_argnums=(0, 3, 4))(
+        env, params, k_reset, num_envs, total_envs, jnp.int32(env_offset))
     t = start_tracker(env, params, state, num_steps)
     tracked = max(1, min(num_tracked, num_envs))
     every = progress_every or max(1, num_steps // 20)
@@ -354,8 +406,9 @@ def host_rollout(env: Any, params: Any, agent: Any, key: jax.Array, num_envs: in
         if until_done and bool(jnp.all(t["done"])):
             break
         action = agent.act_batch(np.asarray(obs), episode_start=episode_start)
-        obs, state, ended, t, xy, v, record = _host_step(env, params, step_key, obs, state, t,
-                                                         jnp.asarray(action), tracked, capture)
+        obs, state, ended, t, xy, v, record = _host_step(
+            env, params, step_key, obs, state, t, jnp.asarray(action), tracked, capture,
+            total_envs, jnp.int32(env_offset))
         episode_start = np.asarray(ended)
         records.append(record)
         path.append(xy)
@@ -365,3 +418,28 @@ def host_rollout(env: Any, params: Any, agent: Any, key: jax.Array, num_envs: in
             progress(i + 1, int(jnp.sum(t["done"])))
     steps = jax.tree.map(lambda *r: jnp.stack(r), *records) if capture else None
     return _result(t, start, jnp.stack(path), jnp.stack(valid), len(path), steps)
+
+
+def join_results(parts: list[tuple[RolloutResult, int]],
+                 num_tracked: int = NUM_TRACKED) -> RolloutResult:
+    """One result from the results of consecutive batches of a run's envs
+    (``(result, skip)``: a batch whose first ``skip`` envs the batch before
+    already ran): per-env fields joined, the paths of the run's first
+    ``num_tracked`` envs, env 0's final state, the longest ``steps_run``;
+    no ``steps``."""
+    def joined(name: str) -> jax.Array:
+        return jnp.concatenate([jnp.asarray(getattr(r, name))[skip:] for r, skip in parts])
+
+    first = parts[0][0]
+    fields = {name: joined(name) for name in ("success", "finished", "episode_length",
+                                              "episode_return", "path_length",
+                                              "start_distance", "goal", "source")}
+    tracked = max(1, min(num_tracked, fields["success"].shape[0]))
+    paths = [(jnp.asarray(r.trajectories)[skip:], jnp.asarray(r.trajectories_valid)[skip:])
+             for r, skip in parts]
+    return RolloutResult(
+        **fields,
+        trajectories=jnp.concatenate([p for p, _ in paths])[:tracked],
+        trajectories_valid=jnp.concatenate([v for _, v in paths])[:tracked],
+        steps_run=jnp.int32(max(int(r.steps_run) for r, _ in parts)),
+        final_agent=first.final_agent, final_plume=first.final_plume, steps=None)

@@ -582,9 +582,61 @@ def plan_run(scenario: Mapping[str, Any], agent: AgentChoice | None = None, *,
         preset=trained["id"] if env_from_run else None)  # type: ignore[index]
 
 
+class _BatchProgress:
+    """``progress`` of a run evaluated in batches of envs: adds the envs of
+    the batches before (``base``) to a batch's finished episodes. One object
+    per run, hashable by identity (a static argument of the rollout)."""
+
+    def __init__(self, progress: Callable[[int, int], None]):
+        self.progress, self.base = progress, 0
+
+    def __call__(self, steps: Any, finished: Any) -> None:
+        self.progress(steps, self.base + int(finished))
+
+
+def _captured_rollout(run: PlannedRun, key: jax.Array,
+                      progress: Callable[[int, int], None] | None,
+                      capture: Any) -> tuple[Any, float, float]:
+    """The rollout of ``run`` in batches of ``capture.batch`` envs, each
+    drawing the keys it has in the whole run (the results are the whole
+    rollout's), each batch's transitions handed to ``capture.add`` before
+    the next runs. Returns ``(result, compile seconds, run seconds)``."""
+    from agents.registry import is_host_agent
+    from plume_jax.evaluate.rollout import host_rollout, join_results, rollout
+
+    env, params, n = run.env, run.params, run.episodes
+    size = max(1, min(n, int(capture.batch)))
+    batch_progress = None if progress is None else _BatchProgress(progress)
+    host = is_host_agent(run.agent_name)
+    compile_s = run_s = 0.0
+    if not host:
+        t0 = time.perf_counter()
+        compiled = rollout.lower(env, params, run.policy, key, size, run.num_steps,
+                                 until_done=True, progress=batch_progress, capture=True,
+                                 total_envs=n, env_offset=jnp.int32(0)).compile()
+        compile_s = time.perf_counter() - t0
+    parts = []
+    for start in range(0, n, size):
+        offset = min(start, n - size)  # the last batch: the run's last `size` envs
+        if batch_progress is not None:
+            batch_progress.base = offset
+        t0 = time.perf_counter()
+        if host:
+            result = host_rollout(env, params, run.policy, key, size, run.num_steps,
+                                  until_done=True, progress=batch_progress, capture=True,
+                                  total_envs=n, env_offset=offset)
+        else:
+            result = compiled(params, key, env_offset=jnp.int32(offset))
+        result = jax.block_until_ready(result)
+        run_s += time.perf_counter() - t0
+        capture.add(result, offset, start - offset)
+        parts.append((jax.device_get(result.replace(steps=None)), start - offset))
+    return join_results(parts), compile_s, run_s
+
+
 def execute_run(run: PlannedRun,
                 progress: Callable[[int, int], None] | None = None,
-                capture: bool = False) -> dict[str, Any]:
+                capture: Any = None) -> dict[str, Any]:
     """Run a planned (scenario, agent) pair: one rollout of ``run.episodes``
     seeded episodes that stops when all have ended.
 
@@ -594,9 +646,10 @@ def execute_run(run: PlannedRun,
     Returns a JSON-serialisable report: scenario, agent, metrics,
     expectations (checked, failed or skipped, and why), timing; plus
     ``"_rollout"``, ``"_env"``, ``"_params"`` and ``"_scenario"`` (not
-    serialised) for plotting and captures. ``capture=True`` keeps every
-    transition in ``report["_rollout"].steps``
-    (:mod:`plume_jax.evaluate.capture`).
+    serialised) for plotting and captures. ``capture`` (a
+    :class:`plume_jax.evaluate.capture.RunCapture`) runs the episodes in
+    batches of ``capture.batch`` envs with the same results, handing each
+    batch's transitions to ``capture.add`` (:func:`_captured_rollout`).
     """
     from plume_jax.agents_package import check_agents_package
 
@@ -607,19 +660,21 @@ def execute_run(run: PlannedRun,
     env, params, n = run.env, run.params, run.episodes
     key = seed_key(run.seed)
     t0 = time.perf_counter()
-    if is_host_agent(run.agent_name):
+    if capture is not None:
+        result, compile_s, run_s = _captured_rollout(run, key, progress, capture)
+    elif is_host_agent(run.agent_name):
         compile_s = 0.0
         result = jax.block_until_ready(host_rollout(env, params, run.policy, key, n,
                                                     run.num_steps, until_done=True,
-                                                    progress=progress, capture=capture))
+                                                    progress=progress))
+        run_s = time.perf_counter() - t0
     else:
         compiled = rollout.lower(env, params, run.policy, key, n, run.num_steps,
-                                 until_done=True, progress=progress,
-                                 capture=capture).compile()
+                                 until_done=True, progress=progress).compile()
         compile_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         result = jax.block_until_ready(compiled(params, key))
-    run_s = time.perf_counter() - t0
+        run_s = time.perf_counter() - t0
 
     team = env.is_multi_agent
     metrics = summarise(result, float(params.goal_radius), team=team)

@@ -60,8 +60,10 @@ class CaptureTrajectories(gymnasium.Wrapper):
     Args:
         env: a ``gymnasium.make("plume_jax/...")`` env or a
             :class:`~plume_jax.gym.PlumeGymEnv` (wrapped or not).
-        out_dir: the capture folder (created; its three files replaced
-            atomically on each :meth:`write`).
+        out_dir: the capture folder (created; on each :meth:`write` the
+            whole folder is written beside it and renamed into place, so it
+            always holds one whole capture; a non-empty folder that is not a
+            capture is refused).
         label: the ``agent`` column of ``episodes.parquet``.
         max_transitions: the most steps kept in memory.
 
@@ -115,9 +117,12 @@ class CaptureTrajectories(gymnasium.Wrapper):
         self._close_episode(success=False, finished=False)
         x, y = (float(v) for v in self._pose_now()[:2])
         goal = info["goal_location"]
+        source = info.get("source_location", goal)
         self._open = {"episode": len(self._episodes), "length": 0, "return": 0.0,
                       "path_length": 0.0, "start_x": x, "start_y": y,
-                      "start_distance": math.hypot(x - goal[0], y - goal[1])}
+                      "start_distance": math.hypot(x - goal[0], y - goal[1]),
+                      "source_x": float(source[0]), "source_y": float(source[1]),
+                      "goal_x": float(goal[0]), "goal_y": float(goal[1])}
         self._seeds.append(info.get("seed"))
         self._obs = obs
         return obs, info
@@ -169,14 +174,17 @@ class CaptureTrajectories(gymnasium.Wrapper):
         for name, values in self._steps.items():
             if name == "observation":
                 if values and all(v is not None for v in values):
-                    steps[name] = np.stack(values)
+                    stacked = np.stack(values)
+                    steps.update(cf.split_observation(stacked, self._observation_columns(
+                        stacked.shape[1])))
                 continue
             dtype = {"episode": np.int32, "step": np.int32, "terminated": bool,
                      "truncated": bool}.get(name, np.float32)
             if name == "action":
                 action = np.stack(values) if values else np.zeros(0, np.int32)
-                steps[name] = action.astype(np.int32 if action.dtype.kind in "iub"
-                                            else np.float32)
+                steps.update(cf.action_columns(
+                    action.astype(np.int32 if action.dtype.kind in "iub" else np.float32),
+                    self._action_names()))
                 continue
             steps[name] = np.asarray(values, dtype)
             if name == "step":
@@ -202,9 +210,18 @@ class CaptureTrajectories(gymnasium.Wrapper):
                 column("start_distance", np.float64), column("path_length", np.float64),
                 float(np.asarray(base.params.goal_radius)), success),
             "start_x": column("start_x", np.float32), "start_y": column("start_y", np.float32),
+            **{k: column(k, np.float32) for k in ("source_x", "source_y", "goal_x", "goal_y")},
         }
         return (cf.table(steps, "CaptureTrajectories"),
                 cf.table(table, "CaptureTrajectories"))
+
+    def _action_names(self) -> list[str] | None:
+        """The discrete action model's names (``None`` for continuous ones)."""
+        base = self._base
+        return list(base.env.action_names) if hasattr(base.action_space, "n") else None
+
+    def _observation_columns(self, size: int) -> list[str]:
+        return cf.observation_columns(self._base.env.observation_labels(), size)
 
     def write(self) -> dict[str, Any]:
         """Write the capture folder with everything recorded so far (the
@@ -219,7 +236,10 @@ class CaptureTrajectories(gymnasium.Wrapper):
                "agent": {"label": self.label}, "seeds": list(self._seeds),
                "episodes": episodes.num_rows, "agents": 1,
                "max_steps": int(np.asarray(base.params.max_steps)),
-               "transitions": steps.num_rows}
+               "transitions": steps.num_rows, "action_names": self._action_names(),
+               "observation_labels": list(base.env.observation_labels()),
+               "observation_columns": [c for c in steps.column_names
+                                       if c.startswith(cf.OBSERVATION_PREFIX)] or None}
         meta = cf.write_folder(self.out_dir, [steps], [episodes], [run],
                                parameter="CaptureTrajectories")
         self._written_at = self._mark()
