@@ -235,13 +235,20 @@ def test_agent_param_greedy_maybe_is_refused_as_not_boolean(agent, params, scena
         f"{agent!r})" in err, err
 
 
-def test_boolean_agent_params_still_take_yaml_booleans(no_rollouts):
+def test_boolean_agent_params_take_yaml_1_2_booleans_and_refuse_yes_no(no_rollouts):
+    """``--agent-param`` values are read as YAML 1.2 (issue 42): ``true`` and
+    ``False`` are booleans; YAML 1.1's ``no`` is text, which the boolean
+    parameter refuses in one line."""
     from agents.registry import make_agent
 
     env, _ = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[8, 8])
-    for value in ("true", "no", "False"):
+    for value in ("true", "False"):
         choice = parse_agent_choices(["random_walk"], [f"include_noop={value}"])[0]
         assert isinstance(choice.params["include_noop"], bool)
+        make_agent("random_walk", env, **choice.params)
+    choice = parse_agent_choices(["random_walk"], ["include_noop=no"])[0]
+    assert choice.params["include_noop"] == "no"
+    with pytest.raises(ValidationError, match="expected true or false"):
         make_agent("random_walk", env, **choice.params)
 
 
