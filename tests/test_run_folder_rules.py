@@ -126,10 +126,10 @@ def test_an_unwritable_tensorboard_folder_is_refused_before_the_resume_changes_a
 def test_an_evaluation_inherits_at_most_a_bounded_number_of_steps(tmp_path, monkeypatch):
     """Defect 8: max_steps=2**31-1 with eval.num_steps null asked for 34 GB.
     (The bound is lowered here so the test runs few steps; it is 100 000.)"""
-    from plume_jax.train import driver
+    from plume_jax.train import evaluation
 
-    assert driver.MAX_INHERITED_EVAL_STEPS == 100_000
-    monkeypatch.setattr(driver, "MAX_INHERITED_EVAL_STEPS", 50)
+    assert evaluation.MAX_INHERITED_EVAL_STEPS == 100_000
+    monkeypatch.setattr(evaluation, "MAX_INHERITED_EVAL_STEPS", 50)
     raw = {**TINY, "env": {"id": "PlumeNav-Gaussian-v0", "overrides": {
         "grid_size": [12, 12], "max_steps": 2**31 - 1, "goal_radius": 7.0}},
            "algo": {**TINY["algo"], "total_steps": 32},
