@@ -233,28 +233,27 @@ def cell_group(labels: dict[str, Any]) -> tuple:
 def run_section(rows: Rows, section: str, box: Box,
                 cells: Iterable[tuple[dict[str, Any], Callable[[], dict[str, Any]]]],
                 group: Callable[[dict[str, Any]], Any] = cell_group,
-                durations: list[float] | None = None) -> None:
+                prior: list[float] | None = None) -> list[float]:
     """Measure ``cells`` (``(labels, measure)``) in order inside ``box``.
     ``measure()`` returns a row's figures; an exception becomes a row with
     status ``oom`` (out of device memory) or ``error``, and the rest of its
     ``group`` (e.g. the larger batches of one family) is skipped. Before
     each cell, the longest cell of this section so far (for its first cell,
-    the median cell of the run so far: ``durations``, which this extends)
-    must still fit the box, else the section stops with a ``stopped`` row
-    naming what it did not measure."""
+    the median of ``prior``, the previous section's cell durations) must
+    still fit the box, else the section stops with a ``stopped`` row naming
+    what it did not measure. Returns this section's cell durations."""
     cells = list(cells)
-    durations = [] if durations is None else durations
     failed: set[Any] = set()
-    prior = statistics.median(durations) if durations else 0.0
+    first = statistics.median(prior) if prior else 0.0
     own: list[float] = []
     for i, (labels, measure) in enumerate(cells):
         if group(labels) in failed:
             continue
-        if not box.room(max(own) if own else prior):
+        if not box.room(max(own) if own else first):
             left = [c for c, _ in cells[i:] if group(c) not in failed]
             rows.add({"section": section, "status": "stopped", "reason": box.reason(),
                       "not_measured": left})
-            return
+            return own
         t0 = now()
         try:
             figures = measure()
@@ -269,10 +268,10 @@ def run_section(rows: Rows, section: str, box: Box,
                    "reason": f"{type(error).__name__}: {first[:300]}"}
             failed.add(group(labels))
         own.append(now() - t0)
-        durations.append(own[-1])
         row["cell_seconds"] = own[-1]
         row["peak_device_bytes"] = peak_device_bytes(rows.device)
         rows.add(row)
+    return own
 
 
 # -- what each section measures ---------------------------------------------------------
@@ -393,7 +392,7 @@ def measure_all(args: argparse.Namespace, out: pathlib.Path) -> None:
               "settings": {k: getattr(args, k) for k in DEFAULTS} | {
                   "quick": args.quick, "sections": args.sections, "presets": args.presets}})
     references = [reference_name(r) for r in args.references]
-    durations: list[float] = []
+    durations: list[float] = []  # the previous section's cells
     try:
         with jax.default_device(device):
             for section in args.sections:
@@ -408,7 +407,7 @@ def measure_all(args: argparse.Namespace, out: pathlib.Path) -> None:
                     cells = iter([({"env": TRAIN_PRESETS[0], "network": "mlp",
                                     "members": 16, "num_envs": args.sweep_envs},
                                    lambda: measure_sweep(args))])
-                run_section(rows, section, box, cells, durations=durations)
+                durations = run_section(rows, section, box, cells, prior=durations) or durations
     finally:
         rows.add({"section": "end", "status": "end",
                   "elapsed_seconds": now() - started})

@@ -126,7 +126,7 @@ def test_a_section_past_its_box_stops_and_leaves_its_rows(tmp_path, monkeypatch)
     rows = bd.Rows(tmp_path / bd.ROWS, jax.devices("cpu")[0])
     seen: list[int] = []
     cells = fake_cells(5, 10.0, clock, tmp_path, seen)
-    bd.run_section(rows, "core_step", bd.Box(25.0, clock() + 600), cells)
+    assert bd.run_section(rows, "core_step", bd.Box(25.0, clock() + 600), cells) == [10.0, 10.0]
     rows.close()
     written = bd.read_rows(tmp_path)
     assert [r["status"] for r in written] == ["ok", "ok", "stopped"]
@@ -139,9 +139,10 @@ def test_the_runs_budget_stops_a_section_inside_its_box(tmp_path, monkeypatch):
     clock = FakeClock()
     monkeypatch.setattr(bd, "now", clock)
     rows = bd.Rows(tmp_path / bd.ROWS, jax.devices("cpu")[0])
-    # the run's earlier cells took 30 s (median): the first cell needs that much room
+    # the previous section's cells took 30 s (median): the first cell needs that much room
     cells = fake_cells(3, 10.0, clock, tmp_path, [])
-    bd.run_section(rows, "training", bd.Box(100.0, clock() + 25), cells, durations=[30.0])
+    assert bd.run_section(rows, "training", bd.Box(100.0, clock() + 25), cells,
+                          prior=[5.0, 30.0, 40.0]) == []
     rows.close()
     written = bd.read_rows(tmp_path)
     assert [r["status"] for r in written] == ["stopped"]
