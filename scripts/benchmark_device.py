@@ -262,10 +262,10 @@ def run_section(rows: Rows, section: str, box: Box,
             row = {"section": section, **labels, "status": "skip", "reason": str(why)}
             failed.add(group(labels))
         except Exception as error:  # noqa: BLE001 (every failure becomes a row)
-            first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            message = (str(error).strip().splitlines() or [type(error).__name__])[0]
             row = {"section": section, **labels,
                    "status": "oom" if is_out_of_memory(error) else "error",
-                   "reason": f"{type(error).__name__}: {first[:300]}"}
+                   "reason": f"{type(error).__name__}: {message[:300]}"}
             failed.add(group(labels))
         own.append(now() - t0)
         row["cell_seconds"] = own[-1]
@@ -409,8 +409,8 @@ def measure_all(args: argparse.Namespace, out: pathlib.Path) -> None:
                                    lambda: measure_sweep(args))])
                 durations = run_section(rows, section, box, cells, prior=durations) or durations
     finally:
-        rows.add({"section": "end", "status": "end",
-                  "elapsed_seconds": now() - started})
+        rows.add({"section": "end", "status": "end", "elapsed_seconds": now() - started,
+                  **machine_info("load_average")})
         rows.close()
 
 
@@ -449,6 +449,7 @@ def summarise_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 b["of_cartpole_best"] = b["steps_per_second"] / cartpole["steps_per_second"]
     end = next((r for r in rows if r["status"] == "end"), None)
     return {"machine": machine.get("machine"), "settings": machine.get("settings"),
+            "load_average_at_end": end and end.get("load_average"),
             "stamp": {k: machine.get(k) for k in ("device", "platform", "driver", "jax",
                                                   "jaxlib", "date")},
             "elapsed_seconds": end and end["elapsed_seconds"],
@@ -460,6 +461,10 @@ def summarise_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _rate(x: float | None) -> str:
     return "" if x is None else f"{x / 1e6:,.3f}"
+
+
+def _load(x: list[float]) -> str:
+    return ", ".join(f"{v:.1f}" for v in x)
 
 
 def _mib(x: int | None) -> str:
@@ -484,6 +489,11 @@ def render_table(rows: list[dict[str, Any]], source: str) -> str:
         + (f", {elapsed:.0f} s in all" if elapsed is not None else ", cut off before its end")
         + (" (`--quick`)" if settings.get("quick") else "") + f". Rows: `{source}`.",
         "",
+        *([f"Load average (1/5/15 min) at the start: {_load(s['machine']['load_average'])}"
+           + (f"; at the end: {_load(s['load_average_at_end'])}"
+              if s["load_average_at_end"] else "")
+           + f", on {s['machine']['cpu_count']} CPU cores.", ""]
+          if (s["machine"] or {}).get("load_average") else []),
         "Env steps per second (M), `lax.scan` of the step form over a batch, random actions, "
         f"median of {settings.get('repeats', '?')} runs after a warm-up; compile seconds and "
         "the process's peak device memory (MiB, `device.memory_stats()`; — where the backend "
@@ -547,7 +557,7 @@ def plot_scaling(folders: list[pathlib.Path], path: pathlib.Path) -> None:
         for r in read_rows(folder):
             if r["status"] == "ok" and (r["section"] == "reference"
                                         or r["section"].startswith("core_")):
-                label = f"{r['device']} ({r['platform']}): {r['form']}"
+                label = f"{r['device']}: {r['form']}"
                 curves.setdefault(r["env"], {}).setdefault(label, {})[r["num_envs"]] = \
                     r["steps_per_second"]
     envs = list(curves)
