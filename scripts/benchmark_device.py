@@ -103,7 +103,7 @@ DEFAULTS: dict[str, Any] = {
 QUICK: dict[str, Any] = {
     "batches": [2 ** 6, 2 ** 10], "target_steps": 2 ** 15, "min_steps": 8, "max_steps": 64,
     "box_reference": 12.0, "box_core_step": 45.0, "box_core_step_batch": 15.0,
-    "box_training": 25.0, "box_sweep": 20.0, "budget_s": 120.0,
+    "box_training": 25.0, "box_sweep": 45.0, "budget_s": 145.0,
     "train_envs": [2 ** 7], "train_steps": 16, "train_updates": 2, "train_epochs": 1,
     "train_minibatches": 2, "sweep_envs": 8, "sweep_steps": 16, "sweep_updates": 2,
 }
@@ -185,7 +185,7 @@ def describe(row: dict[str, Any]) -> str:
     what = " ".join(str(row[k]) for k in ("section", "env", "form", "network", "num_envs")
                     if row.get(k) is not None)
     if row["status"] == "ok" and "steps_per_second" in row:
-        extra = (f" (env {row['env_share']:.0%} of an update)" if "env_share" in row else "")
+        extra = (f" (env {row['env_share']:.1%} of an update)" if "env_share" in row else "")
         return (f"{what}: {row['steps_per_second']:,.0f} steps/s, compile "
                 f"{row['compile_seconds']:.1f} s{extra}")
     return f"{what}: {row['status']}" + (f" ({row['reason']})" if row.get("reason") else "")
@@ -238,18 +238,22 @@ def run_section(rows: Rows, section: str, box: Box,
     ``measure()`` returns a row's figures; an exception becomes a row with
     status ``oom`` (out of device memory) or ``error``, and the rest of its
     ``group`` (e.g. the larger batches of one family) is skipped. Before
-    each cell, the longest cell of this section so far (for its first cell,
-    the median of ``prior``, the previous section's cell durations) must
-    still fit the box, else the section stops with a ``stopped`` row naming
-    what it did not measure. Returns this section's cell durations."""
+    each cell, its expected duration must still fit the box, else the
+    section stops with a ``stopped`` row naming what it did not measure:
+    expected is the duration of its group's last cell (the same family at
+    the previous batch), else the median of this section's cells so far,
+    else that of ``prior`` (the previous section's cell durations).
+    Returns this section's cell durations."""
     cells = list(cells)
     failed: set[Any] = set()
     first = statistics.median(prior) if prior else 0.0
     own: list[float] = []
+    by_group: dict[Any, float] = {}
     for i, (labels, measure) in enumerate(cells):
         if group(labels) in failed:
             continue
-        if not box.room(max(own) if own else first):
+        expected = by_group.get(group(labels), statistics.median(own) if own else first)
+        if not box.room(expected):
             left = [c for c, _ in cells[i:] if group(c) not in failed]
             rows.add({"section": section, "status": "stopped", "reason": box.reason(),
                       "not_measured": left})
@@ -268,6 +272,7 @@ def run_section(rows: Rows, section: str, box: Box,
                    "reason": f"{type(error).__name__}: {message[:300]}"}
             failed.add(group(labels))
         own.append(now() - t0)
+        by_group[group(labels)] = own[-1]
         row["cell_seconds"] = own[-1]
         row["peak_device_bytes"] = peak_device_bytes(rows.device)
         rows.add(row)
@@ -529,7 +534,7 @@ def render_table(rows: list[dict[str, Any]], source: str) -> str:
         for r in s["training"]:
             lines.append(f"| {r['env']} | {r['network']} | {r['num_envs']} | {r['num_steps']} | "
                          f"{_rate(r['steps_per_second'])} | {r['update_seconds']:.3f} | "
-                         f"{r['env_share']:.0%} | {r['network_share']:.0%} | "
+                         f"{r['env_share']:.1%} | {r['network_share']:.1%} | "
                          f"{r['compile_seconds']:.1f} |")
     for r in s["sweep"]:
         lines += ["", f"Sweep of {r['members']} members (4 seeds x 4 learning rates, "
@@ -557,7 +562,7 @@ def plot_scaling(folders: list[pathlib.Path], path: pathlib.Path) -> None:
         for r in read_rows(folder):
             if r["status"] == "ok" and (r["section"] == "reference"
                                         or r["section"].startswith("core_")):
-                label = f"{r['device']}: {r['form']}"
+                label = f"{r['device']} [{folder.name}]: {r['form']}"
                 curves.setdefault(r["env"], {}).setdefault(label, {})[r["num_envs"]] = \
                     r["steps_per_second"]
     envs = list(curves)

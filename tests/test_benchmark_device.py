@@ -135,6 +135,30 @@ def test_a_section_past_its_box_stops_and_leaves_its_rows(tmp_path, monkeypatch)
     assert [c["num_envs"] for c in written[-1]["not_measured"]] == [4, 8, 16]
 
 
+def test_a_slow_family_does_not_stop_the_cheap_ones_after_it(tmp_path, monkeypatch):
+    """A cell is judged by its own family's previous batch: one slow family
+    (100 s) does not use up the estimate of the cheap families after it."""
+    clock = FakeClock()
+    monkeypatch.setattr(bd, "now", clock)
+    rows = bd.Rows(tmp_path / bd.ROWS, jax.devices("cpu")[0])
+
+    def cell(env, n, seconds):
+        def run():
+            clock.t += seconds
+            return {"steps_per_second": 1.0, "compile_seconds": 0.0}
+        return {"env": env, "form": "step", "num_envs": n}, run
+
+    envs = {"cheap": 5.0, "other": 5.0, "slow": 100.0, "third": 5.0}
+    cells = [cell(env, n, seconds) for n in (1, 2) for env, seconds in envs.items()]
+    bd.run_section(rows, "core_step", bd.Box(130.0, clock() + 600), cells)
+    rows.close()
+    written = bd.read_rows(tmp_path)
+    assert [(r.get("env"), r.get("num_envs"), r["status"]) for r in written] == [
+        ("cheap", 1, "ok"), ("other", 1, "ok"), ("slow", 1, "ok"), ("third", 1, "ok"),
+        ("cheap", 2, "ok"), ("other", 2, "ok"), (None, None, "stopped")]
+    assert [c["env"] for c in written[-1]["not_measured"]] == ["slow", "third"]
+
+
 def test_the_runs_budget_stops_a_section_inside_its_box(tmp_path, monkeypatch):
     clock = FakeClock()
     monkeypatch.setattr(bd, "now", clock)
