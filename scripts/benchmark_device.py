@@ -556,6 +556,7 @@ def plot_scaling(folders: list[pathlib.Path], path: pathlib.Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     curves: dict[str, dict[str, dict[int, float]]] = {}
     for folder in folders:
@@ -575,6 +576,9 @@ def plot_scaling(folders: list[pathlib.Path], path: pathlib.Path) -> None:
             ax.plot(xs, [points[x] for x in xs], marker="o", label=label)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
+        rates = [v for points in curves[env].values() for v in points.values()]
+        ax.set_ylim(min(rates) / 3, max(rates) * 3)  # at least a decade: readable ticks
+        ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_title(env.replace("PlumeNav-", ""), fontsize=9)
         ax.set_xlabel("batch (envs)", fontsize=8)
         ax.set_ylabel("env steps/s", fontsize=8)
