@@ -76,12 +76,19 @@ def summarise(figures: dict[str, Any], runs: list[tuple[float, float]]) -> dict[
 REFERENCE = "gymnax/CartPole-v1 (reference)"
 
 
+def reference_name(gymnax_id: str) -> str:
+    """The row label of a gymnax env measured as a reference, e.g.
+    :data:`REFERENCE` for ``"CartPole-v1"``."""
+    return f"gymnax/{gymnax_id} (reference)"
+
+
 def make_env(name: str, num_agents: int | None = None):
-    """``(env, params)`` of a preset id, or of gymnax's CartPole for :data:`REFERENCE`."""
-    if name == REFERENCE:
+    """``(env, params)`` of a preset id, or of a gymnax env named as
+    :func:`reference_name` names it (:data:`REFERENCE`: gymnax's CartPole)."""
+    if name.startswith("gymnax/") and name.endswith(" (reference)"):
         import gymnax
 
-        return gymnax.make("CartPole-v1")
+        return gymnax.make(name[len("gymnax/"):-len(" (reference)")])
     import plume_jax
 
     return plume_jax.make(name, **({"num_agents": num_agents} if num_agents else {}))

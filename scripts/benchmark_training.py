@@ -153,13 +153,35 @@ def bench_sb3(preset: str, num_envs: int, num_steps: int, epochs: int, minibatch
     return row
 
 
+def run_vmapped_sweep(sweep: Any) -> dict[str, Any]:
+    """Train every member of ``sweep`` (a validated sweep config) as ONE
+    vmapped program, writing nothing: its members, env steps per member,
+    compile, init and training seconds, wall time and the load around it."""
+    from plume_jax.train.sweep import run_sweep
+
+    m = len(sweep.members)
+    before = load()
+    t0 = time.perf_counter()
+    result = run_sweep(sweep, None, progress=False, evaluate_members=False)
+    wall = time.perf_counter() - t0
+    s = result.summary
+    print(f"sweep of {m} as one program: compile {s['compile_seconds']:.1f} s, train "
+          f"{s['train_seconds']:.1f} s, wall {wall:.1f} s", flush=True)
+    return {"members": m,
+            "env_steps_per_member": sweep.base.num_updates * sweep.base.steps_per_update,
+            "compile_seconds": s["compile_seconds"],
+            "init_seconds_incl_its_compile": s["init_seconds"],
+            "train_seconds": s["train_seconds"], "wall_seconds": wall,
+            "load_before": before, "load_after": load()}
+
+
 def bench_sweep(sweep_path: pathlib.Path, updates: int) -> dict[str, Any]:
     """The sweep config's members with ``updates`` updates each: one vmapped
     program vs sequential runs of one compiled single-run program."""
     from plume_jax.train.config import read_yaml
     from plume_jax.train.members import member_of
     from plume_jax.train.ppo import PPO
-    from plume_jax.train.sweep import run_sweep, setup, sweep_config
+    from plume_jax.train.sweep import setup, sweep_config
     from plume_jax.train.ppo import ppo_static
 
     raw = read_yaml(sweep_path)
@@ -169,20 +191,9 @@ def bench_sweep(sweep_path: pathlib.Path, updates: int) -> dict[str, Any]:
     raw["set"]["run.devices"] = 1
     sweep = sweep_config(raw, base_dir=sweep_path.parent)
     m = len(sweep.members)
-    steps_each = sweep.base.num_updates * sweep.base.steps_per_update
 
-    before = load()
-    t0 = time.perf_counter()
-    result = run_sweep(sweep, None, progress=False, evaluate_members=False)
-    sweep_wall = time.perf_counter() - t0
-    s = result.summary
-    vmapped = {"members": m, "env_steps_per_member": steps_each,
-               "compile_seconds": s["compile_seconds"],
-               "init_seconds_incl_its_compile": s["init_seconds"],
-               "train_seconds": s["train_seconds"], "wall_seconds": sweep_wall,
-               "load_before": before, "load_after": load()}
-    print(f"sweep of {m} as one program: compile {s['compile_seconds']:.1f} s, train "
-          f"{s['train_seconds']:.1f} s, wall {sweep_wall:.1f} s", flush=True)
+    vmapped = run_vmapped_sweep(sweep)
+    s, sweep_wall = vmapped, vmapped["wall_seconds"]
 
     # sequential: one compiled single-run program, called once per member
     before = load()

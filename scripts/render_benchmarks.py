@@ -326,6 +326,15 @@ def main(argv: list[str]) -> int:
         begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
     else:
         block, begin, end = render(payload), BEGIN, END
+    splice_block(md_path, block, begin, end)
+    return 0
+
+
+def splice_block(md_path: str, block: str, begin: str, end: str) -> None:
+    """Replace the text from ``begin`` to ``end`` in the Markdown file
+    ``md_path`` with ``block`` (which starts with ``begin`` and ends with
+    ``end``), or append ``block`` where the markers are absent; creates the
+    file if missing. Other text is left as it is."""
     try:
         with open(md_path) as f:
             text = f.read()
@@ -339,7 +348,6 @@ def main(argv: list[str]) -> int:
     with open(md_path, "w") as f:
         f.write(text)
     print(f"updated {md_path}")
-    return 0
 
 
 if __name__ == "__main__":
