@@ -15,11 +15,12 @@ def _blocks(language: str) -> list[str]:
     return re.findall(rf"```{language}\n(.*?)```", README, flags=re.S)
 
 
-def test_ci_runs_exactly_the_readme_test_command():
+def test_ci_runs_exactly_the_readme_test_command_then_the_slow_tests():
     test_command = _blocks("bash")[1].strip()
-    ci_lines = [ln for ln in (ROOT / ".ci" / "run").read_text().splitlines()
+    ci_lines = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines()
                 if ln.strip() and not ln.startswith("#")]
-    assert ci_lines[-1].strip() == test_command
+    assert ci_lines[-2] == test_command
+    assert ci_lines[-1].startswith("python -m pytest -m slow")
 
 
 def test_readme_setup_command_runs_the_demo():
