@@ -69,6 +69,8 @@ MAX_META_BYTES = 16 << 20
 CHECKPOINT_FORMAT = "plume_jax.checkpoint/3"
 #: Earlier checkpoints still load: /2 (no checksum) and /1 (metadata only in meta.json).
 _FORMATS = (CHECKPOINT_FORMAT, "plume_jax.checkpoint/2", "plume_jax.checkpoint/1")
+#: The format that embedded its metadata without a SHA-256 of it.
+_FORMAT_WITHOUT_CHECKSUM = "plume_jax.checkpoint/2"
 #: The largest checkpoint file read (bytes): a bound, not a target.
 MAX_CHECKPOINT_BYTES = 16 << 30
 POLICY_FORMAT = "plume_jax.trained_policy/1"
@@ -224,8 +226,8 @@ def _runner_state(directory: pathlib.Path) -> tuple[pathlib.Path, dict[str, Any]
         raise _bad_file(path, "a checkpoint's runner state (no leaves found)")
     if "meta" not in state:  # format /1: the metadata is only in meta.json
         return path, state, _meta_json(directory)
-    if not isinstance(state["meta"], str) or hashlib.sha256(
-            state["meta"].encode()).hexdigest() != state.get("meta_sha256"):
+    if not isinstance(state["meta"], str) or ("meta_sha256" in state and hashlib.sha256(
+            state["meta"].encode()).hexdigest() != state["meta_sha256"]):
         raise _bad_file(path, "a checkpoint whose metadata matches the SHA-256 recorded with it "
                         "(it does not: the file is damaged)")
     try:
@@ -234,6 +236,10 @@ def _runner_state(directory: pathlib.Path) -> tuple[pathlib.Path, dict[str, Any]
         raise _bad_file(path, "a checkpoint's runner state (damaged metadata)") from None
     if not isinstance(meta, dict) or meta.get("format") not in _FORMATS:
         raise _bad_file(path, f"the runner state of a {CHECKPOINT_FORMAT} checkpoint")
+    if "meta_sha256" not in state and meta["format"] != _FORMAT_WITHOUT_CHECKSUM:
+        # only format /2 was written without a checksum: a later one without it is damaged
+        raise _bad_file(path, "a checkpoint whose metadata matches the SHA-256 recorded with it "
+                        "(none is recorded: the file is damaged)")
     return path, state, meta
 
 
