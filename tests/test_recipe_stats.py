@@ -61,6 +61,16 @@ def test_improvement_over_a_fixed_baseline_is_the_share_of_runs_above_it():
     assert both == {"value": 1.0, "ci95": [1.0, 1.0]}
 
 
+def test_improvement_of_a_single_run_over_several_runs_does_not_crash_the_bootstrap():
+    """scipy's bootstrap refuses a one-observation sample: a one-seed recipe
+    against a several-seed one is resampled on the several-seed side only."""
+    est = improvement_estimate([0.5], [0.1, 0.4, 0.6, 0.9])
+    assert est["value"] == pytest.approx(0.5)
+    low, high = est["ci95"]
+    assert 0.0 <= low <= 0.5 <= high <= 1.0
+    assert improvement_estimate([0.5], [0.4]) == {"value": 1.0, "ci95": None}
+
+
 def test_performance_profile_falls_with_the_threshold_and_brackets_its_values():
     prof = performance_profile(FILAMENT_SEEDS, np.linspace(0, 1, 11))
     frac = np.asarray(prof["fraction"])

@@ -499,22 +499,21 @@ def test_a_wandb_run_id_file_is_read_with_a_bound(tmp_path, content):
     assert excinfo.value.parameter == "wandb_run_id"
 
 
-def test_total_steps_round_to_the_nearest_whole_update_and_a_note_says_so():
+def test_total_steps_that_are_not_whole_updates_get_a_note_saying_how_they_were_rounded():
     """Regression: total_steps 20,000 of 1,024-step updates trained 19,456
-    env steps without a word (rounded down). Now the nearest whole number of
-    updates (20 = 20,480 steps), and training prints a note; the shipped
-    configs (3,000,000 = 366.2 updates of 8,192) keep the updates they were
-    trained with."""
+    env steps without a word. The whole updates that fit are still what
+    trains (runs, checkpoints and shipped configs keep their update counts:
+    3,000,000 = 366.2 updates of 8,192 stays 366), and a note says so and
+    what to ask for one more."""
     small = {"num_envs": 16, "num_steps": 64}
     cfg = train_config(_with("algo", total_steps=20_000, **small))
-    assert cfg.num_updates == 20
+    assert cfg.num_updates == 19
     assert cfg.steps_note() == ("algo.total_steps: 20,000 env steps are 19.53 updates of 1,024 "
-                                "(num_envs x num_steps); training runs the nearest whole "
-                                "number, 20 updates = 20,480 env steps")
+                                "(num_envs x num_steps); training runs whole updates, 19 updates "
+                                "= 19,456 env steps (for 20, set algo.total_steps to 20,480)")
     assert train_config(_with("algo", total_steps=3_000_000)).num_updates == 366
-    assert train_config(_with("algo", total_steps=1536, **small)).num_updates == 2  # a half: up
     assert train_config(_with("algo", total_steps=1500, **small)).steps_note().endswith(
-        "nearest whole number, 1 update = 1,024 env steps")
+        "1 update = 1,024 env steps (for 2, set algo.total_steps to 2,048)")
     exact = train_config(_with("algo", total_steps=20_480, **small))
     assert exact.num_updates == 20 and exact.steps_note() is None
 

@@ -53,7 +53,8 @@ def interval(statistic: Callable[..., Any], *samples: np.ndarray, seed: int = 0,
         return value, value
     result = stats.bootstrap(samples, statistic, n_resamples=resamples, vectorized=True,
                              paired=False, confidence_level=CONFIDENCE, method="percentile",
-                             rng=np.random.default_rng(seed))
+                             # random_state, not rng: rng= needs scipy >= 1.15
+                             random_state=np.random.default_rng(seed))
     low, high = result.confidence_interval
     return float(low), float(high)
 
@@ -102,12 +103,17 @@ def probability_of_improvement(x: Any, y: Any, axis: int = -1) -> Any:
 def improvement_estimate(x: Sequence[float], y: Sequence[float], seed: int = 0
                          ) -> dict[str, Any]:
     """:func:`probability_of_improvement` of runs ``x`` over runs ``y`` with
-    its interval (both resampled on their own; a single-run ``y``, such as
-    a hand-coded baseline with no training seed, stays fixed)."""
+    its interval (both resampled on their own; a single-run side, such as
+    a hand-coded baseline with no training seed, stays fixed; one run on
+    each side has no interval)."""
     a, b = _checked(x, "x"), _checked(y, "y")
-    if b.size == 1:
-        fixed = float(b[0])
-        return _estimate(lambda s, axis=-1: probability_of_improvement(s, [fixed], axis), a,
+    if b.size == 1:  # a fixed policy: only x's runs are resampled
+        fixed_y = float(b[0])
+        return _estimate(lambda s, axis=-1: probability_of_improvement(s, [fixed_y], axis), a,
+                         seed=seed).to_dict()
+    if a.size == 1:  # one run of x against several of y: only y's are resampled
+        fixed_x = float(a[0])
+        return _estimate(lambda s, axis=-1: probability_of_improvement([fixed_x], s, axis), b,
                          seed=seed).to_dict()
     return _estimate(probability_of_improvement, a, b, seed=seed).to_dict()
 

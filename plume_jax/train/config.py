@@ -14,7 +14,7 @@ declarations by ``scripts/settings_reference.py``). A short example::
       overrides: {sigma: 10.0}   # passed to plume_jax.make / make_from_config
     algo:
       algorithm: ppo             # a registered algorithm (plume_jax.train.algorithm)
-      total_steps: 1000000       # env steps; rounded to the nearest whole update
+      total_steps: 1000000       # env steps; rounded down to whole updates (a note says so)
       num_envs: 64
       learning_rate: 0.0003
     network: {type: mlp, hidden_sizes: [64, 64]}
@@ -110,7 +110,7 @@ COMMON_ALGO: dict[str, Setting] = {
                     "a registered algorithm (plume_jax.train.algorithm.ALGORITHMS) or the "
                     "import path 'package.module:Class' of an Algorithm subclass"),
     "total_steps": _s(_REQUIRED, count(low=1, high=10**13), True,
-                      "env steps; rounded to the nearest whole number of updates (training "
+                      "env steps; rounded down to whole updates (training "
                       "says so)"),
     "num_envs": _s(64, count(low=1, high=1 << 20), True, "parallel envs"),
     "num_steps": _s(128, count(low=1, high=1 << 16), True, "env steps of each env per update"),
@@ -302,15 +302,16 @@ class TrainConfig:
 
     @property
     def num_updates(self) -> int:
-        """``algo.total_steps`` in updates of :attr:`steps_per_update` env
-        steps: the nearest whole number (a half rounds up), at least one.
-        Not floor: 20,000 steps of 1,024-step updates ran 19,456 silently.
-        Not always up: every shipped config asks for a little more than a
-        whole number of updates (3,000,000 = 366.2 updates of 8,192) and
-        was trained with that number, which the nearest keeps.
-        :meth:`steps_note` says when the steps trained differ."""
+        """``algo.total_steps`` in whole updates of :attr:`steps_per_update`
+        env steps: the updates that fit (rounded down), at least one, and
+        :meth:`steps_note` says so when that is not ``total_steps``.
+        Rounded down, not up or to the nearest: every run and checkpoint
+        written so far stores its update count, and every shipped config
+        asks for a little more than a whole number of updates (3,000,000 =
+        366.2 updates of 8,192), so any other rounding would make a resumed
+        run, or a re-trained zoo config, one update longer than it was."""
         total, per = self.algo["total_steps"], self.steps_per_update
-        return max(1, (2 * total + per) // (2 * per))
+        return max(1, total // per)
 
     def steps_note(self) -> str | None:
         """A line saying how ``algo.total_steps`` was rounded to whole
@@ -319,8 +320,9 @@ class TrainConfig:
         if total == n * per:
             return None
         return (f"algo.total_steps: {total:,} env steps are {total / per:.2f} updates of {per:,} "
-                f"(num_envs x num_steps); training runs the nearest whole number, {n:,} "
-                f"update{'s' if n != 1 else ''} = {n * per:,} env steps")
+                f"(num_envs x num_steps); training runs whole updates, {n:,} "
+                f"update{'s' if n != 1 else ''} = {n * per:,} env steps (for {n + 1:,}, set "
+                f"algo.total_steps to {(n + 1) * per:,})")
 
     def replace(self, **sections: dict[str, Any]) -> "TrainConfig":
         """A new validated config with some keys of some sections replaced,
