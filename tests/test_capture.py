@@ -369,7 +369,7 @@ def test_overwrite_replaces_only_an_earlier_capture(tmp_path, capsys):
 
 
 def test_a_kill_between_capture_files_leaves_the_old_capture_whole(captured, tmp_path,
-                                                                   monkeypatch):
+                                                                   monkeypatch, capsys):
     out = _earlier(captured, tmp_path)
     before = _files(out)
     calls = []
@@ -383,6 +383,8 @@ def test_a_kill_between_capture_files_leaves_the_old_capture_whole(captured, tmp
     real = cf.file_sha256
     monkeypatch.setattr(cf, "file_sha256", dies_on_the_second_file)
     assert _evaluate(tmp_path, out, "--episodes", "3") == 130  # the CLI's Ctrl-C exit
+    # a plain Ctrl-C says so (it printed "plume-jax: " and nothing else)
+    assert capsys.readouterr().err.splitlines()[-1] == "plume-jax: interrupted by SIGINT"
     assert len(calls) == 2
     assert _files(out) == before
     assert _siblings(out) == []  # the half-written capture is removed

@@ -108,7 +108,7 @@ def _main(argv: list[str] | None) -> int:
         print(f"plume-jax: {stopped}", file=sys.stderr)
         return 130 if stopped.signal_name == "SIGINT" else 143
     except KeyboardInterrupt as stopped:  # a second Ctrl-C in train / sweep, or any Ctrl-C
-        print(f"plume-jax: {stopped or 'interrupted by SIGINT'}", file=sys.stderr)
+        print(f"plume-jax: {str(stopped) or 'interrupted by SIGINT'}", file=sys.stderr)
         return 130
 
 
