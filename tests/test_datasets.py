@@ -25,7 +25,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     ranges: list[str] = []
     # misbehaviours, off by default
     range_reply: str = "honour"  # "ignore": 200 with the whole file; "from_zero": 206 from 0
-    gzip: bool = False  # Content-Encoding: gzip whatever was asked
+    gzip: int = 0  # gzip the body this many times whatever was asked (Content-Encoding: gzip, ...)
+    encoding: str | None = None  # a Content-Encoding sent as is (the body left as it is)
     no_length: bool = False  # no Content-Length: the body ends when the connection closes
     redirects: dict[str, str] = {}  # path -> Location of a 302
     delay: float = 0.0  # seconds between 100-byte pieces of the body
@@ -53,6 +54,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             start = int(re.match(r"bytes=(\d+)-", rng).group(1))
             if start >= len(body):
                 self.send_response(416)
+                self.send_header("Content-Range", f"bytes */{len(body)}")  # RFC 9110 15.5.17
                 self.end_headers()
                 return
             if self.range_reply == "from_zero":
@@ -62,9 +64,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         else:
             self.send_response(200)
         payload = body[start:]
-        if self.gzip:
+        for _ in range(self.gzip):
             payload = gzip.compress(payload)
-            self.send_header("Content-Encoding", "gzip")
+        if self.gzip:
+            self.send_header("Content-Encoding", ", ".join(["gzip"] * self.gzip))
+        if self.encoding is not None:
+            self.send_header("Content-Encoding", self.encoding)
         if self.no_length:
             self.close_connection = True
         else:
@@ -353,6 +358,89 @@ def test_a_gzip_encoded_download_is_accepted(server, tmp_path):
     path = ds.download(entry, progress=lambda done, total: seen.append((done, total)))
     assert path.read_bytes() == body
     assert seen[-1] == (len(body), len(body))
+
+
+def test_a_gzip_body_that_expands_past_the_cap_is_stopped_before_it_is_decoded_whole(
+        server, tmp_path, monkeypatch):
+    import zlib
+
+    handler, base = server
+    body = b"\0" * 1000
+    handler.files["/plif.h5"] = b"\0" * (16 << 20)  # 16 MiB of zeros: ~16 KB gzipped
+    handler.gzip = 1
+    entry = _entry(tmp_path, base, body)
+    produced: list[int] = []
+    real = zlib.decompressobj
+
+    class Counting:  # counts every byte any gzip decoder (ours or httpx's) produces
+        def __init__(self, *args):
+            self._inflate = real(*args)
+
+        def decompress(self, data, max_length=0):
+            out = self._inflate.decompress(data, max_length)
+            produced.append(len(out))
+            return out
+
+        def flush(self, *args):
+            out = self._inflate.flush(*args)
+            produced.append(len(out))
+            return out
+
+        def __getattr__(self, name):
+            return getattr(self._inflate, name)
+
+    monkeypatch.setattr(zlib, "decompressobj", Counting)
+    with pytest.raises(ValidationError, match=r"at most 1,000 bytes for 'plif_local' \(the "
+                                              r"server sent more"):
+        ds.download(entry)
+    assert produced and sum(produced) <= 1001  # the cap, plus one byte to see it passed
+    assert not _part(tmp_path).exists() and not ds.dataset_path(entry).exists()
+
+
+def test_a_gzip_body_cut_short_is_not_kept_as_the_dataset(server, tmp_path):
+    handler, base = server
+    body = bytes(range(256)) * 64
+    handler.files["/plif.h5"] = body
+    handler.gzip, handler.no_length = 1, True  # the body ends when the connection closes
+    handler.cut_after = len(gzip.compress(body)) - 20
+    entry = _entry(tmp_path, base, body, checksum=None, size_exact=False)
+    with pytest.raises(ValidationError, match=r"one whole gzip stream \(Content-Encoding: "
+                                              r"gzip\): the body ended before the stream did"):
+        ds.download(entry, allow_unverified=True)
+    assert not _part(tmp_path).exists() and not ds.dataset_path(entry).exists()
+
+
+@pytest.mark.parametrize("gzips, encoding, named", [(2, None, "gzip, gzip"), (0, "br", "br"),
+                                                    (0, "deflate", "deflate")])
+def test_a_content_encoding_other_than_one_gzip_is_refused_in_one_line(
+        server, tmp_path, capsys, gzips, encoding, named):
+    handler, base = server
+    body = b"\0" * 1000
+    handler.files["/plif.h5"] = body
+    handler.gzip, handler.encoding = gzips, encoding
+    catalog = _catalog(tmp_path, base, body)
+    assert cli.main(["data", "--catalog", catalog, "download", "plif_local", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"Content-Encoding: {named!r}" in err and len(err.strip().splitlines()) == 1
+    assert not _part(tmp_path).exists()
+    assert not (tmp_path / "cache" / "plif_local" / "plif.h5").exists()
+
+
+def test_a_416_naming_a_smaller_file_does_not_make_a_longer_part_the_dataset(server, tmp_path):
+    handler, base = server
+    body = bytes(range(256)) * 4
+    handler.files["/plif.h5"] = body
+    entry = _entry(tmp_path, base, body, checksum=None, size_exact=False)
+    part = _part(tmp_path)
+    part.parent.mkdir(parents=True)
+    part.write_bytes(body + b"stale tail of another file")
+    with pytest.raises(ValidationError, match=r"the partial copy has 1,050 bytes, the file "
+                                              r"1,024; the partial copy was discarded"):
+        ds.download(entry, allow_unverified=True)
+    assert handler.ranges == ["bytes=1050-"]
+    assert not part.exists() and not ds.dataset_path(entry).exists()
+    # the next download starts over and gets the served file
+    assert ds.download(entry, allow_unverified=True).read_bytes() == body
 
 
 def test_a_redirect_from_https_to_http_is_refused(server, tmp_path):

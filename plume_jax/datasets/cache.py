@@ -13,9 +13,11 @@
   then renamed onto ``<filename>`` — a complete, verified file or nothing.
   A wrong checksum keeps nothing and names the file and both hashes.
 - Transfer: ``Accept-Encoding: identity`` is asked for; a server that
-  compresses anyway (``Content-Encoding: gzip``) is read decoded, sizes
-  counting the decoded bytes (such a download cannot be resumed). Redirects
-  are followed, except from https to anything but https.
+  compresses anyway with one ``Content-Encoding: gzip`` is read decoded here,
+  at most the bytes the size limits still allow at a time, sizes counting the
+  decoded bytes (such a download cannot be resumed); any other encoding
+  (``gzip, gzip``, ``br``, ``deflate``) is refused. Redirects are followed,
+  except from https to anything but https.
 - Size limit: an entry larger than ``max_bytes`` (default
   :data:`MAX_DOWNLOAD_BYTES`, or ``$PLUME_JAX_DATA_MAX_BYTES``) is refused
   before anything is fetched, and so is a stream that grows past it or,
@@ -34,6 +36,7 @@ import pathlib
 import re
 import stat
 import urllib.parse
+import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -47,7 +50,7 @@ MAX_DOWNLOAD_BYTES = 64 << 30
 MAX_REDIRECTS = 10
 
 _CHUNK = 1 << 20
-_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
+_CONTENT_RANGE = re.compile(r"bytes (?:(\d+)-(\d+)|\*)/(\d+|\*)")
 #: Whose checksum a file is checked against, in messages.
 REGISTRY = "the registry's"
 _GIVEN = "given by --checksum"
@@ -250,8 +253,6 @@ def _fetch(entry: Dataset, client: Any, url: str, part: pathlib.Path, limit: int
         headers["Range"] = f"bytes={have}-"
     cap = min(limit, entry.size_bytes) if entry.size_exact else limit
     with _get(client, url, headers) as response:
-        encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
-        encoded = encoding not in ("", "identity")
         if response.status_code == 416 and have:  # the part may already be whole
             served = _content_range(response)[2]
             if served is not None and served != have:
@@ -264,6 +265,7 @@ def _fetch(entry: Dataset, client: Any, url: str, part: pathlib.Path, limit: int
         if response.status_code not in (200, 206):
             raise ValidationError.for_parameter(
                 "url", url, f"a reachable file (HTTP {response.status_code})")
+        encoded = _gzipped(response, url)
         start: int | None = 0
         total: int | None = None
         if response.status_code == 206:
@@ -298,7 +300,8 @@ def _fetch(entry: Dataset, client: Any, url: str, part: pathlib.Path, limit: int
         done = have
         try:
             with open(part, "ab" if have else "wb") as f:
-                for block in response.iter_bytes():  # as it arrives: an interruption keeps it
+                # as it arrives: an interruption keeps it
+                for block in _body(response, url, encoded, lambda: cap - done + 1):
                     done += len(block)
                     if done > cap:
                         raise ValidationError.for_parameter(
@@ -318,14 +321,67 @@ def _fetch(entry: Dataset, client: Any, url: str, part: pathlib.Path, limit: int
     return total
 
 
+def _gzipped(response: Any, url: str) -> bool:
+    """Whether the body comes gzip-compressed (one ``Content-Encoding:
+    gzip``); sent as is (``identity`` or no header) is False.
+
+    Raises:
+        ValidationError: any other encoding (``gzip, gzip``, ``br``, ...):
+            its decoded size could not be bounded before it is in memory.
+    """
+    sent = response.headers.get("Content-Encoding", "")
+    encoding = sent.strip().lower()
+    if encoding in ("", "identity", "gzip"):
+        return encoding == "gzip"
+    raise ValidationError.for_parameter(
+        "download", url, f"a file sent as is or gzip-compressed once (Content-Encoding: "
+        f"identity or gzip); the server sent Content-Encoding: {sent[:80]!r} (refused before "
+        "anything was written)")
+
+
+def _body(response: Any, url: str, gzipped: bool, room: Callable[[], int]) -> Iterator[bytes]:
+    """The raw body as it arrives; a gzip one decoded here, never more than
+    ``room()`` bytes (what the size limits still allow, plus one) at once."""
+    if not gzipped:
+        yield from response.iter_raw()
+        return
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    problem = "the body ended before the stream did"
+    try:
+        for raw in response.iter_raw():
+            if inflate.eof and raw:
+                break
+            while raw and not inflate.eof:
+                block = inflate.decompress(raw, max(1, min(_CHUNK, room())))
+                raw = inflate.unconsumed_tail
+                if block:
+                    yield block
+            if inflate.unused_data:
+                break
+        else:
+            block = inflate.flush()  # what the last input left (one match at most)
+            if inflate.eof:
+                if block:
+                    yield block
+                return
+        if inflate.eof:
+            problem = "the body goes on after the stream's end"
+    except zlib.error as error:
+        problem = str(error)
+    raise ValidationError.for_parameter(
+        "download", url, f"one whole gzip stream (Content-Encoding: gzip): {problem} "
+        "(download stopped, nothing kept)")
+
+
 def _content_range(response: Any) -> tuple[int | None, int | None, int | None]:
     """``(first, last, total)`` of a ``Content-Range`` header (None: absent
-    or malformed, or ``*``)."""
+    or malformed, or ``*``); a 416's ``bytes */total`` gives only the total."""
     match = _CONTENT_RANGE.fullmatch(response.headers.get("Content-Range", "").strip())
     if match is None:
         return None, None, None
-    first, last, total = match.groups()
-    return int(first), int(last), None if total == "*" else int(total)
+    first, last, total = (None if group is None or group == "*" else int(group)
+                          for group in match.groups())
+    return first, last, total
 
 
 def download(entry: Dataset, *, checksum: str | None = None, allow_unverified: bool = False,
