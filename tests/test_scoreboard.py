@@ -160,6 +160,65 @@ def test_a_run_refuses_the_published_boards_paths_and_publish_refuses_run_option
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_run_into_a_folder_that_holds_files_is_refused_so_out_docs_cannot_replace_the_board(
+        tmp_path, capsys):
+    """Regression (review): `bench --out docs` wrote docs/scoreboard.md and
+    docs/scoreboard/ over the published board, since only a run.json was
+    looked for; a run's folder must be new or empty."""
+    docs = tmp_path / "docs"
+    (docs / "scoreboard").mkdir(parents=True)
+    (docs / "scoreboard.md").write_text("published")
+    assert cli.main(["bench", "--mode", "quick", "--family", "gaussian", "--no-zoo",
+                     "--out", str(docs)]) == 2
+    assert "a new or empty folder for this run" in capsys.readouterr().err
+    assert (docs / "scoreboard.md").read_text() == "published"
+
+
+def test_publish_refuses_figure_names_that_leave_the_figures_folder_and_linked_figures(
+        tmp_path):
+    """Regression (review): a run folder's record named its figures by any
+    string, joined onto the published figures folder: '../x.png' or an
+    absolute path wrote outside it, and a linked figure copied another file."""
+    from plume_jax.scoreboard import runs
+
+    board_json, page, figures = tmp_path / "b.json", tmp_path / "b.md", tmp_path / "figs"
+    board_json.write_text(report.dump_record({"format": report.RECORD_FORMAT, "families": {}}))
+    row = _shown_row("PlumeNav-Gaussian-v0", "k")
+    for name in ("../escape.png", str(tmp_path / "abs.png"), "ok.png\n"):
+        section = {**_section([row]), "figure": name, "protocol": protocol.FULL.as_dict()}
+        folder = tmp_path / f"run{abs(hash(name))}"
+        (folder / "scoreboard").mkdir(parents=True)
+        (folder / "scoreboard.json").write_text(report.dump_record(
+            {"format": report.RECORD_FORMAT, "families": {"gaussian": section}}))
+        runs.write_run_info(folder, {"families": ["gaussian"], "done": ["gaussian"],
+                                     "baselines": True, "zoo": True, "robustness": True,
+                                     "added": [], "bases": None})
+        with pytest.raises(ValidationError, match="plain .png file names"):
+            runs.publish(folder, board_json, page, figures)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not a figure")
+    linked = _run_folder(tmp_path / "linked", {"gaussian": {
+        **_section([row]), "figure": "g.png", "protocol": protocol.FULL.as_dict()}})
+    (linked / "scoreboard" / "g.png").unlink()
+    (linked / "scoreboard" / "g.png").symlink_to(secret)
+    with pytest.raises(ValidationError, match="figures are files, not links"):
+        runs.publish(linked, board_json, page, figures)
+    assert not figures.exists() and not (tmp_path / "escape.png").exists()
+
+
+def test_publish_refuses_a_run_json_bench_did_not_write(tmp_path):
+    from plume_jax.scoreboard import runs
+
+    folder = _run_folder(tmp_path / "r", {"gaussian": {
+        **_section([_shown_row("PlumeNav-Gaussian-v0", "k")]), "figure": "g.png",
+        "protocol": protocol.FULL.as_dict()}})
+    info = json.loads((folder / "run.json").read_text())
+    for broken in ({"families": None}, {"added": [1]}, {"bases": [1]}, {"zoo": "yes"}):
+        (folder / "run.json").write_text(json.dumps({**info, **broken}))
+        with pytest.raises(ValidationError, match="run.json is not one bench wrote"):
+            runs.read_run(folder)
+
+
 def _tiny_bench(out, *extra):
     args = ["bench", "--mode", "quick", "--family", "gaussian", "--episodes", "2",
             "--no-baselines", "--no-zoo", "--quiet", *extra]

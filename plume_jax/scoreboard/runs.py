@@ -28,6 +28,7 @@ import datetime
 import json
 import os
 import pathlib
+import re
 import shutil
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -58,16 +59,24 @@ def default_out_dir(root: str | os.PathLike = RUNS_ROOT) -> pathlib.Path:
 
 
 def check_new_run_dir(path: str | os.PathLike) -> None:
-    """A run folder must not hold a bench run already (a run's record would
-    mix with another's).
+    """A run folder must be new or empty: not a bench run already (a run's
+    record would mix with another's), nor a folder whose files a run's
+    ``scoreboard.md`` / ``scoreboard.json`` / ``scoreboard/`` would replace
+    (``--out docs`` would have replaced the published board).
 
     Raises:
-        ValidationError: (parameter ``--out``) a folder with a ``run.json``.
+        ValidationError: (parameter ``--out``) a file, or a folder that is not empty.
     """
-    if (pathlib.Path(path) / RUN_NAME).exists():
+    folder = pathlib.Path(path)
+    if (folder / RUN_NAME).exists():
         raise ValidationError.for_parameter(
             "--out", os.fspath(path), "a new folder for this run (this one holds a bench run "
             "already: publish it with `plume-jax bench --publish`, or pick another --out)")
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise ValidationError.for_parameter(
+            "--out", os.fspath(path), "a new or empty folder for this run (a run writes "
+            "scoreboard.md, scoreboard.json and scoreboard/ there, which would replace what "
+            "this folder holds; the published board changes only through --publish)")
 
 
 def base_fingerprint(section: Mapping[str, Any]) -> dict[str, Any]:
@@ -99,15 +108,28 @@ def read_run(run_dir: str | os.PathLike) -> tuple[dict[str, Any], dict[str, Any]
     if not (folder / RUN_NAME).is_file() or not (folder / RECORD_NAME).is_file():
         raise ValidationError.for_parameter("--publish", os.fspath(run_dir), what)
     info = load_json_file(folder / RUN_NAME, "--publish", max_bytes=1 << 20)
-    if not isinstance(info, dict) or info.get("format") != RUN_FORMAT \
-            or not isinstance(info.get("done"), list):
-        raise ValidationError.for_parameter("--publish", os.fspath(run_dir), what)
+    if not isinstance(info, dict) or info.get("format") != RUN_FORMAT or not all(
+            _is_texts(info.get(key)) for key in ("families", "done")) \
+            or not _is_texts(info.get("added", [])) \
+            or not isinstance(info.get("bases") or {}, dict) \
+            or not all(isinstance(info.get(key, True), bool)
+                       for key in ("baselines", "zoo", "robustness")):
+        raise ValidationError.for_parameter("--publish", os.fspath(run_dir),
+                                            f"{what}; its {RUN_NAME} is not one bench wrote")
     try:
         record = load_record(folder / RECORD_NAME)
     except ValidationError as error:
         raise ValidationError.for_parameter("--publish", os.fspath(run_dir),
                                             f"{what}; its record: {error}") from None
     return info, record
+
+
+def _is_texts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+#: A figure a record names: a plain file name in the figures folder.
+_FIGURE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.png")
 
 
 def partial_reasons(info: Mapping[str, Any], published: Mapping[str, Any]) -> list[str]:
@@ -174,9 +196,19 @@ def publish(run_dir: str | os.PathLike, json_path: str | os.PathLike,
             "--publish", path, f"a whole board of its families, but {'; '.join(reasons)}: "
             "pass --force to publish it anyway")
     source = pathlib.Path(run_dir) / FIGURES_NAME
-    copies = [(source / section[key], pathlib.Path(figure_dir) / section[key])
-              for section in (record["families"][f] for f in done)
-              for key in ("figure", "map_figure") if section.get(key)]
+    names = [section[key] for section in (record["families"][f] for f in done)
+             for key in ("figure", "map_figure") if section.get(key)]
+    bad = [name for name in names if not _FIGURE_NAME.fullmatch(name)]
+    if bad:
+        raise ValidationError.for_parameter(
+            "--publish", path, f"a record whose figures are plain .png file names in its "
+            f"figures folder ({', '.join(map(repr, bad))} is not)")
+    copies = [(source / name, pathlib.Path(figure_dir) / name) for name in names]
+    linked = [os.fspath(a) for a, _ in copies if a.is_symlink()]
+    if linked:
+        raise ValidationError.for_parameter(
+            "--publish", path, f"a run folder whose figures are files, not links "
+            f"({', '.join(linked)})")
     missing = [os.fspath(a) for a, _ in copies if not a.is_file()]
     if missing:
         raise ValidationError.for_parameter(
