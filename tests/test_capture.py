@@ -559,6 +559,49 @@ def test_host_rollout_in_batches_gives_the_whole_runs_episodes():
     np.testing.assert_array_equal(a["x"], b["x"][rows])
 
 
+def test_host_batches_that_end_at_different_steps_join_as_one_batch():
+    """A host agent's batches stop when their own episodes have ended, so
+    their paths differ in length: they join (the shorter padded, invalid)
+    into the one-batch run's result, and their rows are its rows."""
+    from types import SimpleNamespace
+
+    from plume_jax.evaluate.rollout import join_results
+
+    env, params = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[8, 8], sigma=3.0,
+                                 max_steps=30, goal_radius=2.0)
+    n = env.action_space(params).n
+    calls = [0]
+
+    def act_batch(obs, episode_start=None):  # a function of the step and the observation
+        calls[0] += 1
+        seen = np.abs(np.asarray(obs).reshape(len(obs), -1) * 1000).astype(np.int64).sum(1)
+        return ((seen + 7 * calls[0]) % n).astype(np.int32)
+
+    agent = SimpleNamespace(reset=lambda: calls.__setitem__(0, 0), act_batch=act_batch)
+    key = jax.random.key(3)
+    whole = host_rollout(env, params, agent, key, 6, 30, until_done=True, capture=True,
+                         num_tracked=6)
+    parts = [(host_rollout(env, params, agent, key, 3, 30, until_done=True, capture=True,
+                           total_envs=6, env_offset=offset), 0) for offset in (0, 3)]
+    assert len({int(r.steps_run) for r, _ in parts}) == 2  # the batches end apart
+    joined = join_results(parts, num_tracked=6)
+    assert int(joined.steps_run) == int(whole.steps_run)
+    for name in ("success", "episode_length", "episode_return", "path_length", "goal"):
+        np.testing.assert_array_equal(np.asarray(getattr(joined, name)),
+                                      np.asarray(getattr(whole, name)), err_msg=name)
+    valid = np.asarray(whole.trajectories_valid)
+    np.testing.assert_array_equal(np.asarray(joined.trajectories_valid), valid)
+    np.testing.assert_array_equal(np.asarray(joined.trajectories)[valid],
+                                  np.asarray(whole.trajectories)[valid])
+    rows = [cap.steps_columns(r.steps, int(r.steps_run)) for r, _ in parts]
+    one = cap.steps_columns(whole.steps, int(whole.steps_run))
+    np.testing.assert_array_equal(np.concatenate([rows[0]["episode"], rows[1]["episode"] + 3]),
+                                  one["episode"])
+    for name in ("step", "x", "y", "action", "reward", "terminated"):
+        np.testing.assert_array_equal(np.concatenate([r[name] for r in rows]), one[name],
+                                      err_msg=name)
+
+
 def test_runs_with_different_columns_share_one_steps_file(tmp_path):
     """Two runs, one with a 2-entry observation and named actions, one with
     neither: one steps.parquet, each run's columns, nulls elsewhere."""
