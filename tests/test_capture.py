@@ -413,6 +413,43 @@ def test_a_kill_between_capture_files_leaves_the_old_capture_whole(captured, tmp
     assert _files(out) == before
 
 
+def test_a_leftover_set_aside_folder_does_not_stop_the_next_overwrite(captured, tmp_path,
+                                                                      capsys, monkeypatch):
+    """A run killed while deleting the set-aside capture leaves
+    ``<dir>.capture-old-<pid>``; the next run with that pid replaces the
+    capture all the same, and a rename the file system refuses is a one-line
+    error naming the folders, the capture left as it was."""
+    import errno
+    import os
+
+    out = _earlier(captured, tmp_path)
+    stale = tmp_path / f"capture.capture-old-{os.getpid()}"
+    stale.mkdir()
+    (stale / "steps.parquet").write_bytes(b"half deleted")
+    assert _evaluate(tmp_path, out, "--episodes", "3") == 0
+    assert "Traceback" not in capsys.readouterr().err
+    assert pq.read_table(out / "episodes.parquet").num_rows == 3
+    assert _siblings(out) == [stale.name]  # the leftover is the user's to delete
+    before = _files(out)
+    steps = pq.read_table(out / "steps.parquet")
+    episodes = pq.read_table(out / "episodes.parquet")
+    real_rename = cf.os.rename
+
+    def refused(src, dst):
+        if ".capture-tmp-" in src:  # the finished capture cannot take its place
+            raise OSError(errno.ENOTEMPTY, "Directory not empty")
+        return real_rename(src, dst)
+
+    monkeypatch.setattr(cf.os, "rename", refused)
+    with pytest.raises(ValidationError, match="Directory not empty") as error:
+        cf.write_folder(str(out), [steps], [episodes], [], [])
+    message = str(error.value)
+    assert "\n" not in message and ".capture-tmp-" in message and str(out) in message
+    monkeypatch.undo()
+    assert _files(out) == before
+    assert _siblings(out) == [stale.name]
+
+
 def _plan(episodes):
     from plume_jax.evaluate import scenario as sc
 
