@@ -371,8 +371,12 @@ class CaptureWriter:
             os.replace(parts[0], path)
             return int(pq.ParquetFile(path).metadata.num_rows)
         schemas = [pq.read_schema(p) for p in parts]
-        schema = pa.unify_schemas(schemas, promote_options="permissive") if schemas \
-            else pa.schema([])
+        try:
+            schema = pa.unify_schemas(schemas, promote_options="permissive")
+        except (pa.ArrowTypeError, pa.ArrowInvalid) as error:
+            raise ValidationError.for_parameter(
+                self.parameter, self.out_dir, f"runs whose {name} tables have one type per "
+                f"column: {str(error).splitlines()[0]}") from None
         schema = schema.with_metadata({"plume_jax.capture_schema": SCHEMA_VERSION})
         rows = 0
         with pq.ParquetWriter(path, schema, compression="zstd") as writer:
@@ -380,7 +384,8 @@ class CaptureWriter:
                 for batch in pq.ParquetFile(part).iter_batches(batch_size=ROW_GROUP_ROWS):
                     columns = [batch.column(f.name) if f.name in batch.schema.names
                                else pa.nulls(batch.num_rows, f.type) for f in schema]
-                    writer.write_table(pa.Table.from_arrays(columns, schema=schema))
+                    writer.write_table(
+                        pa.Table.from_arrays(columns, names=schema.names).cast(schema))
                     rows += batch.num_rows
                 os.remove(part)
         return rows

@@ -520,6 +520,34 @@ def test_the_capture_limit_is_per_command():
         cap.check_capture_plans(plans[:1], limit=size - 1)
 
 
+def test_a_capture_of_discrete_and_continuous_runs_is_refused_before_anything_runs(
+        tmp_path):
+    """Their action columns (integers, lists of floats) cannot share one
+    steps.parquet: finish() failed with an ArrowTypeError after all runs."""
+    import dataclasses
+
+    discrete = _plan(6)
+    env, params = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[24, 24], sigma=5.0,
+                                 max_steps=40, actions="continuous")
+    continuous = dataclasses.replace(discrete, env=env, params=params, label="moving")
+    assert not hasattr(env.action_space(params), "n")  # a Box
+    cap.check_capture_plans([discrete, discrete])
+    cap.check_capture_plans([continuous, continuous])
+    with pytest.raises(ValidationError, match="all discrete or all continuous") as error:
+        cap.check_capture_plans([discrete, continuous])
+    message = str(error.value)
+    assert "\n" not in message and "--capture" in message
+    assert "klinotaxis: discrete" in message and "moving: continuous" in message
+    # tables written without the check (the API) are refused in one line too
+    rows = [cf.table({"action": np.array([1, 2], np.int32)}),
+            cf.table({"action": np.ones((2, 2), np.float32)})]
+    episodes = [cf.table({"run": np.array([r], np.int32)}) for r in (0, 1)]
+    with pytest.raises(ValidationError, match="one type per column") as error:
+        cf.write_folder(str(tmp_path / "c"), rows, episodes, [], [])
+    assert "action" in str(error.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing left behind
+
+
 def test_a_capture_reads_into_pandas_with_action_names_sites_and_one_column_per_entry(
         captured):
     pd = pytest.importorskip("pandas")
