@@ -261,18 +261,42 @@ def check_capture_folder(path: str | os.PathLike, overwrite: bool,
             "replace it with --overwrite, or choose another folder")
 
 
-def _swap_into_place(new: str, out_dir: str) -> None:
+def _sibling(out_dir: str, kind: str) -> str:
+    """A name beside ``out_dir`` that nothing holds yet:
+    ``<out_dir>.capture-<kind>-<pid>-<random hex>``, so a folder a killed run
+    left behind under the same pid is never in the way."""
+    while True:
+        path = f"{out_dir}.capture-{kind}-{os.getpid()}-{secrets.token_hex(4)}"
+        if not os.path.lexists(path):
+            return path
+
+
+def _swap_into_place(new: str, out_dir: str, parameter: str = "--capture") -> None:
     """Rename the finished folder ``new`` to ``out_dir``; an existing
     ``out_dir`` is first renamed aside and deleted only once ``new`` is in
     place, so a kill at any moment leaves either capture whole (the old one,
-    at worst, under its set-aside name ``<name>.capture-old-<pid>``)."""
+    at worst, under its set-aside name ``<name>.capture-old-<pid>-<hex>``).
+
+    Raises:
+        ValidationError: (naming ``parameter``) a rename the file system
+            refused, naming both folders; ``out_dir`` is then as it was.
+    """
+    def rename(src: str, dst: str) -> None:
+        try:
+            os.rename(src, dst)
+        except OSError as error:
+            raise ValidationError.for_parameter(
+                parameter, out_dir, f"a folder the finished capture can be renamed into: "
+                f"renaming {src} to {dst} failed ({error.strerror or error}); {out_dir} is "
+                "as it was") from None
+
     if not os.path.lexists(out_dir):
-        os.rename(new, out_dir)
+        rename(new, out_dir)
         return
-    old = f"{out_dir}.capture-old-{os.getpid()}"
-    os.rename(out_dir, old)
+    old = _sibling(out_dir, "old")
+    rename(out_dir, old)
     try:
-        os.rename(new, out_dir)
+        rename(new, out_dir)
     except BaseException:  # an error or Ctrl-C between the renames: the old one back
         if not os.path.lexists(out_dir):
             os.rename(old, out_dir)
@@ -304,11 +328,10 @@ class CaptureWriter:
         self.pq = pq
         self.parameter = parameter
         self.out_dir = os.path.abspath(os.fspath(out_dir))
-        parent, name = os.path.split(self.out_dir)
+        parent = os.path.dirname(self.out_dir)
         os.makedirs(parent, exist_ok=True)
         while True:  # a new folder with the umask's permissions (mkdtemp's are 0o700)
-            self.tmp = os.path.join(parent,
-                                    f"{name}.capture-tmp-{os.getpid()}-{secrets.token_hex(4)}")
+            self.tmp = _sibling(self.out_dir, "tmp")
             try:
                 os.mkdir(self.tmp)
                 break
@@ -348,8 +371,12 @@ class CaptureWriter:
             os.replace(parts[0], path)
             return int(pq.ParquetFile(path).metadata.num_rows)
         schemas = [pq.read_schema(p) for p in parts]
-        schema = pa.unify_schemas(schemas, promote_options="permissive") if schemas \
-            else pa.schema([])
+        try:
+            schema = pa.unify_schemas(schemas, promote_options="permissive")
+        except (pa.ArrowTypeError, pa.ArrowInvalid) as error:
+            raise ValidationError.for_parameter(
+                self.parameter, self.out_dir, f"runs whose {name} tables have one type per "
+                f"column: {str(error).splitlines()[0]}") from None
         schema = schema.with_metadata({"plume_jax.capture_schema": SCHEMA_VERSION})
         rows = 0
         with pq.ParquetWriter(path, schema, compression="zstd") as writer:
@@ -357,7 +384,8 @@ class CaptureWriter:
                 for batch in pq.ParquetFile(part).iter_batches(batch_size=ROW_GROUP_ROWS):
                     columns = [batch.column(f.name) if f.name in batch.schema.names
                                else pa.nulls(batch.num_rows, f.type) for f in schema]
-                    writer.write_table(pa.Table.from_arrays(columns, schema=schema))
+                    writer.write_table(
+                        pa.Table.from_arrays(columns, names=schema.names).cast(schema))
                     rows += batch.num_rows
                 os.remove(part)
         return rows
@@ -390,7 +418,7 @@ class CaptureWriter:
         }
         with open(os.path.join(self.tmp, "run.json"), "w", encoding="utf-8") as f:
             json.dump(meta, f, indent=2, default=str)
-        _swap_into_place(self.tmp, self.out_dir)
+        _swap_into_place(self.tmp, self.out_dir, self.parameter)
         return meta
 
     def abort(self) -> None:

@@ -415,6 +415,43 @@ def test_a_kill_between_capture_files_leaves_the_old_capture_whole(captured, tmp
     assert _files(out) == before
 
 
+def test_a_leftover_set_aside_folder_does_not_stop_the_next_overwrite(captured, tmp_path,
+                                                                      capsys, monkeypatch):
+    """A run killed while deleting the set-aside capture leaves
+    ``<dir>.capture-old-<pid>``; the next run with that pid replaces the
+    capture all the same, and a rename the file system refuses is a one-line
+    error naming the folders, the capture left as it was."""
+    import errno
+    import os
+
+    out = _earlier(captured, tmp_path)
+    stale = tmp_path / f"capture.capture-old-{os.getpid()}"
+    stale.mkdir()
+    (stale / "steps.parquet").write_bytes(b"half deleted")
+    assert _evaluate(tmp_path, out, "--episodes", "3") == 0
+    assert "Traceback" not in capsys.readouterr().err
+    assert pq.read_table(out / "episodes.parquet").num_rows == 3
+    assert _siblings(out) == [stale.name]  # the leftover is the user's to delete
+    before = _files(out)
+    steps = pq.read_table(out / "steps.parquet")
+    episodes = pq.read_table(out / "episodes.parquet")
+    real_rename = cf.os.rename
+
+    def refused(src, dst):
+        if ".capture-tmp-" in src:  # the finished capture cannot take its place
+            raise OSError(errno.ENOTEMPTY, "Directory not empty")
+        return real_rename(src, dst)
+
+    monkeypatch.setattr(cf.os, "rename", refused)
+    with pytest.raises(ValidationError, match="Directory not empty") as error:
+        cf.write_folder(str(out), [steps], [episodes], [], [])
+    message = str(error.value)
+    assert "\n" not in message and ".capture-tmp-" in message and str(out) in message
+    monkeypatch.undo()
+    assert _files(out) == before
+    assert _siblings(out) == [stale.name]
+
+
 def _plan(episodes):
     from plume_jax.evaluate import scenario as sc
 
@@ -483,6 +520,34 @@ def test_the_capture_limit_is_per_command():
     cap.check_capture_plans(plans[:1], limit=size)
     with pytest.raises(ValidationError, match="fewer --episodes"):
         cap.check_capture_plans(plans[:1], limit=size - 1)
+
+
+def test_a_capture_of_discrete_and_continuous_runs_is_refused_before_anything_runs(
+        tmp_path):
+    """Their action columns (integers, lists of floats) cannot share one
+    steps.parquet: finish() failed with an ArrowTypeError after all runs."""
+    import dataclasses
+
+    discrete = _plan(6)
+    env, params = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[24, 24], sigma=5.0,
+                                 max_steps=40, actions="continuous")
+    continuous = dataclasses.replace(discrete, env=env, params=params, label="moving")
+    assert not hasattr(env.action_space(params), "n")  # a Box
+    cap.check_capture_plans([discrete, discrete])
+    cap.check_capture_plans([continuous, continuous])
+    with pytest.raises(ValidationError, match="all discrete or all continuous") as error:
+        cap.check_capture_plans([discrete, continuous])
+    message = str(error.value)
+    assert "\n" not in message and "--capture" in message
+    assert "klinotaxis: discrete" in message and "moving: continuous" in message
+    # tables written without the check (the API) are refused in one line too
+    rows = [cf.table({"action": np.array([1, 2], np.int32)}),
+            cf.table({"action": np.ones((2, 2), np.float32)})]
+    episodes = [cf.table({"run": np.array([r], np.int32)}) for r in (0, 1)]
+    with pytest.raises(ValidationError, match="one type per column") as error:
+        cf.write_folder(str(tmp_path / "c"), rows, episodes, [], [])
+    assert "action" in str(error.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing left behind
 
 
 def test_a_capture_reads_into_pandas_with_action_names_sites_and_one_column_per_entry(
@@ -559,6 +624,49 @@ def test_host_rollout_in_batches_gives_the_whole_runs_episodes():
     b = cap.steps_columns(whole.steps, int(whole.steps_run))
     rows = b["episode"] >= 2
     np.testing.assert_array_equal(a["x"], b["x"][rows])
+
+
+def test_host_batches_that_end_at_different_steps_join_as_one_batch():
+    """A host agent's batches stop when their own episodes have ended, so
+    their paths differ in length: they join (the shorter padded, invalid)
+    into the one-batch run's result, and their rows are its rows."""
+    from types import SimpleNamespace
+
+    from plume_jax.evaluate.rollout import join_results
+
+    env, params = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[8, 8], sigma=3.0,
+                                 max_steps=30, goal_radius=2.0)
+    n = env.action_space(params).n
+    calls = [0]
+
+    def act_batch(obs, episode_start=None):  # a function of the step and the observation
+        calls[0] += 1
+        seen = np.abs(np.asarray(obs).reshape(len(obs), -1) * 1000).astype(np.int64).sum(1)
+        return ((seen + 7 * calls[0]) % n).astype(np.int32)
+
+    agent = SimpleNamespace(reset=lambda: calls.__setitem__(0, 0), act_batch=act_batch)
+    key = jax.random.key(3)
+    whole = host_rollout(env, params, agent, key, 6, 30, until_done=True, capture=True,
+                         num_tracked=6)
+    parts = [(host_rollout(env, params, agent, key, 3, 30, until_done=True, capture=True,
+                           total_envs=6, env_offset=offset), 0) for offset in (0, 3)]
+    assert len({int(r.steps_run) for r, _ in parts}) == 2  # the batches end apart
+    joined = join_results(parts, num_tracked=6)
+    assert int(joined.steps_run) == int(whole.steps_run)
+    for name in ("success", "episode_length", "episode_return", "path_length", "goal"):
+        np.testing.assert_array_equal(np.asarray(getattr(joined, name)),
+                                      np.asarray(getattr(whole, name)), err_msg=name)
+    valid = np.asarray(whole.trajectories_valid)
+    np.testing.assert_array_equal(np.asarray(joined.trajectories_valid), valid)
+    np.testing.assert_array_equal(np.asarray(joined.trajectories)[valid],
+                                  np.asarray(whole.trajectories)[valid])
+    rows = [cap.steps_columns(r.steps, int(r.steps_run)) for r, _ in parts]
+    one = cap.steps_columns(whole.steps, int(whole.steps_run))
+    np.testing.assert_array_equal(np.concatenate([rows[0]["episode"], rows[1]["episode"] + 3]),
+                                  one["episode"])
+    for name in ("step", "x", "y", "action", "reward", "terminated"):
+        np.testing.assert_array_equal(np.concatenate([r[name] for r in rows]), one[name],
+                                      err_msg=name)
 
 
 def test_runs_with_different_columns_share_one_steps_file(tmp_path):

@@ -31,7 +31,8 @@ results are the same), and each batch's rows are streamed to Parquet
 (:class:`~plume_jax.capture_files.CaptureWriter`) before the next one runs:
 memory holds one batch, whatever the number of episodes.
 :func:`check_capture_plans` refuses a command whose runs add up to more than
-:data:`MAX_CAPTURE_TRANSITIONS` (disk and time) before anything runs.
+:data:`MAX_CAPTURE_TRANSITIONS` (disk and time), or mix discrete and
+continuous actions (one ``action`` column), before anything runs.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from plume_jax.errors import ValidationError
 
 __all__ = ["CAPTURE_BATCH_BYTES", "EPISODE_COLUMNS", "MAX_CAPTURE_TRANSITIONS",
            "SCHEMA_VERSION", "STEP_COLUMNS", "EvaluationCapture", "RunCapture",
-           "canonical_hash", "check_capture_folder", "check_capture_plans",
+           "action_kind", "canonical_hash", "check_capture_folder", "check_capture_plans",
            "check_capture_size", "git_revision", "machine", "plan_batches", "require_pyarrow",
            "steps_columns"]
 
@@ -85,16 +86,31 @@ def check_capture_size(episodes: int, max_steps: int, where: str,
             "--episodes)")
 
 
+def action_kind(plan: Any) -> str:
+    """``"discrete"`` or ``"continuous"``: the kind of a planned run's
+    actions, which sets the type of ``steps.parquet``'s ``action`` column."""
+    return "discrete" if hasattr(plan.env.action_space(plan.params), "n") else "continuous"
+
+
 def check_capture_plans(plans: Sequence[Any], limit: int | None = None) -> None:
     """Checks of a command's planned runs before anything runs: their
     transitions added up against ``limit`` (default
-    :data:`MAX_CAPTURE_TRANSITIONS`).
+    :data:`MAX_CAPTURE_TRANSITIONS`), and one kind of action
+    (:func:`action_kind`) for all of them (the ``action`` column holds
+    integers or lists of floats, not both).
 
     Raises:
         ValidationError: (parameter ``--capture``) naming each run's size,
-            their sum and the limit.
+            their sum and the limit; or each run's kind of action.
     """
     limit = MAX_CAPTURE_TRANSITIONS if limit is None else limit
+    kinds = [(f"{p.scenario['name']} / {p.label}", action_kind(p)) for p in plans]
+    if len({kind for _, kind in kinds}) > 1:
+        raise ValidationError.for_parameter(
+            "--capture", ", ".join(f"{where}: {kind}" for where, kind in kinds),
+            "runs whose actions are all discrete or all continuous (steps.parquet's action "
+            "column holds integers or lists of floats, not both): capture them with separate "
+            "commands")
     if len(plans) == 1:
         plan = plans[0]
         check_capture_size(plan.episodes, plan.num_steps,

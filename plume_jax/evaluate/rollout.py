@@ -425,8 +425,8 @@ def join_results(parts: list[tuple[RolloutResult, int]],
     """One result from the results of consecutive batches of a run's envs
     (``(result, skip)``: a batch whose first ``skip`` envs the batch before
     already ran): per-env fields joined, the paths of the run's first
-    ``num_tracked`` envs, env 0's final state, the longest ``steps_run``;
-    no ``steps``."""
+    ``num_tracked`` envs (padded to the longest batch's, the padding
+    invalid), env 0's final state, the longest ``steps_run``; no ``steps``."""
     def joined(name: str) -> jax.Array:
         return jnp.concatenate([jnp.asarray(getattr(r, name))[skip:] for r, skip in parts])
 
@@ -435,8 +435,19 @@ def join_results(parts: list[tuple[RolloutResult, int]],
                                               "episode_return", "path_length",
                                               "start_distance", "goal", "source")}
     tracked = max(1, min(num_tracked, fields["success"].shape[0]))
-    paths = [(jnp.asarray(r.trajectories)[skip:], jnp.asarray(r.trajectories_valid)[skip:])
-             for r, skip in parts]
+    # batches that stopped at different steps (``until_done``) have paths of
+    # different lengths: each is padded to the longest, its last position
+    # repeated and marked invalid
+    length = max(int(jnp.shape(r.trajectories)[1]) for r, _ in parts)
+
+    def padded(r: RolloutResult, skip: int) -> tuple[jax.Array, jax.Array]:
+        path = jnp.asarray(r.trajectories)[skip:]
+        valid = jnp.asarray(r.trajectories_valid)[skip:]
+        extra = length - path.shape[1]
+        return (jnp.pad(path, ((0, 0), (0, extra), (0, 0)), mode="edge"),
+                jnp.pad(valid, ((0, 0), (0, extra)), constant_values=False))
+
+    paths = [padded(r, skip) for r, skip in parts]
     return RolloutResult(
         **fields,
         trajectories=jnp.concatenate([p for p, _ in paths])[:tracked],
