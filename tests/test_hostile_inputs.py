@@ -117,6 +117,7 @@ def test_tensorboard_on_and_base_60_total_steps_are_refused_not_read_as_true_and
 
 USER_MODULES = {
     "raises_at_import": "raise RuntimeError('no GPU found here')\n",
+    "exits_at_import": "import sys\nsys.exit('run me as a script')\n",
     "abstract_algo": (
         "from plume_jax.train.algorithm import Algorithm\n\n"
         "class Half(Algorithm):\n"
@@ -148,6 +149,17 @@ def test_a_user_algorithm_module_that_raises_at_import_is_a_one_line_error(user_
         load_train_config("configs/train_gaussian.yaml",
                           parse_overrides(["algo.algorithm=raises_at_import:Algo"]))
     assert "\n" not in str(caught.value)
+
+
+def test_a_user_algorithm_module_that_calls_sys_exit_at_import_is_a_one_line_error(
+        user_modules):
+    """Regression (review): SystemExit is no Exception, so a module calling
+    sys.exit() at import ended plume-jax with that message and no context."""
+    from plume_jax.train.algorithm import algorithm_class
+
+    with pytest.raises(ValidationError, match=r"importing module 'exits_at_import' raised "
+                       r"SystemExit: run me as a script"):
+        algorithm_class("exits_at_import:Algo")
 
 
 def test_an_abstract_user_algorithm_is_refused_naming_its_missing_methods_not_nonetype(

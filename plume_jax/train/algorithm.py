@@ -230,7 +230,7 @@ def algorithm_class(name: Any, parameter: str = "algo.algorithm") -> type[Algori
     except (ImportError, AttributeError) as exc:
         raise ValidationError.for_parameter(
             parameter, name, f"{allowed} (it could not be imported: {_one_line(exc)})") from None
-    except Exception as exc:  # the user's module raised while it was imported
+    except (Exception, SystemExit) as exc:  # the user's module raised while it was imported
         raise ValidationError.for_parameter(
             parameter, name, f"{allowed} (importing module {module!r} raised "
             f"{type(exc).__name__}: {_one_line(exc)})") from None
