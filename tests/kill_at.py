@@ -6,8 +6,9 @@ kill-and-resume walk (``tests/test_run_folder_property.py``):
   policy swapped into ``best/``);
 - ``evaluation``: during a periodic evaluation (after that update's
   checkpoint, before its row);
-- ``checkpoint_tear``: before a ``meta.json`` is replaced (the
-  ``runner.msgpack`` beside it already is: a torn checkpoint);
+- ``checkpoint_tear``: before a ``meta.json`` is replaced in a checkpoint
+  folder in place (the ``runner.msgpack`` beside it already is: a torn
+  checkpoint), not in a new folder still being written whole;
 - ``kept_checkpoint``: before a new checkpoint folder (a kept
   ``checkpoints/update_N/`` or a first ``checkpoint/``) is renamed into place.
 
@@ -22,6 +23,20 @@ import signal
 import sys
 
 POINTS = ("best_swap", "evaluation", "checkpoint_tear", "kept_checkpoint")
+
+
+def tears_a_checkpoint(src: pathlib.Path, dst: pathlib.Path) -> bool:
+    """A ``meta.json`` replaced in a checkpoint folder in place, its
+    ``runner.msgpack`` already new: not one renamed into a new folder being
+    written whole (``.NAME.partial-*``), which tears nothing."""
+    return dst.name == "meta.json" and (dst.parent / "runner.msgpack").exists() \
+        and ".partial-" not in dst.parent.name
+
+
+#: The points met at a rename: ``(the os function, whether (src, dst) is it)``.
+RENAMES = {"best_swap": ("replace", lambda s, d: d.name == "best"),
+           "checkpoint_tear": ("replace", tears_a_checkpoint),
+           "kept_checkpoint": ("rename", lambda s, d: ".partial-" in s.name)}
 
 
 def main(argv: list[str]) -> int:
@@ -46,13 +61,9 @@ def main(argv: list[str]) -> int:
             return real(src, dst, *a, **k)
         return wrapper
 
-    if point == "best_swap":
-        os.replace = renaming(os.replace, lambda s, d: d.name == "best")
-    elif point == "checkpoint_tear":
-        os.replace = renaming(os.replace, lambda s, d: d.name == "meta.json"
-                              and (d.parent / "runner.msgpack").exists())
-    elif point == "kept_checkpoint":
-        os.rename = renaming(os.rename, lambda s, d: ".partial-" in s.name)
+    if point in RENAMES:
+        name, is_point = RENAMES[point]
+        setattr(os, name, renaming(getattr(os, name), is_point))
     else:
         real = evaluation.evaluate
 

@@ -22,7 +22,8 @@ from plume_jax.errors import ValidationError
 from plume_jax.train.checkpoint import find_checkpoint, read_checkpoint, read_meta, \
     save_checkpoint
 from plume_jax.train.config import train_config
-from plume_jax.train.periodic_eval import best_row, better, recorded_best
+from plume_jax.train.periodic_eval import best_row, better, check_best, recorded_best, \
+    settle_best, trim_evaluations
 from plume_jax.train.progress import read_jsonl
 from plume_jax.train.trainer import train
 
@@ -187,6 +188,131 @@ def test_a_damaged_best_evaluation_json_is_refused_before_the_resume_moves_anyth
     assert _tree(run) == before and not (run / "superseded").exists()
 
 
+def _row(update: int, success: float) -> dict:
+    return {"update": update, "env_steps": 32 * update, "success_rate": success,
+            "mean_steps_to_goal": 7.5, "mean_return": 0.25 * update, "episodes": 16,
+            "seed": 1, "best": True}
+
+
+def _policy_folder(path: pathlib.Path, row: dict, marker: bytes) -> None:
+    path.mkdir()
+    (path / "policy.npz").write_bytes(marker)
+    (path / "policy.json").write_text("{}")
+    (path / "evaluation.json").write_text(json.dumps(row, indent=2))
+
+
+def _mid_swap(run: pathlib.Path) -> tuple[dict, dict]:
+    """A run folder whose rows flag updates 2 and 4 best, killed after the
+    row of 4 was appended: best/ still holds 2, .best.partial/ holds 4."""
+    rows = [_row(2, 0.5), _row(4, 0.75)]
+    run.mkdir()
+    (run / "evaluations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _policy_folder(run / "best", rows[0], b"two")
+    _policy_folder(run / ".best.partial", rows[1], b"four")
+    return rows[0], rows[1]
+
+
+def _only_best(run: pathlib.Path) -> list[str]:
+    return sorted(p.name for p in run.iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("left", ["evaluation.json", "policy.npz"])
+def test_a_kill_while_best_is_deleted_leaves_the_run_folder_resumable(tmp_path, left):
+    """Review item 1: settle_best deleted the old best/ with rmtree before
+    renaming the committed .best.partial/ in; a kill part way left best/
+    with evaluation.json and no policy.npz (or the reverse), and every
+    later resume was refused by check_best."""
+    run = tmp_path / "run"
+    _, four = _mid_swap(run)
+    for f in (run / "best").iterdir():  # the kill's moment: rmtree got this far
+        if f.name != left:
+            f.unlink()
+    check_best(run)  # what every resume runs first: it raised
+    assert settle_best(run) == four
+    assert best_row(run) == four and (run / "best" / "policy.npz").read_bytes() == b"four"
+    assert _only_best(run) == ["best"]
+
+
+def test_a_kill_during_the_deletion_settle_best_does_leaves_only_a_folder_to_sweep(
+        tmp_path, monkeypatch):
+    """Review item 1: a folder settle_best drops is renamed aside
+    (.best.drop-*) before it is deleted, so a kill in the deletion damages
+    no folder a resume reads; the next settle sweeps it."""
+    from plume_jax.train import periodic_eval
+
+    run = tmp_path / "run"
+    _, four = _mid_swap(run)
+
+    def killed_part_way(path, *a, **k):
+        (pathlib.Path(path) / "policy.npz").unlink()
+        raise Killed("rmtree")
+
+    monkeypatch.setattr(periodic_eval.shutil, "rmtree", killed_part_way)
+    with pytest.raises(Killed):
+        settle_best(run)
+    monkeypatch.undo()
+    check_best(run)
+    assert best_row(run) == four
+    assert settle_best(run) == four and _only_best(run) == ["best"]
+
+
+def test_a_kill_while_a_resume_drops_a_later_best_leaves_the_run_folder_resumable(
+        tmp_path, monkeypatch):
+    """Review item 1: trim_evaluations -> settle_best(folder, up_to)
+    deleting a best/ past the resume's update had the same window."""
+    from plume_jax.train import periodic_eval
+
+    run = tmp_path / "run"
+    two, four = _mid_swap(run)
+    settle_best(run)  # best/ holds 4
+    real = shutil.rmtree
+
+    def killed_part_way(path, *a, **k):
+        (pathlib.Path(path) / "evaluation.json").unlink()
+        raise Killed("rmtree")
+
+    monkeypatch.setattr(periodic_eval.shutil, "rmtree", killed_part_way)
+    with pytest.raises(Killed):
+        trim_evaluations(run, 3)
+    monkeypatch.setattr(periodic_eval.shutil, "rmtree", real)
+    check_best(run)
+    trim_evaluations(run, 3)  # the resume again
+    assert recorded_best(run) == two and not (run / "best").exists()
+    assert _only_best(run) == []
+
+
+def test_a_swap_folder_of_the_same_update_but_another_row_is_not_adopted(tmp_path):
+    """Review item 2: the holder of the recorded best was picked by its
+    update alone: a .best.old/ another run left at the same update became
+    best/ in place of the committed .best.partial/ (or beside none)."""
+    run = tmp_path / "run"
+    two, four = _mid_swap(run)
+    shutil.rmtree(run / "best")
+    _policy_folder(run / ".best.old", {**four, "success_rate": 0.1}, b"another run's")
+    shutil.rmtree(run / ".best.partial")  # the committed row of 4 has no policy on disk
+    assert settle_best(run) == four
+    assert _only_best(run) == []  # nothing adopted: _restore_best exports it again
+
+
+def test_train_overwrite_does_not_adopt_a_best_old_a_killed_swap_left(finished, tmp_path):
+    """Review item 2: --overwrite left .best.old/ (and .best.partial/) of the
+    earlier run, and the new run adopted that run's policy as its best/
+    (its row was of the same update as the new run's first evaluation)."""
+    run = tmp_path / "run"
+    shutil.copytree(finished, run)
+    first = read_jsonl(finished / "evaluations.jsonl")[0]
+    _policy_folder(run / ".best.old", {**first, "mean_return": -1.0}, b"an earlier run's")
+    shutil.rmtree(run / "best")  # the kill's moment: best/ renamed away, not yet replaced
+    _policy_folder(run / ".best.drop-0123", first, b"half deleted")
+    shutil.copytree(run / "checkpoint", run / ".checkpoint.partial-killed")
+    shorter = {**TINY, "algo": {**TINY["algo"], "total_steps": 4 * 8 * 2}}  # one evaluation
+    train(train_config(shorter), run, progress=False, evaluate=False, overwrite=True)
+    assert (run / "best" / "policy.npz").read_bytes() != b"an earlier run's"
+    _check_best_follows_the_rows(run)
+    hidden = sorted(p.name for p in run.iterdir() if p.name.startswith("."))
+    assert hidden in ([".plume_jax.lock"], []), hidden
+
+
 # --------------------------------------------------------------- checkpoints
 def _tiny_checkpoint(folder: pathlib.Path, update: int = 6) -> dict:
     runner = {"w": np.arange(6, dtype=np.float32).reshape(2, 3), "update": np.int32(update)}
@@ -276,3 +402,58 @@ def test_the_sweep_member_ahead_check_reads_the_update_inside_runner_msgpack(tmp
     (folder / "checkpoint" / "meta.json").write_text(json.dumps({**meta, "update": 8}))
     with pytest.raises(ValidationError, match="to 12 updates"):
         _check_members_not_ahead(tmp_path, sweep, [folder])
+
+
+def test_a_new_checkpoint_folder_follows_the_umask_not_mkdtemps_0700(tmp_path):
+    """Review item 4: a new checkpoint folder is made by tempfile.mkdtemp
+    (mode 0700) and renamed into place, where os.mkdir had made it 0755
+    under the usual umask: other users lost access to kept checkpoints."""
+    for umask, mode in ((0o022, 0o755), (0o002, 0o775), (0o077, 0o700)):
+        old = os.umask(umask)
+        try:
+            folder = tmp_path / "checkpoints" / f"update_{umask:08d}"
+            _tiny_checkpoint(folder)
+        finally:
+            os.umask(old)
+        assert folder.stat().st_mode & 0o777 == mode, oct(umask)
+
+
+def test_every_stale_partial_checkpoint_folder_is_swept_by_the_next_save(tmp_path):
+    """Review item 4: an orphaned .update_N.partial-* folder (a kill while
+    update N was written whole) was removed only when update N itself was
+    saved again: kept-checkpoint runs piled them up."""
+    kept = tmp_path / "checkpoints"
+    kept.mkdir()
+    for name in (".update_00000002.partial-killed", ".update_00000004.partial-x1"):
+        (kept / name).mkdir()
+        (kept / name / "runner.msgpack").write_bytes(b"half")
+    (tmp_path / ".checkpoint.partial-killed").mkdir()
+    _tiny_checkpoint(kept / "update_00000006")
+    assert sorted(p.name for p in kept.iterdir()) == ["update_00000006"]
+    _tiny_checkpoint(tmp_path / "checkpoint")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint", "checkpoints"]
+
+
+def test_checkpoint_tear_kills_at_a_torn_checkpoint_not_at_a_new_folder_written_whole():
+    """Review item 3: kill_at.py's checkpoint_tear point also fired when
+    meta.json was renamed into a .NAME.partial-* folder (a new checkpoint
+    folder being written whole), which tears nothing."""
+    from kill_at import tears_a_checkpoint
+
+    def meta(folder: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
+        return folder / ".meta.json.tmp-1", folder / "meta.json"
+
+    existing = {pathlib.Path("run/checkpoint"), pathlib.Path("run/checkpoints/update_00000004"),
+                pathlib.Path("run/checkpoints/.update_00000006.partial-abc")}
+    real_exists = pathlib.Path.exists
+
+    def exists(path: pathlib.Path) -> bool:
+        return path.name == "runner.msgpack" and path.parent in existing or real_exists(path)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pathlib.Path, "exists", exists)
+        assert tears_a_checkpoint(*meta(pathlib.Path("run/checkpoint")))
+        assert tears_a_checkpoint(*meta(pathlib.Path("run/checkpoints/update_00000004")))
+        assert not tears_a_checkpoint(
+            *meta(pathlib.Path("run/checkpoints/.update_00000006.partial-abc")))
+        assert not tears_a_checkpoint(*meta(pathlib.Path("run/elsewhere")))

@@ -204,6 +204,7 @@ def _check_evaluations_whole(name: str, run: pathlib.Path) -> None:
         best = r if r["best"] else best
     assert best_row(run) == best, f"{name}: best/ holds {best_row(run)}, the rows say {best}"
     assert not (run / ".best.old").exists() and not (run / ".best.partial").exists()
+    assert not list(run.glob(".best.drop-*")), f"{name}: a dropped best folder was left"
 
 
 def _same_line(before: dict, after: dict, upto: int) -> bool:

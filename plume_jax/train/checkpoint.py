@@ -113,18 +113,29 @@ def _atomic_write(path: pathlib.Path, data: bytes) -> None:
     fsync_folder(path.parent)
 
 
-def _partial_folder(directory: pathlib.Path) -> str:
-    return f".{directory.name}.partial-"
+def partial_folder_prefix(name: str) -> str:
+    """The name prefix of the hidden folder a new checkpoint folder ``name``
+    is written whole in before it is renamed into place."""
+    return f".{name}.partial-"
 
 
 def remove_partial_folders(directory: pathlib.Path) -> None:
-    """Delete the hidden partial folders (``.NAME.partial-*``) a kill left
-    beside ``directory`` while writing it whole (:func:`save_checkpoint`):
-    they were never renamed into place, so nothing read them."""
+    """Delete every hidden partial folder (``.NAME.partial-*``) beside
+    ``directory``, whatever checkpoint folder NAME it was for: a kill left
+    it while writing that folder whole (:func:`save_checkpoint`); it was
+    never renamed into place, so nothing read it. (No other process writes
+    there at the same time: the run or sweep folder's lock excludes it.)"""
     if directory.parent.is_dir():
-        for path in directory.parent.glob(f"{_partial_folder(directory)}*"):
+        for path in directory.parent.glob(partial_folder_prefix("*") + "*"):
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path, ignore_errors=True)
+
+
+def _folder_mode() -> int:
+    """The mode ``os.mkdir`` gives a new folder under this process's umask."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o777 & ~umask
 
 
 def remove_temporaries(directory: str | pathlib.Path) -> list[pathlib.Path]:
@@ -171,8 +182,9 @@ def save_checkpoint(directory: str | pathlib.Path, runner: Any, meta: dict[str, 
         return directory
     directory.parent.mkdir(parents=True, exist_ok=True)
     tmp = pathlib.Path(tempfile.mkdtemp(dir=directory.parent,
-                                        prefix=_partial_folder(directory)))
+                                        prefix=partial_folder_prefix(directory.name)))
     try:
+        tmp.chmod(_folder_mode())  # mkdtemp's 0700, made what a plain mkdir gives
         _atomic_write(tmp / "runner.msgpack", data)
         _atomic_write(tmp / "meta.json", readable)
         os.rename(tmp, directory)

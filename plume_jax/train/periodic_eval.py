@@ -33,10 +33,13 @@ What is on disk is the truth, so a kill at any moment loses nothing:
   ``evaluation.json`` last), then its row is appended (the commit), then it
   is swapped into ``best/`` by renames (``best/`` -> ``.best.old/``,
   ``.best.partial/`` -> ``best/``). :func:`settle_best` finishes or undoes
-  a swap a kill interrupted: the folder holding the committed row's policy
-  becomes ``best/``, an uncommitted ``.best.partial/`` is dropped (its
-  evaluation is run again), a ``.best.old/`` goes once ``best/`` holds the
-  committed policy;
+  a swap a kill interrupted: the folder whose ``evaluation.json`` is the
+  committed row itself becomes ``best/``, an uncommitted ``.best.partial/``
+  is dropped (its evaluation is run again), a ``.best.old/`` goes once
+  ``best/`` holds the committed policy, and a swap folder no row commits
+  (another run's) is never adopted. A folder is dropped by renaming it to a
+  unique ``.best.drop-*`` name, then deleting it: a kill part way through a
+  deletion leaves only such a folder, which the next settle deletes;
 - an evaluation a kill interrupted has no row: the resumed run evaluates
   the checkpoint's update again before it trains on (``resumed=True``),
   with the same figures (evaluations are deterministic).
@@ -48,6 +51,7 @@ import json
 import math
 import os
 import pathlib
+import secrets
 import shutil
 from typing import Any, Callable
 
@@ -84,6 +88,11 @@ def better(row: dict[str, Any], best: dict[str, Any] | None) -> bool:
 #: Where a new best policy is written before its row commits it, and where
 #: the previous ``best/`` waits during the swap (:func:`settle_best`).
 PARTIAL, OLD = f".{BEST}.partial", f".{BEST}.old"
+#: The name prefix of a folder renamed aside to be deleted (:func:`settle_best`).
+DROP = f".{BEST}.drop-"
+#: Every name a run folder's best policy and its swap folders may have
+#: (``*``: any token), for ``--overwrite`` to clear.
+BEST_FOLDERS = (BEST, PARTIAL, OLD, f"{DROP}*")
 
 
 def _checked_row(row: Any, where: str) -> dict[str, Any]:
@@ -125,6 +134,14 @@ def _policy_row(policy: pathlib.Path) -> dict[str, Any] | None:
     return _checked_row(row, str(path))
 
 
+def _same_row(row: dict[str, Any], best: dict[str, Any] | None) -> bool:
+    """Whether a policy folder's row is the recorded best row ``best``
+    itself: every key and value alike (compared as JSON, so a NaN figure
+    matches itself)."""
+    return best is not None and json.dumps(row, sort_keys=True) == json.dumps(best,
+                                                                              sort_keys=True)
+
+
 def best_row(folder: pathlib.Path) -> dict[str, Any] | None:
     """The row of the policy in ``folder/best/`` (None when there is none),
     checked (``ValidationError`` naming the file when it is damaged)."""
@@ -140,38 +157,49 @@ def recorded_best(folder: pathlib.Path, up_to: int | None = None) -> dict[str, A
     return _checked_row(flagged[-1], str(folder / EVALUATIONS)) if flagged else None
 
 
+def dropped_folders(folder: pathlib.Path) -> list[str]:
+    """The ``.best.drop-*`` folders in ``folder``: folders set aside to be
+    deleted (:func:`settle_best`) that a kill left, whole or part deleted."""
+    return sorted(p.name for p in folder.glob(f"{DROP}*") if p.is_dir() and not p.is_symlink())
+
+
 def _best_plan(folder: pathlib.Path, up_to: int | None = None
                ) -> tuple[dict[str, Any] | None, str | None, list[str]]:
     """How ``folder``'s best policy is made consistent with its rows (of
     updates ``<= up_to``), everything read and checked, nothing changed:
     ``(recorded best row, the folder among best/, .best.partial/,
-    .best.old/ holding its policy or None, the folders to drop)``."""
+    .best.old/ holding its policy or None, the folders to drop)``.
+
+    The holder is the folder whose ``evaluation.json`` is the recorded row
+    itself (not merely a row of the same update: a folder another run left
+    is never adopted). A damaged folder (a kill part way through writing or
+    deleting it) is dropped when another folder holds the recorded row, and
+    so is a damaged ``.best.partial/`` or ``.best.old/`` in any case; a
+    damaged ``best/`` with no other holder is refused (``ValidationError``
+    naming it). Leftover ``.best.drop-*`` folders are always dropped."""
     best = recorded_best(folder, up_to)
     found: dict[str, dict[str, Any]] = {}
-    incomplete = []
+    damaged: dict[str, ValidationError] = {}
     for name in (BEST, PARTIAL, OLD):
         try:
             row = _policy_row(folder / name)
-        except ValidationError:
-            if name != PARTIAL:
-                raise
-            row = None  # killed while it was written: never committed
-            incomplete.append(name)
+        except ValidationError as exc:
+            damaged[name] = exc  # killed while it was written or deleted, or hand-damaged
+            continue
         if row is not None:
             found[name] = row
-    holder = next((name for name, row in found.items()
-                   if best is not None and row["update"] == best["update"]), None)
+    leftovers = dropped_folders(folder)
+    holder = next((name for name, row in found.items() if _same_row(row, best)), None)
     if holder is not None:
-        return best, holder, [name for name in [*found, *incomplete] if name != holder]
-    # no folder holds the recorded best: an uncommitted partial goes, and so
-    # do folders past ``up_to`` (set aside before a resume from an older update)
-    drop = incomplete + [name for name, row in found.items()
-                         if name == PARTIAL or (up_to is not None and row["update"] > up_to)]
-    if BEST not in found or BEST in drop:
-        if OLD in found and OLD not in drop:  # a swap cut short: the old best is restored
-            return best, OLD, drop
-        return best, None, drop
-    return best, BEST, drop
+        return best, holder, [name for name in [*found, *damaged] if name != holder] + leftovers
+    if BEST in damaged:  # nothing else holds the recorded best: best/ is not to be guessed at
+        raise damaged[BEST]
+    # no folder holds the recorded best: the swap folders go (an uncommitted
+    # partial, an old best superseded, or another run's), and so does a best/
+    # past ``up_to`` (set aside before a resume from an older update)
+    drop = [*damaged, *(name for name, row in found.items() if name != BEST
+                        or (up_to is not None and row["update"] > up_to))]
+    return best, BEST if BEST in found and BEST not in drop else None, drop + leftovers
 
 
 def check_best(folder: pathlib.Path) -> None:
@@ -184,15 +212,29 @@ def check_best(folder: pathlib.Path) -> None:
 def settle_best(folder: pathlib.Path, up_to: int | None = None) -> dict[str, Any] | None:
     """Make ``folder/best/`` hold the policy of the recorded best row (of
     updates ``<= up_to``), finishing or undoing a swap a kill interrupted
-    (module docstring); returns that row. Every step is a rename, or the
-    removal of a folder that is not the recorded best's."""
+    (module docstring); returns that row. Every step is a rename: a folder
+    to drop is first renamed to a unique ``.best.drop-*`` name, and only
+    then deleted, so a kill part way through a deletion leaves a folder
+    the next call deletes, never a damaged ``best/``."""
     best, holder, drop = _best_plan(folder, up_to)
-    for name in drop:  # best/ among them only when another folder holds the recorded best
-        shutil.rmtree(folder / name)
+    doomed = [_set_aside(folder / name) for name in drop]
     if holder in (PARTIAL, OLD):
         os.replace(folder / holder, folder / BEST)
+    if doomed or holder in (PARTIAL, OLD):
         fsync_folder(folder)
+    for path in doomed:
+        shutil.rmtree(path)
     return best
+
+
+def _set_aside(path: pathlib.Path) -> pathlib.Path:
+    """``path`` renamed (atomically) to a unique ``.best.drop-*`` name beside
+    it, unless it has one already; the path it now has."""
+    if path.name.startswith(DROP):
+        return path
+    aside = path.with_name(f"{DROP}{secrets.token_hex(6)}")
+    os.rename(path, aside)
+    return aside
 
 
 def trim_evaluations(folder: pathlib.Path, update: int) -> None:
@@ -217,7 +259,7 @@ def copy_evaluations(source: pathlib.Path, folder: pathlib.Path, update: int) ->
     if (source / EVALUATIONS).is_file():
         write_jsonl(folder / EVALUATIONS, rows_up_to(source / EVALUATIONS, update))
     row = _policy_row(source / holder) if holder is not None else None
-    if best is not None and row is not None and row["update"] == best["update"] \
+    if row is not None and _same_row(row, best) \
             and not (folder / BEST).exists():
         shutil.copytree(source / str(holder), folder / BEST)
 
@@ -347,12 +389,12 @@ def _write_partial_best(folder: pathlib.Path, program: Any, runner: Any, j: int,
     member = program.runs[j]
     tmp = folder / PARTIAL
     if tmp.exists():
-        shutil.rmtree(tmp)
+        shutil.rmtree(_set_aside(tmp))
     export_policy(tmp, program.algo, program.runner_of(runner, j), member.env.settings,
                   {"trained_env_steps": row["env_steps"], "best_of_periodic_evaluations": row})
     _atomic_write(tmp / "evaluation.json", json.dumps(row, indent=2).encode())
 
 
-__all__ = ["BEST", "EVALUATIONS", "best_row", "better", "check_best", "copy_evaluations",
-           "periodic_evaluator", "recorded_best", "replay_rows", "settle_best",
+__all__ = ["BEST", "BEST_FOLDERS", "EVALUATIONS", "best_row", "better", "check_best",
+           "copy_evaluations", "dropped_folders", "periodic_evaluator", "recorded_best", "replay_rows", "settle_best",
            "trim_evaluations"]

@@ -51,17 +51,20 @@ def check_out_dir(out: pathlib.Path, *, overwrite: bool, resuming_here: bool = F
 
 def clear_outputs(out: pathlib.Path, names: Iterable[str]) -> list[str]:
     """Delete the entries ``names`` (files or folders) of ``out`` that
-    exist; returns the names deleted."""
+    exist (a name with ``*`` in it that is no entry itself: every entry it
+    matches); returns the names deleted."""
     removed = []
-    for name in names:
-        path = out / name
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        elif path.exists() or path.is_symlink():
-            path.unlink()
-        else:
-            continue
-        removed.append(name)
+    for pattern in names:
+        exact = out / pattern
+        for path in (sorted(out.glob(pattern)) if "*" in pattern and not (
+                exact.exists() or exact.is_symlink()) else [exact]):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
+            else:
+                continue
+            removed.append(path.name)
     return removed
 
 

@@ -57,7 +57,7 @@ import numpy as np
 from plume_jax.errors import ValidationError
 from plume_jax.progress import ProgressBar
 from plume_jax.train.algorithm import Algorithm
-from plume_jax.train.checkpoint import find_checkpoint, read_checkpoint
+from plume_jax.train.checkpoint import find_checkpoint, partial_folder_prefix, read_checkpoint
 from plume_jax.train.chunks import Interrupted, stop_on_signals
 from plume_jax.train.config import RESUME_MAY_CHANGE, TrainConfig, dump_yaml, \
     resume_differences, train_config
@@ -66,17 +66,20 @@ from plume_jax.train.driver import Member, build_program, evaluate_members, expo
     init_runner, load_runner, machine_info, member_summary, run_program, update_of, \
     write_member, write_text
 from plume_jax.train.loggers import RunLoggers, check_wandb
-from plume_jax.train.periodic_eval import BEST, EVALUATIONS, check_best, copy_evaluations, \
-    replay_rows, settle_best, trim_evaluations
+from plume_jax.train.periodic_eval import BEST_FOLDERS, EVALUATIONS, check_best, \
+    copy_evaluations, replay_rows, settle_best, trim_evaluations
 from plume_jax.train.plots import plot_learning_curves
 from plume_jax.train.progress import read_jsonl, rows_up_to, write_jsonl
 from plume_jax.train.run_folder import FolderLock, check_out_dir, check_writable_logdir, \
     clear_outputs, make_out_dir, set_aside_later_state
 
-#: What ``train`` writes into a run folder (``overwrite`` deletes these).
+#: What ``train`` writes into a run folder (``overwrite`` deletes these; ``*``
+#: stands for any token): its files, and the hidden folders a kill may leave
+#: (a first ``checkpoint/`` written whole, ``best/``'s swap folders).
 RUN_OUTPUTS = ("config.yaml", "metrics.jsonl", "metrics.csv", "learning_curve.png",
-               "summary.json", "checkpoint", "checkpoints", "policy", "tensorboard", "wandb",
-               "wandb_run_id", EVALUATIONS, BEST)
+               "summary.json", "checkpoint", f"{partial_folder_prefix('checkpoint')}*",
+               "checkpoints", "policy", "tensorboard", "wandb", "wandb_run_id", EVALUATIONS,
+               *BEST_FOLDERS)
 
 
 @dataclasses.dataclass
