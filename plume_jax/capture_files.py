@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from plume_jax.files import atomic_write
 from plume_jax.errors import ValidationError
 
 #: Version of the capture layout (files, columns, their meaning). Bumped on
@@ -416,8 +417,8 @@ class CaptureWriter:
             "runs": runs, "files": files,
             "columns": {"steps.parquet": STEP_COLUMNS, "episodes.parquet": EPISODE_COLUMNS},
         }
-        with open(os.path.join(self.tmp, "run.json"), "w", encoding="utf-8") as f:
-            json.dump(meta, f, indent=2, default=str)
+        atomic_write(os.path.join(self.tmp, "run.json"),
+                     json.dumps(meta, indent=2, default=str))
         _swap_into_place(self.tmp, self.out_dir, self.parameter)
         return meta
 

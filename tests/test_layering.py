@@ -19,7 +19,8 @@ NOT_CORE = {"__init__.py", "__main__.py", "agents_package.py", "video.py", "prog
 COMPONENT_FOLDERS = ("plumes", "sensors", "actions", "rewards", "starts")
 CORE_MODULES = sorted(
     [p for p in PACKAGE.glob("*.py") if p.name not in NOT_CORE]
-    + [p for folder in ("settings", *COMPONENT_FOLDERS) for p in (PACKAGE / folder).rglob("*.py")]
+    + [p for folder in ("settings", "files", *COMPONENT_FOLDERS)
+       for p in (PACKAGE / folder).rglob("*.py")]
 )
 # Layer 3: the adapters.
 ADAPTER_MODULES = sorted(list((PACKAGE / "gym").rglob("*.py")) + [PACKAGE / "video.py"])

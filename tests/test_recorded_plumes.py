@@ -133,7 +133,7 @@ def test_datasets_import_nothing_above_layer_0():
     """The movie plume (layer 1) resolves data_id through plume_jax.datasets,
     so datasets may import only the standard library, yaml/httpx and
     layer-0 modules."""
-    allowed = {"plume_jax.errors", "plume_jax.safe_io", "plume_jax.datasets",
+    allowed = {"plume_jax.errors", "plume_jax.safe_io", "plume_jax.files", "plume_jax.datasets",
                "plume_jax.datasets.cache", "plume_jax.datasets.registry"}
     for path in (ROOT / "plume_jax" / "datasets").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):

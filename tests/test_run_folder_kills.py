@@ -351,8 +351,8 @@ def test_a_new_checkpoint_folder_exists_whole_or_not_at_all(tmp_path, monkeypatc
     from plume_jax.train import checkpoint
 
     folder = tmp_path / "checkpoints" / "update_00000006"
-    _kill_at(monkeypatch, checkpoint, "_atomic_write",
-             lambda path, data: pathlib.Path(path).name == "meta.json")
+    _kill_at(monkeypatch, checkpoint, "atomic_write",
+             lambda path, content: pathlib.Path(path).name == "meta.json")
     with pytest.raises(Killed):
         _tiny_checkpoint(folder)
     monkeypatch.undo()

@@ -189,9 +189,10 @@ def run(args: argparse.Namespace) -> int:
     check_output_folder(out, "--out")
     json_path = os.path.join(out, runs.RECORD_NAME)
     if base is not None:
-        from plume_jax.scoreboard.report import dump_record, write_atomic
+        from plume_jax.files import atomic_write
+        from plume_jax.scoreboard.report import dump_record
 
-        write_atomic(json_path, lambda tmp: tmp.write_text(dump_record(base), encoding="utf-8"))
+        atomic_write(json_path, lambda tmp: tmp.write_text(dump_record(base), encoding="utf-8"))
     info = {"options": {k: v for k, v in sorted(vars(args).items()) if v not in (None, False, [])
                         and not callable(v)},
             "started_at": runs.now_text(), "finished_at": None,

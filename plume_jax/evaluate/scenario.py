@@ -866,10 +866,10 @@ def write_results(reports: list[dict[str, Any]], out_dir: str) -> list[str]:
     run_stems, _ = output_stems(reports)
     for r, stem in zip(reports, run_stems):
         path = os.path.join(out_dir, stem + ".json")
-        _write_atomic(path, functools.partial(json.dump, public(r), indent=2))
+        _write_text_whole(path, functools.partial(json.dump, public(r), indent=2))
         written.append(path)
     path = os.path.join(out_dir, "summary.md")
-    _write_atomic(path, lambda f: f.write(markdown_table(reports) + "\n"))
+    _write_text_whole(path, lambda f: f.write(markdown_table(reports) + "\n"))
     written.append(path)
     return written
 
@@ -889,18 +889,16 @@ def write_figures(reports: list[dict[str, Any]], out_dir: str) -> tuple[list[str
     import warnings
 
     from plume_jax.evaluate.figures import scenario_figure
+    from plume_jax.files import atomic_write
 
     written, problems = [], []
     _, group_stems = output_stems(reports)
     for group, stem in zip(_groups(reports), group_stems):
         path = os.path.join(out_dir, stem + ".png")
-        tmp = f"{path}.tmp-{os.getpid()}"
         try:
-            scenario_figure(group).savefig(tmp, dpi=100, format="png")
-            os.replace(tmp, path)
+            figure = scenario_figure(group)
+            atomic_write(path, lambda tmp: figure.savefig(tmp, dpi=100, format="png"))
         except Exception as error:  # a figure must never lose the results
-            if os.path.exists(tmp):
-                os.remove(tmp)
             problem = (f"figure {path} was not written ({type(error).__name__}: "
                        f"{' '.join(str(error).split())[:300]}); the JSON reports and "
                        "summary.md are written")
@@ -920,14 +918,13 @@ def write_outputs(reports: list[dict[str, Any]], out_dir: str) -> list[str]:
     return written + figures
 
 
-def _write_atomic(path: str, write: Callable[[Any], Any]) -> None:
-    """``write(f)`` into ``path``'s temporary sibling, then rename it onto
-    ``path``: a reader never sees half a file."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
+def _write_text_whole(path: str, write: Callable[[Any], Any]) -> None:
+    """``write(f)`` (an open UTF-8 text file) into ``path`` whole or not at
+    all (:func:`plume_jax.files.atomic_write`)."""
+    from plume_jax.files import atomic_write
+
+    def into(tmp: Any) -> None:
         with open(tmp, "w", encoding="utf-8") as f:
             write(f)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+
+    atomic_write(path, into)

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from plume_jax.files import atomic_write
 from plume_jax.scoreboard import board, report, robustness
 from plume_jax.scoreboard.contenders import Contender
 from plume_jax.scoreboard.families import Family
@@ -128,7 +129,7 @@ def draw_figures(name: str, section: dict[str, Any], figure_dir: pathlib.Path,
     for key, file_name, draw in jobs:
         try:
             fig = draw()
-            report.write_atomic(figure_dir / file_name,
+            atomic_write(figure_dir / file_name,
                                 lambda tmp: fig.savefig(tmp, dpi=90, format="png"))
             section[key] = file_name
         except Exception as error:  # a figure must never lose the results
@@ -147,7 +148,7 @@ def write_markdown(record: dict[str, Any], markdown_path: str | os.PathLike,
     relative = os.path.relpath(os.path.abspath(figure_dir),
                                os.path.dirname(os.path.abspath(markdown_path)))
     intro = INTRO.format(seed=BOARD_SEED, quick=QUICK.episodes, full=FULL.episodes)
-    report.write_atomic(markdown_path, lambda tmp: tmp.write_text(
+    atomic_write(markdown_path, lambda tmp: tmp.write_text(
         report.render(record, intro, relative.replace(os.sep, "/"), entries()),
         encoding="utf-8"))
 
@@ -190,7 +191,7 @@ def run_bench(families: list[Family], contenders: list[Contender], protocol: Pro
                                     [c.label for c in contenders], with_robustness)
         draw_figures(family.name, section, figure_dir, say)
         record["families"][family.name] = section
-        report.write_atomic(json_path, lambda tmp: tmp.write_text(report.dump_record(record),
+        atomic_write(json_path, lambda tmp: tmp.write_text(report.dump_record(record),
                                                                     encoding="utf-8"))
         write_markdown(record, markdown_path, figure_dir)
         on_family(family.name)

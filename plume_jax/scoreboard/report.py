@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import pathlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -48,20 +47,6 @@ def load_record(path: str | os.PathLike) -> dict[str, Any]:
             "--json", str(path), f"a scoreboard record ({RECORD_FORMAT}) or a new file")
     check_record(record, str(path))
     return record
-
-
-def write_atomic(path: str | os.PathLike, write: Any) -> None:
-    """``write(tmp)`` to a temporary sibling path, then rename it onto
-    ``path``: a reader never sees half a file."""
-    path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def _fmt(value: Any, spec: str) -> str:

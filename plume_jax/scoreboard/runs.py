@@ -29,7 +29,6 @@ import json
 import os
 import pathlib
 import re
-import shutil
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -87,9 +86,9 @@ def base_fingerprint(section: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def write_run_info(run_dir: str | os.PathLike, info: Mapping[str, Any]) -> None:
-    from plume_jax.scoreboard.report import write_atomic
+    from plume_jax.files import atomic_write
 
-    write_atomic(pathlib.Path(run_dir) / RUN_NAME, lambda tmp: tmp.write_text(
+    atomic_write(pathlib.Path(run_dir) / RUN_NAME, lambda tmp: tmp.write_text(
         json.dumps({"format": RUN_FORMAT, **info}, indent=1) + "\n", encoding="utf-8"))
 
 
@@ -175,7 +174,8 @@ def publish(run_dir: str | os.PathLike, json_path: str | os.PathLike,
     """
     from plume_jax.scoreboard.bench import write_markdown
     from plume_jax.scoreboard.protocol import FULL
-    from plume_jax.scoreboard.report import dump_record, load_record, write_atomic
+    from plume_jax.files import atomic_write
+    from plume_jax.scoreboard.report import dump_record, load_record
 
     info, record = read_run(run_dir)
     path = os.fspath(run_dir)
@@ -216,10 +216,10 @@ def publish(run_dir: str | os.PathLike, json_path: str | os.PathLike,
             f"({', '.join(missing)} missing)")
     check_outputs()
     for a, b in copies:
-        write_atomic(b, lambda tmp, a=a: shutil.copyfile(a, tmp))
+        atomic_write(b, a.read_bytes())
     for name in done:
         published["families"][name] = record["families"][name]
-    write_atomic(json_path, lambda tmp: tmp.write_text(dump_record(published),
+    atomic_write(json_path, lambda tmp: tmp.write_text(dump_record(published),
                                                        encoding="utf-8"))
     write_markdown(published, markdown_path, figure_dir)
     return done

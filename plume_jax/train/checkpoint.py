@@ -19,7 +19,8 @@ people, so a missing, stale (a kill between the two files) or damaged
 ``meta.json`` never makes an intact checkpoint unresumable nor misleads a
 resume (checkpoints of format /1, whose metadata is only in ``meta.json``,
 still read it). ``runner.msgpack`` is replaced atomically (written to a
-temporary file in the same folder, fsynced, then ``os.replace``), so a kill
+temporary file in the same folder, fsynced, then ``os.replace``:
+:func:`plume_jax.files.atomic_write`), so a kill
 at any moment leaves either the previous checkpoint or the new one, whole.
 A checkpoint folder that does not exist yet (a kept
 ``checkpoints/update_N/``, a first ``checkpoint/``) is written whole into a
@@ -61,6 +62,7 @@ import numpy as np
 from flax import serialization, traverse_util
 
 from plume_jax.errors import ValidationError
+from plume_jax.files import atomic_write, fsync_folder
 from plume_jax.safe_io import load_json_bounded, load_json_file, read_bytes_bounded
 
 #: The largest checkpoint metadata read (bytes).
@@ -79,38 +81,6 @@ POLICY_FORMAT = "plume_jax.trained_policy/1"
 #: those of earlier versions (``NAME.XXXXXXXX``, ``tmpXXXXXXXX.npz``).
 _TEMPORARY = re.compile(r"^(\..+\.tmp-[A-Za-z0-9_]+|(runner\.msgpack|meta\.json|policy\.json)"
                         r"\.[A-Za-z0-9_]{8}|tmp[A-Za-z0-9_]{8}\.npz)$")
-
-
-def fsync_folder(folder: pathlib.Path) -> None:
-    """Make the renames in ``folder`` durable (where folders can be opened:
-    not on Windows)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(path: pathlib.Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder
-    and ``os.replace`` (readers see the old file or the new one, whole)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        pathlib.Path(tmp).unlink(missing_ok=True)
-        raise
-    fsync_folder(path.parent)
 
 
 def partial_folder_prefix(name: str) -> str:
@@ -177,16 +147,16 @@ def save_checkpoint(directory: str | pathlib.Path, runner: Any, meta: dict[str, 
     remove_partial_folders(directory)
     if directory.is_dir():
         remove_temporaries(directory)
-        _atomic_write(directory / "runner.msgpack", data)
-        _atomic_write(directory / "meta.json", readable)
+        atomic_write(directory / "runner.msgpack", data)
+        atomic_write(directory / "meta.json", readable)
         return directory
     directory.parent.mkdir(parents=True, exist_ok=True)
     tmp = pathlib.Path(tempfile.mkdtemp(dir=directory.parent,
                                         prefix=partial_folder_prefix(directory.name)))
     try:
         tmp.chmod(_folder_mode())  # mkdtemp's 0700, made what a plain mkdir gives
-        _atomic_write(tmp / "runner.msgpack", data)
-        _atomic_write(tmp / "meta.json", readable)
+        atomic_write(tmp / "runner.msgpack", data)
+        atomic_write(tmp / "meta.json", readable)
         os.rename(tmp, directory)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -400,7 +370,7 @@ def export_policy(directory: str | pathlib.Path, algo: Any, runner: Any,
     arrays = {k: _leaf_to_numpy(v) for k, v in arrays.items()}
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
-    _atomic_write(directory / "policy.npz", buffer.getvalue())
+    atomic_write(directory / "policy.npz", buffer.getvalue())
     spec = {**spec, "env": env_settings or {}, **(extra or {})}
-    _atomic_write(directory / "policy.json", json.dumps(spec, indent=2).encode())
+    atomic_write(directory / "policy.json", json.dumps(spec, indent=2))
     return directory

@@ -51,10 +51,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from plume_jax.errors import ValidationError
+from plume_jax.files import atomic_write
 from plume_jax.progress import ProgressBar
 from plume_jax.seeding import keys_from_seeds, seed_key
 from plume_jax.train.algorithm import Algorithm, algorithm_class
-from plume_jax.train.checkpoint import _atomic_write, export_policy, load_checkpoint, \
+from plume_jax.train.checkpoint import export_policy, load_checkpoint, \
     save_checkpoint
 from plume_jax.train.chunks import ChunkStats, checkpointer, run_in_chunks
 from plume_jax.train.config import TrainConfig
@@ -89,7 +90,7 @@ def machine_info() -> dict[str, Any]:
 def write_text(path: pathlib.Path, text: str) -> None:
     """``path`` replaced atomically by ``text`` (readers see the old file or
     the new one, whole)."""
-    _atomic_write(path, text.encode())
+    atomic_write(path, text)
 
 
 @dataclasses.dataclass

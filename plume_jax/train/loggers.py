@@ -25,6 +25,7 @@ import shutil
 import uuid
 from typing import Any, Iterable
 
+from plume_jax.files import atomic_write
 from plume_jax.errors import ValidationError
 
 #: Columns of a metrics row that are not logged as scalars.
@@ -68,9 +69,7 @@ def wandb_run_id(folder: str | pathlib.Path) -> str:
                 f"digits, '_', '.' or '-'), not {run_id[:40]!r}")
         return run_id
     run_id = uuid.uuid4().hex[:12]
-    partial = id_file.with_name(id_file.name + ".partial")
-    partial.write_text(run_id)
-    os.replace(partial, id_file)
+    atomic_write(id_file, run_id)
     return run_id
 
 

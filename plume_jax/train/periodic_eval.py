@@ -58,7 +58,8 @@ from typing import Any, Callable
 import jax
 
 from plume_jax.errors import ValidationError
-from plume_jax.train.checkpoint import _atomic_write, export_policy, fsync_folder
+from plume_jax.files import atomic_write, fsync_folder
+from plume_jax.train.checkpoint import export_policy
 from plume_jax.train.distributed import host_copy, is_main_process
 from plume_jax.safe_io import load_json_file
 from plume_jax.train.progress import append_jsonl, read_jsonl, rows_up_to, trim_jsonl, \
@@ -392,7 +393,7 @@ def _write_partial_best(folder: pathlib.Path, program: Any, runner: Any, j: int,
         shutil.rmtree(_set_aside(tmp))
     export_policy(tmp, program.algo, program.runner_of(runner, j), member.env.settings,
                   {"trained_env_steps": row["env_steps"], "best_of_periodic_evaluations": row})
-    _atomic_write(tmp / "evaluation.json", json.dumps(row, indent=2).encode())
+    atomic_write(tmp / "evaluation.json", json.dumps(row, indent=2))
 
 
 __all__ = ["BEST", "BEST_FOLDERS", "EVALUATIONS", "best_row", "better", "check_best",

@@ -198,10 +198,10 @@ def read_jsonl(path: str | pathlib.Path) -> list[dict[str, Any]]:
 
 def write_jsonl(path: str | pathlib.Path, rows: Iterable[dict[str, Any]]) -> None:
     """Replace the metrics file with ``rows`` (atomically)."""
-    from plume_jax.train.checkpoint import _atomic_write
+    from plume_jax.files import atomic_write
 
     text = "".join(json.dumps(row) + "\n" for row in rows)
-    _atomic_write(pathlib.Path(path), text.encode())
+    atomic_write(path, text)
 
 
 def rows_up_to(path: str | pathlib.Path, last_update: int) -> list[dict[str, Any]]:

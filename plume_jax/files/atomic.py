@@ -1,0 +1,85 @@
+"""The one atomic file writer: every file the package writes whole (run
+folder metadata, checkpoints, metrics tables, evaluation reports and
+figures, scoreboard records, dataset records) goes through
+:func:`atomic_write`.
+
+The content goes to a uniquely named temporary file in the target's folder
+(hidden: ``.NAME.tmp-*``), is flushed and fsynced, renamed onto the target
+with ``os.replace`` (a reader sees the old file or the new one, whole, and
+a kill leaves at most the temporary file, which the next write does not
+trip over), and the folder is fsynced so that the rename survives a power
+loss. On any error or interrupt the temporary file is removed and the
+target is as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import secrets
+from typing import Any, Callable, Union
+
+#: What :func:`atomic_write` writes: bytes, text (UTF-8), or a function that
+#: writes the temporary file at the path it is given.
+Content = Union[bytes, str, Callable[[pathlib.Path], Any]]
+
+
+def fsync_folder(folder: str | os.PathLike) -> None:
+    """Make the renames in ``folder`` durable (where folders can be opened:
+    not on Windows)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _fsync_file(path: pathlib.Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: str | os.PathLike, content: Content) -> pathlib.Path:
+    """Write ``content`` to ``path`` whole or not at all (module docstring):
+    ``bytes``, ``str`` (written as UTF-8) or ``content(tmp)``, a function
+    that writes the file at the temporary path ``tmp`` (matplotlib's
+    ``savefig``, pyarrow, ``json.dump`` into ``open(tmp, "w")``, ...). The
+    folder is made if missing; the file gets the mode a new file gets (the
+    umask applies). Returns ``path``."""
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}_{secrets.token_hex(4)}")
+    # created here, exclusively, with the mode a new file gets (0o666 less the umask)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        if callable(content):
+            os.close(fd)
+            fd = -1
+            content(tmp)
+            _fsync_file(tmp)
+        else:
+            data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+            with os.fdopen(fd, "wb") as f:
+                fd = -1
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_folder(path.parent)
+    return path
+
+
+__all__ = ["Content", "atomic_write", "fsync_folder"]
