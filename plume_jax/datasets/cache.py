@@ -19,7 +19,7 @@
   (``gzip, gzip``, ``br``, ``deflate``) is refused. Redirects are followed,
   except from https to anything but https.
 - Size limit: an entry larger than ``max_bytes`` (default
-  :data:`MAX_DOWNLOAD_BYTES`, or ``$PLUME_JAX_DATA_MAX_BYTES``) is refused
+  :data:`MAX_DOWNLOAD_BYTES`; ``plume-jax data download --max-bytes``) is refused
   before anything is fetched, and so is a stream that grows past it or,
   for an entry whose size is exact, past that size.
 - ``download --checksum`` over the registry's checksum is remembered beside
@@ -42,6 +42,7 @@ from typing import Any
 
 from plume_jax.datasets.registry import Dataset, check_checksum, check_name, check_url
 from plume_jax.errors import ValidationError
+from plume_jax.files import atomic_write
 
 #: Largest file a download fetches unless told otherwise (64 GiB: every
 #: built-in entry fits; lower it with ``--max-bytes``).
@@ -167,9 +168,7 @@ def _remember(entry: Dataset, checksum: str | None) -> None:
             if record.exists():
                 record.unlink()
             return
-        tmp = _beside(record, ".tmp")
-        tmp.write_text(checksum + "\n")
-        os.replace(tmp, record)
+        atomic_write(record, checksum + "\n")
     except OSError as error:
         raise _cache_error(record, "a checksum record the cache can write", error) from None
 
