@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from plume_jax.files import atomic_write
+from plume_jax.files import atomic_write, new_folder
 from plume_jax.errors import ValidationError
 
 #: Version of the capture layout (files, columns, their meaning). Bumped on
@@ -329,15 +329,9 @@ class CaptureWriter:
         self.pq = pq
         self.parameter = parameter
         self.out_dir = os.path.abspath(os.fspath(out_dir))
-        parent = os.path.dirname(self.out_dir)
-        os.makedirs(parent, exist_ok=True)
-        while True:  # a new folder with the umask's permissions (mkdtemp's are 0o700)
-            self.tmp = _sibling(self.out_dir, "tmp")
-            try:
-                os.mkdir(self.tmp)
-                break
-            except FileExistsError:
-                continue
+        self.tmp = os.fspath(new_folder(
+            os.path.dirname(self.out_dir),
+            f"{os.path.basename(self.out_dir)}.capture-tmp-{os.getpid()}-"))
         self._writers: dict[tuple[str, int], Any] = {}
         self._parts: dict[str, list[str]] = {t: [] for t in self.TABLES}
         self.flushes = 0

@@ -11,7 +11,7 @@ import pathlib
 import pytest
 
 import plume_jax
-from plume_jax.files import atomic_write
+from plume_jax.files import atomic_write, new_folder
 from plume_jax.train.checkpoint import remove_temporaries
 
 PACKAGE = pathlib.Path(plume_jax.__file__).parent
@@ -80,3 +80,14 @@ def test_no_module_writes_files_atomically_on_its_own():
             if isinstance(node, ast.FunctionDef) and "atomic" in node.name:
                 own.append(f"{path.relative_to(PACKAGE)}:{node.name}")
     assert own == []
+
+
+def test_new_folder_is_a_fresh_folder_with_the_umask_s_mode(tmp_path):
+    old = os.umask(0o002)
+    try:
+        a = new_folder(tmp_path / "p", ".x.partial-")
+        b = new_folder(tmp_path / "p", ".x.partial-")
+    finally:
+        os.umask(old)
+    assert a != b and a.name.startswith(".x.partial-") and list(a.iterdir()) == []
+    assert a.stat().st_mode & 0o777 == 0o775

@@ -1,7 +1,8 @@
 """Files (layer 0): how the package writes a file whole or not at all
-(:func:`atomic_write`) and makes a rename durable (:func:`fsync_folder`).
+(:func:`atomic_write`), makes a folder to write one whole in
+(:func:`new_folder`) and makes a rename durable (:func:`fsync_folder`).
 The bounded readers are :mod:`plume_jax.safe_io`."""
 
-from plume_jax.files.atomic import atomic_write, fsync_folder
+from plume_jax.files.atomic import atomic_write, fsync_folder, new_folder
 
-__all__ = ["atomic_write", "fsync_folder"]
+__all__ = ["atomic_write", "fsync_folder", "new_folder"]

@@ -39,6 +39,22 @@ def fsync_folder(folder: str | os.PathLike) -> None:
         os.close(fd)
 
 
+def new_folder(parent: str | os.PathLike, prefix: str) -> pathlib.Path:
+    """Create and return a folder ``parent/<prefix><random hex>`` that did not
+    exist (a folder a killed process left under the same name is never
+    reused), with the mode a plain ``os.mkdir`` gives: the umask applies
+    (``tempfile.mkdtemp`` would make it 0700). ``parent`` is made if missing."""
+    parent = pathlib.Path(parent)
+    parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        path = parent / f"{prefix}{secrets.token_hex(4)}"
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+
+
 def _fsync_file(path: pathlib.Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -82,4 +98,4 @@ def atomic_write(path: str | os.PathLike, content: Content) -> pathlib.Path:
     return path
 
 
-__all__ = ["Content", "atomic_write", "fsync_folder"]
+__all__ = ["Content", "atomic_write", "fsync_folder", "new_folder"]

@@ -53,7 +53,6 @@ import os
 import pathlib
 import re
 import shutil
-import tempfile
 from typing import Any
 
 import jax
@@ -62,7 +61,7 @@ import numpy as np
 from flax import serialization, traverse_util
 
 from plume_jax.errors import ValidationError
-from plume_jax.files import atomic_write, fsync_folder
+from plume_jax.files import atomic_write, fsync_folder, new_folder
 from plume_jax.safe_io import load_json_bounded, load_json_file, read_bytes_bounded
 
 #: The largest checkpoint metadata read (bytes).
@@ -99,13 +98,6 @@ def remove_partial_folders(directory: pathlib.Path) -> None:
         for path in directory.parent.glob(partial_folder_prefix("*") + "*"):
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path, ignore_errors=True)
-
-
-def _folder_mode() -> int:
-    """The mode ``os.mkdir`` gives a new folder under this process's umask."""
-    umask = os.umask(0o022)
-    os.umask(umask)
-    return 0o777 & ~umask
 
 
 def remove_temporaries(directory: str | pathlib.Path) -> list[pathlib.Path]:
@@ -150,11 +142,8 @@ def save_checkpoint(directory: str | pathlib.Path, runner: Any, meta: dict[str, 
         atomic_write(directory / "runner.msgpack", data)
         atomic_write(directory / "meta.json", readable)
         return directory
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    tmp = pathlib.Path(tempfile.mkdtemp(dir=directory.parent,
-                                        prefix=partial_folder_prefix(directory.name)))
+    tmp = new_folder(directory.parent, partial_folder_prefix(directory.name))
     try:
-        tmp.chmod(_folder_mode())  # mkdtemp's 0700, made what a plain mkdir gives
         atomic_write(tmp / "runner.msgpack", data)
         atomic_write(tmp / "meta.json", readable)
         os.rename(tmp, directory)
