@@ -78,7 +78,7 @@ def observation_index(env: Any, label: str, *, agent: str = "agent") -> int:
     Raises:
         ValidationError: the env's sensor provides no such entry.
     """
-    from plume_jax.errors import ValidationError
+    from plume_jax.core.errors import ValidationError
 
     info = describe(env)
     for i, name in enumerate(info["observation_labels"]):
@@ -96,7 +96,7 @@ def action_id(env: Any, name: str, *, agent: str = "agent") -> int:
     Raises:
         ValidationError: the env's action model has no such action.
     """
-    from plume_jax.errors import ValidationError
+    from plume_jax.core.errors import ValidationError
 
     info = describe(env)
     if name not in info["action_ids"]:

@@ -1,6 +1,6 @@
 """The look-ahead policy of a value network on the belief (layer 4): the
 decision of Loisy & Eloy's searcher, shared by training
-(:mod:`plume_jax.train.value_iteration`, which imports it) and the exported
+(:mod:`plume_jax.train.algorithms.value_iteration`, which imports it) and the exported
 policy (``agents.trained`` runs it for ``policy: belief_lookahead`` specs),
 so both run the same code.
 

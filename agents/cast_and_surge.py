@@ -40,7 +40,7 @@ import jax.numpy as jnp
 from agents.base import action_id, has_action, observation_index
 from agents.chemotaxis import CCW_MOVES
 
-from plume_jax.pytree import Pytree
+from plume_jax.core.pytree import Pytree
 
 
 @chex.dataclass(frozen=True)

@@ -36,7 +36,7 @@ import jax.numpy as jnp
 
 from agents.base import action_id, has_action, observation_index
 
-from plume_jax.pytree import Pytree
+from plume_jax.core.pytree import Pytree
 
 # Cardinal moves in counter-clockwise order: index + 1 is a left turn.
 CCW_MOVES = ("move_east", "move_north", "move_west", "move_south")

@@ -112,11 +112,11 @@ import numpy as np
 
 from agents.base import describe
 from plume_jax.actions.discrete_grid import grid_moves
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 from plume_jax.plumes.poisson import PoissonPlume
 from plume_jax.plumes.poisson_posterior import (  # noqa: F401  (capped_poisson_table: re-exported)
     bayes_update, capped_poisson_table, likelihood_tables, plain_params)
-from plume_jax.pytree import Pytree
+from plume_jax.core.pytree import Pytree
 from plume_jax.sensors import CompositeSensor, HitsSensor
 
 #: A candidate cell holding the source with at least this probability is entered at once.

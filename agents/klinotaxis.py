@@ -28,7 +28,7 @@ import jax.numpy as jnp
 
 from agents.base import action_id, has_action, observation_index
 
-from plume_jax.pytree import Pytree
+from plume_jax.core.pytree import Pytree
 
 MOVES = ("move_north", "move_south", "move_east", "move_west")
 ORIENTED = ("forward", "turn_left", "turn_right")

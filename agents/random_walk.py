@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from agents.base import describe
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 
 
 @dataclasses.dataclass(frozen=True)

@@ -29,7 +29,7 @@ from agents.cast_and_surge import CastAndSurgePolicy
 from agents.chemotaxis import BilateralChemotaxisPolicy
 from agents.klinotaxis import KlinotaxisPolicy
 from agents.random_walk import RandomWalkPolicy
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 from plume_jax.settings.schema import did_you_mean
 
 

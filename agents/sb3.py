@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 
 
 class SB3Agent:

@@ -50,8 +50,8 @@ import numpy as np
 
 from agents.actor_critic import actor_critic
 from agents.base import StatefulAgent, describe
-from plume_jax.errors import ValidationError
-from plume_jax.pytree import Pytree
+from plume_jax.core.errors import ValidationError
+from plume_jax.core.pytree import Pytree
 
 POLICY_FORMAT = "plume_jax.trained_policy/1"
 
@@ -119,7 +119,7 @@ def lookahead_scores(spec: dict[str, Any], params: dict, obs: jax.Array) -> jax.
     ``1 + Σ_h mass_h V(successor_h)``, ``+inf`` for moves off the grid, with
     ``V`` = the network's value output + ``lookahead/baseline`` × the
     successor's search-time estimate, compressed with
-    ``lookahead/baseline_scale`` (``plume_jax.train.lookahead``; policies
+    ``lookahead/baseline_scale`` (``plume_jax.train.algorithms.lookahead``; policies
     exported before that setting existed lack it and use the estimate)."""
     from plume_jax.plumes.poisson_posterior import compressed_estimate
 
@@ -196,7 +196,7 @@ def policy_step(spec: dict[str, Any], params: dict, carry: TrainedCarry, obs: ja
     iteration (``lookahead/*`` model arrays in ``params``) takes the move of
     least :func:`lookahead_scores`, first in move order on ties (always
     greedy)."""
-    if spec.get("policy") == "belief_lookahead":  # plume_jax.train.value_iteration's
+    if spec.get("policy") == "belief_lookahead":  # plume_jax.train.algorithms.value_iteration's
         from agents.belief_lookahead import act, spec_conv_strides
 
         action = act(params, obs, spec_conv_strides(spec))
@@ -231,8 +231,8 @@ def load_policy_files(path: str | pathlib.Path) -> tuple[dict[str, Any], dict[st
     """``(spec, arrays)`` from an exported policy folder.
 
     ``policy.json`` is read with the bounds of
-    :func:`plume_jax.safe_io.load_json_file` (1 MiB, 64 levels) and
-    ``policy.npz`` with :func:`plume_jax.safe_io.load_npz_bounded` (no
+    :func:`plume_jax.files.safe_io.load_json_file` (1 MiB, 64 levels) and
+    ``policy.npz`` with :func:`plume_jax.files.safe_io.load_npz_bounded` (no
     pickle, at most :data:`MAX_POLICY_NPZ_BYTES` unpacked, a zip bomb
     refused). Every weight must be a finite real floating-point array
     (float16/32/64); the index tables of :data:`INDEX_ARRAYS` must be
@@ -244,7 +244,7 @@ def load_policy_files(path: str | pathlib.Path) -> tuple[dict[str, Any], dict[st
             spec is not a trained-policy spec, or an array (named) has another
             dtype or holds NaN or infinity.
     """
-    from plume_jax.safe_io import load_json_file, load_npz_bounded
+    from plume_jax.files.safe_io import load_json_file, load_npz_bounded
 
     folder = pathlib.Path(path)
     allowed = "a policy folder written by `plume-jax train` (policy.json and policy.npz)"
@@ -281,7 +281,7 @@ def _recorded_interface(spec: dict[str, Any]) -> tuple[list[str], list[str]] | N
     a warning) when this version of plume_jax cannot rebuild them."""
     from plume_jax.actions import ACTIONS
     from plume_jax.sensors import SENSORS
-    from plume_jax.types import Grid
+    from plume_jax.core.types import Grid
 
     env = spec.get("env") or {}
     if not all(key in env for key in ("sensor", "actions", "grid_size")):
@@ -443,7 +443,7 @@ class TrainedPolicy:
                 (its value needs every agent's features, not one observation).
         """
         if self.spec["network"].get("critic", "decentralised") == "centralised":
-            from plume_jax.errors import ValidationError
+            from plume_jax.core.errors import ValidationError
 
             raise ValidationError.for_parameter(
                 "network.critic", "centralised",

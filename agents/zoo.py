@@ -39,7 +39,7 @@ import pathlib
 import re
 from typing import Any
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 
 #: What starts a zoo reference.
 ZOO_PREFIX = "zoo:"
@@ -154,7 +154,7 @@ def _names(root: pathlib.Path) -> list[str]:
 
 
 def _load(root: pathlib.Path, name: str, version: int) -> ZooEntry:
-    from plume_jax.safe_io import load_yaml_file
+    from plume_jax.files.safe_io import load_yaml_file
 
     folder = root / name / str(version)
     info = load_yaml_file(folder / "entry.yaml", "zoo entry")

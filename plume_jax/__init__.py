@@ -9,11 +9,11 @@ Quick start::
         jax.random.key(1), state, env.action_ids["move_east"], params)
 """
 
-from plume_jax.env import PlumeEnv
-from plume_jax.errors import StateError, ValidationError
-from plume_jax.config import load_config, make_from_config, save_config
-from plume_jax.registry import PRESETS, build_env, list_presets, make
-from plume_jax.types import AgentState, EnvParams, EnvState, Grid
+from plume_jax.envs.plume_env import PlumeEnv
+from plume_jax.core.errors import StateError, ValidationError
+from plume_jax.envs.config_files import load_config, make_from_config, save_config
+from plume_jax.envs.presets import PRESETS, build_env, list_presets, make
+from plume_jax.core.types import AgentState, EnvParams, EnvState, Grid
 import plume_jax.gym.registration  # noqa: E402,F401  registers plume_jax/<PresetId> with Gymnasium
 
 # The one place the version is written: pyproject.toml reads it (setuptools dynamic

@@ -1,10 +1,10 @@
 """The Python code blocks of README.md and docs/*.md, for the tests that run them.
 
 A block opens with ```` ```python ```` and runs as written in
-``tests/test_docs.py`` (the blocks of one page in order, in one namespace).
+``tests/docs/test_docs.py`` (the blocks of one page in order, in one namespace).
 A block that needs a fixture or smaller sizes opens with
 ```` ```python test=NAME ```` instead (renderers read only the first word) and
-is run by the dedicated test that ``tests/test_docs.py`` names for ``NAME``.
+is run by the dedicated test that ``tests/docs/test_docs.py`` names for ``NAME``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``python tests/kill_at.py POINT N ARGS...``: run ``plume-jax ARGS`` and
 SIGKILL it at the N-th time it reaches the named POINT, for the
-kill-and-resume walk (``tests/test_run_folder_property.py``):
+kill-and-resume walk (``tests/train/test_run_folder_property.py``):
 
 - ``best_swap``: before a rename onto a folder named ``best`` (a new best
   policy swapped into ``best/``);

@@ -19,7 +19,7 @@ def write_policy_folder(folder: pathlib.Path, env, params, hidden=(8,), seed: in
     from plume_jax.train import networks
     from plume_jax.train.checkpoint import policy_arrays, policy_spec
     from plume_jax.train.config import NetworkConfig
-    from plume_jax.train.ppo import PPO, PPOStatic
+    from plume_jax.train.algorithms.ppo import PPO, PPOStatic
 
     algo = PPO(env, params, PPOStatic(num_envs=2, num_steps=4, update_epochs=1,
                                       num_minibatches=1, num_updates=1, normalize_obs=False,

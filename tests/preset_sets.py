@@ -19,7 +19,7 @@ SAME_CODE_AS_ANOTHER_PRESET = frozenset({
     "PlumeNav-Filament-SwitchMany-v0",   # = PlumeNav-Filament-v0, many switches
     "PlumeNav-Filament-Sparse-v0",       # = PlumeNav-Filament-v0, 64 puffs
     "PlumeNav-Filament-Gusty-v0",        # = PlumeNav-Filament-Farrell-v0, 2-D kernel and the
-                                         #   linearised field (tests/test_plumes_wind_field.py)
+                                         #   linearised field (tests/plumes/test_plumes_wind_field.py)
     "PlumeNav-Poisson-Iso53x53-v0",      # = PlumeNav-Poisson-Iso19x19-v0, larger grid
 })
 

@@ -13,8 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from plume_jax.settings import MAX_GRID_SIDE, Configurable, boolean, integer, setting
-from plume_jax.spaces import Box, Discrete, is_integer_scalar
-from plume_jax.types import AgentState, Grid, PlumeProbe
+from plume_jax.core.spaces import Box, Discrete, is_integer_scalar
+from plume_jax.core.types import AgentState, Grid, PlumeProbe
 
 ParamsT = TypeVar("ParamsT")
 
@@ -81,7 +81,7 @@ class ActionModel(Configurable, abc.ABC, Generic[ParamsT]):
     @property
     @abc.abstractmethod
     def action_space(self) -> Discrete | Box:
-        """The action space (a :mod:`plume_jax.spaces` space), the same object
+        """The action space (a :mod:`plume_jax.core.spaces` space), the same object
         on every access."""
 
     @property

@@ -12,8 +12,8 @@ import jax.numpy as jnp
 
 from plume_jax.actions.base import ActionModel, unit, wrap_angle
 from plume_jax.settings import MAX_LENGTH, real, setting
-from plume_jax.spaces import Box
-from plume_jax.types import AgentState, Grid, NoParams, PlumeProbe
+from plume_jax.core.spaces import Box
+from plume_jax.core.types import AgentState, Grid, NoParams, PlumeProbe
 
 
 @dataclasses.dataclass(frozen=True)

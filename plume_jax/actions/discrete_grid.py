@@ -15,7 +15,7 @@ from plume_jax.actions.base import (
     step_size_setting,
 )
 from plume_jax.settings import boolean, setting
-from plume_jax.types import AgentState, Grid, NoParams, PlumeProbe
+from plume_jax.core.types import AgentState, Grid, NoParams, PlumeProbe
 
 #: Unit displacement ``(dx, dy)`` of every named move (x east, y north).
 MOVES: dict[str, tuple[int, int]] = {

@@ -16,9 +16,9 @@ from plume_jax.actions.base import (
     step_size_setting,
     wrap_angle,
 )
-from plume_jax.pytree import Pytree
+from plume_jax.core.pytree import Pytree
 from plume_jax.settings import real, setting
-from plume_jax.types import AgentState, Grid, PlumeProbe
+from plume_jax.core.types import AgentState, Grid, PlumeProbe
 
 
 @chex.dataclass(frozen=True)

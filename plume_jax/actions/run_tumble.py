@@ -10,9 +10,9 @@ import jax
 import jax.numpy as jnp
 
 from plume_jax.actions.base import TWO_PI, NamedDiscreteActions, include_noop_setting, unit
-from plume_jax.pytree import Pytree
+from plume_jax.core.pytree import Pytree
 from plume_jax.settings import MAX_LENGTH, real, setting
-from plume_jax.types import AgentState, Grid, PlumeProbe
+from plume_jax.core.types import AgentState, Grid, PlumeProbe
 
 
 @chex.dataclass(frozen=True)

@@ -15,9 +15,9 @@ from plume_jax.actions.base import (
     step_size_setting,
     wrap_angle,
 )
-from plume_jax.errors import ValidationError
-from plume_jax.types import AgentState, Grid, NoParams, PlumeProbe
-from plume_jax.vectors import squared_norm
+from plume_jax.core.errors import ValidationError
+from plume_jax.core.types import AgentState, Grid, NoParams, PlumeProbe
+from plume_jax.core.vectors import squared_norm
 
 HALF_PI = 0.5 * 3.141592653589793
 

@@ -92,7 +92,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _check_options(args: argparse.Namespace) -> None:
     """One action per call, and only options it uses (a run's options with
     --publish, or the published board's paths with a run, are refused)."""
-    from plume_jax.errors import ValidationError
+    from plume_jax.core.errors import ValidationError
 
     if args.publish is not None and args.render_only:
         raise ValidationError.for_parameter("--render-only", True,
@@ -121,7 +121,7 @@ def _check_options(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from plume_jax.cli.common import check_output_file, check_output_folder
-    from plume_jax.errors import ValidationError
+    from plume_jax.core.errors import ValidationError
     from plume_jax.scoreboard import runs
     from plume_jax.scoreboard.bench import run_bench
     from plume_jax.scoreboard.contenders import board_contenders

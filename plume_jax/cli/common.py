@@ -8,16 +8,16 @@ import os
 import pathlib
 from typing import Any
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 
 
 def parse_overrides(items: list[str], option: str = "--set") -> dict[str, Any]:
     """``["sigma=10", "grid_size=[64, 64]"]`` -> dict, values parsed as YAML
-    with the bounds of :func:`plume_jax.safe_io.load_yaml_bounded` (a
+    with the bounds of :func:`plume_jax.files.safe_io.load_yaml_bounded` (a
     malformed value, a ``!!python/...`` tag, an alias bomb or nesting deeper
     than 64 levels is a ``ValidationError`` naming ``option``, quoting a
     bounded excerpt). A name given twice keeps the last value."""
-    from plume_jax.safe_io import load_yaml_bounded
+    from plume_jax.files.safe_io import load_yaml_bounded
 
     out = {}
     for item in items:

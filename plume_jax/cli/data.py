@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -16,8 +16,8 @@ import time
 from typing import Any
 
 from plume_jax.cli.common import check_output_file, parse_overrides
-from plume_jax.errors import ValidationError
-from plume_jax.seeding import seed_key
+from plume_jax.core.errors import ValidationError
+from plume_jax.core.seeding import seed_key
 
 DEMO_DEFAULTS = {
     "preset": "PlumeNav-Gaussian-v0",
@@ -59,7 +59,7 @@ def run_demo(preset: str, num_envs: int, num_steps: int | None, seed: int, out: 
     import jax
 
     import plume_jax
-    from plume_jax.agents_package import check_agents_package
+    from plume_jax.core.agents_package import check_agents_package
 
     check_agents_package()
     from agents import KlinotaxisPolicy

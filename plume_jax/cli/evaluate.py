@@ -24,7 +24,7 @@ and leaves other files alone.
 ``--capture DIR`` must be a new or empty folder, or an earlier capture with
 ``--overwrite``; the capture is streamed to a folder beside it while the runs
 go, and renamed into place (the earlier one set aside, then deleted) once
-whole (:class:`plume_jax.capture_files.CaptureWriter`).
+whole (:class:`plume_jax.files.capture_files.CaptureWriter`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from plume_jax.cli.common import check_output_file, check_output_folder, parse_overrides
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 from plume_jax.train.run_folder import check_out_dir, clear_outputs
 
 #: ``--agent`` labels: what ``--agent-param LABEL.KEY=VALUE`` refers to.
@@ -152,7 +152,7 @@ def parse_agent_choices(agents: list[str] | None, params: list[str]) -> list[Any
             parameter for no named agent, or an unprefixed parameter when
             several agents are named.
     """
-    from plume_jax.agents_package import check_agents_package
+    from plume_jax.core.agents_package import check_agents_package
 
     check_agents_package()
     from agents.registry import agent_names

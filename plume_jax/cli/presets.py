@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         root = zoo_root()
         if not root.is_dir():
             from agents.zoo import missing_zoo
-            from plume_jax.errors import ValidationError
+            from plume_jax.core.errors import ValidationError
 
             raise ValidationError.for_parameter("--zoo", str(root), f"a zoo folder, but "
                                                 f"{missing_zoo(root)}")
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         for line in zoo_table(found):
             print(line)
         return 0
-    from plume_jax.registry import list_presets
+    from plume_jax.envs.presets import list_presets
 
     for pid, description in list_presets().items():
         print(f"{pid}\n    {description}")

@@ -14,7 +14,7 @@ settings recorded in ``policy.json``; a zoo entry's preset and own sensor);
 an SB3 model records no env, so it needs ``--preset``. ``--set NAME=VALUE``
 overrides a setting of that env and ``--preset ID`` runs a preset instead,
 each checked against the policy before anything runs. ``--episodes``
-episodes run side by side (:func:`plume_jax.video.record_batch`; one jitted
+episodes run side by side (:func:`plume_jax.render.video.record_batch`; one jitted
 rollout, or for an SB3 model jitted env steps with the model acting on the
 host), greedy unless ``--sample``, for at most ``--steps`` steps (default:
 the env's ``max_steps``). The video stops at the step where the last
@@ -33,7 +33,7 @@ import pathlib
 from typing import Any
 
 from plume_jax.cli.common import check_output_file, parse_overrides
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 
 #: What ``RUN`` may be, for messages.
 RUN_ALLOWED = ("a run folder of `plume-jax train` (holding policy/), an exported policy "
@@ -96,7 +96,7 @@ def _env_for(spec: dict[str, Any], preset: str | None, overrides: dict[str, Any]
     """``(env, params)``: ``preset`` with ``overrides``, else the policy's
     training env (its recorded settings) with ``overrides``."""
     import plume_jax
-    from plume_jax.registry import build_env, merge_overrides
+    from plume_jax.envs.presets import build_env, merge_overrides
 
     if preset is not None:
         return plume_jax.make(preset, **overrides)
@@ -137,11 +137,11 @@ def _agent_and_env(args: argparse.Namespace) -> tuple[str, dict[str, Any], Any, 
 
 def record(args: argparse.Namespace) -> dict[str, Any]:
     """Check everything, run the rollout, write the video; returns
-    :func:`plume_jax.video.record_batch`'s summary."""
+    :func:`plume_jax.render.video.record_batch`'s summary."""
     from agents.registry import make_agent
-    from plume_jax.multi_agent import MultiAgentPlumeEnv
-    from plume_jax.seeding import check_seed, seed_key
-    from plume_jax.video import VIDEO_FORMATS, record_batch
+    from plume_jax.envs.multi_agent import MultiAgentPlumeEnv
+    from plume_jax.core.seeding import check_seed, seed_key
+    from plume_jax.render.video import VIDEO_FORMATS, record_batch
 
     check_output_file(args.out, "--out", VIDEO_FORMATS)
     if os.path.exists(args.out) and not args.overwrite:

@@ -18,7 +18,7 @@ import argparse
 import pathlib
 
 from plume_jax.cli.common import default_out, parse_overrides
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 
 _SET_HELP = ("override one setting by its dotted name, VALUE in YAML syntax (repeatable), e.g. "
              "--set algo.learning_rate=3e-4 --set env.overrides.sigma=10 "

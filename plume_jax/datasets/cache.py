@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from plume_jax.datasets.registry import Dataset, check_checksum, check_name, check_url
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 from plume_jax.files import atomic_write
 
 #: Largest file a download fetches unless told otherwise (64 GiB: every
@@ -141,7 +141,7 @@ def remembered_checksum(entry: Dataset) -> str | None:
     Raises:
         ValidationError: an unreadable or malformed record.
     """
-    from plume_jax.safe_io import read_text_bounded
+    from plume_jax.files.safe_io import read_text_bounded
 
     final = dataset_path(entry)
     record = _beside(final, ".checksum")

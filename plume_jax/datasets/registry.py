@@ -10,7 +10,7 @@ checksum is the MD5 plume_nav_sim pins (integrity against corruption, not
 against a hostile mirror).
 
 User entries come from a YAML catalog (``--catalog FILE`` or
-``PLUME_JAX_DATA_CATALOG``) read through :mod:`plume_jax.safe_io`::
+``PLUME_JAX_DATA_CATALOG``) read through :mod:`plume_jax.files.safe_io`::
 
     datasets:
       - id: my_plif
@@ -33,7 +33,7 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 
 #: Catalog files are YAML of at most this many bytes.
 MAX_CATALOG_BYTES = 1 << 20
@@ -376,7 +376,7 @@ def load_catalog(path: str | os.PathLike) -> dict[str, Dataset]:
             field (named), an id or file name with a path separator or
             ``..``, or an id given twice.
     """
-    from plume_jax.safe_io import load_yaml_file
+    from plume_jax.files.safe_io import load_yaml_file
 
     source = os.fspath(path)
     raw = load_yaml_file(path, "--catalog", max_bytes=MAX_CATALOG_BYTES)

@@ -21,14 +21,14 @@ Both tables are keyed by ``(run, episode)``; ``steps`` is ordered by run,
 episode, step and agent, so the rows of an episode are contiguous and number
 ``length x agents`` of its ``episodes`` row (``length`` for a single
 agent). Columns: :data:`STEP_COLUMNS`, :data:`EPISODE_COLUMNS`; the format
-is :mod:`plume_jax.capture_files`'s, shared with the Gymnasium wrapper
+is :mod:`plume_jax.files.capture_files`'s, shared with the Gymnasium wrapper
 (docs/agents.md, "Captured trajectories").
 
 Memory: a captured run is evaluated in batches of envs
 (:func:`plan_batches`: at most :data:`CAPTURE_BATCH_BYTES` of per-step
 arrays each, every env drawing the keys it has in the whole run, so the
 results are the same), and each batch's rows are streamed to Parquet
-(:class:`~plume_jax.capture_files.CaptureWriter`) before the next one runs:
+(:class:`~plume_jax.files.capture_files.CaptureWriter`) before the next one runs:
 memory holds one batch, whatever the number of episodes.
 :func:`check_capture_plans` refuses a command whose runs add up to more than
 :data:`MAX_CAPTURE_TRANSITIONS` (disk and time), or mix discrete and
@@ -42,13 +42,13 @@ from typing import Any
 
 import numpy as np
 
-from plume_jax.capture_files import (EPISODE_COLUMNS, OBSERVATION_PREFIX, SCHEMA_VERSION,
+from plume_jax.files.capture_files import (EPISODE_COLUMNS, OBSERVATION_PREFIX, SCHEMA_VERSION,
                                      STEP_COLUMNS,
                                      CaptureWriter, action_columns, canonical_hash,
                                      check_capture_folder, git_revision, machine,
                                      observation_columns, path_efficiency, require_pyarrow,
                                      split_observation, table)
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 
 __all__ = ["CAPTURE_BATCH_BYTES", "EPISODE_COLUMNS", "MAX_CAPTURE_TRANSITIONS",
            "SCHEMA_VERSION", "STEP_COLUMNS", "EvaluationCapture", "RunCapture",

@@ -35,9 +35,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from plume_jax.env import batched_step
-from plume_jax.pytree import Pytree
-from plume_jax.types import AgentState
+from plume_jax.envs.plume_env import batched_step
+from plume_jax.core.pytree import Pytree
+from plume_jax.core.types import AgentState
 
 
 @chex.dataclass(frozen=True)

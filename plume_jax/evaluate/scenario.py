@@ -23,7 +23,7 @@ The scenario's ``expect`` is about its own agent: it is checked when the run
 uses that agent with the scenario's parameters, and reported as skipped,
 with the reason, when another agent (or other parameters) runs the scenario.
 ``seed`` is an integer in ``[0, 2**63)``; every bit reaches the PRNG key
-(:mod:`plume_jax.seeding`).
+(:mod:`plume_jax.core.seeding`).
 ``name`` is shown as written; output files use a safe form of it
 (:func:`safe_name`).
 
@@ -58,8 +58,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from plume_jax.errors import ValidationError
-from plume_jax.seeding import check_seed, seed_key
+from plume_jax.core.errors import ValidationError
+from plume_jax.core.seeding import check_seed, seed_key
 from plume_jax.settings import (
     MAX_INT32,
     REQUIRED,
@@ -79,7 +79,7 @@ MAX_BASELINE_BYTES = 64 << 20
 
 def validate_seed(value: Any, parameter: str = "seed") -> int:
     """``value`` as a seed (``[0, 2**63)``, every bit used:
-    :mod:`plume_jax.seeding`), or a ValidationError naming ``parameter``."""
+    :mod:`plume_jax.core.seeding`), or a ValidationError naming ``parameter``."""
     return check_seed(value, parameter, none_ok=False)
 
 
@@ -93,9 +93,9 @@ def safe_name(text: str, limit: int = 80) -> str:
 
 def load_scenario(path: str | os.PathLike) -> dict[str, Any]:
     """Read and validate a scenario YAML file (read with the bounds of
-    :mod:`plume_jax.safe_io`: at most 1 MiB, 64 levels, 100 000 nodes once
+    :mod:`plume_jax.files.safe_io`: at most 1 MiB, 64 levels, 100 000 nodes once
     aliases are expanded)."""
-    from plume_jax.safe_io import load_yaml_file
+    from plume_jax.files.safe_io import load_yaml_file
 
     return validate_scenario(load_yaml_file(path, "scenario"), source=str(path))
 
@@ -421,7 +421,7 @@ def training_env(agent_name: str, agent_params: Mapping[str, Any]) -> dict[str, 
         ValidationError: an unknown zoo entry.
     """
     from agents.zoo import is_zoo_reference, resolve
-    from plume_jax.safe_io import load_json_file
+    from plume_jax.files.safe_io import load_json_file
 
     if is_zoo_reference(agent_name):
         folder = resolve(agent_name).policy_path
@@ -531,7 +531,7 @@ def plan_run(scenario: Mapping[str, Any], agent: AgentChoice | None = None, *,
     Raises:
         ValidationError: from the env, the agent registry or the agent.
     """
-    from plume_jax.agents_package import check_agents_package
+    from plume_jax.core.agents_package import check_agents_package
 
     check_agents_package()
     from agents.registry import default_params, is_host_agent, make_agent
@@ -651,7 +651,7 @@ def execute_run(run: PlannedRun,
     batches of ``capture.batch`` envs with the same results, handing each
     batch's transitions to ``capture.add`` (:func:`_captured_rollout`).
     """
-    from plume_jax.agents_package import check_agents_package
+    from plume_jax.core.agents_package import check_agents_package
 
     check_agents_package()
     from agents.registry import is_host_agent
@@ -726,7 +726,7 @@ def load_baseline(path: str | os.PathLike) -> dict[tuple[str, str], dict[str, An
     Raises:
         ValidationError: (parameter ``--baseline``) unreadable or not such a file.
     """
-    from plume_jax.safe_io import load_json_file
+    from plume_jax.files.safe_io import load_json_file
 
     saved = load_json_file(path, "--baseline", max_bytes=MAX_BASELINE_BYTES)
     try:

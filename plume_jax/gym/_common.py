@@ -21,10 +21,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from plume_jax import spaces as pj_spaces
-from plume_jax.errors import ValidationError
-from plume_jax.render import check_frame_size, render_frame
-from plume_jax.seeding import (SEED_LIMIT, check_seed, fresh_seed,  # noqa: F401  (the adapters' seeds)
+from plume_jax.core import spaces as pj_spaces
+from plume_jax.core.errors import ValidationError
+from plume_jax.render.frames import check_frame_size, render_frame
+from plume_jax.core.seeding import (SEED_LIMIT, check_seed, fresh_seed,  # noqa: F401  (the adapters' seeds)
                                keys_from_seeds, seed_key)
 from plume_jax.settings import angle, grid_position
 from plume_jax.starts import FixedStart, FixedStartParams
@@ -37,7 +37,7 @@ _INT32 = np.iinfo(np.int32)
 
 # --------------------------------------------------------------------- spaces
 def to_gymnasium_space(space: Any) -> gymnasium.spaces.Space:
-    """Convert a :mod:`plume_jax.spaces` space to the Gymnasium equivalent.
+    """Convert a :mod:`plume_jax.core.spaces` space to the Gymnasium equivalent.
 
     ``Discrete(n)`` becomes ``gymnasium.spaces.Discrete(n)``; ``Box`` becomes
     a float32 ``gymnasium.spaces.Box`` with the same bounds and shape;
@@ -51,7 +51,7 @@ def to_gymnasium_space(space: Any) -> gymnasium.spaces.Space:
     if isinstance(space, pj_spaces.Dict):
         return gymnasium.spaces.Dict({k: to_gymnasium_space(v) for k, v in space.items()})
     raise TypeError(f"the Gymnasium layer cannot convert space {space!r}: "
-                    "supported are plume_jax.spaces.Discrete, Box and Dict")
+                    "supported are plume_jax.core.spaces.Discrete, Box and Dict")
 
 
 def batch_gymnasium_space(space: gymnasium.spaces.Space, n: int) -> gymnasium.spaces.Space:
@@ -448,7 +448,7 @@ def compiled_render(env: Any, scale: int, plume_state: Any, agent: Any, params: 
 def compiled_render_batch(env: Any, scale: int, plume_state: Any, agent: Any, params: Any,
                           trail: jax.Array, trail_valid: jax.Array) -> jax.Array:
     """``render_frame`` vmapped over a batch of states and trails (all
-    frames together at most :data:`~plume_jax.render.MAX_FRAME_PIXELS`)."""
+    frames together at most :data:`~plume_jax.render.frames.MAX_FRAME_PIXELS`)."""
     check_frame_size(env.grid, scale, frames=trail.shape[0], name="render_scale")
     return jax.vmap(lambda p, a, t, v: render_frame(env, p, a, params, trail=t, trail_valid=v,
                                                     scale=scale))(plume_state, agent, trail,
@@ -466,7 +466,7 @@ def check_scale(scale: Any) -> int:
 def check_render(env: Any, render_mode: str | None, scale: Any) -> int:
     """The render scale checked (:func:`check_scale`) and, when the env will
     render (``render_mode`` not None), the frame it gives checked against
-    :data:`plume_jax.render.MAX_FRAME_PIXELS` before anything is drawn."""
+    :data:`plume_jax.render.frames.MAX_FRAME_PIXELS` before anything is drawn."""
     scale = check_scale(scale)
     if render_mode is not None:
         check_frame_size(env.grid, scale, name="render_scale")

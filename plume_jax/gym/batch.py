@@ -18,7 +18,7 @@ the same actions (what Gymnasium's ``SyncVectorEnv`` over ``PlumeGymEnv`` instan
 does). A dynamic plume keeps running across auto-resets (``plume.reinit``)
 instead of being re-initialised as ``reset`` does.
 
-Only the envs that ended are reset (:func:`plume_jax.autoreset.reset_where`:
+Only the envs that ended are reset (:func:`plume_jax.core.autoreset.reset_where`:
 at most ``max_resets`` gathered, reset and scattered back, the whole batch
 when more end at once); the results are those of resetting every env
 speculatively (``speculative=True``, the reference the tests compare with),
@@ -35,11 +35,11 @@ import jax.numpy as jnp
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from plume_jax.autoreset import (default_max_resets, reset_if, reset_where, step_then_reset,
+from plume_jax.core.autoreset import (default_max_resets, reset_if, reset_where, step_then_reset,
                                  step_then_reset_batch)
-from plume_jax.errors import StateError, ValidationError
+from plume_jax.core.errors import StateError, ValidationError
 from plume_jax.gym import _common as common
-from plume_jax.render import check_frame_size
+from plume_jax.render.frames import check_frame_size
 
 #: The autoreset modes :class:`BatchCore` implements.
 AUTORESET_MODES = (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP)
@@ -200,7 +200,7 @@ class BatchCore:
         render_scale: pixels per cell of rendered frames, or None when the
             batch is never rendered; with a scale, each env's recent
             positions are kept (``trail_length`` of them) and the ``N``
-            frames must fit :data:`~plume_jax.render.MAX_FRAME_PIXELS`.
+            frames must fit :data:`~plume_jax.render.frames.MAX_FRAME_PIXELS`.
     """
 
     def __init__(self, env: Any, params: Any, num_envs: int, *,

@@ -1,7 +1,7 @@
 """Captured trajectories from a Gymnasium env (layer 3): the wrapper
 :class:`CaptureTrajectories` writes the capture folder of ``plume-jax
 evaluate --capture`` (``run.json``, ``steps.parquet``, ``episodes.parquet``;
-format and columns: :mod:`plume_jax.capture_files`) from the episodes a
+format and columns: :mod:`plume_jax.files.capture_files`) from the episodes a
 Python loop plays::
 
     import gymnasium, plume_jax
@@ -34,8 +34,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from plume_jax import capture_files as cf
-from plume_jax.errors import ValidationError
+from plume_jax.files import capture_files as cf
+from plume_jax.core.errors import ValidationError
 from plume_jax.gym.env import PlumeGymEnv
 
 #: Default bound on the transitions one wrapper keeps (about 100 bytes each).

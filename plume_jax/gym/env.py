@@ -9,11 +9,11 @@ Lifecycle (:class:`EnvironmentState`)
     ``CLOSED``; ``step`` from ``READY`` -> ``READY``, ``TERMINATED`` (goal
     reached) or ``TRUNCATED`` (``max_steps``); ``close`` -> ``CLOSED`` from
     anywhere, idempotently. ``step`` in any other state, and ``reset`` or
-    ``step`` after ``close``, raise :class:`~plume_jax.errors.StateError`.
+    ``step`` after ``close``, raise :class:`~plume_jax.core.errors.StateError`.
 
 Actions
     An action that the action model's ``validate_action`` rejects raises
-    :class:`~plume_jax.errors.ValidationError` and changes nothing: not the
+    :class:`~plume_jax.core.errors.ValidationError` and changes nothing: not the
     episode, not the key stream, not the counters, not the trail. (Inside
     ``jit`` the core executes such an action as ``noop`` instead.)
 
@@ -56,10 +56,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from plume_jax.errors import StateError, ValidationError
+from plume_jax.core.errors import StateError, ValidationError
 from plume_jax.gym import _common as common
 from plume_jax.gym.viewer import HumanViewer
-from plume_jax.render import check_frame_size
+from plume_jax.render.frames import check_frame_size
 
 
 class EnvironmentState(enum.Enum):
@@ -288,7 +288,7 @@ class PlumeGymEnv(common.ActionNames, gymnasium.Env):
         """Draw the current state.
 
         ``"rgb_array"``: uint8[H * render_scale, W * render_scale, 3], north
-        up (see :mod:`plume_jax.render`). ``"human"``: shows the frame in a
+        up (see :mod:`plume_jax.render.frames`). ``"human"``: shows the frame in a
         window when a display exists, otherwise does nothing; returns None.
         ``mode`` defaults to the constructor's ``render_mode``. Rendering
         reads the state only, so it never changes a trajectory.

@@ -1,4 +1,4 @@
-"""A PettingZoo ``ParallelEnv`` over a :class:`~plume_jax.multi_agent.MultiAgentPlumeEnv`
+"""A PettingZoo ``ParallelEnv`` over a :class:`~plume_jax.envs.multi_agent.MultiAgentPlumeEnv`
 (PettingZoo is an optional dependency: ``pip install pettingzoo``).
 
 Agents are named ``agent_0 .. agent_{A-1}`` in the env's agent order.
@@ -13,7 +13,7 @@ Gymnasium env's does.
 
 ``step`` takes a dict ``{agent name: action}``; anything else, an unknown
 or departed agent's name, or an invalid action raises
-:class:`~plume_jax.errors.ValidationError` naming the agent, and nothing
+:class:`~plume_jax.core.errors.ValidationError` naming the agent, and nothing
 changes (live agents without an action do ``noop``). Seeding is
 :class:`~plume_jax.gym.PlumeGymEnv`'s, with the same checks and the same
 compiled reset and step: ``reset(seed=s)``, ``s`` in ``[0, 2**63)``, starts
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from pettingzoo import ParallelEnv
 
-from plume_jax.errors import StateError, ValidationError
+from plume_jax.core.errors import StateError, ValidationError
 from plume_jax.gym import _common as common
 
 

@@ -1,7 +1,7 @@
 """Gymnasium registration of every preset (imported by ``import plume_jax``).
 
-Each single-agent preset ``P`` of :data:`plume_jax.registry.PRESETS` and
-:data:`~plume_jax.registry.DATA_PRESETS` (presets on registered datasets; making
+Each single-agent preset ``P`` of :data:`plume_jax.envs.presets.PRESETS` and
+:data:`~plume_jax.envs.presets.DATA_PRESETS` (presets on registered datasets; making
 one needs the dataset in the cache) is registered as ``plume_jax/P``::
 
     import gymnasium, plume_jax
@@ -13,7 +13,7 @@ one needs the dataset in the cache) is registered as ``plume_jax/P``::
   compiled call for all envs). Both are strings, resolved on first use.
 - No ``OrderEnforcing`` wrapper (``order_enforce=False``): the env enforces
   its own lifecycle, so ``step`` or ``render`` before ``reset`` raise the
-  contract's :class:`~plume_jax.errors.StateError` whichever door the user
+  contract's :class:`~plume_jax.core.errors.StateError` whichever door the user
   came in by, not Gymnasium's ``ResetNeeded``.
 - One episode limit. ``max_episode_steps`` is registered as the preset's
   ``max_steps``, and the env's own ``max_steps`` always equals the limit of
@@ -41,7 +41,7 @@ one needs the dataset in the cache) is registered as ``plume_jax/P``::
 - ``make_vec(..., vectorization_mode="async")`` with the default ``fork``
   start method would hang: JAX cannot run in a process forked after it
   started. The entry point refuses it with a
-  :class:`~plume_jax.errors.StateError` naming the two ways that work, the
+  :class:`~plume_jax.core.errors.StateError` naming the two ways that work, the
   native vector env (``make_vec`` without ``vectorization_mode``: one
   process, one compiled call) and ``vector_kwargs={"context": "spawn"}``:
   in the parent, when it sees an ``AsyncVectorEnv`` with the ``fork``
@@ -87,8 +87,8 @@ from typing import Any
 import gymnasium
 from gymnasium.envs.registration import register, registry
 
-from plume_jax.errors import StateError, ValidationError
-from plume_jax.registry import DATA_PRESETS, PRESETS, is_multi_agent, preset_spec
+from plume_jax.core.errors import StateError, ValidationError
+from plume_jax.envs.presets import DATA_PRESETS, PRESETS, is_multi_agent, preset_spec
 from plume_jax.rewards import REWARDS
 from plume_jax.settings import integer
 

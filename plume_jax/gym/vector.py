@@ -43,7 +43,7 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from plume_jax.errors import StateError, ValidationError
+from plume_jax.core.errors import StateError, ValidationError
 from plume_jax.gym import _common as common
 from plume_jax.gym.batch import AUTORESET_MODES, BatchCore, row
 from plume_jax.gym.env import RENDER_FPS

@@ -68,8 +68,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from plume_jax.errors import ValidationError
-from plume_jax.pytree import Pytree
+from plume_jax.core.errors import ValidationError
+from plume_jax.core.pytree import Pytree
 from plume_jax.plumes.spline import MIN_NODES, bicubic_at
 from plume_jax.plumes.wind_field import WindField, noise_transition
 

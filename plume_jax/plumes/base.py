@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from plume_jax.settings import Configurable
-from plume_jax.types import Grid, no_wind
+from plume_jax.core.types import Grid, no_wind
 
 ParamsT = TypeVar("ParamsT")
 StateT = TypeVar("StateT")
@@ -39,7 +39,7 @@ class Plume(Configurable, abc.ABC, Generic[ParamsT, StateT]):
     (``init``), :meth:`wind` (calm), :meth:`field` (``concentration`` at
     every cell centre). Sensors, wind-relative action models and start
     distributions never call a plume: they read it through the env's
-    :class:`~plume_jax.types.PlumeProbe`.
+    :class:`~plume_jax.core.types.PlumeProbe`.
     """
 
     @abc.abstractmethod
@@ -57,7 +57,7 @@ class Plume(Configurable, abc.ABC, Generic[ParamsT, StateT]):
     def sharing_conflict(self) -> str | None:
         """Why one realisation of this plume cannot serve several agents
         whose episodes start at different steps
-        (:mod:`plume_jax.shared_plume`), or None when it can: it can when
+        (:mod:`plume_jax.envs.shared_plume`), or None when it can: it can when
         :meth:`reinit` keeps what an agent reads continuous (the source
         stays, the field does not jump), e.g. it only restarts a clock.
         Default: a reason, since the default :meth:`reinit` is a fresh

@@ -77,8 +77,8 @@ from plume_jax.plumes.sampling import capped_poisson, uniform_pairs
 from plume_jax.plumes.wind import WindModel, WindState, broadcast_wind, wind_setting
 from plume_jax.plumes.advected_field import AdvectedField
 from plume_jax.plumes.wind_field import WindField, field_setting
-from plume_jax.errors import ValidationError
-from plume_jax.pytree import Pytree
+from plume_jax.core.errors import ValidationError
+from plume_jax.core.pytree import Pytree
 from plume_jax.settings import (
     MAX_LENGTH,
     MAX_SCALE,
@@ -91,8 +91,8 @@ from plume_jax.settings import (
     real,
     setting,
 )
-from plume_jax.types import Grid
-from plume_jax.vectors import squared_norm, sum_last
+from plume_jax.core.types import Grid
+from plume_jax.core.vectors import squared_norm, sum_last
 
 #: A puff stays active while its centre is within this many radii of the domain.
 EXIT_RADII = 3.0

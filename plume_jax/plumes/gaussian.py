@@ -10,10 +10,10 @@ import jax.numpy as jnp
 
 from plume_jax.plumes.base import Plume, cell_centres
 from plume_jax.plumes.wind import constant_wind, wind_setting
-from plume_jax.pytree import Pytree
+from plume_jax.core.pytree import Pytree
 from plume_jax.settings import MAX_LENGTH, MIN_LENGTH, grid_position, real, setting
-from plume_jax.types import Grid
-from plume_jax.vectors import squared_norm
+from plume_jax.core.types import Grid
+from plume_jax.core.vectors import squared_norm
 
 __all__ = ["GaussianPlume", "GaussianPlumeParams", "cell_centres"]
 

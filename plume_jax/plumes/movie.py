@@ -38,11 +38,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 from plume_jax.plumes.base import Plume
 from plume_jax.plumes.movie_files import BUNDLED_MOVIE, LAYOUTS, load_movie
 from plume_jax.plumes.wind import constant_wind
-from plume_jax.pytree import Pytree
+from plume_jax.core.pytree import Pytree
 from plume_jax.settings import (
     MAX_LENGTH,
     MAX_SCALE,
@@ -57,7 +57,7 @@ from plume_jax.settings import (
     real,
     setting,
 )
-from plume_jax.types import Grid
+from plume_jax.core.types import Grid
 
 
 def _path(name: str, value: Any, grid: Grid) -> str | None:
@@ -157,7 +157,7 @@ class MoviePlume(Plume[MovieParams, MovieState]):
 
     ``path=None`` plays the movie bundled with plume_jax (a
     :class:`~plume_jax.plumes.filament.FilamentPlume` run made by
-    ``scripts/make_filament_movie.py``); ``data_id`` plays a registered
+    ``scripts/tools/make_filament_movie.py``); ``data_id`` plays a registered
     dataset from the cache (:mod:`plume_jax.datasets`; ``plume-jax data
     download ID`` fetches it), its registry entry giving ``dataset``,
     ``layout`` and ``flip_y`` unless set and metadata over the file's

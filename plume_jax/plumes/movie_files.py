@@ -30,7 +30,7 @@ corresponding setting is not given: ``fps`` (frames per second),
 and ``wind_velocity`` (``[vx, vy]``, pixels per second, same axes).
 
 Every file is read with bounds and every malformed one is a one-line
-:class:`~plume_jax.errors.ValidationError` naming the file and what is
+:class:`~plume_jax.core.errors.ValidationError` naming the file and what is
 expected (never a raw ``ValueError``, ``BadZipFile``, ``EOFError``,
 ``MemoryError`` or ``RecursionError``): the array's declared shape and
 dtype (the ``.npy`` header, each ``.npz`` member's header *before* it is
@@ -38,7 +38,7 @@ decompressed, the HDF5 dataset, the zarr metadata and chunk shape) are
 checked first, and no movie array larger than :data:`MAX_MOVIE_BYTES`
 (2 GiB, stored or as float32 frames; raise it by setting the module
 attribute) is allocated; metadata (JSON in ``.npz``, zarr metadata files)
-is read with the size and depth bounds of :mod:`plume_jax.safe_io`.
+is read with the size and depth bounds of :mod:`plume_jax.files.safe_io`.
 
 ``layout`` names the stored axes (``"tyx"`` = frames, rows, columns;
 ``"yxt"`` for arrays saved frame-last, as MATLAB exports often are), and
@@ -60,8 +60,8 @@ from typing import Any
 
 import numpy as np
 
-from plume_jax.errors import ValidationError
-from plume_jax.safe_io import (MAX_CONFIG_BYTES, describe_bytes, load_json_bounded,
+from plume_jax.core.errors import ValidationError
+from plume_jax.files.safe_io import (MAX_CONFIG_BYTES, describe_bytes, load_json_bounded,
                                load_json_file, read_npy_header)
 
 #: The valid ``layout`` strings: each a permutation of "t", "y", "x".
@@ -69,7 +69,7 @@ LAYOUTS = ("tyx", "txy", "ytx", "yxt", "xty", "xyt")
 SUFFIXES = (".npz", ".npy", ".h5", ".hdf5", ".mat", ".zarr")
 #: Suffixes read with h5py (MATLAB v7.3 ``.mat`` files are HDF5).
 HDF5_SUFFIXES = (".h5", ".hdf5", ".mat")
-#: The movie bundled with plume_jax (made by ``scripts/make_filament_movie.py``).
+#: The movie bundled with plume_jax (made by ``scripts/tools/make_filament_movie.py``).
 BUNDLED_MOVIE = pathlib.Path(__file__).resolve().parent.parent / "data" / "filament_movie.npz"
 #: The largest movie array read: stored (a whole ``.npz`` member, one zarr
 #: chunk, the part of a file selected) and as float32 frames.
@@ -226,7 +226,7 @@ def check_zarr_store(path: pathlib.Path) -> None:
     with consolidated metadata) — before zarr opens it: real-number dtypes
     and only :data:`ZARR_CODECS`. Every metadata file (also ``.zattrs`` and
     ``.zgroup``) is read with the size and depth bounds of
-    :mod:`plume_jax.safe_io`. Reads JSON only, never a chunk, and follows no
+    :mod:`plume_jax.files.safe_io`. Reads JSON only, never a chunk, and follows no
     symbolic links.
 
     Raises:

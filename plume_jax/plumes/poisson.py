@@ -65,11 +65,11 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 from plume_jax.plumes.base import Plume, cell_centres
 from plume_jax.plumes.special import k0
 from plume_jax.plumes.wind import broadcast_wind, constant_wind, wind_setting
-from plume_jax.pytree import Pytree
+from plume_jax.core.pytree import Pytree
 from plume_jax.settings import (
     MAX_LENGTH,
     MAX_SCALE,
@@ -83,8 +83,8 @@ from plume_jax.settings import (
     setting,
     to_leaf,
 )
-from plume_jax.types import Grid
-from plume_jax.vectors import norm
+from plume_jax.core.types import Grid
+from plume_jax.core.vectors import norm
 
 #: Distances are floored at this many cells (the laws diverge at the source).
 MIN_DISTANCE = 0.5

@@ -5,7 +5,7 @@
 Stegun, *Handbook of Mathematical Functions* (1964), 9.8.1 (for ``I0``),
 9.8.5 (``0 < x <= 2``) and 9.8.6 (``x >= 2``). Their stated absolute errors
 (1.6e-7 for ``I0 / I0``-scaled terms, 1e-8 and 1.9e-7 for the ``K0`` parts)
-are at float32 resolution; ``tests/test_plumes_poisson.py`` checks the
+are at float32 resolution; ``tests/plumes/test_plumes_poisson.py`` checks the
 relative error against ``scipy.special.k0`` over the range the Poisson
 plume uses.
 """

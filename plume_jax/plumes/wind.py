@@ -10,7 +10,7 @@ swept under ``vmap`` like any other.
 
 Units: cells and steps. ``wind_speed`` is cells per step; directions are
 radians, 0 = east, counter-clockwise positive, pointing where the air moves
-*toward* (the convention of :class:`plume_jax.types.PlumeProbe`). The wind
+*toward* (the convention of :class:`plume_jax.core.types.PlumeProbe`). The wind
 is the same everywhere in the domain; consumers read it through
 ``plume.wind(plume_state, points, params)`` — the env wraps that into
 ``PlumeProbe.wind`` for sensors, wind-relative actions and starts.
@@ -51,7 +51,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from plume_jax.pytree import Pytree
+from plume_jax.core.pytree import Pytree
 from plume_jax.settings import (
     ANGLE_WRAP,
     MAX_INT32,

@@ -55,8 +55,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from plume_jax.errors import ValidationError
-from plume_jax.pytree import Pytree
+from plume_jax.core.errors import ValidationError
+from plume_jax.core.pytree import Pytree
 from plume_jax.settings import MAX_LENGTH, Checker, choice, integer, real, setting
 
 #: The values of the static ``wind_model`` setting.

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from plume_jax.settings import MAX_REWARD, Configurable, real, setting
-from plume_jax.types import AgentState
+from plume_jax.core.types import AgentState
 
 ParamsT = TypeVar("ParamsT")
 

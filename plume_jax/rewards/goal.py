@@ -10,10 +10,10 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from plume_jax.pytree import Pytree
+from plume_jax.core.pytree import Pytree
 from plume_jax.rewards.base import Reward, goal_reward_setting
 from plume_jax.settings import MAX_REWARD, real, setting
-from plume_jax.types import AgentState
+from plume_jax.core.types import AgentState
 
 
 @chex.dataclass(frozen=True)

@@ -9,12 +9,12 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from plume_jax.errors import ValidationError
-from plume_jax.pytree import Pytree
+from plume_jax.core.errors import ValidationError
+from plume_jax.core.pytree import Pytree
 from plume_jax.rewards.base import Reward
 from plume_jax.rewards.shaping import PotentialShapingReward
 from plume_jax.settings import MAX_REWARD, nested, nested_params, real_list, setting
-from plume_jax.types import AgentState, Grid
+from plume_jax.core.types import AgentState, Grid
 
 
 def reward_table() -> dict[str, type]:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 from plume_jax.scoreboard.contenders import Contender
 from plume_jax.scoreboard.protocol import Protocol
 

@@ -29,7 +29,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 
 #: The hand-coded agents of the registry, in the board's order.
 BASELINES = ("random_walk", "klinotaxis", "chemotaxis", "cast_and_surge", "infotaxis",
@@ -190,7 +190,7 @@ def board_contenders(include_baselines: bool = True, include_zoo: bool = True,
     Raises:
         ValidationError: a bad ``--add`` or two agents with one label.
     """
-    from plume_jax.agents_package import check_agents_package
+    from plume_jax.core.agents_package import check_agents_package
 
     check_agents_package()
     board = (baseline_contenders() if include_baselines else []) + \

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 
 
 @dataclasses.dataclass(frozen=True)

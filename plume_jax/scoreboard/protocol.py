@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 
 #: The seed of every board and robustness rollout (see the module docstring).
 BOARD_SEED = 31_000_031

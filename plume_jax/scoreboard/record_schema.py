@@ -19,7 +19,7 @@ import functools
 import math
 from typing import Any
 
-from plume_jax.errors import ValidationError, bounded_repr
+from plume_jax.core.errors import ValidationError, bounded_repr
 
 _NUMBER = {"type": "number"}
 _MAYBE_NUMBER = {"type": ["number", "null"]}

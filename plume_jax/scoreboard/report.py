@@ -18,7 +18,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 
 RECORD_FORMAT = "plume_jax.scoreboard/1"
 #: The largest record read back (a full board is a few hundred KB).
@@ -35,7 +35,7 @@ def load_record(path: str | os.PathLike) -> dict[str, Any]:
             scoreboard record, or one with a malformed section (naming the
             path inside the record).
     """
-    from plume_jax.safe_io import load_json_file
+    from plume_jax.files.safe_io import load_json_file
     from plume_jax.scoreboard.record_schema import check_record
 
     if not os.path.exists(path):

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 from plume_jax.scoreboard.contenders import Contender
 from plume_jax.scoreboard.families import Family
 from plume_jax.scoreboard.protocol import Protocol

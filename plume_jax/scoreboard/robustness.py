@@ -138,7 +138,7 @@ def run_robustness(preset: str, family: str, contenders: list[Contender],
     does not apply (the axis, or the agent on that env)."""
     import plume_jax
     from plume_jax.evaluate.scenario import check_policy_traces, summarise
-    from plume_jax.seeding import seed_key
+    from plume_jax.core.seeding import seed_key
 
     columns = variations(preset)
     groups: dict[Any, list[tuple[int, Any]]] = {}  # first env of a structure -> columns
@@ -186,7 +186,7 @@ def run_robustness(preset: str, family: str, contenders: list[Contender],
 
 
 def _host_refused() -> Exception:
-    from plume_jax.errors import ValidationError
+    from plume_jax.core.errors import ValidationError
 
     return ValidationError.for_parameter(
         "agent", "sb3", "a functional policy (host-side agents such as SB3 models run on the "
@@ -211,7 +211,7 @@ def start_cell_map(preset: str, contender: Contender, protocol: Protocol
     """
     import plume_jax
     from plume_jax.evaluate.scenario import check_policy_traces
-    from plume_jax.seeding import seed_key
+    from plume_jax.core.seeding import seed_key
 
     _, nominal = plume_jax.make(preset)
     width, height = (int(v) for v in plume_jax.PRESETS[preset]["grid_size"])

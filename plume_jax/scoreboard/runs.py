@@ -32,7 +32,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 
 RUN_FORMAT = "plume_jax.bench_run/1"
 #: The files of a run folder.
@@ -98,7 +98,7 @@ def read_run(run_dir: str | os.PathLike) -> tuple[dict[str, Any], dict[str, Any]
     Raises:
         ValidationError: (parameter ``--publish``) not a bench run folder.
     """
-    from plume_jax.safe_io import load_json_file
+    from plume_jax.files.safe_io import load_json_file
     from plume_jax.scoreboard.report import load_record
 
     folder = pathlib.Path(run_dir)

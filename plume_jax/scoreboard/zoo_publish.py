@@ -47,7 +47,7 @@ import shutil
 import sys
 from typing import Any
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 
 #: The most bytes an entry's exported policy may take by default (zoo
 #: entries ship in the repository; the PPO ones take 40-200 KB).
@@ -67,7 +67,7 @@ def _run_files(run: pathlib.Path) -> tuple[dict[str, Any], pathlib.Path]:
         ValidationError: (parameter ``run``) a folder without ``summary.json``,
             ``config.yaml`` or ``policy/``.
     """
-    from plume_jax.safe_io import load_json_file
+    from plume_jax.files.safe_io import load_json_file
 
     allowed = "a finished run folder of plume-jax train (summary.json, config.yaml, policy/)"
     for part in ("summary.json", "config.yaml", "policy/policy.json", "policy/policy.npz"):
@@ -118,7 +118,7 @@ def own_sensor(config: dict[str, Any], policy: pathlib.Path) -> dict[str, Any]:
     config (``config``, resolved) overrides the preset's sensor — the sensor
     as the exported policy in ``policy`` records it, every setting resolved;
     else ``{}``."""
-    from plume_jax.safe_io import load_json_file
+    from plume_jax.files.safe_io import load_json_file
 
     overrides = (config.get("env") or {}).get("overrides") or {}
     if "sensor" not in overrides:
@@ -224,7 +224,7 @@ def _write_entry(folder: pathlib.Path, policy: pathlib.Path, info: dict[str, Any
     ``config.yaml`` yet."""
     import yaml
 
-    from plume_jax.safe_io import YAMLDumper
+    from plume_jax.files.safe_io import YAMLDumper
 
     staging = folder.with_name(f".{folder.name}.publishing-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)

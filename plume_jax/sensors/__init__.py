@@ -4,7 +4,7 @@ The interface every sensor implements is :class:`plume_jax.sensors.base.Sensor`
 (``observation_space``, ``observation_labels``, ``init``, ``observe``,
 ``get_metadata``; units, shapes and dtypes in its docstrings); memoryless
 sensors derive from :class:`~plume_jax.sensors.base.MemorylessSensor` and
-write one ``read``. ``probe`` is a :class:`plume_jax.types.PlumeProbe`
+write one ``read``. ``probe`` is a :class:`plume_jax.core.types.PlumeProbe`
 (``concentration`` and ``wind`` at points). Observations are float32 arrays
 inside ``observation_space``; randomness comes only from ``key``.
 ``SENSORS`` maps config type names to the classes.

@@ -9,10 +9,10 @@ from typing import Any, Generic, TypeVar
 import jax
 import jax.numpy as jnp
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 from plume_jax.settings import Configurable, nested, resolve_component
-from plume_jax.spaces import Box, Dict
-from plume_jax.types import AgentState, Grid, PlumeProbe
+from plume_jax.core.spaces import Box, Dict
+from plume_jax.core.types import AgentState, Grid, PlumeProbe
 
 ParamsT = TypeVar("ParamsT")
 StateT = TypeVar("StateT")

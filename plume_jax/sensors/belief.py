@@ -20,16 +20,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 from plume_jax.plumes.poisson import PoissonPlume
 from plume_jax.plumes.poisson_posterior import (bayes_update, belief_summaries, likelihood_at,
                                                 likelihood_tables, plain_params, summary_bounds)
-from plume_jax.pytree import Pytree
+from plume_jax.core.pytree import Pytree
 from plume_jax.sensors.base import Sensor, nested_sensors
 from plume_jax.settings import (MAX_LENGTH, boolean, derived, grid_domain, nested_params, real,
                                 resolve_component, setting)
-from plume_jax.spaces import Box
-from plume_jax.types import AgentState, Grid, PlumeProbe
+from plume_jax.core.spaces import Box
+from plume_jax.core.types import AgentState, Grid, PlumeProbe
 
 _LAW_TABLE = {"poisson": PoissonPlume}
 

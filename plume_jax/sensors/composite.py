@@ -10,11 +10,11 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from plume_jax.pytree import Pytree
+from plume_jax.core.pytree import Pytree
 from plume_jax.sensors.base import Sensor, nested_sensors
 from plume_jax.settings import choice, derived, nested_params, setting, static_config
-from plume_jax.spaces import Box, Dict
-from plume_jax.types import AgentState, Grid, PlumeProbe
+from plume_jax.core.spaces import Box, Dict
+from plume_jax.core.types import AgentState, Grid, PlumeProbe
 
 
 @chex.dataclass(frozen=True)
@@ -37,7 +37,7 @@ class CompositeSensor(Sensor[CompositeParams, tuple]):
       each name's ``(start, stop)`` index range and ``observation_labels()``
       names every index ``"<name>.<label>"``.
     - ``form="dict"``: observation ``{name: component observation}``, space
-      :class:`plume_jax.spaces.Dict`.
+      :class:`plume_jax.core.spaces.Dict`.
 
     State: a tuple of the components' states.
     """

@@ -10,11 +10,11 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from plume_jax.pytree import Pytree
+from plume_jax.core.pytree import Pytree
 from plume_jax.sensors.base import MemorylessSensor
 from plume_jax.settings import MAX_SCALE, integer, real, setting
-from plume_jax.spaces import Box
-from plume_jax.types import AgentState, NoParams, PlumeProbe
+from plume_jax.core.spaces import Box
+from plume_jax.core.types import AgentState, NoParams, PlumeProbe
 
 
 def point_concentration(agent: AgentState, probe: PlumeProbe) -> jax.Array:

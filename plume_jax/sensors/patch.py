@@ -10,12 +10,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from plume_jax.errors import ValidationError
-from plume_jax.pytree import Pytree
+from plume_jax.core.errors import ValidationError
+from plume_jax.core.pytree import Pytree
 from plume_jax.sensors.base import MemorylessSensor
 from plume_jax.settings import MAX_LENGTH, choice, real, setting
-from plume_jax.spaces import Box
-from plume_jax.types import AgentState, Grid, PlumeProbe
+from plume_jax.core.spaces import Box
+from plume_jax.core.types import AgentState, Grid, PlumeProbe
 
 
 def _patch_size(name: str, value: Any, grid: Grid) -> int:

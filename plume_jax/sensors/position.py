@@ -7,11 +7,11 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 from plume_jax.sensors.base import MemorylessSensor
 from plume_jax.settings import grid_domain
-from plume_jax.spaces import Box
-from plume_jax.types import AgentState, NoParams, PlumeProbe
+from plume_jax.core.spaces import Box
+from plume_jax.core.types import AgentState, NoParams, PlumeProbe
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,11 +9,11 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from plume_jax.pytree import Pytree
+from plume_jax.core.pytree import Pytree
 from plume_jax.sensors.base import Sensor, clip_to_box, nested_sensors
 from plume_jax.settings import MAX_LENGTH, integer, nested_params, real, setting
-from plume_jax.spaces import Box
-from plume_jax.types import AgentState, PlumeProbe
+from plume_jax.core.spaces import Box
+from plume_jax.core.types import AgentState, PlumeProbe
 
 
 @chex.dataclass(frozen=True)

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from plume_jax.errors import ValidationError
-from plume_jax.types import Grid
+from plume_jax.core.errors import ValidationError
+from plume_jax.core.types import Grid
 
 Checker = Callable[[str, Any, Grid], Any]
 

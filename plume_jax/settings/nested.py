@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 from plume_jax.settings.checks import Checker
 from plume_jax.settings.schema import Builder, Configurable, nested_setting
-from plume_jax.types import Grid
+from plume_jax.core.types import Grid
 
 Table = Callable[[], Mapping[str, type[Configurable]]]
 

@@ -37,9 +37,9 @@ from typing import Any, ClassVar, TypeVar
 import jax
 import jax.numpy as jnp
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 from plume_jax.settings.checks import Checker, check_order
-from plume_jax.types import Grid, NoParams
+from plume_jax.core.types import Grid, NoParams
 
 #: A component class of one family (``type_table``'s entries).
 ConfigurableT = TypeVar("ConfigurableT", bound="Configurable")
@@ -318,7 +318,7 @@ class Configurable:
 
     A subclass is a frozen dataclass that sets ``type_name`` (the name used
     in configs) and ``Params`` (a ``chex.dataclass``; default
-    :class:`~plume_jax.types.NoParams`) and declares each setting once with
+    :class:`~plume_jax.core.types.NoParams`) and declares each setting once with
     :func:`setting` (see the module docstring). Everything else is derived:
 
     - ``SETTINGS``: ``name -> Setting``, static then dynamic;

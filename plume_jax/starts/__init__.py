@@ -3,7 +3,7 @@
 The interface every start distribution implements is
 :class:`plume_jax.starts.base.StartDistribution`: a pure
 ``sample(key, grid, goal, goal_radius, params, probe=None) -> AgentState``
-(``probe``, a :class:`plume_jax.types.PlumeProbe` passed by the env, is read
+(``probe``, a :class:`plume_jax.core.types.PlumeProbe` passed by the env, is read
 by ``downwind``; the others ignore it) and a classmethod
 ``check_compatible(grid, source, goal_radius, settings, on_grid)`` that
 ``make`` calls to refuse configurations it cannot sample. Start positions

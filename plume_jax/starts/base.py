@@ -8,7 +8,7 @@ from typing import Any, Generic, TypeVar
 import jax
 
 from plume_jax.settings import Configurable
-from plume_jax.types import AgentState, Grid, PlumeProbe
+from plume_jax.core.types import AgentState, Grid, PlumeProbe
 
 ParamsT = TypeVar("ParamsT")
 

@@ -18,8 +18,8 @@ import jax.numpy as jnp
 
 from plume_jax.settings import integer, setting
 from plume_jax.starts.base import ParamsT, StartDistribution
-from plume_jax.types import AgentState, Grid, PlumeProbe
-from plume_jax.vectors import norm, squared_norm
+from plume_jax.core.types import AgentState, Grid, PlumeProbe
+from plume_jax.core.vectors import norm, squared_norm
 
 
 def cells_from_bits(bits: jax.Array, grid: Grid) -> jax.Array:

@@ -10,12 +10,12 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from plume_jax.errors import ValidationError
-from plume_jax.pytree import Pytree
+from plume_jax.core.errors import ValidationError
+from plume_jax.core.pytree import Pytree
 from plume_jax.settings import MAX_LENGTH, angle, boolean, real, setting
 from plume_jax.starts.candidates import CandidateStart, unit_floats
-from plume_jax.types import Grid, PlumeProbe
-from plume_jax.vectors import squared_norm
+from plume_jax.core.types import Grid, PlumeProbe
+from plume_jax.core.vectors import squared_norm
 
 
 @chex.dataclass(frozen=True)

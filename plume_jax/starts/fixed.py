@@ -9,11 +9,11 @@ from typing import Any
 import chex
 import jax
 
-from plume_jax.errors import ValidationError
-from plume_jax.pytree import Pytree
+from plume_jax.core.errors import ValidationError
+from plume_jax.core.pytree import Pytree
 from plume_jax.settings import angle, grid_position, setting
 from plume_jax.starts.base import StartDistribution
-from plume_jax.types import AgentState, Grid, PlumeProbe
+from plume_jax.core.types import AgentState, Grid, PlumeProbe
 
 
 @chex.dataclass(frozen=True)

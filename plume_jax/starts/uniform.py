@@ -7,7 +7,7 @@ import dataclasses
 import jax
 
 from plume_jax.starts.candidates import CandidateStart, cells_from_bits
-from plume_jax.types import Grid, NoParams, PlumeProbe
+from plume_jax.core.types import Grid, NoParams, PlumeProbe
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,7 +10,7 @@ one program; the env batch (single runs) or the sweep members shard over
 all local devices.
 
 - :mod:`plume_jax.train.config`: YAML configs, validated.
-- :mod:`plume_jax.train.ppo`: the algorithm (``PPO``, ``gae``).
+- :mod:`plume_jax.train.algorithms.ppo`: the algorithm (``PPO``, ``gae``).
 - :mod:`plume_jax.train.networks`: the flax actor-critics and distributions.
 - :mod:`plume_jax.train.trainer`: ``train(config)`` (``plume-jax train``):
   chunked runs of one compiled program, periodic checkpoints, resume.
@@ -29,7 +29,7 @@ all local devices.
 """
 
 from plume_jax.train.config import TrainConfig, load_train_config, train_config
-from plume_jax.train.ppo import PPO, Hparams, PPOStatic, Runner, gae
+from plume_jax.train.algorithms.ppo import PPO, Hparams, PPOStatic, Runner, gae
 from plume_jax.train.trainer import TrainResult, train
 
 __all__ = ["Hparams", "PPO", "PPOStatic", "Runner", "TrainConfig", "TrainResult", "gae",

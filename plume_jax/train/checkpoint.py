@@ -60,9 +60,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import serialization, traverse_util
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 from plume_jax.files import atomic_write, fsync_folder, new_folder
-from plume_jax.safe_io import load_json_bounded, load_json_file, read_bytes_bounded
+from plume_jax.files.safe_io import load_json_bounded, load_json_file, read_bytes_bounded
 
 #: The largest checkpoint metadata read (bytes).
 MAX_META_BYTES = 16 << 20
@@ -351,7 +351,7 @@ def export_policy(directory: str | pathlib.Path, algo: Any, runner: Any,
                   extra: dict[str, Any] | None = None) -> pathlib.Path:
     """Write ``policy.npz`` and ``policy.json`` for ``agents.trained``:
     the policy of ``runner`` as ``algo.policy`` gives it (an
-    :class:`~plume_jax.train.algorithm.Algorithm`), with the env settings
+    :class:`~plume_jax.train.algorithms.base.Algorithm`), with the env settings
     and ``extra`` added to the spec."""
     directory = pathlib.Path(directory)
     remove_temporaries(directory)

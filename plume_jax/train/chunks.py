@@ -162,7 +162,7 @@ def stop_on_signals() -> Iterator[StopRequest]:
 
 def compile_program(algo: Any, runner: Any, hp: Any, env_params: Any, num_updates: int,
                     callback: Callable | None, log_every: int, batched: bool = False) -> Any:
-    """``algo.run`` (an :class:`~plume_jax.train.algorithm.Algorithm`) with a
+    """``algo.run`` (an :class:`~plume_jax.train.algorithms.base.Algorithm`) with a
     dynamic update count, compiled once."""
     fn = jax.jit(functools.partial(algo.run, num_updates=min(num_updates, MAX_CHUNK),
                                    callback=callback, log_every=log_every, batched=batched))

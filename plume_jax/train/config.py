@@ -7,13 +7,13 @@ A training config has five sections (``env``, ``algo``, ``network``,
 ``NETWORK_SCHEMA``, ``RUN_SCHEMA``, ``EVAL_SCHEMA``) as a
 :class:`plume_jax.settings.Setting` with its default, checker, static flag
 and doc; docs/config_reference.md lists them all (generated from these
-declarations by ``scripts/settings_reference.py``). A short example::
+declarations by ``scripts/docs/settings_reference.py``). A short example::
 
     env:
       id: PlumeNav-Gaussian-v0   # a preset id (plume-jax list), or config: <env YAML>
       overrides: {sigma: 10.0}   # passed to plume_jax.make / make_from_config
     algo:
-      algorithm: ppo             # a registered algorithm (plume_jax.train.algorithm)
+      algorithm: ppo             # a registered algorithm (plume_jax.train.algorithms.base)
       total_steps: 1000000       # env steps; rounded down to whole updates (a note says so)
       num_envs: 64
       learning_rate: 0.0003
@@ -21,12 +21,12 @@ declarations by ``scripts/settings_reference.py``). A short example::
     run: {seed: 0, checkpoint_minutes: 5.0}
     eval: {num_envs: 1000}
 
-Unknown keys and bad values raise :class:`plume_jax.errors.ValidationError`
+Unknown keys and bad values raise :class:`plume_jax.core.errors.ValidationError`
 naming the key (``algo.learning_rate``), the value and what is allowed; an
 unknown key with the closest known ones (:func:`plume_jax.settings.resolve_keys`,
 the resolver of component settings and scenario files too).
 *Static* settings fix shapes or code paths and are compiled in; the others
-are leaves of :class:`plume_jax.train.ppo.Hparams` and can be swept in one
+are leaves of :class:`plume_jax.train.algorithms.ppo.Hparams` and can be swept in one
 program (see :mod:`plume_jax.train.sweep`, which runs members that differ in
 static settings as separate programs).
 
@@ -46,10 +46,10 @@ from typing import Any
 
 import yaml
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 from plume_jax.settings import REQUIRED, Setting, resolve_keys, unknown_setting
 from plume_jax.settings.checks import boolean, choice, count, integer_list, optional, real
-from plume_jax.train.algorithm import algo_setting, algorithm_class, settings_for
+from plume_jax.train.algorithms.base import algo_setting, algorithm_class, settings_for
 
 
 # --------------------------------------------------------------------- checkers
@@ -89,7 +89,7 @@ def string_or_none(name: str, value: Any, grid: Any = None) -> str | None:
 # made by algo_setting; "static" marks settings compiled into the program (they
 # cannot differ between the members of one sweep). The algo section is
 # COMMON_ALGO plus the settings the training algorithms declare
-# (plume_jax.train.algorithm: each algorithm's SETTINGS).
+# (plume_jax.train.algorithms.base: each algorithm's SETTINGS).
 _REQUIRED = REQUIRED
 
 
@@ -107,7 +107,7 @@ ENV_SCHEMA: dict[str, Setting] = {
 COMMON_ALGO: dict[str, Setting] = {
     "algorithm": _s("ppo", lambda name, value, grid=None: algorithm_class(value, name) and value,
                     True,
-                    "a registered algorithm (plume_jax.train.algorithm.ALGORITHMS) or the "
+                    "a registered algorithm (plume_jax.train.algorithms.base.ALGORITHMS) or the "
                     "import path 'package.module:Class' of an Algorithm subclass"),
     "total_steps": _s(_REQUIRED, count(low=1, high=10**13), True,
                       "env steps; rounded down to whole updates (training "
@@ -216,7 +216,7 @@ SECTIONS = ("env", "algo", "network", "run", "eval")
 def schemas(algorithm: Any = "ppo") -> dict[str, dict[str, Setting]]:
     """``section -> key -> Setting`` of a config whose ``algo.algorithm`` is
     ``algorithm`` (the algo section: :data:`COMMON_ALGO` and every
-    registered algorithm's settings, :func:`plume_jax.train.algorithm.settings_for`)."""
+    registered algorithm's settings, :func:`plume_jax.train.algorithms.base.settings_for`)."""
     _, algo = settings_for(algorithm)
     return {"env": ENV_SCHEMA, "algo": {**COMMON_ALGO, **algo}, "network": NETWORK_SCHEMA,
             "run": RUN_SCHEMA, "eval": EVAL_SCHEMA}
@@ -406,11 +406,11 @@ def train_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None
 
 
 def read_yaml(path: str | os.PathLike, parameter: str = "--config") -> dict[str, Any]:
-    """Read a YAML mapping (:func:`plume_jax.config.read_yaml`:
+    """Read a YAML mapping (:func:`plume_jax.envs.config_files.read_yaml`:
     ``yaml.safe_load``, so a ``!!python/`` tag is refused); ``ValidationError``
     naming ``parameter`` and the file for a missing, unreadable or binary
     file, bad YAML or a document that is not a mapping."""
-    from plume_jax.config import read_yaml as read_yaml_document
+    from plume_jax.envs.config_files import read_yaml as read_yaml_document
 
     data = read_yaml_document(path, parameter)
     if not isinstance(data, Mapping):
@@ -496,8 +496,8 @@ def load_train_config(path: str | os.PathLike, overrides: Mapping[str, Any] | No
 
 def dump_yaml(data: Any) -> str:
     """YAML text that :func:`read_yaml` reads back as ``data``
-    (:class:`plume_jax.safe_io.YAMLDumper`)."""
-    from plume_jax.safe_io import YAMLDumper
+    (:class:`plume_jax.files.safe_io.YAMLDumper`)."""
+    from plume_jax.files.safe_io import YAMLDumper
 
     return yaml.dump(data, Dumper=YAMLDumper, sort_keys=False, default_flow_style=None,
                      width=100)
@@ -505,7 +505,7 @@ def dump_yaml(data: Any) -> str:
 
 def _readers(key: str) -> list[str]:
     """The registered algorithms that read ``algo.<key>``."""
-    from plume_jax.train.algorithm import ALGORITHMS, algorithm_class
+    from plume_jax.train.algorithms.base import ALGORITHMS, algorithm_class
 
     return [n for n in ALGORITHMS if key in algorithm_class(n).SETTINGS]
 

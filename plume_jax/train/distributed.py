@@ -58,7 +58,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from plume_jax.errors import StateError, ValidationError
+from plume_jax.core.errors import StateError, ValidationError
 from plume_jax.train.config import DISTRIBUTED_MODES
 
 _JAX_VARIABLES = ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID")

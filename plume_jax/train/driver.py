@@ -1,5 +1,5 @@
 """The run driver: trains the members of one compiled *program* for any
-:class:`~plume_jax.train.algorithm.Algorithm`, for ``plume-jax train`` (a
+:class:`~plume_jax.train.algorithms.base.Algorithm`, for ``plume-jax train`` (a
 program of one member) and ``plume-jax sweep`` (programs of members grouped
 by static structure).
 
@@ -50,11 +50,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 from plume_jax.files import atomic_write
 from plume_jax.progress import ProgressBar
-from plume_jax.seeding import keys_from_seeds, seed_key
-from plume_jax.train.algorithm import Algorithm, algorithm_class
+from plume_jax.core.seeding import keys_from_seeds, seed_key
+from plume_jax.train.algorithms.base import Algorithm, algorithm_class
 from plume_jax.train.checkpoint import export_policy, load_checkpoint, \
     save_checkpoint
 from plume_jax.train.chunks import ChunkStats, checkpointer, run_in_chunks

@@ -4,7 +4,7 @@ and installed, Weights & Biases.
 
 Scalars are the columns of ``metrics.csv`` under ``train/`` (``train/
 success_rate``, ``train/return_mean``, ...; every one of
-:data:`plume_jax.train.ppo.METRIC_NAMES`), the periodic evaluations under
+:data:`plume_jax.train.algorithms.ppo.METRIC_NAMES`), the periodic evaluations under
 ``eval/`` (Stable-Baselines3's ``EvalCallback`` tags) and the final greedy
 evaluation under ``final/`` (:func:`final_scalars`: the periodic evaluations
 own ``eval/``, and one of them may fall on the final step); the step is the
@@ -26,7 +26,7 @@ import uuid
 from typing import Any, Iterable
 
 from plume_jax.files import atomic_write
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 
 #: Columns of a metrics row that are not logged as scalars.
 _NOT_SCALARS = ("member",)
@@ -50,14 +50,14 @@ def wandb_run_id(folder: str | pathlib.Path) -> str:
     """The W&B run id kept in ``folder/wandb_run_id`` (a resumed run logs to
     the same W&B run), or a new one, written there (atomically) first.
 
-    The file is read with a bound (1 KiB, :func:`plume_jax.safe_io.
+    The file is read with a bound (1 KiB, :func:`plume_jax.files.safe_io.
     read_text_bounded`) and must hold one id of W&B's characters.
 
     Raises:
         ValidationError: (parameter ``wandb_run_id``) the file is a folder,
             unreadable, too big or holds something else.
     """
-    from plume_jax.safe_io import read_text_bounded
+    from plume_jax.files.safe_io import read_text_bounded
 
     id_file = pathlib.Path(folder) / "wandb_run_id"
     if os.path.lexists(id_file):

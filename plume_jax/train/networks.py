@@ -105,7 +105,7 @@ def torso_size(config: NetworkConfig, in_dim: int) -> int:
     """Features out of the ``cnn`` torso for ``in_dim`` inputs: the last
     feature map ('SAME' padding: ``ceil(side / stride)`` per layer), then
     the inputs after the image."""
-    from plume_jax.errors import ValidationError
+    from plume_jax.core.errors import ValidationError
 
     channels, rows, cols = config.image_channels_rows_columns
     size = channels * rows * cols
@@ -123,7 +123,7 @@ class ActorCritic(nn.Module):
     or the size of a ``Box`` action; ``num_agents``: agents per env (the
     batch is ``envs x num_agents`` rows; only the centralised critic reads
     it). ``value_only``: no actor head (the logits are zeros), for a value
-    network acted on by look-ahead (:mod:`plume_jax.train.lookahead`).
+    network acted on by look-ahead (:mod:`plume_jax.train.algorithms.lookahead`).
 
     The module declares the parameters (names, shapes, initialisers); the
     computation is :func:`agents.actor_critic.actor_critic`, which the

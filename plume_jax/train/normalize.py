@@ -8,7 +8,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from plume_jax.pytree import Pytree
+from plume_jax.core.pytree import Pytree
 
 #: Normalised observations are clipped to ``[-CLIP, CLIP]``.
 CLIP = 10.0

@@ -57,11 +57,11 @@ from typing import Any, Callable
 
 import jax
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 from plume_jax.files import atomic_write, fsync_folder
 from plume_jax.train.checkpoint import export_policy
 from plume_jax.train.distributed import host_copy, is_main_process
-from plume_jax.safe_io import load_json_file
+from plume_jax.files.safe_io import load_json_file
 from plume_jax.train.progress import append_jsonl, read_jsonl, rows_up_to, trim_jsonl, \
     write_jsonl
 

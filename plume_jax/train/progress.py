@@ -22,7 +22,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 from plume_jax.progress import ProgressBar
 
 
@@ -168,7 +168,7 @@ def read_jsonl(path: str | pathlib.Path) -> list[dict[str, Any]]:
     skipped; a damaged line before it (not JSON, not an object, nested
     deeper than a row is, no ``update``) is a ``ValidationError`` naming
     the file and the line. The file is bounded (:data:`MAX_METRICS_BYTES`)."""
-    from plume_jax.safe_io import read_bytes_bounded
+    from plume_jax.files.safe_io import read_bytes_bounded
 
     path = pathlib.Path(path)
     if not path.exists():

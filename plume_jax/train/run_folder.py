@@ -16,7 +16,7 @@ import platform
 import shutil
 from typing import Any, Iterable
 
-from plume_jax.errors import StateError, ValidationError
+from plume_jax.core.errors import StateError, ValidationError
 
 #: The lock file of a run or sweep folder (:class:`FolderLock`).
 LOCK_NAME = ".plume_jax.lock"

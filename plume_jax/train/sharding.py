@@ -35,7 +35,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 from plume_jax.train.members import Shared, is_shared
 
 
@@ -94,7 +94,7 @@ def constrain_batch(tree: Any, m: Mesh, axis: str) -> Any:
         lambda x: jax.lax.with_sharding_constraint(x, sharding) if np.ndim(x) >= 1 else x, tree)
 
 
-#: The fields of ``plume_jax.train.ppo.Runner`` with a leading env (or
+#: The fields of ``plume_jax.train.algorithms.ppo.Runner`` with a leading env (or
 #: env x agent row) axis.
 BATCH_FIELDS = ("env_state", "obs", "hidden", "prev_action", "prev_obs", "start", "ep_return",
                 "ep_length", "arrived")

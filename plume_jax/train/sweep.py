@@ -5,7 +5,7 @@ single run is; this module expands the grid, groups the members and ranks
 the results.
 
 ``Algorithm.update`` (for PPO, ``PPO.update``) is ``vmap``ped over a leading *member* axis of the runner, of
-the hyperparameters (:class:`~plume_jax.train.ppo.Hparams`) and of the env
+the hyperparameters (:class:`~plume_jax.train.algorithms.ppo.Hparams`) and of the env
 params, and ``lax.scan``ned over updates: one XLA program trains every
 member of a *program group*. Members whose static settings (network shape,
 batch sizes, ``algo.total_steps``, grid size, component types, ...) and env
@@ -89,10 +89,10 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from plume_jax.errors import StateError, ValidationError
+from plume_jax.core.errors import StateError, ValidationError
 from plume_jax.progress import ProgressBar
 from plume_jax.train import driver
-from plume_jax.train.algorithm import algorithm_class
+from plume_jax.train.algorithms.base import algorithm_class
 from plume_jax.train.checkpoint import checkpoint_update, read_meta
 from plume_jax.train.chunks import Interrupted, stop_on_signals
 from plume_jax.train.config import TrainConfig, apply_dotted, dump_yaml, read_yaml, \

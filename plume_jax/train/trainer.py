@@ -54,9 +54,9 @@ from typing import Any, TextIO
 import jax
 import numpy as np
 
-from plume_jax.errors import ValidationError
+from plume_jax.core.errors import ValidationError
 from plume_jax.progress import ProgressBar
-from plume_jax.train.algorithm import Algorithm
+from plume_jax.train.algorithms.base import Algorithm
 from plume_jax.train.checkpoint import find_checkpoint, partial_folder_prefix, read_checkpoint
 from plume_jax.train.chunks import Interrupted, stop_on_signals
 from plume_jax.train.config import RESUME_MAY_CHANGE, TrainConfig, dump_yaml, \
@@ -88,7 +88,7 @@ class TrainResult:
 
     Attributes:
         config: the config trained.
-        algo: the :class:`~plume_jax.train.algorithm.Algorithm` trained.
+        algo: the :class:`~plume_jax.train.algorithms.base.Algorithm` trained.
         runner: the final runner (parameters, optimiser and env state).
         rows: per-update metrics of this call (one dict per update).
         summary: budget, timings, throughput, evaluation (also
@@ -162,7 +162,7 @@ def resume_point(resume: str | pathlib.Path, config: TrainConfig) -> ResumePoint
 def learning_rate_note(config: TrainConfig, point: ResumePoint) -> str | None:
     """What a changed budget does to an annealed learning rate (the linear
     decay runs to 0 over the *current* total, so the rate jumps), or None."""
-    from plume_jax.train.algorithm import algorithm_class
+    from plume_jax.train.algorithms.base import algorithm_class
 
     anneals = "anneal_lr" in algorithm_class(config.algo["algorithm"], "algo.algorithm").SETTINGS
     if not anneals or not config.algo.get("anneal_lr") or point.num_updates == config.num_updates:
@@ -345,7 +345,7 @@ def check_metrics_cover(point: ResumePoint) -> None:
     for every update up to the checkpoint's (rows are appended before each
     checkpoint is written, so a shorter file has lost rows: resuming would
     hide the loss)."""
-    from plume_jax.errors import StateError
+    from plume_jax.core.errors import StateError
 
     path = point.run_dir / "metrics.jsonl"
     have = {int(r["update"]) for r in read_jsonl(path)}

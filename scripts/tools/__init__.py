@@ -1,0 +1,1 @@
+"""Tools: install checks in fresh virtual environments, and the shipped filament movie."""

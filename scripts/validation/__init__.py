@@ -1,0 +1,1 @@
+"""Validation of the plume models against long-run statistics and reference implementations."""
