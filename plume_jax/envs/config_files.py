@@ -32,6 +32,7 @@ import yaml
 from plume_jax.core.errors import ValidationError, bounded_repr
 from plume_jax.envs.presets import COMPONENTS, PRESETS, build_env, make, merge_overrides
 from plume_jax.files.safe_io import YAMLDumper, load_yaml_file
+from plume_jax.settings import plain
 
 #: Where the preset config files live in a source checkout.
 PRESET_DIR = pathlib.Path(__file__).resolve().parents[2] / "configs" / "presets"
@@ -43,15 +44,6 @@ _HEADER = ("# plume_jax environment config: load with plume_jax.make_from_config
 _KEY_ORDER = ("id", "description", "grid_size", "goal_radius", "max_steps", "num_agents",
               "done_mode", "collisions", "observe_others",
               "plume", "sensor", "actions", "reward", "start")
-
-
-def _plain(value: Any) -> Any:
-    """Tuples to lists, recursively, so the YAML holds only plain lists."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def config_dict(env: Any, description: str | None = None) -> dict[str, Any]:
@@ -67,7 +59,7 @@ def config_dict(env: Any, description: str | None = None) -> dict[str, Any]:
         spec["description"] = str(description)
     ordered = {k: spec[k] for k in _KEY_ORDER if k in spec}
     ordered.update({k: v for k, v in spec.items() if k not in ordered})
-    return _plain(ordered)
+    return plain(ordered)  # tuples as lists: the YAML holds only plain lists
 
 
 class _Dumper(YAMLDumper):

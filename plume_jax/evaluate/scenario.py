@@ -66,6 +66,7 @@ from plume_jax.settings import (
     Setting,
     integer,
     optional,
+    plain,
     qualified,
     real,
     resolve_keys,
@@ -445,11 +446,6 @@ def env_differences(trained: Mapping[str, Any], used: Mapping[str, Any],
     ``plume.sigma``) that differs between two envs' settings, leaving out
     :data:`UNCOMPARED_SETTINGS`; a component of another ``type`` is one
     entry (its type), not a list of its parameters."""
-    def plain(v: Any) -> Any:  # tuples as lists, numpy scalars as numbers: as JSON reads
-        if isinstance(v, (list, tuple)):
-            return [plain(x) for x in v]
-        return v.item() if isinstance(v, np.generic) else v
-
     out = []
     for name in dict.fromkeys([*trained, *used]):
         if not prefix and name in UNCOMPARED_SETTINGS:

@@ -63,6 +63,7 @@ import numpy as np
 from plume_jax.core.errors import ValidationError
 from plume_jax.files.safe_io import (MAX_CONFIG_BYTES, describe_bytes, load_json_bounded,
                                load_json_file, read_npy_header)
+from plume_jax.settings import plain
 
 #: The valid ``layout`` strings: each a permutation of "t", "y", "x".
 LAYOUTS = ("tyx", "txy", "ytx", "yxt", "xty", "xyt")
@@ -124,21 +125,6 @@ def _suffix(path: pathlib.Path) -> str:
         raise ValidationError.for_parameter(
             "path", str(path), f"a movie file ending in one of {list(SUFFIXES)}")
     return suffix
-
-
-def _plain(value: Any) -> Any:
-    """Attribute values as plain JSON-able Python."""
-    if isinstance(value, bytes):
-        return value.decode()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _selection(layout: str, frame_range: Sequence[int] | None, stride: int) -> tuple:
@@ -456,7 +442,7 @@ def _read_hdf5(path: pathlib.Path, dataset: str | None, layout: str,
         _checked_shape(data.shape, path, layout)
         _check_size(path, _selected_shape(data.shape, select), data.dtype.itemsize,
                     "the part selected")
-        meta = _bounded_meta(path, {**_plain(dict(f.attrs)), **_plain(dict(data.attrs))})
+        meta = _bounded_meta(path, {**plain(dict(f.attrs)), **plain(dict(data.attrs))})
         return np.asarray(data[select]), meta
 
 
@@ -500,7 +486,7 @@ def _read_zarr(path: pathlib.Path, dataset: str | None, layout: str,
     chunks = getattr(array, "chunks", None)
     if chunks is not None:
         _check_size(path, chunks, np.dtype(array.dtype).itemsize, "one chunk")
-    return np.asarray(array[select]), _bounded_meta(path, _plain(attrs))
+    return np.asarray(array[select]), _bounded_meta(path, plain(attrs))
 
 
 def _bounded_meta(path: pathlib.Path, meta: Any) -> dict:
@@ -600,7 +586,7 @@ def save_movie(path: str | os.PathLike, frames: Any, *, dataset: str = "frames",
         raise ValidationError.for_parameter("frames", array.shape, "an array of shape (T, H, W)")
     if dtype is not None:
         array = array.astype(dtype)
-    meta = _plain(metadata)
+    meta = plain(metadata)
     json.dumps(meta)  # fail early on values no format could store
     path.parent.mkdir(parents=True, exist_ok=True)
     if suffix == ".npy":

@@ -75,6 +75,7 @@ from plume_jax.settings import (
     MAX_SCALE,
     MIN_LENGTH,
     choice,
+    domain_grid,
     grid_centre,
     grid_domain,
     grid_position,
@@ -229,12 +230,7 @@ class PoissonPlume(Plume[PoissonPlumeParams, PoissonPlumeState]):
 
     # -- state -------------------------------------------------------------------
     def _grid(self) -> Grid:
-        if not self.domain:
-            raise ValidationError.for_parameter(
-                "plume.domain", self.domain,
-                "a (width, height) pair: build the plume with PoissonPlume.build(values, grid, "
-                "prefix) so it knows its grid")
-        return Grid(width=self.domain[0], height=self.domain[1])
+        return domain_grid(self, "plume")
 
     def posterior_table(self, params: PoissonPlumeParams) -> jax.Array:
         """f32[H*W]: cumulative weights ``1 - exp(-μ(observer - cell))`` over

@@ -26,7 +26,7 @@ from plume_jax.plumes.poisson_posterior import (bayes_update, belief_summaries, 
                                                 likelihood_tables, plain_params, summary_bounds)
 from plume_jax.core.pytree import Pytree
 from plume_jax.sensors.base import Sensor, nested_sensors
-from plume_jax.settings import (MAX_LENGTH, boolean, derived, grid_domain, nested_params, real,
+from plume_jax.settings import (MAX_LENGTH, boolean, derived, domain_grid, grid_domain, nested_params, real,
                                 resolve_component, setting)
 from plume_jax.core.spaces import Box
 from plume_jax.core.types import AgentState, Grid, PlumeProbe
@@ -213,12 +213,7 @@ class BeliefSensor(Sensor[BeliefParams, BeliefState]):
 
     # -- geometry ----------------------------------------------------------------
     def _grid(self) -> Grid:
-        if not self.domain:
-            raise ValidationError.for_parameter(
-                "sensor.domain", self.domain,
-                "a (width, height) pair: build the sensor with BeliefSensor.build(values, grid, "
-                "prefix) so it knows its grid")
-        return Grid(width=self.domain[0], height=self.domain[1])
+        return domain_grid(self, "sensor")
 
     @property
     def image_shape(self) -> tuple[int, int]:

@@ -7,9 +7,8 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from plume_jax.core.errors import ValidationError
 from plume_jax.sensors.base import MemorylessSensor
-from plume_jax.settings import grid_domain
+from plume_jax.settings import domain_grid, grid_domain
 from plume_jax.core.spaces import Box
 from plume_jax.core.types import AgentState, NoParams, PlumeProbe
 
@@ -36,12 +35,8 @@ class PositionSensor(MemorylessSensor[NoParams]):
     type_name = "position"
 
     def _upper(self) -> tuple[float, float]:
-        if not self.domain:
-            raise ValidationError.for_parameter(
-                "sensor.domain", self.domain,
-                "a (width, height) pair: build the sensor with PositionSensor.build(values, grid, "
-                "prefix) so it knows its grid")
-        return float(self.domain[0] - 1), float(self.domain[1] - 1)
+        grid = domain_grid(self, "sensor")
+        return float(grid.width - 1), float(grid.height - 1)
 
     def observation_space(self, params: NoParams) -> Box:
         return Box.from_arrays([0.0, 0.0], list(self._upper()))

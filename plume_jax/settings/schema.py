@@ -36,6 +36,7 @@ from typing import Any, ClassVar, TypeVar
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from plume_jax.core.errors import ValidationError
 from plume_jax.settings.checks import Checker, check_order
@@ -129,6 +130,20 @@ def grid_domain() -> Any:
     """A component field that ``build`` sets to the grid's ``(width, height)``
     (``()`` for a component made by hand)."""
     return dataclasses.field(default=(), metadata={ROLE: GRID_DOMAIN})
+
+
+def domain_grid(component: Any, family: str) -> Grid:
+    """The :class:`~plume_jax.core.types.Grid` of ``component.domain`` (its
+    :func:`grid_domain` field). A component made by hand has no domain:
+    that raises ValidationError naming ``<family>.domain`` and how to build
+    the component so it knows its grid."""
+    domain = component.domain
+    if not domain:
+        raise ValidationError.for_parameter(
+            f"{family}.domain", domain,
+            f"a (width, height) pair: build the {family} with "
+            f"{type(component).__name__}.build(values, grid, prefix) so it knows its grid")
+    return Grid(width=domain[0], height=domain[1])
 
 
 def declared_fields(cls: object) -> tuple[dataclasses.Field, ...]:
@@ -285,12 +300,23 @@ def _frozen(value: Any) -> Any:
 
 
 def plain(value: Any) -> Any:
-    """A static field value as plain JSON-able Python: components as their
-    static configs, tuples as lists."""
+    """``value`` as the plain Python that JSON and YAML write and read back,
+    recursively: components as their static configs, mappings as dicts with
+    ``str`` keys, tuples as lists, numpy arrays as nested lists, numpy
+    scalars as Python numbers, bytes (HDF5 attributes) decoded as UTF-8.
+    Anything else is returned as it is."""
     if isinstance(value, Configurable):
         return static_config(value)
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, bytes):
+        return value.decode()
     return value
 
 
