@@ -1,8 +1,10 @@
-"""Step-then-reset, written once (layer 2).
+"""Step-then-reset, written once (layer 0: it takes the env as an argument,
+so the envs of layer 2 and the adapters of layer 3 import it, not the reverse).
 
 Every path that steps an env and starts a new episode where the old one
 ended goes through this module: ``PlumeEnv.step`` (one env; under ``vmap``
-a batch), ``PlumeEnv.step_batch`` and the Gymnasium / SB3 batch adapters.
+a batch), ``PlumeEnv.step_batch``, ``SharedPlumeEnv`` and the Gymnasium /
+SB3 batch adapters.
 Each caller brings its own key stream: ``key_step`` drives the transition,
 ``key_reset`` the reset (``PlumeEnv.step`` passes one key as both; its
 transition and reset draw from disjoint ``fold_in`` indices).
