@@ -1,5 +1,6 @@
 """The five component interfaces in one view, and a structural check of a
-component class against its interface (layer 1).
+component class against its interface (layer 2: it imports the five
+families of layer 1 to name their interfaces and tables).
 
 =============  ===============================================  =========================
 slot           interface                                         registered in
