@@ -1,7 +1,8 @@
-"""The one atomic file writer: every file the package writes whole (run
-folder metadata, checkpoints, metrics tables, evaluation reports and
-figures, scoreboard records, dataset records) goes through
-:func:`atomic_write`.
+"""The one atomic file writer (layer 0): every file the package keeps as a
+record (run folder metadata, checkpoints, metrics tables, evaluation
+reports and figures, scoreboard records, dataset records) goes through
+:func:`atomic_write`. Exports written to a path the user names
+(``save_config``, ``save_movie``, videos, PNGs) are written in place.
 
 The content goes to a uniquely named temporary file in the target's folder
 (hidden: ``.NAME.tmp-*``), is flushed and fsynced, renamed onto the target
