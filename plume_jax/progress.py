@@ -1,5 +1,5 @@
 """Progress reporting for long commands (layer 5: ``train``, ``sweep``,
-``evaluate``, ``demo``).
+``evaluate``, ``demo``, ``bench``, ``data download``).
 
 :class:`ProgressBar` shows one task's progress three ways, chosen once when
 it is built:
