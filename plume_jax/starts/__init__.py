@@ -7,8 +7,10 @@ The interface every start distribution implements is
 by ``downwind``; the others ignore it) and a classmethod
 ``check_compatible(grid, source, goal_radius, settings, on_grid)`` that
 ``make`` calls to refuse configurations it cannot sample. Start positions
-lie on integer cells inside the grid and outside the goal region (distance
-to the goal ``> goal_radius``), so no episode starts solved.
+lie inside the grid and outside the goal region (distance to the goal
+``> goal_radius``), so no episode starts solved; drawn ones lie on integer
+cells, and a ``fixed`` one does when the action model keeps the agent on
+cells (``on_grid``).
 
 ============  ==============================================================
 type name     start position

@@ -2,8 +2,10 @@
 
 A start draws ``candidates`` uint32 words at once, turns them into
 candidate points and keeps the first acceptable one (:func:`pick_candidate`):
-the cost is fixed, so sampling is cheap under ``vmap`` and inside every
-``step`` (the speculative auto-reset).
+the cost is fixed (no loop whose length depends on the draw), so sampling
+is cheap under ``vmap``, where every lane would wait for the slowest, and
+inside ``step``, whose auto-reset may draw a start on every step (the
+speculative reset of an unbatched step).
 """
 
 from __future__ import annotations
