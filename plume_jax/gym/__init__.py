@@ -1,4 +1,4 @@
-"""Gymnasium and Stable-Baselines3 adapters (layer 3).
+"""Gymnasium, Stable-Baselines3 and PettingZoo adapters (layer 3).
 
 - :class:`PlumeGymEnv`: a ``gymnasium.Env`` with the contracts' lifecycle
   (:class:`EnvironmentState`), validation, seeding and rendering.
@@ -6,6 +6,9 @@
   in one compiled call (same-step or next-step autoreset).
 - :class:`PlumeSB3VecEnv`: an SB3 ``VecEnv`` doing the same; it lives in
   :mod:`plume_jax.gym.sb3` and is imported (with SB3) only on first access.
+- :class:`~plume_jax.gym.pettingzoo_env.PlumeParallelEnv` (in
+  :mod:`plume_jax.gym.pettingzoo_env`, which imports PettingZoo): a
+  PettingZoo ``ParallelEnv`` over the multi-agent env.
 - :class:`~plume_jax.gym.capture.CaptureTrajectories` (in :mod:`plume_jax.gym.capture`):
   a wrapper writing the capture folder of ``plume-jax evaluate --capture``.
 

@@ -20,7 +20,7 @@ Actions
 Seeding
     ``reset(seed=s)``, ``s`` in ``[0, 2**63)``, starts a key stream at
     ``jax.random.key(s)`` for ``s < 2**32``; a larger seed's high bits are
-    folded in (``_common.seed_key``), so every bit counts; every
+    folded in (:func:`plume_jax.core.seeding.seed_key`), so every bit counts; every
     ``reset`` and ``step`` takes the next subkey of the stream
     (``key, sub = jax.random.split(key)``). ``reset()`` without a seed
     continues the stream, so ``reset(seed=s)`` followed by any sequence of
