@@ -1,22 +1,22 @@
 """Resolve agents by name, with parameters.
 
-``make_policy(name, env, **params)`` returns a functional policy built for
-``env`` (action ids and observation indices looked up by name). Names:
+``make_agent(name, env, **params)`` builds the named agent for ``env``
+(action ids and observation indices looked up by name): a functional
+policy (jittable), or a host-side agent with ``act_batch`` that the
+scenario runner drives with one batched call per step. Names:
 
-==================  =========================================================
-``random_walk``     uniform random moves (null model)
-``klinotaxis``      run and tumble on one concentration reading
-``chemotaxis``      bilateral gradient climbing with two antennae
-``cast_and_surge``  surge upwind on detection, cast crosswind when lost
-``infotaxis``       Bayesian search maximising expected information gain
+=========================  ===================================================
+``random_walk``            uniform random moves (null model)
+``klinotaxis``             run and tumble on one concentration reading
+``chemotaxis``             bilateral gradient climbing with two antennae
+``cast_and_surge``         surge upwind on detection, cast crosswind when lost
+``infotaxis``              Bayesian search maximising expected information gain
 ``space_aware_infotaxis``  infotaxis variant of Loisy & Eloy (2022)
-``trained``         a policy exported by ``plume-jax train`` (``path=...``)
-``zoo:<name>``      a shipped trained agent (:mod:`agents.zoo`; ``zoo:<name>@<version>``
-                    for one version)
-==================  =========================================================
-
-``make_host_agent("sb3", env, path=...)`` gives host-side agents (an SB3
-model) that the scenario runner drives one batched call per step.
+``trained``                a policy exported by ``plume-jax train`` (``path=...``)
+``zoo:<name>``             a shipped trained agent (:mod:`agents.zoo`;
+                           ``zoo:<name>@<version>`` for one version)
+``sb3``                    host-side: a Stable-Baselines3 model file (``path=...``)
+=========================  ===================================================
 """
 
 from __future__ import annotations
