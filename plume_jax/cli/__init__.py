@@ -4,8 +4,8 @@ One module per subcommand, each with ``add_parser(s)`` and ``run``:
 
 - ``plume-jax demo`` (:mod:`.demo`): the main job on its embedded default;
 - ``plume-jax list`` (:mod:`.presets`): the presets;
-- ``plume-jax train`` / ``plume-jax sweep`` (:mod:`.train`): PPO training
-  and sweeps from YAML configs;
+- ``plume-jax train`` / ``plume-jax sweep`` (:mod:`.train`): training (PPO,
+  value iteration, ..., or a user's algorithm) and sweeps from YAML configs;
 - ``plume-jax evaluate`` (:mod:`.evaluate`): evaluation scenarios;
 - ``plume-jax record`` (:mod:`.record`): a video of a trained policy;
 - ``plume-jax data`` (:mod:`.data`): registered plume datasets;
@@ -51,7 +51,7 @@ _COMMANDS = {
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="plume-jax", description="plume_jax: odour-plume navigation in JAX — demo, "
-        "presets, PPO training and sweeps, evaluation scenarios.")
+        "presets, training and sweeps, evaluation scenarios, datasets, the scoreboard.")
     from plume_jax import __version__
 
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
