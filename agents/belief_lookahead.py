@@ -131,7 +131,7 @@ def policy_scores(arrays: dict, obs: jax.Array, conv_strides: tuple[int, ...] = 
     ``arrays["symmetry_perm"]``), from a ``belief`` sensor observation f32[D]
     (centred, full window, grid channel; summaries after the images ignored).
 
-    ``arrays`` (:func:`export_arrays`): the network (``conv_i/*`` with
+    ``arrays`` (:func:`plume_jax.train.algorithms.value_iteration.export_arrays`): the network (``conv_i/*`` with
     their strides ``conv_strides``, ``dense_i/*``, ``out/*``),
     ``likelihood`` f32[h_max, R, K], ``move_deltas`` i32[M, 2],
     ``move_ids`` i32[M], ``symmetry_perm`` i32[S, R*K]."""

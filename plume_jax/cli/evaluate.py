@@ -144,7 +144,7 @@ def scenario_files(paths: list[str]) -> list[str]:
 
 
 def parse_agent_choices(agents: list[str] | None, params: list[str]) -> list[Any] | None:
-    """``--agent`` and ``--agent-param`` -> :class:`AgentChoice` list (``None``
+    """``--agent`` and ``--agent-param`` -> :class:`~plume_jax.evaluate.scenario.AgentChoice` list (``None``
     when no ``--agent`` was given: each scenario runs its own agent).
 
     Raises:

@@ -135,8 +135,8 @@ def scenario_figure(reports: Sequence[Mapping[str, Any]]) -> Any:
     """The agents of one scenario side by side (see the module docstring),
     as a ``Figure``.
 
-    ``reports``: the scenario's run reports (:func:`plume_jax.evaluate.
-    scenario.execute_run`), each with its ``_rollout``, ``_env`` and
+    ``reports``: the scenario's run reports
+    (:func:`plume_jax.evaluate.scenario.execute_run`), each with its ``_rollout``, ``_env`` and
     ``_params``.
     """
     from matplotlib.figure import Figure

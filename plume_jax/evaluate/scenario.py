@@ -260,7 +260,7 @@ def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float,
 
 
 def summarise(result: Any, goal_radius: float, team: bool = False) -> dict[str, Any]:
-    """Metrics from a :class:`RolloutResult` (numpy floats -> Python).
+    """Metrics from a :class:`~plume_jax.evaluate.rollout.RolloutResult` (numpy floats -> Python).
 
     ``team``: a multi-agent env, whose success and steps are the team's (first
     arrival for ``done_mode="any"``); path efficiency is then not reported

@@ -39,7 +39,7 @@ class AnnulusStart(CandidateStart[AnnulusStartParams]):
     and an angle ``U(0, 2π)`` around the goal (the source) and is rounded to
     the nearest cell, so the start's distance to the source lies within
     ``[r_min - √2/2, r_max + √2/2]``. The first candidate inside the grid
-    and outside the goal region is used (see :func:`pick_candidate` for the
+    and outside the goal region is used (see :func:`~plume_jax.starts.candidates.pick_candidate` for the
     rare fallbacks: a clamped candidate, then the farthest corner). ``make``
     checks ``r_min <= r_max``, ``r_max > goal_radius`` and that the annulus
     reaches into the grid.

@@ -54,7 +54,7 @@ class DownwindStart(CandidateStart[DownwindStartParams]):
     ``source + a (cos θ, sin θ) + c (-sin θ, cos θ)`` with
     ``a ~ U(min_distance, max_distance)`` and ``c ~ U(-half_width, half_width)``,
     rounded to the nearest cell; the first inside the grid and outside the
-    goal region is used (see :func:`pick_candidate` for the fallbacks: a
+    goal region is used (see :func:`~plume_jax.starts.candidates.pick_candidate` for the fallbacks: a
     clamped candidate — the grid edge in that direction — then the farthest
     corner). ``make`` checks ``min_distance <= max_distance`` and
     ``max_distance > goal_radius``.
