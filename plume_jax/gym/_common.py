@@ -1,4 +1,4 @@
-"""Helpers shared by the Gymnasium, vector and SB3 adapters (layer 3).
+"""Helpers shared by the Gymnasium, vector, SB3 and PettingZoo adapters (layer 3).
 
 Nothing here holds state: space conversion, seed and action checks, the
 rule that decides whether positions are reported as integer cells, and the

@@ -1,4 +1,4 @@
-"""Fixed-cost random draws used by the plumes and the hits sensor.
+"""Fixed-cost random draws used by the filament plume and the hits sensor.
 
 ``jax.random.poisson`` runs a rejection loop whose length depends on the
 draw; under ``vmap`` every lane waits for the slowest. The draws here invert
