@@ -1,5 +1,6 @@
-"""Registered plume datasets: facts, a cache, verified resumable downloads
-(``plume-jax data``; docs/plumes.md, "Registered datasets")."""
+"""Registered plume datasets (layer 0, no JAX): facts, a cache, verified
+resumable downloads (``plume-jax data``; docs/plumes.md, "Registered
+datasets")."""
 
 from plume_jax.datasets.cache import (cache_dir, dataset_path, download, effective_checksum,
                                       remembered_checksum, require_cached, status, verify_file)
