@@ -33,13 +33,17 @@ class FunctionalPolicy(Protocol):
 class StatefulAgent:
     """Run a :class:`FunctionalPolicy` as a stateful :class:`Agent`.
 
-    The policy's randomness comes from a key stream seeded by ``seed``;
-    ``reset()`` starts a new episode's memory from the next key.
+    The policy's randomness comes from a key stream started at
+    :func:`~plume_jax.core.seeding.seed_key` of ``seed`` (an integer in
+    ``[0, 2**63)``, every bit used, as at the env's doors); ``reset()``
+    starts a new episode's memory from the next key.
     """
 
     def __init__(self, policy: FunctionalPolicy, seed: int = 0):
+        from plume_jax.core.seeding import check_seed, seed_key
+
         self.policy = policy
-        self._key = jax.random.key(seed)
+        self._key = seed_key(check_seed(seed, "seed", none_ok=False))
         self._act = jax.jit(policy.act)
         self.reset()
 

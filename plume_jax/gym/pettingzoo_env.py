@@ -17,7 +17,8 @@ or departed agent's name, or an invalid action raises
 changes (live agents without an action do ``noop``). Seeding is
 :class:`~plume_jax.gym.PlumeGymEnv`'s, with the same checks and the same
 compiled reset and step: ``reset(seed=s)``, ``s`` in ``[0, 2**63)``, starts
-a key stream at ``jax.random.key(s)`` (every bit of ``s`` used); every
+a key stream at :func:`~plume_jax.core.seeding.seed_key` ``(s)``
+(``jax.random.key(s)`` below ``2**32``; every bit of ``s`` used); every
 reset and step takes the next subkey, and a seedless ``reset`` continues
 the stream. No step resets speculatively: the episode ends with the agents
 list. Observations are NumPy float32 arrays, rewards Python floats.

@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from plume_jax.core.errors import ValidationError
+from plume_jax.core.seeding import check_seed, seed_key
 from plume_jax.render.frames import check_frame_size, render_frame
 
 #: File extensions :func:`write_video` understands.
@@ -342,7 +343,9 @@ def rollout_frames(env: Any, params: Any = None, policy: Any = None, key: Any = 
             ``act(carry, obs, key) -> (action, carry)``), a host agent
             (``act_batch(obs[N], episode_start=bool[N]) -> actions[N]``), or
             None for uniformly random actions.
-        key: a PRNG key or an int seed; the same key gives the same frames.
+        key: a PRNG key or an int seed in ``[0, 2**63)`` (every bit used,
+            :func:`~plume_jax.core.seeding.seed_key`); the same key gives the same
+            frames.
         num_envs: batch size (static).
         num_steps: steps per env (static).
         trail_length: recent positions drawn.
@@ -361,8 +364,8 @@ def rollout_frames(env: Any, params: Any = None, policy: Any = None, key: Any = 
     """
     params = env.default_params if params is None else params
     policy = _RandomPolicy(env.actions.action_space) if policy is None else policy
-    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-        key = jax.random.key(int(key))
+    if isinstance(key, (int, np.integer, bool, np.bool_)):
+        key = seed_key(check_seed(key, "key", none_ok=False))
     for name, value, low in (("num_envs", num_envs, 1), ("num_steps", num_steps, 0),
                              ("scale", scale, 1), ("trail_length", trail_length, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:

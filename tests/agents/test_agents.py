@@ -43,6 +43,24 @@ def test_stateful_adapter_satisfies_the_agent_protocol(grid_env):
     assert isinstance(agent, Agent)
 
 
+def test_a_stateful_agents_seed_above_2_32_keeps_its_high_bits(grid_env):
+    # jax.random.key keeps a seed's low 32 bits: 2**32 + 3 used to be seed 3
+    from plume_jax.core.seeding import seed_key
+    env, _ = grid_env
+    policy = RandomWalkPolicy.for_env(env)
+    big, small = StatefulAgent(policy, seed=2**32 + 3), StatefulAgent(policy, seed=3)
+    assert not np.array_equal(jax.random.key_data(big._key), jax.random.key_data(small._key))
+    expected = jax.random.split(seed_key(2**32 + 3))[0]  # what reset() left of the stream
+    np.testing.assert_array_equal(jax.random.key_data(big._key), jax.random.key_data(expected))
+
+
+@pytest.mark.parametrize("seed", [-1, 2**63, True, 1.5])
+def test_a_stateful_agents_bad_seed_is_one_clear_error(grid_env, seed):
+    env, _ = grid_env
+    with pytest.raises(ValidationError, match=r"seed=.*an integer in \[0, 2\*\*63\)"):
+        StatefulAgent(RandomWalkPolicy.for_env(env), seed=seed)
+
+
 def test_objects_without_reset_or_act_are_not_agents():
     class OnlyAct:
         def act(self, obs):

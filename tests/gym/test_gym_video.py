@@ -123,6 +123,24 @@ def test_rollout_frames_are_deterministic_and_hold_after_the_end(core):
         np.testing.assert_array_equal(frames[i, end], frames[i, -1])
 
 
+def test_rollout_frames_int_seed_above_2_32_keeps_its_high_bits(core):
+    # an int key went through jax.random.key, which keeps the low 32 bits only
+    from plume_jax.core.seeding import seed_key
+    env, params = core
+    big, _ = rollout_frames(env, params, None, 2**32 + 3, **ROLLOUT)
+    as_key, _ = rollout_frames(env, params, None, seed_key(2**32 + 3), **ROLLOUT)
+    small, _ = rollout_frames(env, params, None, 3, **ROLLOUT)
+    np.testing.assert_array_equal(big, as_key)
+    assert not np.array_equal(big, small)
+
+
+@pytest.mark.parametrize("key", [-1, 2**64, True])
+def test_rollout_frames_bad_int_seed_is_one_clear_error(core, key):
+    env, params = core
+    with pytest.raises(ValidationError, match=r"key=.*an integer in \[0, 2\*\*63\)"):
+        rollout_frames(env, params, None, key, **ROLLOUT)
+
+
 def test_rollout_frames_render_the_functional_trajectory(core):
     """The first frame of each env equals render_state of its reset state."""
     import jax
