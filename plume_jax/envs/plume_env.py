@@ -472,22 +472,24 @@ class PlumeEnv(gymnax_env.Environment[EnvState, EnvParams]):
     def step_batch(self, keys: jax.Array, state: EnvState, action: Any,
                    params: EnvParams | None = None, max_resets: int | None = None
                    ) -> Transition:
-        """``vmap(step)`` over a batch, resetting only the envs that ended.
+        """``vmap(step)`` over a batch, resetting only the envs that ended,
+        with the reset pool ``max_resets`` chosen by the caller.
 
         Returns what ``jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys,
-        state, action, params)`` returns, but cheaper: under ``vmap`` the
-        speculative reset inside ``step`` runs for every env on every step,
-        which is half or more of a cheap plume's step (``python
-        scripts/bench/throughput.py --reset-cost``). Here the transition
-        (``step_env``) runs for the whole batch, then the reset runs on at most
-        ``max_resets`` envs, gathered from those whose episode ended, and is
-        scattered back; each gets the reset ``step`` would give it (same key,
-        same state). If more than ``max_resets`` envs end on the same step, a
-        ``lax.cond`` falls back to resetting the whole batch. Keys, states,
-        counts and flags are the same; floats are the same up to rounding,
-        since XLA may compile the reset of a smaller batch with another
-        reduction order (on the development CPU the single-agent presets gave
-        bit-identical results; ``tests/envs/test_core_step_batch.py``).
+        state, action, params)`` returns (whose batch rule is this same
+        :func:`~plume_jax.core.autoreset.step_then_reset_batch`, with the
+        default pool). The transition (``step_env``) runs for the whole
+        batch, then the reset runs on at most ``max_resets`` envs, gathered
+        from those whose episode ended, and is scattered back; each gets the
+        reset :meth:`step_speculative` would give it (same key, same state),
+        without paying for a reset of every env on every step (half or more
+        of a cheap plume's step: ``python scripts/bench/throughput.py
+        --reset-cost``). If more than ``max_resets`` envs end on the same
+        step, a ``lax.cond`` falls back to resetting the whole batch. Keys,
+        states, counts and flags are the same; floats are the same up to
+        rounding, since XLA may compile the reset of a smaller batch with
+        another reduction order (on the development CPU the single-agent
+        presets gave bit-identical results; ``tests/envs/test_core_step_batch.py``).
 
         Args:
             keys: key[N], one per env, as for ``vmap(step)``.
