@@ -131,8 +131,10 @@ def check_capture_plans(plans: Sequence[Any], limit: int | None = None) -> None:
 
 def transition_bytes(env: Any, params: Any) -> int:
     """Bytes of one agent's transition in the rollout's per-step arrays:
-    pose, reward, flags and action (about 48) and the observation when it is
-    captured (4 per number)."""
+    48 (with a margin) for the poses, concentration, reward and flags, plus
+    4 per number of the action and, when it is captured (at most
+    :data:`~plume_jax.evaluate.rollout.MAX_CAPTURED_OBS` numbers), of the
+    observation."""
     from plume_jax.evaluate.rollout import MAX_CAPTURED_OBS
 
     agents = int(getattr(env, "num_agents", 1))
