@@ -16,6 +16,7 @@ from plume_jax import ValidationError, cli
 from plume_jax.files import capture_files as cf
 from plume_jax.evaluate import capture as cap
 from plume_jax.evaluate.rollout import host_rollout, rollout
+from tests.evaluate.constant_action import ConstantHostAgent, ConstantPolicy
 
 pq = pytest.importorskip("pyarrow.parquet")
 
@@ -63,24 +64,10 @@ def test_host_rollout_captures_the_same_transitions():
     env, params = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[24, 24], sigma=5.0,
                                  max_steps=30)
     east = env.action_ids["move_east"]
-
-    class EastPolicy:
-        def init(self, key):
-            return ()
-
-        def act(self, carry, obs, key):
-            return jnp.asarray(east, jnp.int32), carry
-
-    class EastAgent:
-        def reset(self):
-            pass
-
-        def act_batch(self, obs, episode_start=None):
-            return np.full(len(obs), east, np.int32)
-
     key = jax.random.key(4)
-    f = rollout(env, params, EastPolicy(), key, 4, 30, until_done=True, capture=True)
-    h = host_rollout(env, params, EastAgent(), key, 4, 30, until_done=True, capture=True)
+    f = rollout(env, params, ConstantPolicy(east), key, 4, 30, until_done=True, capture=True)
+    h = host_rollout(env, params, ConstantHostAgent(east), key, 4, 30, until_done=True,
+                     capture=True)
     a = cap.steps_columns(f.steps, int(f.steps_run))
     b = cap.steps_columns(h.steps, int(h.steps_run))
     for name in a:

@@ -16,6 +16,7 @@ import plume_jax
 from plume_jax import ValidationError, cli
 from plume_jax.evaluate import scenario as sc
 from plume_jax.evaluate.rollout import host_rollout, rollout
+from tests.evaluate.constant_action import ConstantHostAgent, ConstantPolicy
 
 SMALL_ENV = {"preset": "PlumeNav-Gaussian-v0",
              "overrides": {"grid_size": [24, 24], "sigma": 5.0, "max_steps": 80}}
@@ -169,24 +170,9 @@ def test_a_failing_figure_loses_no_results(tmp_path, capsys, monkeypatch):
 def test_host_and_functional_rollouts_agree_for_the_same_policy():
     env, params = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[24, 24], sigma=5.0, max_steps=30)
     east = env.action_ids["move_east"]
-
-    class EastPolicy:  # functional
-        def init(self, key):
-            return ()
-
-        def act(self, carry, obs, key):
-            return jnp.asarray(east, jnp.int32), carry
-
-    class EastAgent:  # host-side, batched
-        def reset(self):
-            pass
-
-        def act_batch(self, obs, episode_start=None):
-            return np.full(len(obs), east, np.int32)
-
     key = jax.random.key(4)
-    f = rollout(env, params, EastPolicy(), key, 8, 30)
-    h = host_rollout(env, params, EastAgent(), key, 8, 30)
+    f = rollout(env, params, ConstantPolicy(east), key, 8, 30)
+    h = host_rollout(env, params, ConstantHostAgent(east), key, 8, 30)
     for name in ("success", "episode_length", "path_length", "start_distance"):
         np.testing.assert_array_equal(np.asarray(getattr(f, name)), np.asarray(getattr(h, name)))
 
@@ -222,17 +208,9 @@ def test_until_done_rollouts_stop_early_and_report_the_same_episodes(klino_runs)
     np.testing.assert_array_equal(np.asarray(early.trajectories)[valid],
                                   np.asarray(full.trajectories)[valid])
 
-    east = env.action_ids["move_east"]
-
-    class EastAgent:
-        def reset(self):
-            pass
-
-        def act_batch(self, obs, episode_start=None):
-            return np.full(len(obs), east, np.int32)
-
-    h_full = host_rollout(env, params, EastAgent(), key, 4, 60)
-    h_early = host_rollout(env, params, EastAgent(), key, 4, 60, until_done=True)
+    east = ConstantHostAgent(env.action_ids["move_east"])
+    h_full = host_rollout(env, params, east, key, 4, 60)
+    h_early = host_rollout(env, params, east, key, 4, 60, until_done=True)
     assert int(h_early.steps_run) == int(np.max(np.asarray(h_full.episode_length)))
     assert h_early.trajectories.shape == (4, int(h_early.steps_run) + 1, 2)
     np.testing.assert_array_equal(np.asarray(h_early.episode_length),
