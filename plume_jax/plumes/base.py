@@ -37,7 +37,8 @@ class Plume(Configurable, abc.ABC, Generic[ParamsT, StateT]):
     Required: :meth:`init`, :meth:`advance`, :meth:`concentration`,
     :meth:`source_location`. Optional, with defaults: :meth:`reinit`
     (``init``), :meth:`wind` (calm), :meth:`field` (``concentration`` at
-    every cell centre). Sensors, wind-relative action models and start
+    every cell centre), :meth:`sharing_conflict` (a reason, with the default
+    ``reinit``). Sensors, wind-relative action models and start
     distributions never call a plume: they read it through the env's
     :class:`~plume_jax.core.types.PlumeProbe`.
     """
@@ -49,8 +50,9 @@ class Plume(Configurable, abc.ABC, Generic[ParamsT, StateT]):
 
     def reinit(self, key: jax.Array, plume_state: StateT, params: ParamsT) -> StateT:
         """The plume state for the next episode under auto-reset, computed
-        inside every ``step`` (both branches run under ``vmap``), so it must
-        be cheap. Default: :meth:`init` (right for plumes whose ``init`` is
+        inside ``step`` (on every step of an unbatched step, whose reset is
+        speculative; for the envs that ended under ``vmap``), so it must be
+        cheap. Default: :meth:`init` (right for plumes whose ``init`` is
         cheap; a dynamic plume keeps its developed state running instead)."""
         return self.init(key, params)
 
