@@ -3,7 +3,7 @@ so the envs of layer 2 and the adapters of layer 3 import it, not the reverse).
 
 Every path that steps an env and starts a new episode where the old one
 ended goes through this module: ``PlumeEnv.step`` (one env; under ``vmap``
-a batch), ``PlumeEnv.step_batch``, ``SharedPlumeEnv`` and the Gymnasium /
+a batch), ``PlumeEnv.step_batch``, ``SharedPlumeBatch.step`` and the Gymnasium /
 SB3 batch adapters.
 Each caller brings its own key stream: ``key_step`` drives the transition,
 ``key_reset`` the reset (``PlumeEnv.step`` passes one key as both; its
