@@ -28,6 +28,9 @@ DEDICATED = {
                            "test_adding_a_component_page_runs_and_leaves_the_tables_as_they_were"),
     "pettingzoo-trained": ("test_train_multi_agent",
                            "test_trained_agents_act_in_the_pettingzoo_env"),
+    "adding-an-algorithm": (
+        "tests.train.test_algorithm_interface",
+        "test_the_docs_example_trains_resumes_sweeps_exports_and_evaluates_from_the_working_folder"),
 }
 
 RUNNABLE = [page for page in PAGES if any(b.tag is None for b in blocks(page))]

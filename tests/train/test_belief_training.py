@@ -303,20 +303,21 @@ def test_lookahead_baseline_scale_reaches_the_exported_policy():
 
 
 def test_lookahead_only_settings_are_refused_with_ppo():
-    """``algo.epsilon`` / ``algo.baseline_scale`` set away from their defaults
-    with ``algorithm: ppo`` would do nothing: a ValidationError names them
-    (their defaults, as a resolved config writes them, still pass); a bad
-    scale is refused by the config and by LookaheadVI itself."""
+    """``algo.epsilon`` / ``algo.baseline_scale`` with ``algorithm: ppo``
+    would do nothing: a ValidationError names them and the algorithm whose
+    settings they are, even at their defaults (a PPO config holds PPO's
+    settings only); a bad scale is refused by the config and by LookaheadVI
+    itself."""
     from plume_jax.train.algorithms.lookahead import LookaheadVI
     from plume_jax.train.algorithms.ppo import ppo_static
 
     base = {"env": {"id": "PlumeNav-Poisson-Iso19x19-v0"}, "algo": {"total_steps": 10**6}}
-    for key, value in (("baseline_scale", 3.3), ("epsilon", 0.2)):
-        with pytest.raises(ValidationError, match=rf"algo\.{key}.*lookahead_vi"):
+    for key, value in (("baseline_scale", 3.3), ("epsilon", 0.2), ("epsilon", 0.1)):
+        with pytest.raises(ValidationError, match=rf"algo\.{key}.*did you mean "
+                                                  r"algo\.algorithm: lookahead_vi"):
             train_config({**base, "algo": {"total_steps": 10**6, key: value}})
-    cfg = train_config({**base, "algo": {"total_steps": 10**6, "epsilon": 0.1,
-                                         "baseline_scale": 0.0}})
-    assert train_config(cfg.to_dict()) == cfg
+    cfg = train_config(base)
+    assert "epsilon" not in cfg.algo and train_config(cfg.to_dict()) == cfg
     for bad in (-1.0, "three", None):
         with pytest.raises(ValidationError, match=r"algo\.baseline_scale"):
             train_config({**LOOKAHEAD, "algo": {**LOOKAHEAD["algo"], "baseline_scale": bad}})
