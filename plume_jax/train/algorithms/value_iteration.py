@@ -654,6 +654,28 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
             best_score=jnp.asarray(jnp.inf, jnp.float32), best_update=jnp.asarray(0, jnp.int32),
             key=jax.random.key_data(k_run))
 
+    def _keep_best(self, runner: SearcherRunner, params: dict, update: jax.Array,
+                   env_params: Any) -> tuple[jax.Array, jax.Array, Any, jax.Array, jax.Array]:
+        """The evaluation of iteration ``update`` (every ``eval_every``; NaN
+        otherwise) and the best parameters so far: ``(score, p_not_found,
+        best_params, best_score, best_update)``."""
+        nan = jnp.float32(jnp.nan)
+
+        def do_eval(_):
+            return self.evaluate(params, env_params)
+
+        if self.eval_every > 0:
+            evaluated = update % self.eval_every == 0
+            score, p_nf = jax.lax.cond(evaluated, do_eval, lambda _: (nan, nan), None)
+        else:
+            evaluated = jnp.asarray(False)
+            score, p_nf = nan, nan
+        better = evaluated & (score < runner.best_score)
+        best_params = jax.tree.map(lambda new, old: jnp.where(better, new, old), params,
+                                   runner.best_params)
+        return (score, p_nf, best_params, jnp.where(better, score, runner.best_score),
+                jnp.where(better, update, runner.best_update))
+
     def update(self, runner: SearcherRunner, hp: Any = None, env_params: Any = None,
                vmapped: bool = False) -> tuple[SearcherRunner, dict]:
         """One otto iteration (module docstring); returns the runner and the
@@ -714,21 +736,8 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
                 (xb.reshape(g, b, rows, cols), runner_w.memory_moves[idx].reshape(g, b, -1)))
         update = runner.update + 1
         nan = jnp.float32(jnp.nan)
-
-        def do_eval(_):
-            return self.evaluate(params, env_params)
-
-        if self.eval_every > 0:
-            evaluated = update % self.eval_every == 0
-            score, p_nf = jax.lax.cond(evaluated, do_eval, lambda _: (nan, nan), None)
-        else:
-            evaluated = jnp.asarray(False)
-            score, p_nf = nan, nan
-        better = evaluated & (score < runner.best_score)
-        best_params = jax.tree.map(lambda new, old: jnp.where(better, new, old), params,
-                                   runner.best_params)
-        best_score = jnp.where(better, score, runner.best_score)
-        best_update = jnp.where(better, update, runner.best_update)
+        score, p_nf, best_params, best_score, best_update = self._keep_best(
+            runner, params, update, env_params)
 
         stops = stops.astype(jnp.float32)
         finished = jnp.sum(stops)
