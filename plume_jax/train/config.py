@@ -2,12 +2,13 @@
 
 A training config has five sections (``env``, ``algo``, ``network``,
 ``run``, ``eval``); every key is optional except ``env.id`` (or
-``env.config``) and ``algo.total_steps``. Each key is declared once below
-(``ENV_SCHEMA``, ``COMMON_ALGO`` and each algorithm's ``SETTINGS``,
-``NETWORK_SCHEMA``, ``RUN_SCHEMA``, ``EVAL_SCHEMA``) as a
-:class:`plume_jax.settings.Setting` with its default, checker, static flag
-and doc; docs/config_reference.md lists them all (generated from these
-declarations by ``scripts/docs/settings_reference.py``). A short example::
+``env.config``) and ``algo.total_steps``. Each key is declared once
+(``ENV_SCHEMA``, ``NETWORK_SCHEMA``, ``RUN_SCHEMA``, ``EVAL_SCHEMA``, and for
+``algo`` the shared :data:`COMMON_ALGO` plus the chosen algorithm's own
+``SETTINGS``: :func:`schemas`) as a :class:`plume_jax.settings.Setting` with
+its default, checker, static flag and doc; docs/config_reference.md lists
+them all (generated from these declarations by
+``scripts/docs/settings_reference.py``). A short example::
 
     env:
       id: PlumeNav-Gaussian-v0   # a preset id (plume-jax list), or config: <env YAML>
@@ -16,7 +17,7 @@ declarations by ``scripts/docs/settings_reference.py``). A short example::
       algorithm: ppo             # a registered algorithm (plume_jax.train.algorithms.base)
       total_steps: 1000000       # env steps; rounded down to whole updates (a note says so)
       num_envs: 64
-      learning_rate: 0.0003
+      learning_rate: 0.0003      # one of PPO's own settings
     network: {type: mlp, hidden_sizes: [64, 64]}
     run: {seed: 0, checkpoint_minutes: 5.0}
     eval: {num_envs: 1000}
@@ -26,7 +27,8 @@ naming the key (``algo.learning_rate``), the value and what is allowed; an
 unknown key with the closest known ones (:func:`plume_jax.settings.resolve_keys`,
 the resolver of component settings and scenario files too).
 *Static* settings fix shapes or code paths and are compiled in; the others
-are leaves of :class:`plume_jax.train.algorithms.ppo.Hparams` and can be swept in one
+are leaves of the algorithm's ``hparams`` (PPO's
+:class:`plume_jax.train.algorithms.ppo.Hparams`) and can be swept in one
 program (see :mod:`plume_jax.train.sweep`, which runs members that differ in
 static settings as separate programs).
 
@@ -89,8 +91,7 @@ def string_or_none(name: str, value: Any, grid: Any = None) -> str | None:
 # Every setting is a plume_jax.settings.Setting (default, checker, static, doc),
 # made by algo_setting; "static" marks settings compiled into the program (they
 # cannot differ between the members of one sweep). The algo section is
-# COMMON_ALGO plus the settings the training algorithms declare
-# (plume_jax.train.algorithms.base: each algorithm's SETTINGS).
+# COMMON_ALGO plus the chosen algorithm's own SETTINGS (schemas()).
 _REQUIRED = REQUIRED
 
 
@@ -104,7 +105,8 @@ ENV_SCHEMA: dict[str, Setting] = {
     "overrides": _s({}, mapping_check, False, "passed to plume_jax.make / make_from_config"),
 }
 
-#: The ``algo.*`` settings every algorithm reads (its own: ``Algorithm.SETTINGS``).
+#: The ``algo.*`` settings every algorithm shares, whose meaning the driver
+#: fixes (an algorithm's own: ``Algorithm.SETTINGS``; it may not redeclare these).
 COMMON_ALGO: dict[str, Setting] = {
     "algorithm": _s("ppo", lambda name, value, grid=None: algorithm_class(value, name) and value,
                     True,

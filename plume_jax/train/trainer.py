@@ -166,7 +166,7 @@ def learning_rate_note(config: TrainConfig, point: ResumePoint) -> str | None:
 
     anneals = "anneal_lr" in algorithm_class(config.algo["algorithm"], "algo.algorithm").SETTINGS
     if not anneals or not config.algo.get("anneal_lr") or point.num_updates == config.num_updates:
-        return None  # every algorithm's settings are in the config; not all of them anneal
+        return None  # only an algorithm that declares anneal_lr anneals
     lr = config.algo["learning_rate"]
     u = point.update
     before = lr * (1.0 - u / point.num_updates)
