@@ -17,7 +17,8 @@ def write_policy_folder(folder: pathlib.Path, env, params, hidden=(8,), seed: in
                         ) -> pathlib.Path:
     """Write a policy for ``env`` into ``folder`` and return the folder."""
     from plume_jax.train import networks
-    from plume_jax.train.checkpoint import policy_arrays, policy_spec
+    from plume_jax.train.algorithms.base import network_spec
+    from plume_jax.train.checkpoint import policy_arrays
     from plume_jax.train.config import NetworkConfig
     from plume_jax.train.algorithms.ppo import PPO, PPOStatic
 
@@ -31,5 +32,6 @@ def write_policy_folder(folder: pathlib.Path, env, params, hidden=(8,), seed: in
         lambda x: jnp.asarray(rng.normal(0.0, 0.5, x.shape).astype(np.float32)), shapes)
     folder.mkdir(parents=True, exist_ok=True)
     np.savez(folder / "policy.npz", **policy_arrays(weights, None))
-    (folder / "policy.json").write_text(json.dumps(policy_spec(algo, env.settings), indent=2))
+    (folder / "policy.json").write_text(json.dumps(
+        {**network_spec(algo, algo.static.network), "env": env.settings}, indent=2))
     return folder

@@ -112,7 +112,8 @@ def train_overrides(args: argparse.Namespace) -> dict:
 def run_train(args: argparse.Namespace) -> int:
     """``plume-jax train``: see :mod:`plume_jax.train.trainer`."""
     from plume_jax.train.checkpoint import find_checkpoint, read_checkpoint
-    from plume_jax.train.config import load_train_config, train_config, with_overrides
+    from plume_jax.train.config import current_form, load_train_config, train_config, \
+        with_overrides
     from plume_jax.train.trainer import print_summary, train
 
     overrides = train_overrides(args)
@@ -125,9 +126,10 @@ def run_train(args: argparse.Namespace) -> int:
                 raise ValidationError.for_parameter(
                     "--config", None, f"a config (the run folder {run_dir} has no config.yaml "
                     "and the checkpoint none either)")
-            config = train_config(with_overrides(saved, overrides))
+            config = train_config(with_overrides(current_form(saved), overrides))
         else:
-            config = load_train_config(args.config or run_dir / "config.yaml", overrides)
+            config = load_train_config(args.config or run_dir / "config.yaml", overrides,
+                                       written=args.config is None)
     elif args.config is None:
         raise ValidationError.for_parameter("--config", None,
                                             "a training config YAML (or --resume RUN)")

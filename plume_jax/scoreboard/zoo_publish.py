@@ -272,7 +272,7 @@ def publish(run: str | os.PathLike, name: str, *, device: str | None = None,
     ran = read_yaml(run / "config.yaml", "run")
     unchecked = _check_committed(folder, ran, "run", run)
     if not (folder / "config.yaml").is_file():
-        load_train_config(run / "config.yaml")  # a config this version can run again
+        load_train_config(run / "config.yaml", written=True)  # one this version can run again
     info = entry_info(name, version, summary, size, device, description,
                       own_sensor(ran, policy))
     if unchecked:

@@ -323,29 +323,6 @@ def policy_arrays(params: Any, obs_stats: Any | None) -> dict[str, np.ndarray]:
     return arrays
 
 
-def policy_spec(algo: Any, env_settings: dict[str, Any] | None = None,
-                extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The JSON spec of the policy trained by ``algo`` (a ``PPO``)."""
-    import dataclasses
-
-    net = dataclasses.asdict(algo.static.network)
-    net["hidden_sizes"] = list(net["hidden_sizes"])
-    return {
-        "format": POLICY_FORMAT,
-        "algorithm": getattr(algo, "name", "ppo"),
-        "network": net,
-        "discrete": algo.discrete,
-        "action_dim": algo.action_dim,
-        "action_low": None if algo.discrete else [float(v) for v in algo.action_low],
-        "action_high": None if algo.discrete else [float(v) for v in algo.action_high],
-        "obs_dim": algo.obs_dim,
-        "normalize_obs": algo.static.normalize_obs,
-        "num_agents": algo.num_agents,  # agents per env in training (one agent's network)
-        "env": env_settings or {},
-        **(extra or {}),
-    }
-
-
 def export_policy(directory: str | pathlib.Path, algo: Any, runner: Any,
                   env_settings: dict[str, Any] | None = None,
                   extra: dict[str, Any] | None = None) -> pathlib.Path:

@@ -2,12 +2,13 @@
 
 A training config has five sections (``env``, ``algo``, ``network``,
 ``run``, ``eval``); every key is optional except ``env.id`` (or
-``env.config``) and ``algo.total_steps``. Each key is declared once below
-(``ENV_SCHEMA``, ``COMMON_ALGO`` and each algorithm's ``SETTINGS``,
-``NETWORK_SCHEMA``, ``RUN_SCHEMA``, ``EVAL_SCHEMA``) as a
-:class:`plume_jax.settings.Setting` with its default, checker, static flag
-and doc; docs/config_reference.md lists them all (generated from these
-declarations by ``scripts/docs/settings_reference.py``). A short example::
+``env.config``) and ``algo.total_steps``. Each key is declared once
+(``ENV_SCHEMA``, ``NETWORK_SCHEMA``, ``RUN_SCHEMA``, ``EVAL_SCHEMA``, and for
+``algo`` the shared :data:`COMMON_ALGO` plus the chosen algorithm's own
+``SETTINGS``: :func:`schemas`) as a :class:`plume_jax.settings.Setting` with
+its default, checker, static flag and doc; docs/config_reference.md lists
+them all (generated from these declarations by
+``scripts/docs/settings_reference.py``). A short example::
 
     env:
       id: PlumeNav-Gaussian-v0   # a preset id (plume-jax list), or config: <env YAML>
@@ -16,7 +17,7 @@ declarations by ``scripts/docs/settings_reference.py``). A short example::
       algorithm: ppo             # a registered algorithm (plume_jax.train.algorithms.base)
       total_steps: 1000000       # env steps; rounded down to whole updates (a note says so)
       num_envs: 64
-      learning_rate: 0.0003
+      learning_rate: 0.0003      # one of PPO's own settings
     network: {type: mlp, hidden_sizes: [64, 64]}
     run: {seed: 0, checkpoint_minutes: 5.0}
     eval: {num_envs: 1000}
@@ -26,7 +27,8 @@ naming the key (``algo.learning_rate``), the value and what is allowed; an
 unknown key with the closest known ones (:func:`plume_jax.settings.resolve_keys`,
 the resolver of component settings and scenario files too).
 *Static* settings fix shapes or code paths and are compiled in; the others
-are leaves of :class:`plume_jax.train.algorithms.ppo.Hparams` and can be swept in one
+are leaves of the algorithm's ``hparams`` (PPO's
+:class:`plume_jax.train.algorithms.ppo.Hparams`) and can be swept in one
 program (see :mod:`plume_jax.train.sweep`, which runs members that differ in
 static settings as separate programs).
 
@@ -49,7 +51,8 @@ import yaml
 from plume_jax.core.errors import ValidationError
 from plume_jax.settings import REQUIRED, Setting, resolve_keys, unknown_setting
 from plume_jax.settings.checks import boolean, choice, count, integer_list, optional, real
-from plume_jax.train.algorithms.base import algo_setting, algorithm_class, settings_for
+from plume_jax.train.algorithms.base import algo_setting, algorithm_class, readers, settings_for
+from plume_jax.train.networks import NetworkConfig
 
 
 # --------------------------------------------------------------------- checkers
@@ -88,8 +91,7 @@ def string_or_none(name: str, value: Any, grid: Any = None) -> str | None:
 # Every setting is a plume_jax.settings.Setting (default, checker, static, doc),
 # made by algo_setting; "static" marks settings compiled into the program (they
 # cannot differ between the members of one sweep). The algo section is
-# COMMON_ALGO plus the settings the training algorithms declare
-# (plume_jax.train.algorithms.base: each algorithm's SETTINGS).
+# COMMON_ALGO plus the chosen algorithm's own SETTINGS (schemas()).
 _REQUIRED = REQUIRED
 
 
@@ -103,7 +105,8 @@ ENV_SCHEMA: dict[str, Setting] = {
     "overrides": _s({}, mapping_check, False, "passed to plume_jax.make / make_from_config"),
 }
 
-#: The ``algo.*`` settings every algorithm reads (its own: ``Algorithm.SETTINGS``).
+#: The ``algo.*`` settings every algorithm shares, whose meaning the driver
+#: fixes (an algorithm's own: ``Algorithm.SETTINGS``; it may not redeclare these).
 COMMON_ALGO: dict[str, Setting] = {
     "algorithm": _s("ppo", lambda name, value, grid=None: algorithm_class(value, name) and value,
                     True,
@@ -202,7 +205,9 @@ EVAL_SCHEMA: dict[str, Setting] = {
     "every": _s(None, optional(count(low=1, high=10**9)), True,
                 "updates between periodic evaluations during training (RL Zoo's "
                 "EvalCallback): eval.periodic_episodes greedy episodes on eval.periodic_seed, "
-                "rows in evaluations.jsonl, the best policy kept in best/; null: none"),
+                "rows in evaluations.jsonl, the best policy kept in best/ (belief_value_iteration: "
+                "also its own evaluations on the posterior, algo.eval_searches, that pick the "
+                "parameters it exports); null: none"),
     "periodic_episodes": _s(100, count(low=1, high=1 << 20), True,
                             "episodes (one per env) of each periodic evaluation"),
     "periodic_seed": _s(2000003, count(low=0, high=2**63 - 1), True,
@@ -215,11 +220,33 @@ SECTIONS = ("env", "algo", "network", "run", "eval")
 
 def schemas(algorithm: Any = "ppo") -> dict[str, dict[str, Setting]]:
     """``section -> key -> Setting`` of a config whose ``algo.algorithm`` is
-    ``algorithm`` (the algo section: :data:`COMMON_ALGO` and every
-    registered algorithm's settings, :func:`plume_jax.train.algorithms.base.settings_for`)."""
-    _, algo = settings_for(algorithm)
-    return {"env": ENV_SCHEMA, "algo": {**COMMON_ALGO, **algo}, "network": NETWORK_SCHEMA,
+    ``algorithm``: its ``algo`` section is :data:`COMMON_ALGO` plus that
+    algorithm's own ``SETTINGS`` and nothing else. ``ValidationError``
+    when the algorithm redeclares a shared setting (the driver fixes their
+    meaning)."""
+    cls, own = settings_for(algorithm)
+    clash = sorted(set(own) & set(COMMON_ALGO))
+    if clash:
+        raise ValidationError.for_parameter(
+            "algo.algorithm", algorithm, f"an algorithm whose SETTINGS leave out the shared "
+            f"settings {sorted(COMMON_ALGO)} ({cls.__name__} declares algo.{clash[0]})")
+    return {"env": ENV_SCHEMA, "algo": {**COMMON_ALGO, **own}, "network": NETWORK_SCHEMA,
             "run": RUN_SCHEMA, "eval": EVAL_SCHEMA}
+
+
+def _refuse_foreign(name: Any, values: Any, schema: Mapping[str, Setting]) -> None:
+    """Refuse, as unknown ("did you mean"), an ``algo`` key that another
+    registered algorithm declares, saying whose it is."""
+    if not isinstance(values, Mapping):
+        return
+    for key, value in values.items():
+        owners = readers(str(key)) if key not in schema else []
+        if owners:
+            raise unknown_setting(
+                f"algo.{key}", value, schema,
+                f"a setting of algo.algorithm {name!r} or a shared one (algo.{key} is a "
+                f"setting of {' / '.join(repr(o) for o in owners)}: did you mean "
+                f"algo.algorithm: {owners[0]}?)")
 
 
 def _resolve_section(section: str, values: Any, schema: Mapping[str, Setting]
@@ -229,53 +256,6 @@ def _resolve_section(section: str, values: Any, schema: Mapping[str, Setting]
     messages, "did you mean" included); defaults as declared."""
     return resolve_keys(section, schema, values, what=f"a known {section} setting",
                         check_defaults=False)
-
-
-@dataclasses.dataclass(frozen=True)
-class NetworkConfig:
-    """Static network settings (hashable: part of the compiled program)."""
-
-    type: str = "mlp"
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    gru_size: int = 64
-    image_shape: tuple[int, ...] | None = None
-    conv_features: tuple[int, ...] = (8, 16, 16)
-    conv_kernels: tuple[int, ...] = (3, 3, 3)
-    conv_strides: tuple[int, ...] = (2, 2, 2)
-    activation: str = "tanh"
-    obs_transform: str = "none"
-    log_eps: float = 1e-6
-    prev_action: bool = False
-    obs_delta: bool = False
-    log_std_init: float = 0.0
-    critic: str = "decentralised"
-
-    def __post_init__(self):
-        if self.type != "cnn":
-            return
-        if self.image_shape is None:
-            raise ValidationError.for_parameter(
-                "network.image_shape", None,
-                "[rows, columns] or [channels, rows, columns] for network.type 'cnn' (the image "
-                "in the first inputs; the belief sensor's is [2H-1, 2W-1])")
-        sizes = {"conv_features": len(self.conv_features), "conv_kernels": len(self.conv_kernels),
-                 "conv_strides": len(self.conv_strides)}
-        if len(set(sizes.values())) != 1:
-            raise ValidationError.for_parameter(
-                "network.conv_kernels", list(self.conv_kernels),
-                f"one entry per conv layer, as many as conv_features and conv_strides ({sizes})")
-
-    @property
-    def recurrent(self) -> bool:
-        return self.type == "gru"
-
-    @property
-    def image_channels_rows_columns(self) -> tuple[int, int, int]:
-        """``(channels, rows, columns)`` of the cnn's image."""
-        shape = tuple(self.image_shape or ())
-        if len(shape) == 3:
-            return shape[0], shape[1], shape[2]
-        return 1, shape[0], shape[1]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -364,8 +344,8 @@ def train_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None
     algo_values = data.get("algo")
     name = algo_values.get("algorithm", COMMON_ALGO["algorithm"].default) \
         if isinstance(algo_values, Mapping) else COMMON_ALGO["algorithm"].default
-    cls, _ = settings_for(name)
     schema = schemas(name)
+    _refuse_foreign(name, algo_values, schema["algo"])
     sections = {s: _resolve_section(s, data.get(s), schema[s]) for s in SECTIONS}
     env = sections["env"]
     if (env["id"] is None) == (env["config"] is None):
@@ -381,28 +361,10 @@ def train_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None
             "algo.total_steps", algo["total_steps"],
             f"at least num_envs * num_steps = {algo['num_envs'] * algo['num_steps']} "
             "(one update)")
-    for key, setting in schema["algo"].items():  # no setting is silently ignored
-        if key in COMMON_ALGO or key in cls.SETTINGS or algo[key] == setting.default:
-            continue
-        readers = _readers(key)
-        raise ValidationError.for_parameter(
-            f"algo.{key}", algo[key],
-            f"its default {setting.default!r} or left out: it is a setting of algo.algorithm "
-            f"{' / '.join(repr(r) for r in readers)}, and algo.algorithm is "
-            f"{algo['algorithm']!r}, which would ignore it")
-    net = NetworkConfig(**sections["network"])
-    if net.recurrent:
-        if algo["num_envs"] % algo["num_minibatches"]:
-            raise ValidationError.for_parameter(
-                "algo.num_minibatches", algo["num_minibatches"],
-                f"a divisor of algo.num_envs={algo['num_envs']} (a recurrent policy trains on "
-                "whole env sequences, split into minibatches of envs)")
-    elif (algo["num_envs"] * algo["num_steps"]) % algo["num_minibatches"]:
-        raise ValidationError.for_parameter(
-            "algo.num_minibatches", algo["num_minibatches"],
-            f"a divisor of num_envs * num_steps = {algo['num_envs'] * algo['num_steps']}")
-    return TrainConfig(env=env, algo=algo, network=net, run=sections["run"],
-                       eval=sections["eval"])
+    config = TrainConfig(env=env, algo=algo, network=NetworkConfig(**sections["network"]),
+                         run=sections["run"], eval=sections["eval"])
+    algorithm_class(name).check_config(config)
+    return config
 
 
 def read_yaml(path: str | os.PathLike, parameter: str = "--config") -> dict[str, Any]:
@@ -485,12 +447,15 @@ def with_overrides(data: Mapping[str, Any], overrides: Mapping[str, Any] | None,
     return out
 
 
-def load_train_config(path: str | os.PathLike, overrides: Mapping[str, Any] | None = None
-                      ) -> TrainConfig:
+def load_train_config(path: str | os.PathLike, overrides: Mapping[str, Any] | None = None,
+                      *, written: bool = False) -> TrainConfig:
     """Read and validate a training config YAML file, with optional dotted
     ``overrides`` (``{"algo.learning_rate": 3e-4}``, see
-    :func:`apply_dotted`) applied before validation."""
-    data = with_overrides(read_yaml(path), overrides)
+    :func:`apply_dotted`) applied before validation. ``written``: the file
+    is a run folder's resolved ``config.yaml`` (perhaps written by an
+    earlier version: :func:`current_form` is applied first)."""
+    data = read_yaml(path)
+    data = with_overrides(current_form(data) if written else data, overrides)
     return train_config(data, base_dir=pathlib.Path(path).parent)
 
 
@@ -501,13 +466,6 @@ def dump_yaml(data: Any) -> str:
 
     return yaml.dump(data, Dumper=YAMLDumper, sort_keys=False, default_flow_style=None,
                      width=100)
-
-
-def _readers(key: str) -> list[str]:
-    """The registered algorithms that read ``algo.<key>``."""
-    from plume_jax.train.algorithms.base import ALGORITHMS, algorithm_class
-
-    return [n for n in ALGORITHMS if key in algorithm_class(n).SETTINGS]
 
 
 def static_signature(config: TrainConfig) -> dict[str, Any]:
@@ -559,6 +517,7 @@ def resume_differences(saved: Mapping[str, Any], config: TrainConfig
         return any(name == k or (k.endswith(".*") and name.startswith(k[:-1]))
                    for k in RESUME_MAY_CHANGE)
 
+    saved = current_form(saved)
     old = _flatten(json.loads(json.dumps(saved)))
     try:  # a setting added after the checkpoint was written: its default, as it trained
         filled = _flatten(json.loads(json.dumps(train_config(saved).to_dict())))
@@ -569,3 +528,45 @@ def resume_differences(saved: Mapping[str, Any], config: TrainConfig
     return {k: (old.get(k, "<unset>"), new.get(k, "<unset>"))
             for k in sorted(set(old) | set(new))
             if not may_change(k) and old.get(k, "<unset>") != new.get(k, "<unset>")}
+
+
+#: The ``algo`` keys plume_jax 0.1.x wrote into every resolved config,
+#: whichever algorithm it named (beyond :data:`COMMON_ALGO`).
+ALGO_KEYS_0_1 = (
+    "update_epochs", "num_minibatches", "learning_rate", "anneal_lr", "gamma", "gae_lambda",
+    "clip_eps", "clip_value", "ent_coef", "vf_coef", "max_grad_norm", "adam_eps",
+    "normalize_obs", "normalize_advantages", "epsilon", "baseline_scale", "batch_size",
+    "gd_steps", "memory_size", "epsilon_start", "epsilon_floor", "epsilon_decay",
+    "target_update_every", "stop_p", "max_episode_steps", "symmetry_augment",
+    "symmetry_average", "frozen_target", "eval_every", "eval_searches", "eval_seed")
+
+
+def current_form(saved: Any) -> Any:
+    """A config written by a run folder or checkpoint of an earlier version,
+    in the form this version reads: the one place that knows the old forms.
+
+    plume_jax 0.1.x wrote every registered algorithm's ``algo.*`` settings
+    (:data:`ALGO_KEYS_0_1`) into every resolved config, those of other
+    algorithms at their defaults (which it enforced, so they changed
+    nothing): here the ones the config's algorithm does not declare are
+    dropped. 0.1.x's ``algo.eval_every`` of ``belief_value_iteration`` (0:
+    never) is ``eval.every`` now (null: never), unless that is set. Anything
+    else is left for :func:`train_config` to check; a config that is not a
+    mapping is returned as it is."""
+    if not isinstance(saved, Mapping) or not isinstance(saved.get("algo"), Mapping):
+        return saved  # type: ignore[return-value]
+    data = copy.deepcopy(dict(saved))
+    algo = data["algo"] = dict(data["algo"])
+    try:
+        own = schemas(algo.get("algorithm", COMMON_ALGO["algorithm"].default))["algo"]
+    except ValidationError:
+        return data  # an algorithm this version cannot import: train_config names it
+    period = algo.get("eval_every")
+    for key in [k for k in algo if k in ALGO_KEYS_0_1 and k not in own]:
+        del algo[key]
+    if algo.get("algorithm") == "belief_value_iteration" and isinstance(period, int):
+        given = data.get("eval")
+        section = dict(given) if isinstance(given, Mapping) else {}
+        if section.get("every") is None:
+            data["eval"] = {**section, "every": period or None}
+    return data

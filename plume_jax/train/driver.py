@@ -198,7 +198,7 @@ def build_program(runs: list[Member], *, batched: bool, folder: pathlib.Path | N
         n_dev = resolve_devices(first.config.run["devices"], len(runs),
                                 "number of sweep members")
         mesh = make_mesh(n_dev, "members") if n_dev > 1 else None
-        algo = cls.from_config(first.config, first.env, first.env_params)
+        algo = cls.build(first.config, first.env, first.env_params)
         hp = _stack([algo.hparams(m.config, m.env_params) for m in runs])
         env_params = stack_members([m.env_params for m in runs])
         keys = keys_from_seeds([m.config.run["seed"] for m in runs])
@@ -209,7 +209,7 @@ def build_program(runs: list[Member], *, batched: bool, folder: pathlib.Path | N
             n_dev = resolve_devices(first.config.run["devices"], first.config.algo["num_envs"],
                                     "algo.num_envs")
             mesh = make_mesh(n_dev, "envs") if n_dev > 1 else None
-        algo = cls.from_config(first.config, first.env, first.env_params, mesh=mesh)
+        algo = cls.build(first.config, first.env, first.env_params, mesh=mesh)
         hp = algo.hparams(first.config, first.env_params)
         env_params = first.env_params
         keys = seed_key(first.config.run["seed"])

@@ -28,7 +28,7 @@ from plume_jax.core.agents_package import check_agents_package
 from plume_jax.core.seeding import seed_key
 from plume_jax.train.config import TrainConfig
 from plume_jax.train.members import member_values, vmap_members
-from plume_jax.train.algorithms.ppo import num_agents_of
+from plume_jax.train.algorithms.base import num_agents_of
 
 check_agents_package()
 from agents.trained import initial_carry, policy_step  # noqa: E402  (after the check)

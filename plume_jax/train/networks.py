@@ -47,6 +47,7 @@ arrays.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, cast
 
@@ -58,7 +59,54 @@ import jax.numpy as jnp
 import numpy as np
 
 from agents.actor_critic import actor_critic, joint_features  # noqa: F401 (re-exported)
-from plume_jax.train.config import NetworkConfig
+from plume_jax.core.errors import ValidationError
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkConfig:
+    """Static network settings (hashable: part of the compiled program)."""
+
+    type: str = "mlp"
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    gru_size: int = 64
+    image_shape: tuple[int, ...] | None = None
+    conv_features: tuple[int, ...] = (8, 16, 16)
+    conv_kernels: tuple[int, ...] = (3, 3, 3)
+    conv_strides: tuple[int, ...] = (2, 2, 2)
+    activation: str = "tanh"
+    obs_transform: str = "none"
+    log_eps: float = 1e-6
+    prev_action: bool = False
+    obs_delta: bool = False
+    log_std_init: float = 0.0
+    critic: str = "decentralised"
+
+    def __post_init__(self):
+        if self.type != "cnn":
+            return
+        if self.image_shape is None:
+            raise ValidationError.for_parameter(
+                "network.image_shape", None,
+                "[rows, columns] or [channels, rows, columns] for network.type 'cnn' (the image "
+                "in the first inputs; the belief sensor's is [2H-1, 2W-1])")
+        sizes = {"conv_features": len(self.conv_features), "conv_kernels": len(self.conv_kernels),
+                 "conv_strides": len(self.conv_strides)}
+        if len(set(sizes.values())) != 1:
+            raise ValidationError.for_parameter(
+                "network.conv_kernels", list(self.conv_kernels),
+                f"one entry per conv layer, as many as conv_features and conv_strides ({sizes})")
+
+    @property
+    def recurrent(self) -> bool:
+        return self.type == "gru"
+
+    @property
+    def image_channels_rows_columns(self) -> tuple[int, int, int]:
+        """``(channels, rows, columns)`` of the cnn's image."""
+        shape = tuple(self.image_shape or ())
+        if len(shape) == 3:
+            return shape[0], shape[1], shape[2]
+        return 1, shape[0], shape[1]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 

@@ -60,7 +60,7 @@ from plume_jax.train.algorithms.base import Algorithm
 from plume_jax.train.checkpoint import find_checkpoint, partial_folder_prefix, read_checkpoint
 from plume_jax.train.chunks import Interrupted, stop_on_signals
 from plume_jax.train.config import RESUME_MAY_CHANGE, TrainConfig, dump_yaml, \
-    resume_differences, train_config
+    current_form, resume_differences, train_config
 from plume_jax.train.distributed import barrier, check_joined, is_main_process
 from plume_jax.train.driver import Member, build_program, evaluate_members, export_member, \
     init_runner, load_runner, machine_info, member_summary, run_program, update_of, \
@@ -134,7 +134,7 @@ def resume_point(resume: str | pathlib.Path, config: TrainConfig) -> ResumePoint
     naming the differing settings."""
     run_dir, ckpt = find_checkpoint(resume)
     meta, _ = read_checkpoint(ckpt)
-    saved = meta.get("config")
+    saved = current_form(meta.get("config"))  # an earlier version's form: this one's
     if not isinstance(saved, dict):
         raise ValidationError.for_parameter("--resume", str(ckpt),
                                             "a checkpoint whose metadata holds its config")
@@ -166,7 +166,7 @@ def learning_rate_note(config: TrainConfig, point: ResumePoint) -> str | None:
 
     anneals = "anneal_lr" in algorithm_class(config.algo["algorithm"], "algo.algorithm").SETTINGS
     if not anneals or not config.algo.get("anneal_lr") or point.num_updates == config.num_updates:
-        return None  # every algorithm's settings are in the config; not all of them anneal
+        return None  # only an algorithm that declares anneal_lr anneals
     lr = config.algo["learning_rate"]
     u = point.update
     before = lr * (1.0 - u / point.num_updates)

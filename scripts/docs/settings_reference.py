@@ -5,8 +5,8 @@ Every setting a user can write is declared once, as a
 one line of doc):
 
 - training configs: :func:`plume_jax.train.config.schemas` (the ``algo``
-  section: the settings every algorithm reads and each registered
-  algorithm's ``SETTINGS``);
+  section: the settings every algorithm shares, then each registered
+  algorithm's own ``SETTINGS``);
 - scenario files: :data:`plume_jax.evaluate.scenario.SCENARIO_SCHEMA`;
 - components: each type's ``SETTINGS`` in the tables of
   :data:`plume_jax.envs.presets.COMPONENTS`.
@@ -73,8 +73,7 @@ def _kind(setting: Any) -> str:
 
 
 def training_section() -> list[str]:
-    from plume_jax.train.algorithms.base import ALGORITHMS, algorithm_class
-    from plume_jax.train.config import COMMON_ALGO, SECTIONS, schemas
+    from plume_jax.train.config import SECTIONS, schemas
 
     lines = [
         "## Training configs",
@@ -88,25 +87,35 @@ def training_section() -> list[str]:
         "by its dotted name (`--set algo.learning_rate=3e-4`).",
         "",
     ]
-    readers: dict[str, list[str]] = {}
-    for name in ALGORITHMS:
-        for key in algorithm_class(name).SETTINGS:
-            readers.setdefault(key, []).append(name)
     for section, schema in schemas().items():
         assert section in SECTIONS
         lines += [f"### `{section}`", ""]
         if section == "algo":
-            rows = [[f"`{key}`",
-                     "all" if key in COMMON_ALGO else ", ".join(f"`{r}`" for r in readers[key]),
-                     _value(s.default), _kind(s), _cell(s.doc)]
-                    for key, s in schema.items()]
-            lines += ["`algorithm` picks the training algorithm; a setting read only by other "
-                      "algorithms must keep its default.", ""]
-            lines += _table(rows, ["key", "read by", "default", "kind", "meaning"])
-        else:
-            rows = [[f"`{key}`", _value(s.default), _kind(s), _cell(s.doc)]
-                    for key, s in schema.items()]
-            lines += _table(rows, ["key", "default", "kind", "meaning"])
+            lines += algo_section()
+            continue
+        rows = [[f"`{key}`", _value(s.default), _kind(s), _cell(s.doc)]
+                for key, s in schema.items()]
+        lines += _table(rows, ["key", "default", "kind", "meaning"])
+    return lines
+
+
+def algo_section() -> list[str]:
+    """The ``algo`` section: the shared settings, then each registered
+    algorithm's own (a config holds the shared ones and its algorithm's)."""
+    from plume_jax.train.algorithms.base import ALGORITHMS, algorithm_class
+    from plume_jax.train.config import COMMON_ALGO
+
+    def rows(settings: Any) -> list[str]:
+        return _table([[f"`{key}`", _value(s.default), _kind(s), _cell(s.doc)]
+                       for key, s in settings.items()], ["key", "default", "kind", "meaning"])
+
+    lines = ["The settings every algorithm shares, then those of the algorithm that "
+             "`algorithm` names, and no others: another algorithm's setting is refused "
+             "(\"did you mean\"). An algorithm outside plume_jax declares its own "
+             "([training.md](training.md#adding-an-algorithm)).", "",
+             "#### Shared by every algorithm", ""] + rows(COMMON_ALGO)
+    for name in ALGORITHMS:
+        lines += [f"#### `algorithm: {name}`", ""] + rows(algorithm_class(name).SETTINGS)
     return lines
 
 

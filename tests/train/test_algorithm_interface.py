@@ -1,17 +1,22 @@
-"""The training-algorithm interface (plume_jax.train.algorithms.base): a new
-algorithm defined in this file — REINFORCE with a running-mean baseline —
-trains, resumes, sweeps, exports and evaluates through the CLI with no
-library file touched; it is named in configs by its import path
-``tests.train.test_algorithm_interface:Reinforce`` (the repository root on PYTHONPATH)."""
+"""The training-algorithm interface (plume_jax.train.algorithms.base).
+
+docs/training.md's "Adding an algorithm" example, taken verbatim from the
+page, trains, resumes, sweeps, exports and evaluates through the
+``plume-jax`` CLI from a module in the working folder, with no PYTHONPATH
+for it. A second REINFORCE, defined in this file with the documented
+helpers only, is named by its import path
+``tests.train.test_algorithm_interface:Reinforce`` (the repository root on
+PYTHONPATH) for the tests that need its network in Python; a broken
+method is refused by name before training."""
 
 from __future__ import annotations
 
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
-import types
 
 import chex
 import jax
@@ -23,10 +28,12 @@ import yaml
 
 from plume_jax.core.errors import ValidationError
 from plume_jax.train import networks
-from plume_jax.train.algorithms.base import Algorithm, algo_setting, algorithm_class
+from plume_jax.train.algorithms.base import (Algorithm, actor_critic, algo_setting,
+                                             algorithm_class, network_policy, set_spaces,
+                                             typed_key)
 from plume_jax.settings.checks import real
 from plume_jax.train.config import train_config
-from plume_jax.train.algorithms.ppo import PPO_SETTINGS, network_policy, obs_dim, resolve_gamma
+from tests.docs_blocks import tagged
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 NAME = "tests.train.test_algorithm_interface:Reinforce"
@@ -51,36 +58,31 @@ class Reinforce(Algorithm):
     mean baseline, one Adam step per update; a discrete-action MLP."""
 
     name = NAME
-    SETTINGS = {
-        "learning_rate": PPO_SETTINGS["learning_rate"],  # shared declarations
-        "gamma": PPO_SETTINGS["gamma"],
+    SETTINGS = {  # its own learning_rate: an algorithm declares any setting it reads
+        "learning_rate": algo_setting(0.01, real(low=0.0, high=1.0, low_inclusive=False),
+                                      static=False, doc="Adam step size"),
+        "gamma": algo_setting(0.99, real(low=0.0, high=1.0), static=False, doc="discount"),
         "baseline_decay": algo_setting(0.9, real(low=0.0, high=1.0), static=False,
                                        doc="decay of the running-mean return baseline"),
     }
 
     def __init__(self, config, env, env_params):
-        self.env = env
-        self.config = config
+        set_spaces(self, env, env_params)
+        self.network = config.network
         self.num_updates = config.num_updates
         self.steps_per_update = config.steps_per_update
         self.num_envs, self.num_steps = config.algo["num_envs"], config.algo["num_steps"]
-        self.action_dim = int(env.action_space(env_params).n)
-        self.obs_dim = obs_dim(env, env_params)
-        self.static = types.SimpleNamespace(network=config.network, normalize_obs=False)
-        self.net = networks.ActorCritic(config.network, self.action_dim, True)
+        self.net = actor_critic(self, config.network)
 
     @classmethod
     def from_config(cls, config, env, env_params, mesh=None):
         return cls(config, env, env_params)
 
     def hparams(self, config, env_params):
-        a = config.algo
-        return {"learning_rate": jnp.float32(a["learning_rate"]),
-                "gamma": jnp.float32(resolve_gamma(self.env, env_params, a["gamma"])),
-                "baseline_decay": jnp.float32(a["baseline_decay"])}
+        return {key: jnp.float32(config.algo[key]) for key in self.SETTINGS}
 
     def init(self, key, hp, env_params):
-        k_net, k_env, k_run = jax.random.split(key, 3)
+        k_net, k_env, k_run = jax.random.split(typed_key(key), 3)
         params = networks.init_params(self.net, k_net, self.obs_dim)
         obs, env_state = jax.vmap(self.env.reset, in_axes=(0, None))(
             jax.random.split(k_env, self.num_envs), env_params)
@@ -98,8 +100,7 @@ class Reinforce(Algorithm):
         return logits[0]
 
     def update(self, runner, hp, env_params):
-        key = jax.random.wrap_key_data(runner.key)
-        key, k_roll = jax.random.split(key)
+        key, k_roll = jax.random.split(typed_key(runner.key))
 
         def step(carry, k):
             env_state, obs, ret, length = carry
@@ -147,7 +148,7 @@ class Reinforce(Algorithm):
                               key=jax.random.key_data(key), update=update), metrics
 
     def policy(self, runner):
-        return network_policy(self, runner)
+        return network_policy(self, runner.params, self.network)
 
 
 CONFIG = {"env": {"id": "PlumeNav-Gaussian-v0", "overrides": {"grid_size": [16, 16],
@@ -172,45 +173,62 @@ def test_an_algorithm_outside_the_library_is_named_by_its_import_path():
 
 
 def _cli(*args, cwd):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-m", "plume_jax", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)
+    """``plume-jax ARGS`` in ``cwd``, by the console script (``python -m``
+    would put ``cwd`` on sys.path itself), with PYTHONPATH holding only the
+    repository root: a module in ``cwd`` is not on it."""
+    script = shutil.which("plume-jax")
+    command = [script] if script else [sys.executable, "-P", "-m", "plume_jax"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([*command, *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 
 
-def test_a_new_algorithm_trains_resumes_sweeps_exports_and_evaluates_through_the_cli(tmp_path):
-    """The issue's proof: the algorithm above, through plume-jax train, train
-    --resume, sweep (2 members) and evaluate, with no library file touched."""
-    (tmp_path / "t.yaml").write_text(yaml.safe_dump(CONFIG))
-    _cli("train", "--config", "t.yaml", "--out", "run", "--total-steps", "256", "--quiet",
-         cwd=tmp_path)
-    rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
-    assert [r["update"] for r in rows] == [1]
-    _cli("train", "--config", "t.yaml", "--resume", "run", "--quiet", cwd=tmp_path)
-    rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
-    assert [r["update"] for r in rows] == [1, 2]
-    spec = json.loads((tmp_path / "run" / "policy" / "policy.json").read_text())
-    assert spec["algorithm"] == NAME and spec["trained_env_steps"] == 512
-    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert summary["evaluation"]["episodes"] == 8
+def _rows(path):
+    return [json.loads(x) for x in path.read_text().splitlines()]
 
-    (tmp_path / "s.yaml").write_text(yaml.safe_dump(
-        {"base": "t.yaml", "grid": {"algo.baseline_decay": [0.5, 0.9]}}))
-    _cli("sweep", "--config", "s.yaml", "--out", "sweep", "--quiet", cwd=tmp_path)
+
+@pytest.mark.slow  # four plume-jax processes, each importing jax and compiling (~25 s each)
+def test_the_docs_example_trains_resumes_sweeps_exports_and_evaluates_from_the_working_folder(
+        tmp_path):
+    """The issue's proof: docs/training.md's "Adding an algorithm" code block,
+    verbatim, as reinforce.py in the working folder (no PYTHONPATH for it),
+    through plume-jax train, train --resume, sweep (2 members, one program)
+    and evaluate of the exported policy, with the page's own configs."""
+    (tmp_path / "reinforce.py").write_text(tagged("adding-an-algorithm")[0])
+    config = {"env": {"id": "PlumeNav-Gaussian-v0",
+                      "overrides": {"grid_size": [16, 16], "max_steps": 24}},
+              "algo": {"algorithm": "reinforce:Reinforce", "total_steps": 512, "num_envs": 16,
+                       "num_steps": 16, "learning_rate": 0.01, "baseline_decay": 0.5},
+              "network": {"hidden_sizes": [8]}, "run": {"tensorboard": False},
+              "eval": {"num_envs": 8, "num_steps": 24}}
+    (tmp_path / "reinforce.yaml").write_text(yaml.safe_dump(config))
+    _cli("train", "--config", "reinforce.yaml", "--out", "run", "--total-steps", "256",
+         "--quiet", cwd=tmp_path)
+    assert [r["update"] for r in _rows(tmp_path / "run" / "metrics.jsonl")] == [1]
+    _cli("train", "--config", "reinforce.yaml", "--resume", "run", "--quiet", cwd=tmp_path)
+    assert [r["update"] for r in _rows(tmp_path / "run" / "metrics.jsonl")] == [1, 2]
+    spec = json.loads((tmp_path / "run" / "policy" / "policy.json").read_text())
+    assert spec["algorithm"] == "reinforce:Reinforce" and spec["trained_env_steps"] == 512
+    resolved = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
+    assert set(resolved["algo"]) == {"algorithm", "total_steps", "num_envs", "num_steps",
+                                     "learning_rate", "gamma", "baseline_decay"}
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())[
+        "evaluation"]["episodes"] == 8
+
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(
+        {"base": "reinforce.yaml", "grid": {"algo.baseline_decay": [0.5, 0.9]}}))
+    _cli("sweep", "--config", "sweep.yaml", "--out", "sweep", "--quiet", cwd=tmp_path)
     results = json.loads((tmp_path / "sweep" / "results.json").read_text())
     assert len(results["results"]) == 2 and len(results["programs"]) == 1
     for member in (tmp_path / "sweep" / "members").iterdir():
         assert (member / "policy" / "policy.npz").exists()
 
-    scenario = {"name": "reinforce_gaussian", "env": {"preset": "PlumeNav-Gaussian-v0",
-                                                     "overrides": CONFIG["env"]["overrides"]},
-                "agent": {"name": "trained", "params": {"path": str(tmp_path / "run" /
-                                                                    "policy")}},
-                "episodes": 4, "seed": 7}
-    (tmp_path / "sc.yaml").write_text(yaml.safe_dump(scenario))
-    _cli("evaluate", "--scenario", "sc.yaml", "--out", "ev", "--quiet", cwd=tmp_path)
+    scenario = ROOT / "configs" / "scenarios" / "gaussian_random_walk.yaml"
+    _cli("evaluate", "--scenario", str(scenario), "--agent", "trained", "--agent-param",
+         f"trained.path={tmp_path / 'run' / 'policy'}", "--env-from-run", "--episodes", "4",
+         "--out", "ev", "--quiet", cwd=tmp_path)
     assert any((tmp_path / "ev").rglob("*.json"))
 
 
@@ -231,3 +249,57 @@ def test_the_exported_policy_acts_as_the_trained_network(tmp_path):
     np.testing.assert_array_equal(
         np.asarray(result.policy().params["actor_out/kernel"]),
         np.asarray(policy.params["actor_out/kernel"]))
+
+
+class BrokenPolicy(Reinforce):
+    """Trains, but its policy reads an attribute nothing sets."""
+
+    name = "tests.train.test_algorithm_interface:BrokenPolicy"
+
+    def policy(self, runner):
+        return network_policy(self, runner.params, self.static.network)
+
+
+class BrokenUpdate(Reinforce):
+    """Its update raises while it is traced."""
+
+    name = "tests.train.test_algorithm_interface:BrokenUpdate"
+
+    def update(self, runner, hp, env_params):
+        return super().update(runner, {**hp, "baseline_decay": hp["decay"]}, env_params)
+
+
+@pytest.mark.parametrize("broken,method,error", [(BrokenPolicy, "policy", "AttributeError"),
+                                                 (BrokenUpdate, "update", "KeyError")])
+def test_a_broken_method_is_one_line_naming_it_before_training(tmp_path, broken, method, error):
+    """Regression: a policy() that raised made training finish and then the
+    export fail with a raw AttributeError. Now the dry run before training
+    (policy on a runner of zeros) or the trace of update names the method in
+    one line, and no update has run."""
+    from plume_jax.train.trainer import train
+
+    cfg = train_config({**CONFIG, "algo": {**CONFIG["algo"], "algorithm": broken.name,
+                                           "total_steps": 256}})
+    with pytest.raises(ValidationError, match=rf"^algo\.algorithm=.*{broken.__name__}"
+                                              rf"\.{method}\(\) raised {error}") as info:
+        train(cfg, tmp_path / "r", progress=False, evaluate=False)
+    assert "\n" not in str(info.value)
+    rows = tmp_path / "r" / "metrics.jsonl"
+    assert not rows.exists() or not rows.read_text().strip()
+
+
+def test_an_algorithm_module_in_the_current_folder_is_found_without_pythonpath(
+        tmp_path, monkeypatch):
+    """Regression: --set algo.algorithm=mymod:MyAlgo needed PYTHONPATH=. (the
+    plume-jax console script does not put the current folder on sys.path),
+    while bench --add found its modules there. sys.path is left as it was."""
+    (tmp_path / "algos_here.py").write_text(
+        "from tests.train.test_algorithm_interface import Reinforce\n\n\n"
+        "class Here(Reinforce):\n    name = 'algos_here:Here'\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    before = list(sys.path)
+    cls = algorithm_class("algos_here:Here")
+    assert cls.__name__ == "Here" and sys.path == before
+    with pytest.raises(ValidationError, match=r"^algo\.algorithm='algos_nowhere:Here'"):
+        algorithm_class("algos_nowhere:Here")

@@ -15,7 +15,8 @@ import pytest
 import plume_jax
 from plume_jax.core.errors import ValidationError
 from plume_jax.train import networks as N
-from plume_jax.train.checkpoint import policy_arrays, policy_spec
+from plume_jax.train.algorithms.base import network_spec
+from plume_jax.train.checkpoint import policy_arrays
 from plume_jax.train.config import NetworkConfig, train_config
 from plume_jax.train.normalize import ObsStats
 from plume_jax.train.algorithms.ppo import PPO, PPOStatic
@@ -88,7 +89,7 @@ def test_exported_cnn_forward_pass_equals_the_training_network(prev_action):
     obs_seq = np.stack(obs_seq)
     starts = np.asarray([True, False, False, True, False])
     expected = _ppo_side(algo, net_params, stats, obs_seq, starts, actions)
-    spec = policy_spec(algo)
+    spec = network_spec(algo, algo.static.network, algo.static.normalize_obs)
     got = _agent_side(spec, policy_arrays(net_params, stats), obs_seq, starts, actions)
     np.testing.assert_allclose(got[0], expected[0], rtol=2e-5, atol=2e-5)
     np.testing.assert_allclose(got[1], expected[1], rtol=2e-5, atol=2e-5)
@@ -285,7 +286,7 @@ def test_lookahead_baseline_scale_reaches_the_exported_policy():
     runner = algo.init(jax.random.key(0), hparams(cfg, env, params), params)
     arrays = policy_arrays(runner.params, None)
     assert float(arrays["lookahead/baseline_scale"]) == pytest.approx(3.3)
-    spec = policy_spec(algo)
+    spec = network_spec(algo, algo.static.network, algo.static.normalize_obs)
     obs, state = env.reset(jax.random.key(3), params)
     for t in range(3):
         succ, base, mass, valid = lookahead_successors(IMAGE, algo.likelihood, algo.move_deltas,
@@ -303,20 +304,21 @@ def test_lookahead_baseline_scale_reaches_the_exported_policy():
 
 
 def test_lookahead_only_settings_are_refused_with_ppo():
-    """``algo.epsilon`` / ``algo.baseline_scale`` set away from their defaults
-    with ``algorithm: ppo`` would do nothing: a ValidationError names them
-    (their defaults, as a resolved config writes them, still pass); a bad
-    scale is refused by the config and by LookaheadVI itself."""
+    """``algo.epsilon`` / ``algo.baseline_scale`` with ``algorithm: ppo``
+    would do nothing: a ValidationError names them and the algorithm whose
+    settings they are, even at their defaults (a PPO config holds PPO's
+    settings only); a bad scale is refused by the config and by LookaheadVI
+    itself."""
     from plume_jax.train.algorithms.lookahead import LookaheadVI
     from plume_jax.train.algorithms.ppo import ppo_static
 
     base = {"env": {"id": "PlumeNav-Poisson-Iso19x19-v0"}, "algo": {"total_steps": 10**6}}
-    for key, value in (("baseline_scale", 3.3), ("epsilon", 0.2)):
-        with pytest.raises(ValidationError, match=rf"algo\.{key}.*lookahead_vi"):
+    for key, value in (("baseline_scale", 3.3), ("epsilon", 0.2), ("epsilon", 0.1)):
+        with pytest.raises(ValidationError, match=rf"algo\.{key}.*did you mean "
+                                                  r"algo\.algorithm: lookahead_vi"):
             train_config({**base, "algo": {"total_steps": 10**6, key: value}})
-    cfg = train_config({**base, "algo": {"total_steps": 10**6, "epsilon": 0.1,
-                                         "baseline_scale": 0.0}})
-    assert train_config(cfg.to_dict()) == cfg
+    cfg = train_config(base)
+    assert "epsilon" not in cfg.algo and train_config(cfg.to_dict()) == cfg
     for bad in (-1.0, "three", None):
         with pytest.raises(ValidationError, match=r"algo\.baseline_scale"):
             train_config({**LOOKAHEAD, "algo": {**LOOKAHEAD["algo"], "baseline_scale": bad}})

@@ -321,7 +321,8 @@ def test_a_checkpoint_written_before_a_setting_existed_resumes_at_its_default(tr
     """A setting added after a checkpoint was written (algo.frozen_target came
     with belief_value_iteration's ablations) made every older checkpoint's
     resume refused ('checkpoint <unset>, now True'); a missing setting counts
-    at its default, and one set away from it is still refused."""
+    at its default, and one set away from it is still refused (here PPO's
+    algo.normalize_advantages plays the new setting)."""
     import shutil
 
     from plume_jax.train.checkpoint import read_meta, save_checkpoint
@@ -333,11 +334,12 @@ def test_a_checkpoint_written_before_a_setting_existed_resumes_at_its_default(tr
     program = build_program([Member(config, *config.make_env())], batched=False)
     runner, _ = load_runner(program, run / "checkpoint")
     meta = read_meta(run / "checkpoint")
-    del meta["config"]["algo"]["frozen_target"]  # as a checkpoint of the previous release
+    del meta["config"]["algo"]["normalize_advantages"]  # as a checkpoint before it existed
     save_checkpoint(run / "checkpoint", runner, meta)
     longer = {**TINY, "algo": {**TINY["algo"], "total_steps": 4 * 8 * 5}}
-    with pytest.raises(ValidationError, match="algo.frozen_target"):
-        train(train_config({**longer, "algo": {**longer["algo"], "frozen_target": False}}),
+    with pytest.raises(ValidationError, match="algo.normalize_advantages"):
+        train(train_config({**longer, "algo": {**longer["algo"],
+                                                "normalize_advantages": False}}),
               run, progress=False, evaluate=False, resume=run)
     result = train(train_config(longer), run, progress=False, evaluate=False, resume=run)
     assert result.summary["resumed_at_update"] == 4

@@ -18,7 +18,8 @@ from agents.trained import TrainedAgent, TrainedPolicy, forward, initial_carry, 
 from plume_jax.cli import main
 from plume_jax.core.errors import ValidationError
 from plume_jax.train import networks
-from plume_jax.train.checkpoint import load_checkpoint, policy_arrays, policy_spec
+from plume_jax.train.algorithms.base import network_spec
+from plume_jax.train.checkpoint import load_checkpoint, policy_arrays
 from plume_jax.train.config import NetworkConfig, load_train_config, train_config
 from plume_jax.train.normalize import ObsStats
 from plume_jax.train.algorithms.ppo import PPO, Hparams, PPOStatic
@@ -243,7 +244,7 @@ def test_exported_forward_pass_equals_the_training_network(kind, actions_type):
     else:
         actions = rng.uniform(-1.0, 1.0, (7, algo.action_dim)).astype(np.float32)
     expected = _ppo_side(algo, net_params, stats, obs_seq, starts, actions)
-    spec = policy_spec(algo)
+    spec = network_spec(algo, algo.static.network, algo.static.normalize_obs)
     arrays = policy_arrays(net_params, stats)
     got = _agent_side(spec, arrays, obs_seq, starts, actions)
     # one forward pass (agents.actor_critic) on both sides; the two programs are
@@ -276,7 +277,8 @@ def test_save_load_gives_identical_actions(run):
     template = jax.eval_shape(algo.init, jax.random.key(0), _hp(), params)
     runner, _ = load_checkpoint(run["out"] / "checkpoint", template)
     loaded = TrainedPolicy.load(run["out"] / "policy")
-    fresh = TrainedPolicy(policy_spec(algo), policy_arrays(runner.params, runner.obs_stats))
+    fresh = TrainedPolicy(network_spec(algo, algo.static.network, algo.static.normalize_obs),
+                          policy_arrays(runner.params, runner.obs_stats))
     obs = np.linspace(0.0, 1.0, 9, dtype=np.float32)[:, None]
     for o in obs:
         a1, c1 = loaded.act(initial_carry(loaded.spec), o, jax.random.key(0))

@@ -274,15 +274,15 @@ def tiny_config(iterations):
     from plume_jax.train.config import train_config
 
     own = {k: v for k, v in SMALL.items()
-           if k not in ("hidden_sizes", "walkers", "steps_per_iteration")}
+           if k not in ("hidden_sizes", "walkers", "steps_per_iteration", "eval_every")}
     return train_config({
         "env": {"id": "PlumeNav-Poisson-Iso19x19-v0", "overrides": TINY},
         "algo": {"algorithm": "belief_value_iteration", "num_envs": SMALL["walkers"],
                  "num_steps": 1, "total_steps": SMALL["walkers"] * iterations,
-                 "learning_rate": 0.003, **own, "eval_every": 3},
+                 "learning_rate": 0.003, **own},
         "network": {"hidden_sizes": SMALL["hidden_sizes"], "activation": "relu"},
         "run": {"seed": 4, "log_every": 1, "checkpoint_every": 2, "tensorboard": False},
-        "eval": {"num_envs": 4, "num_steps": 12}})
+        "eval": {"num_envs": 4, "num_steps": 12, "every": 3, "periodic_episodes": 4}})
 
 
 @pytest.mark.slow  # CI time; test_chunked_runs_are_bit_identical_to_one_run stays by default

@@ -1,25 +1,34 @@
-"""The training-algorithm interface and the table of algorithms (layer 5).
+"""The training-algorithm interface, the table of algorithms, and the helpers
+every algorithm needs (layer 5). docs/training.md, "Adding an algorithm",
+is a complete example written against this module alone.
 
 A training algorithm is a class derived from :class:`Algorithm`, as a plume
 is a class derived from ``Plume``: it says what it provides, the run driver
-(:mod:`plume_jax.train.trainer` for one run, :mod:`plume_jax.train.sweep`
-for many) does the rest — chunking, progress, logging, checkpoints, resume,
-run folders, sweeps over members, policy export and evaluation.
+(:mod:`plume_jax.train.driver`, under ``plume-jax train`` and ``sweep``)
+does the rest — chunking, progress, logging, checkpoints, resume, run
+folders, sweeps over members, policy export and evaluation.
 
 What an algorithm provides:
 
-- ``name`` (the value of ``algo.algorithm``) and ``SETTINGS``: the ``algo.*``
-  settings it reads beyond :data:`COMMON_SETTINGS`, each declared once as a
-  :class:`plume_jax.settings.Setting` (default, checker, static or dynamic,
-  one line of doc) — made with :func:`algo_setting`. A setting declared by
-  several algorithms is one declaration shared between them.
-  Every ``algo.*`` setting of every registered algorithm appears in a
-  resolved config; one the chosen algorithm does not read must keep its
-  default (else ``ValidationError`` naming it), so that no setting is ever
-  silently ignored.
+- ``name`` (the value of ``algo.algorithm``) and ``SETTINGS``: its own
+  ``algo.*`` settings, each declared once as a
+  :class:`plume_jax.settings.Setting` made with :func:`algo_setting`
+  (default, checker, static or dynamic, one line of doc). A config's
+  ``algo`` section is :data:`plume_jax.train.config.COMMON_ALGO` (the
+  settings every algorithm shares: ``algorithm``, ``total_steps``,
+  ``num_envs``, ``num_steps``) plus these, and nothing else: another
+  algorithm's key is refused as unknown ("did you mean"). Any name but a
+  shared one may be declared (``learning_rate`` included); the resolved
+  config, the TensorBoard hparams and the config reference list only
+  these. Read them back from the config (``config.algo[key]``): they are
+  checked and defaulted there, so a constructor never repeats them.
+- :meth:`Algorithm.check_config` (optional): checks between settings that
+  the config alone decides, run whenever a config is read;
 - :meth:`Algorithm.from_config`: build it for a validated config and env
   (check everything the env or config must satisfy here, with
-  ``ValidationError``, before anything is compiled);
+  ``ValidationError``, before anything is compiled), setting the
+  attributes the driver and the export read (:class:`Algorithm`'s
+  attribute list; :func:`set_spaces` sets the spaces);
 - :meth:`Algorithm.hparams`: its *dynamic* settings as a pytree of array
   leaves (a sweep ``vmap``\\ s members that differ only in them);
 - :meth:`Algorithm.init`: ``(key, hp, env_params) -> runner``, a pytree that
@@ -28,17 +37,30 @@ What an algorithm provides:
 - :meth:`Algorithm.update`: one update, ``(runner, hp, env_params) ->
   (runner, metrics)`` with a dict of scalar metrics that holds at least
   ``update`` and ``env_steps``;
-- :meth:`Algorithm.policy`: the trained policy as ``(spec, arrays)``, the
-  exported form ``agents.trained`` loads.
+- :meth:`Algorithm.policy`: the trained policy as ``(spec, arrays)``,
+  everything export needs (``agents.trained``'s format;
+  :func:`network_policy` makes it for an actor-critic network). The driver
+  adds the env settings and the budget to the spec and reads nothing else.
 
 :meth:`Algorithm.run` (many updates in one ``lax.scan``, a dynamic count
 of them, ``vmap`` over sweep members) is provided by the base.
+:meth:`Algorithm.build` is what the driver calls: ``from_config``, then a
+dry run of ``hparams``, ``init`` (abstractly, :func:`jax.eval_shape`) and
+``policy`` (on a runner of zeros), so a broken or missing method is a
+one-line ``ValidationError`` naming the method before training starts,
+never a traceback after it.
+
+The helpers every algorithm needs live here: :func:`obs_dim`,
+:func:`action_spec`, :func:`num_agents_of`, :func:`set_spaces`,
+:func:`actor_critic` (the network the exported policy runs),
+:func:`network_policy`, :func:`typed_key` and :func:`scan_updates`.
 
 The table :data:`ALGORITHMS` names the registered algorithms (``name ->
 'module:Class'``, imported when first needed). ``algo.algorithm`` may also
 be the import path ``'package.module:Class'`` of an algorithm defined
-outside plume_jax: that is how a new algorithm is tried before it is
-registered (docs/training.md, "Adding an algorithm").
+outside plume_jax, found on ``sys.path`` or in the current folder (as
+``plume-jax bench --add`` finds its modules): that is how a new algorithm is
+tried before it is registered.
 """
 
 from __future__ import annotations
@@ -51,11 +73,18 @@ import re
 from collections.abc import Mapping
 from typing import Any, Callable, ClassVar
 
+import os
+import sys
+
 import jax
 import jax.numpy as jnp
+import numpy as np
+from gymnax.environments import spaces as gymnax_spaces
 
 from plume_jax.core.errors import ValidationError, bounded_text
 from plume_jax.settings import Checker, Setting
+from plume_jax.train import networks
+from plume_jax.train.checkpoint import POLICY_FORMAT, policy_arrays
 from plume_jax.train.members import vmap_members
 
 #: ``algo.algorithm`` value -> ``'module:Class'`` of every registered algorithm.
@@ -83,18 +112,21 @@ def algo_setting(default: Any, check: Checker, *, static: bool, doc: str = "") -
 class Algorithm(abc.ABC):
     """Base of every training algorithm (module docstring).
 
-    Attributes every instance sets (read by the driver and the export):
+    Attributes every instance sets in ``from_config`` (the driver and the
+    export read these and nothing else; :func:`set_spaces` sets the spaces):
         env: the env it trains on (static).
-        num_updates: the updates of the whole run.
-        steps_per_update: env steps per update (progress, metrics).
-        discrete, action_dim, obs_dim, num_agents, multi_agent: the spaces
-            of the policy (one agent's).
+        num_updates: the updates of the whole run (``config.num_updates``).
+        steps_per_update: env steps per update (``config.steps_per_update``:
+            progress, metrics, budgets).
+        discrete, action_dim, action_low, action_high, obs_dim, num_agents,
+            multi_agent: the spaces of the policy (one agent's; ``action_low``
+            / ``action_high`` f32[action_dim] for a Box, else None).
         mesh: the device mesh the env batch is sharded on, or None.
     """
 
-    #: ``algo.algorithm`` of this algorithm.
+    #: ``algo.algorithm`` of this algorithm (its import path when it is not registered).
     name: ClassVar[str] = ""
-    #: ``algo.*`` settings it reads beyond :data:`COMMON_SETTINGS`.
+    #: its own ``algo.*`` settings (the shared ones: ``plume_jax.train.config.COMMON_ALGO``).
     SETTINGS: ClassVar[Mapping[str, Setting]] = {}
     #: whether a sweep may ``vmap`` several members of it in one program.
     sweepable: ClassVar[bool] = True
@@ -106,6 +138,8 @@ class Algorithm(abc.ABC):
     steps_per_update: int
     discrete: bool = True
     action_dim: int = 0
+    action_low: Any = None
+    action_high: Any = None
     obs_dim: int = 0
     num_agents: int = 1
     multi_agent: bool = False
@@ -113,15 +147,38 @@ class Algorithm(abc.ABC):
 
     # ------------------------------------------------------------ building
     @classmethod
+    def check_config(cls, config: Any) -> None:
+        """Checks between settings that the config alone decides (no env
+        needed), run whenever a config naming this algorithm is read, so a
+        sweep grid is refused before anything is built: ``ValidationError``
+        naming the setting. Default: none."""
+        return None
+
+    @classmethod
     @abc.abstractmethod
     def from_config(cls, config: Any, env: Any, env_params: Any, mesh: Any = None
                     ) -> "Algorithm":
         """The algorithm for a validated ``TrainConfig`` on ``env``;
-        ``ValidationError`` for anything it cannot train, before compiling."""
+        ``ValidationError`` for anything it cannot train, before compiling.
+        ``mesh``: the devices to shard the env batch on (only when
+        ``shards_env_batch``), else None."""
 
     @abc.abstractmethod
     def hparams(self, config: Any, env_params: Any) -> Any:
         """The dynamic settings as a pytree of array leaves."""
+
+    @classmethod
+    def build(cls, config: Any, env: Any, env_params: Any, mesh: Any = None) -> "Algorithm":
+        """:meth:`from_config`, then a dry run of every method the driver
+        calls after training has started (:func:`check_methods`), so a
+        broken one is a one-line ``ValidationError`` naming the method now
+        rather than a traceback once training is over."""
+        algo = _call(cls, "from_config", cls.from_config, config, env, env_params, mesh=mesh)
+        if not isinstance(algo, Algorithm):
+            raise _broken(cls, "from_config", f"returned {type(algo).__name__}, not an instance "
+                          "of the class")
+        check_methods(algo, config, env_params)
+        return algo
 
     # ------------------------------------------------------------ training
     @abc.abstractmethod
@@ -143,7 +200,9 @@ class Algorithm(abc.ABC):
         member shares) and :meth:`update` is ``vmap``\\ ped over it.
         ``count`` (i32[], may be traced) runs only the first ``count``
         updates; ``callback(metrics)`` gets every ``log_every``-th update's
-        metrics on the host (see :func:`scan_updates`)."""
+        metrics on the host (see :func:`scan_updates`). An exception
+        :meth:`update` raises while it is traced (before anything runs) is
+        a one-line ``ValidationError`` naming ``update``."""
         if batched and not self.sweepable:
             raise ValidationError.for_parameter(
                 "algo.algorithm", self.name, "an algorithm whose members can run together "
@@ -154,7 +213,11 @@ class Algorithm(abc.ABC):
         else:
             def step(r: Any) -> tuple[Any, dict[str, Any]]:
                 return self.update(r, hp, env_params)
-        return scan_updates(step, runner,
+
+        def checked(r: Any) -> tuple[Any, dict[str, Any]]:
+            return _call(type(self), "update", step, r)
+
+        return scan_updates(checked, runner,
                             num_updates=num_updates, last=self.num_updates, callback=callback,
                             log_every=log_every, batched=batched, count=count)
 
@@ -166,9 +229,158 @@ class Algorithm(abc.ABC):
     # ------------------------------------------------------------ export
     @abc.abstractmethod
     def policy(self, runner: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-        """``(spec, arrays)`` of the trained policy (``agents.trained``'s
-        format; the arrays may keep a leading member axis of a batched
-        runner). The driver adds the env settings and the budget."""
+        """``(spec, arrays)`` of the trained policy: everything export needs
+        (``agents.trained``'s format, :func:`network_policy` for an
+        actor-critic; the arrays may keep a leading member axis of a
+        batched runner). The driver adds the env settings and the budget."""
+
+
+# ------------------------------------------------------------------ checking the methods
+def _broken(cls: type, method: str, what: str) -> ValidationError:
+    """The one-line error for a method of ``cls`` that does not work."""
+    return ValidationError.for_parameter(
+        "algo.algorithm", getattr(cls, "name", "") or cls.__name__,
+        f"an Algorithm whose {method}() works (plume_jax.train.algorithms.base): "
+        f"{cls.__name__}.{method}() {what}")
+
+
+def _call(cls: type, method: str, function: Callable, *args: Any, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)``; an exception it raises, other than a
+    ``ValidationError`` (a setting refused: already one line), becomes the
+    one-line error naming ``method`` (the cause chained, for a traceback
+    in Python)."""
+    try:
+        return function(*args, **kwargs)
+    except ValidationError:
+        raise
+    except Exception as exc:
+        raise _broken(cls, method, f"raised {type(exc).__name__}: {_one_line(exc)}") from exc
+
+
+def check_methods(algo: Algorithm, config: Any, env_params: Any) -> None:
+    """A dry run of ``algo``'s methods: ``hparams``; ``init`` traced
+    abstractly (:func:`jax.eval_shape`: nothing is computed or compiled),
+    its runner having an ``update`` field; ``policy`` on a runner of zeros
+    of that shape, giving a ``(spec, arrays)`` pair of mappings whose spec
+    names its ``format``. ``ValidationError`` naming the first method that
+    fails (``update`` is checked when it is traced, by :meth:`Algorithm.run`)."""
+    cls = type(algo)
+    hp = _call(cls, "hparams", algo.hparams, config, env_params)
+    shapes = _call(cls, "init", jax.eval_shape, algo.init, jax.random.key(0), hp, env_params)
+    if not hasattr(shapes, "update"):
+        raise _broken(cls, "init", "returned a runner without an 'update' field (i32[], "
+                      "updates done)")
+    zeros = jax.tree.map(lambda s: np.zeros(s.shape, s.dtype)
+                         if not jax.dtypes.issubdtype(s.dtype, jax.dtypes.prng_key)
+                         else jax.random.key(0), shapes)
+    out = _call(cls, "policy", algo.policy, zeros)
+    if not (isinstance(out, tuple) and len(out) == 2 and all(isinstance(x, Mapping) for x in out)
+            and "format" in out[0]):
+        raise _broken(cls, "policy", "did not return (spec, arrays): two mappings, the spec "
+                      "with a 'format' (network_policy makes both for an actor-critic)")
+
+
+# ------------------------------------------------------------------ helpers every algorithm needs
+def num_agents_of(env: Any) -> int | None:
+    """Agents per env of a multi-agent env (``env.is_multi_agent``: its
+    observations, actions and rewards carry an agent axis), else None."""
+    return env.num_agents if getattr(env, "is_multi_agent", False) else None
+
+
+def obs_dim(env: Any, env_params: Any) -> int:
+    """Size of one agent's flattened observation (``ValidationError`` for a
+    dict observation: the networks read one array)."""
+    space = env.observation_space(env_params)
+    if not hasattr(space, "shape") or isinstance(space, gymnax_spaces.Dict):
+        raise ValidationError.for_parameter(
+            "observation_space", space, "an array observation (a Box); dict observations are "
+            "not supported by the trainer (use a Box-form composite sensor)")
+    shape = tuple(space.shape)[1:] if num_agents_of(env) is not None else tuple(space.shape)
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def action_spec(env: Any, env_params: Any) -> tuple[bool, int, Any, Any]:
+    """``(discrete, action_dim, low, high)`` of the env's (one agent's)
+    action space: Discrete, or a 1-D Box with finite bounds (``low`` and
+    ``high`` f32[action_dim]; None for Discrete)."""
+    space = env.action_space(env_params)
+    if isinstance(space, gymnax_spaces.Discrete):
+        return True, int(space.n), None, None
+    if isinstance(space, gymnax_spaces.Box):
+        shape = tuple(space.shape)
+        if len(shape) != 1:
+            raise ValidationError.for_parameter("action_space", space,
+                                                "Discrete or a 1-D Box (the trainer's action "
+                                                "spaces)")
+        low = np.broadcast_to(np.asarray(space.low, np.float32), shape).copy()
+        high = np.broadcast_to(np.asarray(space.high, np.float32), shape).copy()
+        if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
+            raise ValidationError.for_parameter("action_space", space, "a Box with finite bounds")
+        return False, shape[0], low, high
+    raise ValidationError.for_parameter("action_space", space, "Discrete or a 1-D Box")
+
+
+def set_spaces(algo: Algorithm, env: Any, env_params: Any) -> None:
+    """Set ``algo.env`` and the policy's spaces (:class:`Algorithm`'s
+    attributes ``discrete`` ... ``multi_agent``) from ``env``."""
+    algo.env = env
+    algo.discrete, algo.action_dim, algo.action_low, algo.action_high = action_spec(
+        env, env_params)
+    algo.obs_dim = obs_dim(env, env_params)
+    algo.multi_agent = num_agents_of(env) is not None
+    algo.num_agents = num_agents_of(env) or 1
+
+
+def actor_critic(algo: Algorithm, network: Any, value_only: bool = False) -> Any:
+    """The flax actor-critic (:class:`plume_jax.train.networks.ActorCritic`)
+    for ``algo``'s spaces and a ``NetworkConfig`` (``config.network``): the
+    network :func:`network_policy` exports and ``agents.trained`` runs.
+    ``networks.init_params(net, key, in_dim)`` initialises it;
+    ``net.apply(params, hidden[B, H], x[T, B, D], start[T, B])`` gives
+    ``(hidden, dist, value)`` (``H``: ``networks.hidden_size(network)``;
+    ``dist``: ``(logits or mean, log_std)``, read by ``networks.sample``,
+    ``networks.log_prob`` and ``networks.entropy``)."""
+    return networks.ActorCritic(network, algo.action_dim, algo.discrete, algo.num_agents,
+                                value_only=value_only)
+
+
+def network_spec(algo: Algorithm, network: Any, normalize_obs: bool = False) -> dict[str, Any]:
+    """The JSON spec of an actor-critic policy of ``algo`` with the network
+    settings ``network`` (a ``NetworkConfig``); ``normalize_obs``: the
+    arrays hold ``obs_mean`` / ``obs_var``. Reads only :class:`Algorithm`'s
+    declared attributes."""
+    import dataclasses
+
+    net = dataclasses.asdict(network)
+    net["hidden_sizes"] = list(net["hidden_sizes"])
+
+    def bounds(values: Any) -> list[float] | None:
+        return None if algo.discrete else [float(v) for v in values]
+
+    return {"format": POLICY_FORMAT, "algorithm": algo.name, "network": net,
+            "discrete": bool(algo.discrete), "action_dim": int(algo.action_dim),
+            "action_low": bounds(algo.action_low), "action_high": bounds(algo.action_high),
+            "obs_dim": int(algo.obs_dim), "normalize_obs": bool(normalize_obs),
+            "num_agents": int(algo.num_agents)}  # agents per env in training
+
+
+def network_policy(algo: Algorithm, params: Any, network: Any, obs_stats: Any = None
+                   ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(spec, arrays)`` of an actor-critic policy (:func:`actor_critic`'s
+    ``params``, ``network`` its ``NetworkConfig``; ``obs_stats`` the running
+    observation statistics when observations are normalised): what
+    :meth:`Algorithm.policy` returns for such a policy."""
+    return (network_spec(algo, network, obs_stats is not None),
+            policy_arrays(params, obs_stats))
+
+
+def typed_key(key: jax.Array) -> jax.Array:
+    """A typed PRNG key from a typed key or raw key data (u32[2]). Runners
+    keep raw key data (``jax.random.key_data``): it checkpoints as an
+    array."""
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        return key
+    return jax.random.wrap_key_data(key)
 
 
 def scan_updates(update: Callable, runner: Any, *, num_updates: int, last: int,
@@ -210,8 +422,27 @@ def is_import_path(name: Any) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _import(path: str) -> type:
+    """``module:Class`` imported from ``sys.path``, else from the current
+    folder (where ``plume-jax`` was started: a console script, unlike
+    ``python -m``, does not put it on ``sys.path``; ``plume-jax bench
+    --add`` finds its modules there too). The folder is on ``sys.path``
+    only while the module is imported."""
     module, _, attr = path.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    try:
+        found = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        here = os.getcwd()
+        top = module.partition(".")[0]
+        if exc.name != top or here in sys.path or not (
+                os.path.isfile(os.path.join(here, f"{top}.py"))
+                or os.path.isdir(os.path.join(here, top))):
+            raise
+        sys.path.insert(0, here)
+        try:
+            found = importlib.import_module(module)
+        finally:
+            sys.path.remove(here)
+    return getattr(found, attr)
 
 
 def algorithm_class(name: Any, parameter: str = "algo.algorithm") -> type[Algorithm]:
@@ -249,38 +480,20 @@ def _one_line(error: BaseException) -> str:
     return bounded_text(" ".join(str(error).split()), 300)
 
 
-def registered_settings() -> dict[str, Setting]:
-    """``key -> Setting`` of every ``algo.*`` setting of the registered
-    algorithms, in table order (each declared once; ``ValueError`` if two
-    algorithms declare one key differently)."""
-    out: dict[str, Setting] = {}
-    for name in ALGORITHMS:
-        _merge(out, algorithm_class(name))
-    return out
-
-
-def _merge(out: dict[str, Setting], cls: type[Algorithm]) -> None:
-    for key, setting in cls.SETTINGS.items():
-        if key in out and out[key] is not setting:
-            raise ValueError(f"algo.{key} is declared twice ({cls.__name__} and another "
-                             "algorithm): share one declaration")
-        out[key] = setting
-
-
 def settings_for(name: Any) -> tuple[type[Algorithm], dict[str, Setting]]:
-    """``(class, settings)``: the class of ``name`` and the ``algo.*``
-    settings a config with it resolves (every registered one, and the
-    class's own when it is not registered)."""
+    """``(class, settings)``: the class of ``name`` (:func:`algorithm_class`)
+    and its own ``algo.*`` settings (``SETTINGS``; a config's algo section
+    is these plus the shared ones, :func:`plume_jax.train.config.schemas`)."""
     cls = algorithm_class(name)
-    settings = registered_settings()
-    for key, setting in cls.SETTINGS.items():
-        if settings.setdefault(key, setting) is not setting:
-            raise ValidationError.for_parameter(
-                "algo.algorithm", name, f"an algorithm whose settings do not redeclare a "
-                f"registered algorithm's: algo.{key} is declared by a registered algorithm "
-                "(share its declaration, or choose another name)")
-    return cls, settings
+    return cls, dict(cls.SETTINGS)
 
 
-__all__ = ["ALGORITHMS", "Algorithm", "algo_setting", "algorithm_class", "is_import_path",
-           "registered_settings", "scan_updates", "settings_for"]
+def readers(key: str) -> list[str]:
+    """The registered algorithms that declare ``algo.<key>``."""
+    return [n for n in ALGORITHMS if key in algorithm_class(n).SETTINGS]
+
+
+__all__ = ["ALGORITHMS", "Algorithm", "action_spec", "actor_critic", "algo_setting",
+           "algorithm_class", "check_methods", "is_import_path", "network_policy",
+           "network_spec", "num_agents_of", "obs_dim", "readers", "scan_updates", "set_spaces",
+           "settings_for", "typed_key"]

@@ -76,9 +76,9 @@ from plume_jax.core.pytree import Pytree
 from plume_jax.sensors.belief import BeliefSensor
 from plume_jax.train import networks as N
 from plume_jax.train.normalize import transform
-from plume_jax.train.algorithms.base import Algorithm, algo_setting
+from plume_jax.train.algorithms.base import Algorithm, algo_setting, network_policy, typed_key
 from plume_jax.settings.checks import real
-from plume_jax.train.algorithms.ppo import PPO_SETTINGS, Hparams, PPOStatic, _typed_key, network_policy, \
+from plume_jax.train.algorithms.ppo import PPO_SETTINGS, Hparams, PPOStatic, check_minibatches, \
     ppo_hparams, ppo_static
 
 #: The parameters (under ``params["params"]``) that hold the look-ahead's model, not trained.
@@ -224,6 +224,10 @@ class LookaheadVI(BeliefSearchAlgorithm):
     sweepable = False
 
     @classmethod
+    def check_config(cls, config: Any) -> None:
+        check_minibatches(config)
+
+    @classmethod
     def from_config(cls, config: Any, env: Any, env_params: Any, mesh: Any = None
                     ) -> "LookaheadVI":
         return cls(env, env_params, ppo_static(config), epsilon=config.algo["epsilon"],
@@ -233,7 +237,7 @@ class LookaheadVI(BeliefSearchAlgorithm):
         return ppo_hparams(config, self.env, env_params)
 
     def policy(self, runner: LookaheadRunner) -> tuple[dict[str, Any], dict[str, Any]]:
-        return network_policy(self, runner)
+        return network_policy(self, runner.params, self.static.network)
 
     def __init__(self, env: Any, env_params: Any, static: PPOStatic, epsilon: float = 0.1,
                  baseline_scale: float = 0.0):
@@ -323,7 +327,7 @@ class LookaheadVI(BeliefSearchAlgorithm):
     def init(self, key: jax.Array, hp: Hparams, env_params: Any) -> LookaheadRunner:
         """A fresh runner: network init, env batch reset."""
         s = self.static
-        k_net, k_env, k_run = jax.random.split(_typed_key(key), 3)
+        k_net, k_env, k_run = jax.random.split(typed_key(key), 3)
         net_params = N.init_params(self.net, k_net, self.in_dim)
         params = {"params": {**net_params["params"], MODEL_KEY: self.model()}}
         opt_state = self.tx(hp, hp.learning_rate).init(self.network_params(params))
@@ -356,7 +360,7 @@ class LookaheadVI(BeliefSearchAlgorithm):
         ``vf_loss`` the squared error, ``value_mean`` the mean target; the
         PPO-only ones NaN)."""
         s = self.static
-        key = _typed_key(runner.key)
+        key = typed_key(runner.key)
         key, k_roll, k_sym, k_train = jax.random.split(key, 4)
         params = runner.params
         model = params["params"][MODEL_KEY]

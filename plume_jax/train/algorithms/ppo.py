@@ -64,15 +64,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from gymnax.environments import spaces as gymnax_spaces
 
 from plume_jax.envs.plume_env import batched_step
 from plume_jax.core.errors import ValidationError
 from plume_jax.core.pytree import Pytree
 from plume_jax.train import networks
-from plume_jax.train.algorithms.base import Algorithm, algo_setting
+from plume_jax.train.algorithms.base import (  # noqa: F401 (action_spec, obs_dim, num_agents_of:
+    Algorithm, action_spec, actor_critic, algo_setting, network_policy,  # re-exported)
+    num_agents_of, obs_dim, set_spaces, typed_key)
 from plume_jax.settings.checks import boolean, count, optional, real
-from plume_jax.train.config import NetworkConfig
+from plume_jax.train.networks import NetworkConfig
 from plume_jax.train.normalize import ObsStats, normalize, transform
 
 
@@ -257,47 +258,6 @@ def masked_mean(x: jax.Array, mask: jax.Array) -> jax.Array:
     return jnp.sum(x * mask) / jnp.maximum(jnp.sum(mask), 1.0)
 
 
-def action_spec(env: Any, env_params: Any) -> tuple[bool, int, Any, Any]:
-    """``(discrete, action_dim, low, high)`` of the env's (one agent's) action space."""
-    space = env.action_space(env_params)
-    if isinstance(space, gymnax_spaces.Discrete):
-        return True, int(space.n), None, None
-    if isinstance(space, gymnax_spaces.Box):
-        shape = tuple(space.shape)
-        if len(shape) != 1:
-            raise ValidationError.for_parameter("action_space", space,
-                                                "Discrete or a 1-D Box (PPO's action spaces)")
-        low = np.broadcast_to(np.asarray(space.low, np.float32), shape).copy()
-        high = np.broadcast_to(np.asarray(space.high, np.float32), shape).copy()
-        if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
-            raise ValidationError.for_parameter("action_space", space, "a Box with finite bounds")
-        return False, shape[0], low, high
-    raise ValidationError.for_parameter("action_space", space, "Discrete or a 1-D Box")
-
-
-def num_agents_of(env: Any) -> int | None:
-    """Agents per env of a multi-agent env (``env.is_multi_agent``: its
-    observations, actions and rewards carry an agent axis), else None."""
-    return env.num_agents if getattr(env, "is_multi_agent", False) else None
-
-
-def obs_dim(env: Any, env_params: Any) -> int:
-    """Size of one agent's flattened observation."""
-    space = env.observation_space(env_params)
-    if not hasattr(space, "shape") or isinstance(space, gymnax_spaces.Dict):
-        raise ValidationError.for_parameter(
-            "observation_space", space, "an array observation (a Box); dict observations are "
-            "not supported by the trainer (use a Box-form composite sensor)")
-    shape = tuple(space.shape)[1:] if num_agents_of(env) is not None else tuple(space.shape)
-    return int(np.prod(shape, dtype=np.int64))
-
-
-def _typed_key(key: jax.Array) -> jax.Array:
-    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
-        return key
-    return jax.random.wrap_key_data(key)
-
-
 def _s(default: Any, check: Any, static: bool, doc: str) -> Any:
     return algo_setting(default, check, static=static, doc=doc)
 
@@ -323,10 +283,34 @@ PPO_SETTINGS = {
 }
 
 
+def check_minibatches(config: Any) -> None:
+    """``algo.num_minibatches`` divides the batch: whole env sequences
+    (``num_envs``) for a recurrent network, else ``num_envs * num_steps``
+    transitions (``ValidationError`` naming it otherwise)."""
+    a = config.algo
+    if config.network.recurrent:
+        if a["num_envs"] % a["num_minibatches"]:
+            raise ValidationError.for_parameter(
+                "algo.num_minibatches", a["num_minibatches"],
+                f"a divisor of algo.num_envs={a['num_envs']} (a recurrent policy trains on "
+                "whole env sequences, split into minibatches of envs)")
+    elif (a["num_envs"] * a["num_steps"]) % a["num_minibatches"]:
+        raise ValidationError.for_parameter(
+            "algo.num_minibatches", a["num_minibatches"],
+            f"a divisor of num_envs * num_steps = {a['num_envs'] * a['num_steps']}")
+
+
+def _ppo_settings(config: Any) -> dict[str, Any]:
+    """``config.algo`` with PPO's declared default for each PPO setting the
+    config's algorithm does not declare (LookaheadVI, built on PPO's
+    settings, declares only those it reads: the others are unused)."""
+    return {**{k: s.default for k, s in PPO_SETTINGS.items()}, **config.algo}
+
+
 def ppo_static(config: Any) -> "PPOStatic":
     """The compiled-in settings of a ``TrainConfig`` (shared by the
     algorithms built on PPO's settings)."""
-    a = config.algo
+    a = _ppo_settings(config)
     return PPOStatic(num_envs=a["num_envs"], num_steps=a["num_steps"],
                      update_epochs=a["update_epochs"], num_minibatches=a["num_minibatches"],
                      num_updates=config.num_updates, anneal_lr=a["anneal_lr"],
@@ -337,20 +321,11 @@ def ppo_static(config: Any) -> "PPOStatic":
 
 def ppo_hparams(config: Any, env: Any, env_params: Any) -> "Hparams":
     """The dynamic settings of a ``TrainConfig`` as :class:`Hparams`."""
-    a = config.algo
+    a = _ppo_settings(config)
     return Hparams.create(learning_rate=a["learning_rate"], ent_coef=a["ent_coef"],
                           vf_coef=a["vf_coef"], gamma=resolve_gamma(env, env_params, a["gamma"]),
                           gae_lambda=a["gae_lambda"], clip_eps=a["clip_eps"],
                           max_grad_norm=a["max_grad_norm"])
-
-
-def network_policy(algo: Any, runner: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(spec, arrays)`` of an actor-critic policy trained by ``algo``
-    (:mod:`plume_jax.train.networks`; ``agents.trained`` runs it)."""
-    from plume_jax.train.checkpoint import policy_arrays, policy_spec
-
-    stats = runner.obs_stats if algo.static.normalize_obs else None
-    return policy_spec(algo), policy_arrays(runner.params, stats)
 
 
 class PPO(Algorithm):
@@ -381,16 +356,10 @@ class PPO(Algorithm):
 
     def __init__(self, env: Any, env_params: Any, static: PPOStatic, mesh: Any = None,
                  axis: str = "envs"):
-        self.env = env
+        set_spaces(self, env, env_params)
         self.static = static
         self.num_updates = static.num_updates
         self.steps_per_update = static.num_envs * static.num_steps
-        self.discrete, self.action_dim, self.action_low, self.action_high = action_spec(
-            env, env_params)
-        self.obs_dim = obs_dim(env, env_params)
-        #: whether observations, actions and rewards carry an agent axis
-        self.multi_agent = num_agents_of(env) is not None
-        self.num_agents = num_agents_of(env) or 1
         #: network rows per rollout step: envs x agents
         self.rows = static.num_envs * self.num_agents
         if static.network.critic == "centralised" and self.num_agents < 2:
@@ -400,8 +369,7 @@ class PPO(Algorithm):
                 "reads the other agents' features; it needs a multi-agent env with "
                 "num_agents >= 2)")
         self.feat_dim = self.obs_dim * (2 if static.network.obs_delta else 1)
-        self.net = networks.ActorCritic(static.network, self.action_dim, self.discrete,
-                                        self.num_agents)
+        self.net = actor_critic(self, static.network)
         self.in_dim = networks.input_size(self.feat_dim, static.network, self.action_dim)
         self.hidden_dim = networks.hidden_size(static.network)
         self.mesh = mesh
@@ -416,6 +384,10 @@ class PPO(Algorithm):
                 f"a divisor of num_envs * num_steps = {s.num_envs * s.num_steps}")
 
     @classmethod
+    def check_config(cls, config: Any) -> None:
+        check_minibatches(config)
+
+    @classmethod
     def from_config(cls, config: Any, env: Any, env_params: Any, mesh: Any = None) -> "PPO":
         return cls(env, env_params, ppo_static(config), mesh=mesh)
 
@@ -423,7 +395,8 @@ class PPO(Algorithm):
         return ppo_hparams(config, self.env, env_params)
 
     def policy(self, runner: Runner) -> tuple[dict[str, Any], dict[str, Any]]:
-        return network_policy(self, runner)
+        stats = runner.obs_stats if self.static.normalize_obs else None
+        return network_policy(self, runner.params, self.static.network, stats)
 
     def batched_update(self, runner: Runner, hp: Hparams, env_params: Any):
         return self.update(runner, hp, env_params, vmapped=True)
@@ -531,7 +504,7 @@ class PPO(Algorithm):
         """A fresh runner: network init, env batch reset."""
         s = self.static
         rows = self.rows
-        k_net, k_env, k_run = jax.random.split(_typed_key(key), 3)
+        k_net, k_env, k_run = jax.random.split(typed_key(key), 3)
         params = networks.init_params(self.net, k_net, self.in_dim)
         opt_state = self.tx(hp, hp.learning_rate).init(params)
         obs, env_state = jax.vmap(self.env.reset, in_axes=(0, None))(
@@ -704,7 +677,7 @@ class PPO(Algorithm):
         (:data:`METRIC_NAMES`, and :data:`MULTI_AGENT_METRIC_NAMES` on a
         multi-agent env)."""
         s = self.static
-        key = _typed_key(runner.key)
+        key = typed_key(runner.key)
         key, k_roll, k_train = jax.random.split(key, 3)
         h0 = runner.hidden
         new_runner, traj, last_value = self.rollout(runner, env_params, k_roll, vmapped)

@@ -99,9 +99,9 @@ from plume_jax.core.pytree import Pytree
 from plume_jax.core.seeding import seed_key
 from plume_jax.train.algorithms.lookahead import BeliefSearchAlgorithm, _apply_symmetry, _symmetries, \
     belief_searcher
-from plume_jax.train.algorithms.base import algo_setting
+from plume_jax.train.algorithms.base import algo_setting, typed_key
 from plume_jax.settings.checks import boolean, count, optional, real
-from plume_jax.train.algorithms.ppo import PPO_SETTINGS, PPOStatic
+from plume_jax.settings import resolve_keys
 
 #: otto's ``agent_stuck``: more than this many consecutive steps back to the
 #: cell of two steps before ends a training search.
@@ -252,30 +252,24 @@ METRIC_NAMES = ("update", "env_steps", "episodes", "episode_length_mean", "loss"
                 "eval_p_not_found", "best_eval_mean_steps", "best_update")
 
 
-def _integer(name: str, value: Any, low: int, high: int = 10**9) -> int:
-    """``value`` checked as :func:`plume_jax.settings.count` checks ``algo.*`` counts."""
-    return count(low=low, high=high)(name, value, None)
-
-
-def _real(name: str, value: Any, low: float, high: float, *, open_low: bool = False) -> float:
-    """``value`` checked as :func:`plume_jax.settings.real` checks ``algo.*`` reals."""
-    return real(low=low, high=high, low_inclusive=not open_low)(name, value, None)
-
-
 def _s(default: Any, check: Any, doc: str) -> Any:
     return algo_setting(default, check, static=True, doc=doc)
 
 
-#: The ``algo.*`` settings of ``algorithm: belief_value_iteration`` (otto's
-#: defaults for the 19x19 isotropic case). The walkers are ``algo.num_envs``,
-#: their steps per iteration ``algo.num_steps``, the iterations
-#: ``algo.total_steps / (num_envs x num_steps)``, the hidden layers
+#: The ``algo.*`` settings of ``algorithm: belief_value_iteration``, its own
+#: (otto's defaults for the 19x19 isotropic case; all static). The walkers
+#: are ``algo.num_envs``, their steps per iteration ``algo.num_steps``, the
+#: iterations ``algo.total_steps / (num_envs x num_steps)``, the iterations
+#: between evaluations ``eval.every`` (null: never), the hidden layers
 #: ``network.hidden_sizes`` (ReLU: ``network.activation: relu``); with
 #: ``network.type: cnn`` the value network is ``network.conv_features`` /
-#: ``conv_kernels`` / ``conv_strides`` convolution layers first.
+#: ``conv_kernels`` / ``conv_strides`` convolution layers first. The
+#: constructor reads these declarations (defaults and checks): each is
+#: stated here only.
 VALUE_ITERATION_SETTINGS = {
-    "learning_rate": PPO_SETTINGS["learning_rate"],
-    "adam_eps": PPO_SETTINGS["adam_eps"],
+    "learning_rate": _s(1e-3, real(low=0.0, high=1.0, low_inclusive=False), "Adam step size"),
+    "adam_eps": _s(1e-7, real(low=0.0, high=1.0, low_inclusive=False),
+                   "Adam epsilon (Keras' default)"),
     "batch_size": _s(64, count(low=1, high=1 << 20), "beliefs per gradient step"),
     "gd_steps": _s(12, count(low=1, high=10_000), "gradient steps per iteration"),
     "memory_size": _s(1000, count(low=1, high=1 << 24), "beliefs in the replay memory"),
@@ -296,8 +290,8 @@ VALUE_ITERATION_SETTINGS = {
                         "Bellman targets from the frozen copy, once per iteration (false: "
                         "from the current parameters under stop_gradient, recomputed at "
                         "every gradient step; the no-frozen-target ablation)"),
-    "eval_every": _s(1000, count(low=0, high=10**9), "iterations between evaluations (0: never)"),
-    "eval_searches": _s(3200, count(low=1, high=1 << 20), "searches per evaluation"),
+    "eval_searches": _s(3200, count(low=1, high=1 << 20),
+                        "searches per evaluation (every eval.every iterations)"),
     "eval_seed": _s(1_000_003, count(low=0, high=2**63 - 1), "seed of the evaluation searches"),
 }
 
@@ -308,11 +302,11 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
     (``algo.algorithm: belief_value_iteration``; one run at a time: not
     sweepable); ``hp`` is accepted and unused (every setting is static).
 
-    Args (defaults: otto's, for the 19x19 isotropic case):
+    Args:
         env, env_params: a ``PlumeEnv`` with a ``belief`` sensor (centred, full
             window, grid channel) and ``discrete_grid`` moves; its params.
-        iterations: iterations planned (``static.num_updates``; training runs
-            as many as ``run`` is asked for).
+        iterations: iterations planned (training runs as many as ``run`` is
+            asked for).
         hidden_sizes: units of each hidden ReLU layer (otto: 3 x 512 for 19x19).
         network_type: ``"mlp"`` (otto's network on the flattened belief) or
             ``"cnn"``: ``'SAME'``-padded ReLU convolution layers on the belief
@@ -321,32 +315,22 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
             ``hidden_sizes`` dense ReLU layers and the non-negative linear output.
         conv_features, conv_kernels, conv_strides: the cnn's layers (one entry
             each per layer; ignored for the mlp).
-        learning_rate: Adam's step size.
-        adam_eps: Adam's epsilon (Keras' default 1e-7).
-        batch_size: beliefs per gradient step.
-        gd_steps: gradient steps per iteration.
-        memory_size: beliefs in the replay memory.
-        walkers: training searches run in parallel.
+        walkers: training searches run in parallel (``algo.num_envs``).
         steps_per_iteration: steps each walker makes per iteration
-            (``walkers x steps_per_iteration`` new beliefs per iteration, at most
-            0.8 ``memory_size`` as otto requires).
-        epsilon_start, epsilon_floor: exploration at iteration 0 and its floor.
-        epsilon_decay: decay time of the exploration, iterations (> 0).
-        target_update_every: iterations between refreshes of the frozen copy.
-        stop_p: a training search ends when ``P(not found)`` is below this.
-        max_episode_steps: steps after which a search (training or
-            evaluation) ends; None: the env's ``max_steps``.
-        symmetry_augment: a random symmetry of the square before each training step.
-        symmetry_average: average the value over the symmetries at decision
-            time (evaluation and the exported policy).
-        frozen_target: compute an iteration's Bellman targets from the frozen
-            copy, in one batch (otto); False: from the current parameters
-            (under ``stop_gradient``) at each gradient step, so every step's
-            targets see the previous step's update (the ablation).
-        eval_every: iterations between evaluations (0: never).
-        eval_searches: searches per evaluation.
-        eval_seed: seed of the evaluation searches (keep it apart from
+            (``algo.num_steps``; ``walkers x steps_per_iteration`` new beliefs
+            per iteration, at most 0.8 ``memory_size`` as otto requires).
+        eval_every: iterations between evaluations (``eval.every``; 0: never).
+        **settings: the settings of :data:`VALUE_ITERATION_SETTINGS` (by
+            name; checked and defaulted by their declarations there), e.g.
+            ``memory_size``, ``frozen_target`` (the ablation: an iteration's
+            Bellman targets from the current parameters, under
+            ``stop_gradient``, at each gradient step, rather than from the
+            frozen copy in one batch), ``eval_seed`` (keep it apart from
             training seeds and from the seeds of final comparisons).
+
+    Raises:
+        ValidationError: an env it cannot plan on, or a bad or unknown
+            setting, named bare (``memory_size``).
     """
 
     name = "belief_value_iteration"
@@ -377,7 +361,8 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
             conv_strides=net.conv_strides)
         algo = cls(env, env_params, iterations=config.num_updates,
                    hidden_sizes=net.hidden_sizes, network_type=net.type, walkers=a["num_envs"],
-                   steps_per_iteration=a["num_steps"], **conv, **own)
+                   steps_per_iteration=a["num_steps"], eval_every=config.eval["every"] or 0,
+                   **conv, **own)
         if net.type == "cnn" and tuple(net.image_channels_rows_columns) \
                 != (1,) + algo.image_shape:
             raise ValidationError.for_parameter(
@@ -395,15 +380,8 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
     def __init__(self, env: Any, env_params: Any, *, iterations: int = 100_000,
                  hidden_sizes: Any = (512, 512, 512), network_type: str = "mlp",
                  conv_features: Any = (8, 16), conv_kernels: Any = (3, 3),
-                 conv_strides: Any = (2, 2), learning_rate: float = 1e-3,
-                 adam_eps: float = 1e-7, batch_size: int = 64, gd_steps: int = 12,
-                 memory_size: int = 1000, walkers: int = 192, steps_per_iteration: int = 1,
-                 epsilon_start: float = 1.0, epsilon_floor: float = 0.1,
-                 epsilon_decay: float = 10_000.0, target_update_every: int = 1,
-                 stop_p: float = 1e-6, max_episode_steps: int | None = None,
-                 symmetry_augment: bool = True, symmetry_average: bool = True,
-                 frozen_target: bool = True, eval_every: int = 1000, eval_searches: int = 3200,
-                 eval_seed: int = 1_000_003):
+                 conv_strides: Any = (2, 2), walkers: int = 192, steps_per_iteration: int = 1,
+                 eval_every: int = 1000, **settings: Any):
         sensor = env.sensor
         belief_searcher(self, env, env_params, self.name)
         actions = env.settings["actions"]
@@ -413,94 +391,76 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
             raise ValidationError.for_parameter(
                 "env.actions.step_size", actions.get("step_size"),
                 "1 (a longer move clamped at a wall is not modelled by the look-ahead)")
-        if isinstance(hidden_sizes, (str, bytes)) or not hasattr(hidden_sizes, "__len__") \
-                or len(hidden_sizes) < 1:
-            raise ValidationError.for_parameter("hidden_sizes", hidden_sizes,
-                                                "a non-empty list of layer widths")
-        self.hidden_sizes = tuple(_integer("hidden_sizes", h, 1, 65536) for h in hidden_sizes)
-        if network_type not in NETWORK_TYPES:
-            raise ValidationError.for_parameter("network_type", network_type,
-                                                f"one of {list(NETWORK_TYPES)}")
-        self.network_type = network_type
-        if network_type == "cnn":
-            layers = {}
-            for name, values, high in (("conv_features", conv_features, 4096),
-                                       ("conv_kernels", conv_kernels, 64),
-                                       ("conv_strides", conv_strides, 64)):
-                if isinstance(values, (str, bytes)) or not hasattr(values, "__len__") \
-                        or len(values) < 1:
-                    raise ValidationError.for_parameter(
-                        name, values, "a non-empty list, one entry per convolution layer")
-                layers[name] = tuple(_integer(name, v, 1, high) for v in values)
-            if len({len(v) for v in layers.values()}) != 1:
-                raise ValidationError.for_parameter(
-                    "conv_kernels", list(layers["conv_kernels"]),
-                    "one entry per convolution layer, as many as conv_features and "
-                    f"conv_strides ({ {k: len(v) for k, v in layers.items()} })")
-            self.conv_features = layers["conv_features"]
-            self.conv_kernels = layers["conv_kernels"]
-            self.conv_strides = layers["conv_strides"]
-        else:
-            self.conv_features = self.conv_kernels = self.conv_strides = ()
-        self.iterations = _integer("iterations", iterations, 1)
-        self.learning_rate = _real("learning_rate", learning_rate, 0.0, 1.0, open_low=True)
-        self.adam_eps = _real("adam_eps", adam_eps, 0.0, 1.0, open_low=True)
-        self.batch_size = _integer("batch_size", batch_size, 1, 1 << 20)
-        self.gd_steps = _integer("gd_steps", gd_steps, 1, 10_000)
-        self.memory_size = _integer("memory_size", memory_size, 1, 1 << 24)
-        self.walkers = _integer("walkers", walkers, 1, 1 << 20)
-        self.steps_per_iteration = _integer("steps_per_iteration", steps_per_iteration, 1, 10_000)
+        self._network(hidden_sizes, network_type, conv_features, conv_kernels, conv_strides)
+        self.iterations = count(low=1, high=10**9)("iterations", iterations, None)
+        self.walkers = count(low=1, high=1 << 20)("walkers", walkers, None)
+        self.steps_per_iteration = count(low=1, high=10_000)("steps_per_iteration",
+                                                              steps_per_iteration, None)
+        self.eval_every = count(low=0, high=10**9)("eval_every", eval_every, None)
+        #: the resolved :data:`VALUE_ITERATION_SETTINGS`, each also read as an
+        #: attribute (``self.memory_size``: :meth:`__getattr__`)
+        self.own_settings = resolve_keys("", VALUE_ITERATION_SETTINGS, settings,
+                                         what="a setting of belief_value_iteration")
         if self.walkers * self.steps_per_iteration > 0.8 * self.memory_size:
             raise ValidationError.for_parameter(
-                "memory_size", memory_size,
+                "memory_size", self.memory_size,
                 f"at least walkers x steps_per_iteration / 0.8 = "
                 f"{math.ceil(self.walkers * self.steps_per_iteration / 0.8)} (the new beliefs "
                 "of one iteration fill at most 80 % of the memory, as otto requires)")
-        self.epsilon_start = _real("epsilon_start", epsilon_start, 0.0, 1.0)
-        self.epsilon_floor = _real("epsilon_floor", epsilon_floor, 0.0, 1.0)
-        self.epsilon_decay = _real("epsilon_decay", epsilon_decay, 0.0, 1e12, open_low=True)
-        self.target_update_every = _integer("target_update_every", target_update_every, 1)
-        self.stop_p = _real("stop_p", stop_p, 0.0, 1.0, open_low=True)
-        env_max = int(env.settings["max_steps"])
-        self.max_episode_steps = env_max if max_episode_steps is None else \
-            _integer("max_episode_steps", max_episode_steps, 1, 10**7)
-        self.symmetry_augment = boolean()("symmetry_augment", symmetry_augment, None)
-        self.symmetry_average = boolean()("symmetry_average", symmetry_average, None)
-        self.frozen_target = boolean()("frozen_target", frozen_target, None)
-        self.eval_every = _integer("eval_every", eval_every, 0)
-        self.eval_searches = _integer("eval_searches", eval_searches, 1, 1 << 20)
-        self.eval_seed = _integer("eval_seed", eval_seed, 0, 2**63 - 1)  # every seed door
-
-        self.env = env
-        self.static = PPOStatic(num_envs=self.walkers, num_steps=self.steps_per_iteration,
-                                update_epochs=1, num_minibatches=self.gd_steps,
-                                num_updates=self.iterations, anneal_lr=False,
-                                adam_eps=self.adam_eps)
+        steps = self.own_settings["max_episode_steps"]
+        #: steps after which a search ends (the setting, or the env's max_steps)
+        self.max_episode_steps: int = int(env.settings["max_steps"]) if steps is None else steps
         self.num_updates = self.iterations
         self.steps_per_update = self.walkers * self.steps_per_iteration
         self.image_shape = (int(sensor.image_shape[0]), int(sensor.image_shape[1]))  # (R, K)
         self.symmetry_perm, self.symmetry_maps = symmetry_tables(sensor)
         self.in_dim = self.image_shape[0] * self.image_shape[1]
 
+    def __getattr__(self, name: str) -> Any:
+        """A setting of :data:`VALUE_ITERATION_SETTINGS` by name (from
+        :attr:`own_settings`: the declarations are the only list of them)."""
+        own = self.__dict__.get("own_settings", {})
+        if name in own:
+            return own[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _network(self, hidden_sizes: Any, network_type: str, conv_features: Any,
+                 conv_kernels: Any, conv_strides: Any) -> None:
+        """Check and set the value network's layers (``hidden_sizes``,
+        ``network_type``, ``conv_*``; named bare in errors)."""
+        if network_type not in NETWORK_TYPES:
+            raise ValidationError.for_parameter("network_type", network_type,
+                                                f"one of {list(NETWORK_TYPES)}")
+        self.network_type = network_type
+        self.hidden_sizes = _layers("hidden_sizes", hidden_sizes, 65536)
+        self.conv_features: tuple[int, ...] = ()
+        self.conv_kernels: tuple[int, ...] = ()
+        self.conv_strides: tuple[int, ...] = ()
+        if network_type != "cnn":
+            return
+        layers = {name: _layers(name, values, high) for name, values, high in (
+            ("conv_features", conv_features, 4096), ("conv_kernels", conv_kernels, 64),
+            ("conv_strides", conv_strides, 64))}
+        if len({len(v) for v in layers.values()}) != 1:
+            raise ValidationError.for_parameter(
+                "conv_kernels", list(layers["conv_kernels"]),
+                "one entry per convolution layer, as many as conv_features and "
+                f"conv_strides ({ {k: len(v) for k, v in layers.items()} })")
+        self.conv_features = layers["conv_features"]
+        self.conv_kernels = layers["conv_kernels"]
+        self.conv_strides = layers["conv_strides"]
+
     # ------------------------------------------------------------ settings
     def settings(self) -> dict[str, Any]:
-        """The constructor's settings (JSON-safe), for records and checks."""
-        return {"iterations": self.iterations, "hidden_sizes": list(self.hidden_sizes),
-                "learning_rate": self.learning_rate, "adam_eps": self.adam_eps,
-                "batch_size": self.batch_size, "gd_steps": self.gd_steps,
-                "memory_size": self.memory_size, "walkers": self.walkers,
-                "steps_per_iteration": self.steps_per_iteration,
-                "epsilon_start": self.epsilon_start, "epsilon_floor": self.epsilon_floor,
-                "epsilon_decay": self.epsilon_decay,
-                "target_update_every": self.target_update_every, "stop_p": self.stop_p,
-                "max_episode_steps": self.max_episode_steps,
-                "symmetry_augment": self.symmetry_augment,
-                "symmetry_average": self.symmetry_average,
-                "frozen_target": self.frozen_target, "network_type": self.network_type,
-                "conv_features": list(self.conv_features),
+        """The constructor's settings (JSON-safe), for records and checks:
+        :attr:`own_settings` (``max_episode_steps`` resolved) and the
+        network, iterations, walkers and evaluation period."""
+        return {**self.own_settings, "max_episode_steps": self.max_episode_steps,
+                "iterations": self.iterations, "hidden_sizes": list(self.hidden_sizes),
+                "walkers": self.walkers, "steps_per_iteration": self.steps_per_iteration,
+                "network_type": self.network_type, "conv_features": list(self.conv_features),
                 "conv_kernels": list(self.conv_kernels),
-                "conv_strides": list(self.conv_strides), "eval_every": self.eval_every,
-                "eval_searches": self.eval_searches, "eval_seed": self.eval_seed}
+                "conv_strides": list(self.conv_strides), "eval_every": self.eval_every}
 
     def epsilon(self, iteration: Any) -> jax.Array:
         """f32[]: ``max(epsilon_start · exp(-iteration / epsilon_decay), epsilon_floor)``."""
@@ -675,7 +635,7 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
         """A fresh runner: network init, walkers reset, empty memory."""
         if env_params is None:
             raise ValidationError.for_parameter("env_params", None, "the env's params")
-        key = _typed(key)
+        key = typed_key(key)
         k_net, k_walk, k_run = jax.random.split(key, 3)
         params = self.init_network(k_net)
         rows, cols = self.image_shape
@@ -694,6 +654,28 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
             best_score=jnp.asarray(jnp.inf, jnp.float32), best_update=jnp.asarray(0, jnp.int32),
             key=jax.random.key_data(k_run))
 
+    def _keep_best(self, runner: SearcherRunner, params: dict, update: jax.Array,
+                   env_params: Any) -> tuple[jax.Array, jax.Array, Any, jax.Array, jax.Array]:
+        """The evaluation of iteration ``update`` (every ``eval_every``; NaN
+        otherwise) and the best parameters so far: ``(score, p_not_found,
+        best_params, best_score, best_update)``."""
+        nan = jnp.float32(jnp.nan)
+
+        def do_eval(_):
+            return self.evaluate(params, env_params)
+
+        if self.eval_every > 0:
+            evaluated = update % self.eval_every == 0
+            score, p_nf = jax.lax.cond(evaluated, do_eval, lambda _: (nan, nan), None)
+        else:
+            evaluated = jnp.asarray(False)
+            score, p_nf = nan, nan
+        better = evaluated & (score < runner.best_score)
+        best_params = jax.tree.map(lambda new, old: jnp.where(better, new, old), params,
+                                   runner.best_params)
+        return (score, p_nf, best_params, jnp.where(better, score, runner.best_score),
+                jnp.where(better, update, runner.best_update))
+
     def update(self, runner: SearcherRunner, hp: Any = None, env_params: Any = None,
                vmapped: bool = False) -> tuple[SearcherRunner, dict]:
         """One otto iteration (module docstring); returns the runner and the
@@ -702,7 +684,7 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
         evaluated)."""
         if env_params is None:
             raise ValidationError.for_parameter("env_params", None, "the env's params")
-        key = _typed(runner.key)
+        key = typed_key(runner.key)
         key, k_walk, k_batch = jax.random.split(key, 3)
         eps = self.epsilon(runner.update)
 
@@ -754,21 +736,8 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
                 (xb.reshape(g, b, rows, cols), runner_w.memory_moves[idx].reshape(g, b, -1)))
         update = runner.update + 1
         nan = jnp.float32(jnp.nan)
-
-        def do_eval(_):
-            return self.evaluate(params, env_params)
-
-        if self.eval_every > 0:
-            evaluated = update % self.eval_every == 0
-            score, p_nf = jax.lax.cond(evaluated, do_eval, lambda _: (nan, nan), None)
-        else:
-            evaluated = jnp.asarray(False)
-            score, p_nf = nan, nan
-        better = evaluated & (score < runner.best_score)
-        best_params = jax.tree.map(lambda new, old: jnp.where(better, new, old), params,
-                                   runner.best_params)
-        best_score = jnp.where(better, score, runner.best_score)
-        best_update = jnp.where(better, update, runner.best_update)
+        score, p_nf, best_params, best_score, best_update = self._keep_best(
+            runner, params, update, env_params)
 
         stops = stops.astype(jnp.float32)
         finished = jnp.sum(stops)
@@ -797,18 +766,19 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
         return new_runner, metrics
 
 
+def _layers(name: str, values: Any, high: int) -> tuple[int, ...]:
+    """A non-empty list of layer sizes in ``[1, high]``, as a tuple."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__") or len(values) < 1:
+        raise ValidationError.for_parameter(name, values, "a non-empty list, one entry per layer")
+    return tuple(count(low=1, high=high)(name, v, None) for v in values)
+
+
 _NO_DISP = np.asarray([1 << 20, 1 << 20], np.int32)  # "no previous move" (never cancels one)
 
 
 def _copy(tree: Any) -> Any:
     """Fresh buffers (the runner's fields must not share any: jit donates them)."""
     return jax.tree.map(lambda x: jnp.array(x, copy=True), tree)
-
-
-def _typed(key: jax.Array) -> jax.Array:
-    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
-        return key
-    return jax.random.wrap_key_data(key)
 
 
 def export_arrays(algo: BeliefValueIteration, runner: SearcherRunner) -> dict[str, np.ndarray]:
