@@ -7,7 +7,8 @@ The interface every start distribution implements is
 by ``downwind``; the others ignore it) and a classmethod
 ``check_compatible(grid, source, goal_radius, settings, on_grid)`` that
 ``make`` calls to refuse configurations it cannot sample. Start positions
-lie on integer cells inside the grid and outside the goal region (distance
+lie inside the grid (on integer cells, except ``downwind_band`` with
+``snap: false``) and outside the goal region (distance
 to the goal ``> goal_radius``), so no episode starts solved.
 
 ============  ==============================================================
@@ -17,6 +18,9 @@ type name     start position
 ``fixed``     always the same position and heading
 ``annulus``   uniform (by area) in ``r_min <= distance to source <= r_max``
 ``downwind``  a box downwind of the source (wind from the plume or a param)
+``downwind_band``
+              a band downwind of the source, Gaussian across it, any heading;
+              continuous positions with ``snap: false``
 ============  ==============================================================
 """
 
@@ -31,15 +35,19 @@ from plume_jax.starts.candidates import (
     pick_candidate,
 )
 from plume_jax.starts.downwind import DownwindStart, DownwindStartParams
+from plume_jax.starts.downwind_band import DownwindBandParams, DownwindBandStart
 from plume_jax.starts.fixed import FixedStart, FixedStartParams
 from plume_jax.starts.uniform import UniformStart
 
-STARTS: dict[str, type[StartDistribution]] = type_table(UniformStart, FixedStart, AnnulusStart, DownwindStart)
+STARTS: dict[str, type[StartDistribution]] = type_table(
+    UniformStart, FixedStart, AnnulusStart, DownwindStart, DownwindBandStart)
 
 __all__ = [
     "AnnulusStart",
     "AnnulusStartParams",
     "CandidateStart",
+    "DownwindBandParams",
+    "DownwindBandStart",
     "DownwindStart",
     "DownwindStartParams",
     "FixedStart",

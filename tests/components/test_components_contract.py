@@ -465,6 +465,13 @@ def test_named_actions_eager_agree_with_jit(action_case):
             assert int(model.executed_action(i)) == i
             if name == "noop":
                 assert leaves_equal(eager[i], agent)
+    elif getattr(model, "carried_by_wind", False):
+        # a flier's zero action keeps its heading and only drifts with the wind
+        drift = np.asarray(PROBE.wind(agent.position))
+        assert np.any(drift != 0.0)
+        np.testing.assert_allclose(np.asarray(eager[0].position),
+                                   np.asarray(GRID.clamp(agent.position + drift)), atol=1e-6)
+        assert float(eager[0].heading) == float(agent.heading)
     else:
         assert leaves_equal(eager[0], agent)  # the zero action is a no-op
 
