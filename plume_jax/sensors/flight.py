@@ -14,6 +14,7 @@ from plume_jax.core.pytree import Pytree
 from plume_jax.core.spaces import Box
 from plume_jax.core.types import AgentState, PlumeProbe
 from plume_jax.sensors.base import Sensor
+from plume_jax.sensors.wind import body_frame
 from plume_jax.settings import MAX_LENGTH, MAX_SCALE, real, setting
 
 
@@ -58,8 +59,7 @@ class ApparentWindSensor(Sensor[ApparentWindParams, jax.Array]):
 
     def _reading(self, agent: AgentState, apparent: jax.Array, params: ApparentWindParams
                  ) -> jax.Array:
-        c, s = jnp.cos(agent.heading), jnp.sin(agent.heading)
-        body = jnp.stack([c * apparent[0] + s * apparent[1], -s * apparent[0] + c * apparent[1]])
+        body = body_frame(apparent, agent.heading)
         return jnp.clip(body * params.scale, -self.max_reading, self.max_reading
                         ).astype(jnp.float32)
 

@@ -13,10 +13,10 @@ import jax.numpy as jnp
 from plume_jax.core.errors import ValidationError
 from plume_jax.core.pytree import Pytree
 from plume_jax.core.types import AgentState, Grid, PlumeProbe
-from plume_jax.core.vectors import norm, squared_norm
 from plume_jax.settings import MAX_LENGTH, angle, boolean, integer, real, setting
 from plume_jax.starts.base import StartDistribution
-from plume_jax.starts.candidates import farthest_corner
+from plume_jax.starts.candidates import first_acceptable
+from plume_jax.starts.downwind import downwind_direction
 
 
 @chex.dataclass(frozen=True)
@@ -87,15 +87,6 @@ class DownwindBandStart(StartDistribution[DownwindBandParams]):
                 "start.max_distance", settings["max_distance"],
                 f"a distance that reaches outside goal_radius={goal_radius}")
 
-    def downwind_direction(self, goal: jax.Array, params: DownwindBandParams,
-                           probe: PlumeProbe | None) -> jax.Array:
-        """f32[], radians: the direction the band extends from the source."""
-        if probe is None or not self.use_plume_wind:
-            return jnp.asarray(params.direction, jnp.float32)
-        wind = jnp.reshape(jnp.asarray(probe.wind(goal), jnp.float32), (2,))
-        calm = squared_norm(wind) <= 0.0
-        return jnp.where(calm, params.direction, jnp.arctan2(wind[1], wind[0])).astype(jnp.float32)
-
     def sample(self, key: jax.Array, grid: Grid, goal: jax.Array, goal_radius: jax.Array,
                params: DownwindBandParams, probe: PlumeProbe | None = None) -> AgentState:
         k_along, k_shift, k_cross, k_heading = jax.random.split(key, 4)
@@ -105,20 +96,12 @@ class DownwindBandStart(StartDistribution[DownwindBandParams]):
         along = (params.min_distance + u * (params.max_distance - params.min_distance)
                  + params.along_std * jax.random.normal(k_shift, (n,), jnp.float32))
         cross = params.cross_std * jax.random.normal(k_cross, (n,), jnp.float32)
-        theta = self.downwind_direction(goal, params, probe)
+        theta = downwind_direction(goal, params.direction, probe if self.use_plume_wind else None)
         downwind = jnp.stack([jnp.cos(theta), jnp.sin(theta)])
         crosswind = jnp.stack([-jnp.sin(theta), jnp.cos(theta)])
         points = goal + along[:, None] * downwind + cross[:, None] * crosswind
-        if self.snap:
-            points = jnp.round(points)
-        clamped = grid.clamp(points)
-        if self.snap:
-            clamped = jnp.round(clamped)
-        inside = grid.contains(points) & (norm(points - goal) > goal_radius)
-        clamped_ok = norm(clamped - goal) > goal_radius
-        score = 2 * inside.astype(jnp.int32) + clamped_ok.astype(jnp.int32)
-        first = jnp.argmax(score)
-        position = jnp.where(score[first] > 0, clamped[first], farthest_corner(grid, goal))
+        position, _ = first_acceptable(jnp.round(points) if self.snap else points, grid, goal,
+                                       goal_radius)
         heading = jax.random.uniform(k_heading, (), jnp.float32, 0.0, 2.0 * math.pi)
-        return AgentState(position=position.astype(jnp.float32),
+        return AgentState(position=position,
                           heading=jnp.mod(heading, 2.0 * math.pi).astype(jnp.float32))
