@@ -23,8 +23,8 @@ Three embodiments, chosen from the env's action names:
 - absolute cardinal moves with a world-frame wind sensor (``wind_east``,
   ``wind_north``): the desired direction is mapped to the nearest
   cardinal move;
-- flight (the ``flight`` action model: a ``Box`` of forward speed and turn
-  rate) with an apparent-wind sensor (``apparent_wind_forward``,
+- flight (the ``flight`` action model: a normalised ``Box`` of thrust and
+  turn) with an apparent-wind sensor (``apparent_wind_forward``,
   ``apparent_wind_left``): turn toward the desired direction as fast as
   the turn rate allows, at full speed (the apparent wind includes the
   agent's own flight, so "upwind" is read from what it feels).
@@ -74,7 +74,7 @@ class CastAndSurgePolicy:
     action_table: tuple[int, ...]
     wind_indices: tuple[int, int] = (0, 0)
     half_turn: float = 0.0
-    #: flight: the largest forward speed and turn rate (the action box's)
+    #: flight: the thrust (normalised: 1 = full) and the largest turn rate (rad/step)
     max_speed: float = 0.0
     max_turn_rate: float = 0.0
     threshold: float = 0.05
@@ -90,13 +90,12 @@ class CastAndSurgePolicy:
         odour = observation_index(env, obs_label, agent=cls.name)
         half_turn = 0.0
         names: tuple[str, ...]
-        space = describe(env)["action_space"]
-        if space["type"] == "box":
+        if describe(env)["action_space"]["type"] == "box":
             wind = (observation_index(env, "apparent_wind_forward", agent=cls.name),
                     observation_index(env, "apparent_wind_left", agent=cls.name))
-            return cls(odour, "flight", (), wind, 0.0, float(space["high"][0]),
-                       float(space["high"][1]), float(threshold), int(surge_steps),
-                       int(cast_steps), int(growth))
+            turn = float(getattr(env, "settings", {}).get("actions", {}).get("max_turn_rate", 1.0))
+            return cls(odour, "flight", (), wind, 0.0, 1.0, turn, float(threshold),
+                       int(surge_steps), int(cast_steps), int(growth))
         if has_action(env, "surge"):
             mode, names, wind = "wind_relative", ("surge", "cast_left", "cast_right"), (0, 0)
         elif has_action(env, "forward"):
@@ -148,7 +147,8 @@ class CastAndSurgePolicy:
         if self.mode == "flight":
             upwind = jnp.arctan2(-obs[self.wind_indices[1]], -obs[self.wind_indices[0]])
             target = jnp.angle(jnp.exp(1j * (upwind + mode * (jnp.pi / 2))))
-            turn = jnp.clip(target, -self.max_turn_rate, self.max_turn_rate)
+            # normalised flight action: full thrust, the turn as a fraction of the largest
+            turn = jnp.clip(target / self.max_turn_rate, -1.0, 1.0)
             return jnp.stack([jnp.float32(self.max_speed), turn]).astype(jnp.float32), carry
         if self.mode == "oriented":
             # desired direction relative to the heading: upwind, turned by mode * 90°

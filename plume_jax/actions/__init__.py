@@ -16,7 +16,7 @@ type name          actions                               positions
 ``oriented_grid``  noop, forward, turn_left, turn_right   integer cells
 ``run_tumble``     noop, run, tumble                     continuous
 ``continuous``     Box (forward_speed, turn_rate)        continuous
-``flight``         Box (forward_speed, turn_rate), the   continuous
+``flight``         Box (thrust, turn) in [-1, 1]^2, the  continuous
                    wind carries the agent
 ``surge_cast``     noop, surge, cast_left, cast_right    integer cells
 =================  ====================================  ==================

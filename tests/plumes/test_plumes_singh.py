@@ -160,7 +160,7 @@ def test_straying_two_metres_from_every_puff_ends_the_episode(constant_env):
     step = jax.jit(env.step_env)
     near = state.replace(agent=AgentState.at([8.0, 10.0], 0.0))
     far = state.replace(agent=AgentState.at([8.0, 13.5], 0.0))
-    still = jnp.zeros(2)
+    still = jnp.asarray([-1.0, 0.0])
     *_, terminated, truncated, info = step(jax.random.key(1), near, still, params)
     assert not bool(terminated) and float(info["discount"]) == 1.0
     _, after, _, terminated, truncated, info = step(jax.random.key(1), far, still, params)
@@ -189,7 +189,7 @@ def test_a_flier_is_carried_by_the_wind_and_feels_the_apparent_wind(constant_env
     # at rest the apparent wind is the wind: 0.5 m/s from the agent's right
     np.testing.assert_allclose(np.asarray(obs0[:2]), [0.0, -0.5], atol=1e-5)
     state = state.replace(sensor=sensor0)
-    obs, after, *_ = env.step_env(jax.random.key(1), state, jnp.asarray([0.08, 0.0]), params)
+    obs, after, *_ = env.step_env(jax.random.key(1), state, jnp.asarray([1.0, 0.0]), params)
     # 2 m/s north for 0.04 s plus 0.5 m/s east: (0.02, 0.08)
     np.testing.assert_allclose(np.asarray(after.agent.position), [6.02, 10.08], atol=1e-5)
     # apparent wind: wind - air velocity = (0.5, -2) m/s, i.e. 2 m/s head-on, 0.5 from the right
