@@ -74,13 +74,13 @@ class CastAndSurgePolicy:
     action_table: tuple[int, ...]
     wind_indices: tuple[int, int] = (0, 0)
     half_turn: float = 0.0
-    #: flight: the thrust (normalised: 1 = full) and the largest turn rate (rad/step)
-    max_speed: float = 0.0
-    max_turn_rate: float = 0.0
     threshold: float = 0.05
     surge_steps: int = 3
     cast_steps: int = 2
     growth: int = 2
+    #: flight: the thrust (normalised: 1 = full) and the largest turn rate (rad/step)
+    max_speed: float = 0.0
+    max_turn_rate: float = 0.0
 
     name = "cast_and_surge"
 
@@ -94,8 +94,8 @@ class CastAndSurgePolicy:
             wind = (observation_index(env, "apparent_wind_forward", agent=cls.name),
                     observation_index(env, "apparent_wind_left", agent=cls.name))
             turn = float(getattr(env, "settings", {}).get("actions", {}).get("max_turn_rate", 1.0))
-            return cls(odour, "flight", (), wind, 0.0, 1.0, turn, float(threshold),
-                       int(surge_steps), int(cast_steps), int(growth))
+            return cls(odour, "flight", (), wind, 0.0, float(threshold), int(surge_steps),
+                       int(cast_steps), int(growth), max_speed=1.0, max_turn_rate=turn)
         if has_action(env, "surge"):
             mode, names, wind = "wind_relative", ("surge", "cast_left", "cast_right"), (0, 0)
         elif has_action(env, "forward"):
