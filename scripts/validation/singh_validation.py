@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in (args.out, args.table):
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(args.out, "w") as f:
-        json.dump(payload, f, indent=1)
+        json.dump(payload, f, separators=(",", ":"))
     with open(args.table, "w") as f:
         f.write(header + "\n\n" + table(rows))
     docs = summary(rows, header)
