@@ -22,7 +22,12 @@ Three embodiments, chosen from the env's action names:
   toward it; the action after a turn is always ``forward``;
 - absolute cardinal moves with a world-frame wind sensor (``wind_east``,
   ``wind_north``): the desired direction is mapped to the nearest
-  cardinal move.
+  cardinal move;
+- flight (the ``flight`` action model: a normalised ``Box`` of thrust and
+  turn) with an apparent-wind sensor (``apparent_wind_forward``,
+  ``apparent_wind_left``): turn toward the desired direction as fast as
+  the turn rate allows, at full speed (the apparent wind includes the
+  agent's own flight, so "upwind" is read from what it feels).
 
 Odour is read from the observation entry ``obs_label`` (``concentration``
 by default; ``detection`` for a binary sensor, ``hits`` for a Poisson one).
@@ -37,7 +42,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from agents.base import action_id, has_action, observation_index
+from agents.base import action_id, describe, has_action, observation_index
 from agents.chemotaxis import CCW_MOVES
 
 from plume_jax.core.pytree import Pytree
@@ -73,6 +78,9 @@ class CastAndSurgePolicy:
     surge_steps: int = 3
     cast_steps: int = 2
     growth: int = 2
+    #: flight: the thrust (normalised: 1 = full) and the largest turn rate (rad/step)
+    max_speed: float = 0.0
+    max_turn_rate: float = 0.0
 
     name = "cast_and_surge"
 
@@ -82,6 +90,12 @@ class CastAndSurgePolicy:
         odour = observation_index(env, obs_label, agent=cls.name)
         half_turn = 0.0
         names: tuple[str, ...]
+        if describe(env)["action_space"]["type"] == "box":
+            wind = (observation_index(env, "apparent_wind_forward", agent=cls.name),
+                    observation_index(env, "apparent_wind_left", agent=cls.name))
+            turn = float(getattr(env, "settings", {}).get("actions", {}).get("max_turn_rate", 1.0))
+            return cls(odour, "flight", (), wind, 0.0, float(threshold), int(surge_steps),
+                       int(cast_steps), int(growth), max_speed=1.0, max_turn_rate=turn)
         if has_action(env, "surge"):
             mode, names, wind = "wind_relative", ("surge", "cast_left", "cast_right"), (0, 0)
         elif has_action(env, "forward"):
@@ -130,6 +144,12 @@ class CastAndSurgePolicy:
         if self.mode == "wind_relative":
             return table[jnp.asarray([0, 1, 2])[mode % 3]], carry  # 0 surge, 1 left, -1 -> 2 right
         obs = jnp.asarray(obs, jnp.float32).reshape(-1)
+        if self.mode == "flight":
+            upwind = jnp.arctan2(-obs[self.wind_indices[1]], -obs[self.wind_indices[0]])
+            target = jnp.angle(jnp.exp(1j * (upwind + mode * (jnp.pi / 2))))
+            # normalised flight action: full thrust, the turn as a fraction of the largest
+            turn = jnp.clip(target / self.max_turn_rate, -1.0, 1.0)
+            return jnp.stack([jnp.float32(self.max_speed), turn]).astype(jnp.float32), carry
         if self.mode == "oriented":
             # desired direction relative to the heading: upwind, turned by mode * 90°
             upwind = jnp.arctan2(-obs[self.wind_indices[1]], -obs[self.wind_indices[0]])

@@ -21,6 +21,10 @@ SAME_CODE_AS_ANOTHER_PRESET = frozenset({
     "PlumeNav-Filament-Gusty-v0",        # = PlumeNav-Filament-Farrell-v0, 2-D kernel and the
                                          #   linearised field (tests/plumes/test_plumes_wind_field.py)
     "PlumeNav-Poisson-Iso53x53-v0",      # = PlumeNav-Poisson-Iso19x19-v0, larger grid
+    "PlumeNav-Singh2023-Sparse80-v0",    # = PlumeNav-Singh2023-Constant-v0, fewer puffs
+    "PlumeNav-Singh2023-Sparse60-v0",    # (the birth rate is a dynamic param)
+    "PlumeNav-Singh2023-Sparse40-v0",
+    "PlumeNav-Singh2023-Sparse20-v0",
 })
 
 

@@ -396,7 +396,9 @@ class PlumeEnv(gymnax_env.Environment[EnvState, EnvParams]):
         out = self.agent_outcome(keys.sensor, state.agent, agent, state.sensor, plume_state,
                                  params)
         step_count = state.step_count + 1
-        terminated = out["goal_reached"]
+        # the goal, or (a plume with a stray limit) straying from the plume
+        terminated = out["goal_reached"] | self.plume.strayed(plume_state, agent.position,
+                                                               params.plume)
         truncated = jnp.logical_and(step_count >= params.max_steps, jnp.logical_not(terminated))
         new_state = EnvState(
             agent=agent,
@@ -405,7 +407,7 @@ class PlumeEnv(gymnax_env.Environment[EnvState, EnvParams]):
             step_count=step_count,
             episode_count=state.episode_count,
             total_reward=state.total_reward + out["reward"],
-            goal_reached=terminated,
+            goal_reached=out["goal_reached"],
         )
         info = self.step_info(new_state, out, action_valid, executed, plume_state, params)
         obs, new_state = self.detach_transition(out["obs"], new_state)
@@ -426,7 +428,8 @@ class PlumeEnv(gymnax_env.Environment[EnvState, EnvParams]):
             "goal_location": self.goal_location(plume_state, params),
             "action_valid": action_valid,
             "executed_action": executed,
-            "discount": 1.0 - new_state.goal_reached.astype(jnp.float32),
+            "discount": 1.0 - (new_state.goal_reached | self.plume.strayed(
+                plume_state, new_state.agent.position, params.plume)).astype(jnp.float32),
         }
 
     def episode_done(self, terminated: jax.Array, truncated: jax.Array,
@@ -436,10 +439,13 @@ class PlumeEnv(gymnax_env.Environment[EnvState, EnvParams]):
 
     def is_truncated(self, state: EnvState, params: EnvParams) -> jax.Array:
         return jnp.logical_and(state.step_count >= params.max_steps,
-                               jnp.logical_not(state.goal_reached))
+                               jnp.logical_not(self.is_terminated(state, params)))
 
     def is_terminated(self, state: EnvState, params: EnvParams) -> jax.Array:
-        return state.goal_reached
+        """bool[]: the goal reached, or the agent strayed from a plume with a
+        stray limit (:meth:`plume_jax.plumes.base.Plume.strayed`)."""
+        return state.goal_reached | self.plume.strayed(state.plume, state.agent.position,
+                                                       params.plume)
 
     @functools.partial(jax.jit, static_argnames=("self",))
     def step(self, key: jax.Array, state: EnvState, action: Any,

@@ -262,6 +262,77 @@ PRESETS.update({
     },
 })
 
+#: Singh et al. (2023)'s task ("Emergent behaviour and neural dynamics in artificial
+#: agents tracking odour plumes", Nat. Mach. Intell. 5, 58-70), in metres as their code
+#: (github.com/BruntonUWBio/plumetracknets, code/plume_env.py, code/sim_utils.py) has it:
+#: 1 cell = 1 m, one step = 0.04 s (25 fps; 4 simulator steps of 0.01 s). Their arena
+#: x -2..10 m, y -10..10 m around the source: a 13x21 grid, source at (2, 10). Every
+#: value is documented against the paper's and the code's in docs/singh2023.md.
+_SINGH_STEP_SECONDS = 0.04
+_SINGH_TASK: dict[str, Any] = {
+    "grid_size": [13, 21],
+    "goal_radius": 0.2,                 # homed_radius 0.2 m
+    "max_steps": 299,                   # sim_steps_max 300, ends at episode_step >= 300 - 1
+    "plume": {"type": "singh", "source": [2.0, 10.0], "capacity": 2304, "warmup_steps": 750,
+              "substeps": 4, "substep_seconds": 0.01, "wind_speed": 0.5,
+              "crosswind_noise": 0.5, "birth_rate": 1.0, "puff_radius": 0.01, "growth": 0.01,
+              "stray_limit": 2.0},
+    # [apparent wind along / left of the heading in m/s, odour]: their 3-D observation
+    "sensor": {"type": "composite", "sensors": [
+        {"type": "apparent_wind", "name": "wind", "scale": 1.0 / _SINGH_STEP_SECONDS,
+         "max_reading": 10.0},
+        {"type": "gated_concentration", "name": "odour", "threshold": 1e-4,
+         "gain_low": 0.5, "gain_high": 1.5}]},
+    # move_capacity 2.0 m/s, turn_capacity 6.25 pi rad/s over turn in [0, 1] (+-3.125 pi)
+    "actions": {"type": "flight", "min_speed": 0.0, "max_speed": 2.0 * _SINGH_STEP_SECONDS,
+                "max_turn_rate": 3.125 * math.pi * _SINGH_STEP_SECONDS},
+    # +101 at home, -10/300 per step, 5 x the decrease of the distance to the source
+    "reward": {"type": "weighted_sum", "components": [
+        {"type": "step_penalty", "goal_reward": 101.0, "step_penalty": 10.0 / 300.0},
+        {"type": "potential_shaping", "goal_reward": 0.0, "gamma": 1.0, "scale": 5.0}],
+        "weights": [1.0, 1.0]},
+    # their training curriculum's second stage: x ~ 4-8 m downwind (+- 0.5 m), near the axis
+    "start": {"type": "downwind_band", "snap": False, "min_distance": 4.0, "max_distance": 8.0,
+              "along_std": 0.5, "cross_std": 0.15},
+}
+_SINGH_SUMMARY = (
+    "13x21 m arena (1 cell = 1 m), source at (2, 10); 0.04 s steps (25 fps) over 4 puff "
+    "steps of 0.01 s; wind 0.5 m/s; puffs of radius 0.01 m growing 0.01 m/s, concentration "
+    "(r0/r)^3 over a square of half-side r; observation [apparent wind along and left of the "
+    "heading (m/s), odour (x U(0.5, 1.5) per episode, 0 below 1e-4, clipped to 1)]; flight "
+    "actions (up to 2 m/s, +-3.125 pi rad/s) carried by the wind; +101 at home, -1/30 per "
+    "step, 5 x distance gained; start 4-8 m downwind, any heading; ends at the source "
+    "(0.2 m), 2 m from every puff, or after 299 steps.")
+
+
+def _singh(description: str, **plume: Any) -> dict[str, Any]:
+    spec = copy.deepcopy(_SINGH_TASK)
+    spec["plume"].update(plume)
+    return {"description": f"{description} {_SINGH_SUMMARY}", **spec}
+
+
+#: Singh et al.'s sparse plumes: the constant plume with a fraction of the puffs
+#: (their evaluation keeps 0.8, 0.6, 0.4 and 0.2 of them; the paper's 'sparse' is 0.4).
+SINGH_SPARSE = {"Sparse80": 0.8, "Sparse60": 0.6, "Sparse40": 0.4, "Sparse20": 0.2}
+
+PRESETS.update({
+    "PlumeNav-Singh2023-Constant-v0": _singh(
+        "Singh et al. (2023) 'constant': their puff plume in a constant wind."),
+    "PlumeNav-Singh2023-SwitchOnce-v0": _singh(
+        "Singh et al. (2023) 'switch-once': the wind turns 45 degrees counter-clockwise 2.5 s "
+        "into each episode (their evaluation starts 2.5 s and 1.5 s before the switch).",
+        wind_kind="switch_once", switch_time=2.5, switch_angle=math.pi / 4, capacity=3072),
+    "PlumeNav-Singh2023-SwitchMany-v0": _singh(
+        "Singh et al. (2023) 'switch-many': every 3 s (+- 0.3 s) the wind direction is set to "
+        "N(0, 30 degrees) clipped to +-60 degrees.",
+        wind_kind="switch_many", switch_period=3.0, switch_jitter=0.3,
+        switch_std=math.pi / 6, switch_max=math.pi / 3, capacity=3072),
+    **{f"PlumeNav-Singh2023-{name}-v0": _singh(
+        f"Singh et al. (2023) sparse plume: the constant plume with {fraction:g} of its puffs "
+        f"(birth rate {fraction:g} puffs per 0.01 s).", birth_rate=fraction)
+       for name, fraction in SINGH_SPARSE.items()},
+})
+
 PRESETS["PlumeNav-Swarm-v0"] = {
     **copy.deepcopy(PRESETS["PlumeNav-Filament-v0"]),
     "description": "Eight agents searching the turbulent filament plume of PlumeNav-Filament-v0 "

@@ -180,7 +180,9 @@ def track(t: dict[str, Any], state: Any, reward: jax.Array, terminated: jax.Arra
     """Update the bookkeeping after one batched ``env.step`` (``state`` is the
     post-step, possibly auto-reset, state)."""
     ended = info["done"] if "done" in info else terminated | truncated
-    terminated = ended & ~_per_env(truncated, jnp.any)  # ended at the goal, not the time limit
+    terminated = ended & ~_per_env(truncated, jnp.any)  # ended before the time limit
+    if "goal_reached" in info:  # at the goal (a plume's stray limit also terminates)
+        terminated = terminated & _per_env(info["goal_reached"], jnp.any)
     reward = _per_env(reward, jnp.sum)
     first_end = ended & ~t["done"]
     running = ~t["done"]

@@ -64,6 +64,7 @@ from plume_jax.settings import (
     MAX_INT32,
     REQUIRED,
     Setting,
+    choice,
     integer,
     optional,
     plain,
@@ -72,6 +73,8 @@ from plume_jax.settings import (
     resolve_keys,
 )
 
+#: Evaluation protocols a scenario may name instead of seeded episodes.
+PROTOCOLS = ("singh240",)
 #: The most episodes one run may ask for (one vmapped batch).
 MAX_EPISODES = 2**24
 #: The largest ``--baseline`` file read (a report is a few KiB per run).
@@ -213,6 +216,10 @@ SCENARIO_SETTINGS: dict[str, Setting] = {
                                    f"a mapping with keys among {list(SCENARIO_EXPECT_SETTINGS)}",
                                    given_only=True),
                       doc="expectations of the scenario's own agent (below)"),
+    "protocol": Setting(None, optional(choice(PROTOCOLS)),
+                        doc="null: seeded episodes from the env's start distribution; "
+                            "singh240: Singh et al. (2023)'s 240 fixed starts (episodes is "
+                            "240; docs/singh2023.md)"),
 }
 #: ``section -> key -> Setting`` of a scenario file (``""``: the top level).
 SCENARIO_SCHEMA: dict[str, dict[str, Setting]] = {
@@ -564,6 +571,15 @@ def plan_run(scenario: Mapping[str, Any], agent: AgentChoice | None = None, *,
                    f"policy's training env ({trained['id']})")  # type: ignore[index]
     if episodes is not None:
         check_episodes("episodes", episodes, None)
+    if scenario.get("protocol"):
+        from plume_jax.evaluate import singh_protocol
+
+        singh_protocol.check_env(env, params)
+        if is_host_agent(agent.name):
+            raise ValidationError.for_parameter(
+                "agent", agent.name, f"a functional agent (protocol {scenario['protocol']} "
+                "runs its own jitted rollout)")
+        episodes = singh_protocol.EPISODES
     policy = make_agent(agent.name, env, **agent_params)
     if not is_host_agent(agent.name):
         check_policy_traces(env, params, policy, agent.name)
@@ -656,7 +672,20 @@ def execute_run(run: PlannedRun,
     env, params, n = run.env, run.params, run.episodes
     key = seed_key(run.seed)
     t0 = time.perf_counter()
-    if capture is not None:
+    protocol: dict[str, Any] | None = None
+    if run.scenario.get("protocol") and capture is not None:
+        raise ValidationError.for_parameter(
+            "--capture", "a capture folder", f"no capture with protocol "
+            f"{run.scenario['protocol']} (scenario {run.scenario['name']!r})")
+    if run.scenario.get("protocol"):
+        from plume_jax.evaluate import singh_protocol
+
+        result, protocol = singh_protocol.run(env, params, run.policy, key, run.seed,
+                                              run.num_steps)
+        protocol["paper_best"] = singh_protocol.paper_best(run.preset
+                                                           or run.scenario["env"]["preset"])
+        compile_s, run_s = 0.0, time.perf_counter() - t0
+    elif capture is not None:
         result, compile_s, run_s = _captured_rollout(run, key, progress, capture)
     elif is_host_agent(run.agent_name):
         compile_s = 0.0
@@ -676,6 +705,8 @@ def execute_run(run: PlannedRun,
     metrics = summarise(result, float(params.goal_radius), team=team)
     if team:
         metrics["num_agents"] = env.num_agents
+    if protocol is not None:
+        metrics["protocol"] = protocol
     metrics["env_steps_per_second"] = n * int(result.steps_run) / run_s
     metrics["episodes_per_second"] = n / run_s
     failures = check_expectations(metrics, run.expect)
@@ -825,6 +856,14 @@ def markdown_table(reports: Sequence[Mapping[str, Any]]) -> str:
                          f"({lo:.3f}–{hi:.3f}) | {steps} | {fmt(m['median_steps'], '.0f')} | "
                          f"{tail(m, 'steps')} | {tail(m, 'episode_length')} | "
                          f"{fmt(m['path_efficiency'], '.2f')} | {status(r)} |")
+        for r in group:
+            p = r["metrics"].get("protocol")
+            if p:
+                agent = r["agent"].get("label") or r["agent"]["name"]
+                best = ("not in their table" if p["paper_best"] is None
+                        else f"Singh et al.'s best {p['paper_best']}/{p['episodes']}")
+                lines.append(f"\n{agent}: {p['homings']}/{p['episodes']} homings "
+                             f"({p['protocol']}; {best})")
         sections.append("\n".join(lines))
     return "\n\n".join(sections)
 

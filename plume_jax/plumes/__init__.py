@@ -21,6 +21,9 @@ type name     model
 ``poisson``   infotaxis Poisson hit-rate law, isotropic (K0) or windy; the
               source may be drawn per episode (:mod:`.poisson`)
 ``movie``     a recorded or precomputed ``(T, H, W)`` movie (:mod:`.movie`)
+``singh``     Singh et al. (2023)'s puff plume in metres: 100 Hz Euler steps,
+              square top-hat puffs of concentration ``(r0/r)^3``, constant,
+              switch-once or switch-many wind, a stray limit (:mod:`.singh`)
 ============  ==================================================================
 """
 
@@ -30,10 +33,12 @@ from plume_jax.plumes.gaussian import GaussianPlume
 from plume_jax.plumes.movie import MoviePlume
 from plume_jax.plumes.movie_files import load_movie, save_movie
 from plume_jax.plumes.poisson import PoissonPlume
+from plume_jax.plumes.singh import SinghPlume
 from plume_jax.plumes.wind import WIND_KINDS, WindModel
 from plume_jax.settings import type_table
 
-PLUMES: dict[str, type[Plume]] = type_table(GaussianPlume, FilamentPlume, PoissonPlume, MoviePlume)
+PLUMES: dict[str, type[Plume]] = type_table(GaussianPlume, FilamentPlume, PoissonPlume,
+                                            MoviePlume, SinghPlume)
 
 __all__ = [
     "FilamentPlume",
@@ -42,6 +47,7 @@ __all__ = [
     "PLUMES",
     "Plume",
     "PoissonPlume",
+    "SinghPlume",
     "WIND_KINDS",
     "WindModel",
     "load_movie",

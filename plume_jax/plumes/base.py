@@ -40,7 +40,8 @@ class Plume(Configurable, abc.ABC, Generic[ParamsT, StateT]):
     every cell centre), :meth:`sharing_conflict` (a reason, with the default
     ``reinit``). Sensors, wind-relative action models and start
     distributions never call a plume: they read it through the env's
-    :class:`~plume_jax.core.types.PlumeProbe`.
+    :class:`~plume_jax.core.types.PlumeProbe`. Optional too: :meth:`strayed`
+    (never), the env's second way to end an episode.
     """
 
     @abc.abstractmethod
@@ -92,4 +93,11 @@ class Plume(Configurable, abc.ABC, Generic[ParamsT, StateT]):
     @abc.abstractmethod
     def source_location(self, plume_state: StateT, params: ParamsT) -> jax.Array:
         """f32[2]: the source ``(x, y)``, cells (the goal of the search)."""
+
+    def strayed(self, plume_state: StateT, points: jax.Array, params: ParamsT) -> jax.Array:
+        """bool[...]: whether an agent at points f32[..., 2] has strayed from
+        the plume, which ends its episode (terminated, not at the goal).
+        Default: never (all False); the Singh puff plume ends episodes
+        farther than its ``stray_limit`` from every puff."""
+        return jnp.zeros(jnp.shape(points)[:-1], bool)
 

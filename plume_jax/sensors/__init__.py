@@ -25,6 +25,10 @@ type name         observation
 ``noise``         a wrapped sensor's reading + Gaussian noise, clipped
 ``history``       f32[n*d], the last n readings of a wrapped sensor
 ``composite``     components concatenated (Box) or keyed by name (Dict)
+``apparent_wind`` f32[2], the wind minus the agent's own air velocity, body frame
+``gated_concentration``
+                  f32[1], concentration x a per-episode gain, 0 below a
+                  threshold, clipped to [0, 1]
 ================  ======================================================
 """
 
@@ -33,6 +37,7 @@ from plume_jax.sensors.base import MemorylessSensor, Sensor
 from plume_jax.sensors.belief import BeliefSensor
 from plume_jax.sensors.composite import CompositeSensor
 from plume_jax.sensors.concentration import BinarySensor, ConcentrationSensor, PoissonSensor
+from plume_jax.sensors.flight import ApparentWindSensor, GatedConcentrationSensor
 from plume_jax.sensors.hits import HitsSensor
 from plume_jax.sensors.patch import PatchSensor
 from plume_jax.sensors.position import PositionSensor
@@ -42,14 +47,17 @@ from plume_jax.settings import type_table
 
 SENSORS: dict[str, type[Sensor]] = type_table(
     ConcentrationSensor, BinarySensor, PoissonSensor, AntennaeSensor, WindSensor, PatchSensor,
-    NoiseSensor, HistorySensor, CompositeSensor, HitsSensor, PositionSensor, BeliefSensor)
+    NoiseSensor, HistorySensor, CompositeSensor, HitsSensor, PositionSensor, BeliefSensor,
+    ApparentWindSensor, GatedConcentrationSensor)
 
 __all__ = [
     "AntennaeSensor",
+    "ApparentWindSensor",
     "BeliefSensor",
     "BinarySensor",
     "CompositeSensor",
     "ConcentrationSensor",
+    "GatedConcentrationSensor",
     "HistorySensor",
     "HitsSensor",
     "MemorylessSensor",

@@ -15,6 +15,12 @@ from plume_jax.core.spaces import Box
 from plume_jax.core.types import AgentState, PlumeProbe
 
 
+def body_frame(vector: jax.Array, heading: jax.Array) -> jax.Array:
+    """f32[2]: a world-frame vector as (along the heading, to the agent's left)."""
+    c, s = jnp.cos(heading), jnp.sin(heading)
+    return jnp.stack([c * vector[0] + s * vector[1], -s * vector[0] + c * vector[1]])
+
+
 @chex.dataclass(frozen=True)
 class WindSensorParams(Pytree):
     """Attributes: noise_std: f32[] >= 0, std of additive Gaussian noise on
@@ -61,7 +67,6 @@ class WindSensor(MemorylessSensor[WindSensorParams]):
              params: WindSensorParams) -> jax.Array:
         wind = jnp.reshape(jnp.asarray(probe.wind(agent.position), jnp.float32), (2,))
         if self.frame == "body":
-            c, s = jnp.cos(agent.heading), jnp.sin(agent.heading)
-            wind = jnp.stack([c * wind[0] + s * wind[1], -s * wind[0] + c * wind[1]])
+            wind = body_frame(wind, agent.heading)
         noisy = wind + params.noise_std * jax.random.normal(key, (2,), jnp.float32)
         return jnp.clip(noisy, -self.max_speed, self.max_speed).astype(jnp.float32)

@@ -9,8 +9,8 @@ by ``downwind``; the others ignore it) and a classmethod
 ``make`` calls to refuse configurations it cannot sample. Start positions
 lie inside the grid and outside the goal region (distance to the goal
 ``> goal_radius``), so no episode starts solved; drawn ones lie on integer
-cells, and a ``fixed`` one does when the action model keeps the agent on
-cells (``on_grid``).
+cells (except ``downwind_band`` with ``snap: false``), and a ``fixed`` one
+does when the action model keeps the agent on cells (``on_grid``).
 
 ============  ==============================================================
 type name     start position
@@ -19,6 +19,9 @@ type name     start position
 ``fixed``     always the same position and heading
 ``annulus``   uniform (by area) in ``r_min <= distance to source <= r_max``
 ``downwind``  a box downwind of the source (wind from the plume or a param)
+``downwind_band``
+              a band downwind of the source, Gaussian across it, any heading;
+              continuous positions with ``snap: false``
 ============  ==============================================================
 """
 
@@ -33,15 +36,19 @@ from plume_jax.starts.candidates import (
     pick_candidate,
 )
 from plume_jax.starts.downwind import DownwindStart, DownwindStartParams
+from plume_jax.starts.downwind_band import DownwindBandParams, DownwindBandStart
 from plume_jax.starts.fixed import FixedStart, FixedStartParams
 from plume_jax.starts.uniform import UniformStart
 
-STARTS: dict[str, type[StartDistribution]] = type_table(UniformStart, FixedStart, AnnulusStart, DownwindStart)
+STARTS: dict[str, type[StartDistribution]] = type_table(
+    UniformStart, FixedStart, AnnulusStart, DownwindStart, DownwindBandStart)
 
 __all__ = [
     "AnnulusStart",
     "AnnulusStartParams",
     "CandidateStart",
+    "DownwindBandParams",
+    "DownwindBandStart",
     "DownwindStart",
     "DownwindStartParams",
     "FixedStart",

@@ -80,15 +80,24 @@ def pick_candidate(points: jax.Array, bits: jax.Array, grid: Grid, goal: jax.Arr
     grid corner farthest from the goal. The heading is a cardinal direction
     from the chosen candidate's random word.
     """
-    cells = jnp.round(points)
-    clamped = grid.clamp(cells)
-    inside = grid.contains(cells) & (norm(cells - goal) > goal_radius)
+    position, first = first_acceptable(jnp.round(points), grid, goal, goal_radius)
+    return AgentState(position=position, heading=cardinal_heading_from_bits(bits[first]))
+
+
+def first_acceptable(points: jax.Array, grid: Grid, goal: jax.Array, goal_radius: jax.Array
+                     ) -> tuple[jax.Array, jax.Array]:
+    """``(position f32[2], index i32[])`` of candidate points f32[K, 2]: the
+    first one inside the grid and outside the goal region; failing that, the
+    first one outside the goal region once clamped into the grid; failing
+    that, the grid corner farthest from the goal (index 0). Clamping keeps
+    points that are whole numbers whole."""
+    clamped = grid.clamp(points)
+    inside = grid.contains(points) & (norm(points - goal) > goal_radius)
     clamped_ok = norm(clamped - goal) > goal_radius
     score = 2 * inside.astype(jnp.int32) + clamped_ok.astype(jnp.int32)
     first = jnp.argmax(score)
     position = jnp.where(score[first] > 0, clamped[first], farthest_corner(grid, goal))
-    return AgentState(position=position.astype(jnp.float32),
-                      heading=cardinal_heading_from_bits(bits[first]))
+    return position.astype(jnp.float32), first
 
 
 @dataclasses.dataclass(frozen=True)

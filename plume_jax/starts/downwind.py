@@ -41,6 +41,17 @@ class DownwindStartParams(Pytree):
                                        "calm)")
 
 
+def downwind_direction(goal: jax.Array, direction: jax.Array, probe: PlumeProbe | None
+                       ) -> jax.Array:
+    """f32[], radians: where the air at ``goal`` moves toward (``probe.wind``),
+    or ``direction`` without a probe or in a calm."""
+    if probe is None:
+        return jnp.asarray(direction, jnp.float32)
+    wind = jnp.reshape(jnp.asarray(probe.wind(goal), jnp.float32), (2,))
+    calm = squared_norm(wind) <= 0.0
+    return jnp.where(calm, direction, jnp.arctan2(wind[1], wind[0])).astype(jnp.float32)
+
+
 @dataclasses.dataclass(frozen=True)
 class DownwindStart(CandidateStart[DownwindStartParams]):
     """Uniform over a box downwind of the source; cardinal heading.
@@ -78,11 +89,7 @@ class DownwindStart(CandidateStart[DownwindStartParams]):
     def downwind_direction(self, goal: jax.Array, params: DownwindStartParams,
                            probe: PlumeProbe | None) -> jax.Array:
         """f32[], radians: the direction the start box extends from the source."""
-        if probe is None or not self.use_plume_wind:
-            return jnp.asarray(params.direction, jnp.float32)
-        wind = jnp.reshape(jnp.asarray(probe.wind(goal), jnp.float32), (2,))
-        calm = squared_norm(wind) <= 0.0
-        return jnp.where(calm, params.direction, jnp.arctan2(wind[1], wind[0])).astype(jnp.float32)
+        return downwind_direction(goal, params.direction, probe if self.use_plume_wind else None)
 
     def candidate_points(self, bits: jax.Array, grid: Grid, goal: jax.Array,
                          params: DownwindStartParams, probe: PlumeProbe | None) -> jax.Array:

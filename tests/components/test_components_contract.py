@@ -465,6 +465,15 @@ def test_named_actions_eager_agree_with_jit(action_case):
             assert int(model.executed_action(i)) == i
             if name == "noop":
                 assert leaves_equal(eager[i], agent)
+    elif getattr(model, "carried_by_wind", False):
+        # a flier at rest keeps its heading and only drifts with the wind
+        rest = model.process_action(jax.random.key(0), np.asarray(model.rest_action, np.float32),
+                                    agent, GRID, params, probe=PROBE)
+        drift = np.asarray(PROBE.wind(agent.position))
+        assert np.any(drift != 0.0)
+        np.testing.assert_allclose(np.asarray(rest.position),
+                                   np.asarray(GRID.clamp(agent.position + drift)), atol=1e-6)
+        assert float(rest.heading) == float(agent.heading)
     else:
         assert leaves_equal(eager[0], agent)  # the zero action is a no-op
 

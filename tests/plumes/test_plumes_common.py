@@ -46,6 +46,10 @@ def configs(movie_path):
         "poisson": ({"source_mode": "otto", "observer": [10, 7], "lambda_over_dx": 2.0},
                     "lambda_over_dx", (1.0, 3.0)),
         "movie": ({"path": movie_path, "dt": 0.1, "random_start": True}, "scale", (0.5, 2.0)),
+        "singh": ({"source": [2, 7], "capacity": 96, "warmup_steps": 15, "wind_speed": 5.0,
+                   "wind_kind": "switch_many", "switch_period": 0.2, "switch_jitter": 0.05,
+                   "birth_rate": 0.4, "puff_radius": 0.3, "growth": 2.0},
+                  "birth_rate", (0.2, 1.0)),
     }
 
 
@@ -67,7 +71,7 @@ def plume_case(request, movie_path):
 
 
 def test_every_plume_type_is_covered():
-    assert sorted(PLUMES) == ["filament", "gaussian", "movie", "poisson"]
+    assert sorted(PLUMES) == ["filament", "gaussian", "movie", "poisson", "singh"]
 
 
 POINTS = jnp.asarray([[0.0, 0.0], [19.0, 13.0], [5.5, 6.25], [10.0, 7.0], [2.0, 7.0],
