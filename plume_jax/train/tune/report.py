@@ -71,13 +71,13 @@ def plots(study: Any, out: pathlib.Path) -> list[str]:
     import matplotlib.pyplot as plt
     from optuna.visualization import matplotlib as ovm
 
-    written = []
+    written: list[str] = []
     if not ranked(study):
         return written
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Optuna marks its matplotlib plots experimental
-        for name, draw in zip(FIGURES, (ovm.plot_optimization_history,
-                                        ovm.plot_parallel_coordinate)):
+        draws: tuple[Any, ...] = (ovm.plot_optimization_history, ovm.plot_parallel_coordinate)
+        for name, draw in zip(FIGURES, draws):
             ax = draw(study)
             figure = ax.figure if hasattr(ax, "figure") else ax.flat[0].figure
             figure.set_size_inches(9, 5)

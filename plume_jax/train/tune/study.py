@@ -135,6 +135,14 @@ def counted(study: Any) -> int:
     return sum(t.state.name in COUNTED for t in study.get_trials(deepcopy=False))
 
 
+def to_ask(study: Any, budget: int) -> int:
+    """How many trials to ask for to meet ``budget``: the uncounted ones,
+    plus those that wait (enqueued: asking for one runs it, counting it no
+    second time)."""
+    trials = study.get_trials(deepcopy=False)
+    return budget - counted(study) + sum(t.state.name == "WAITING" for t in trials)
+
+
 def claim(trial: Any) -> None:
     """Record which process trains ``trial``."""
     trial.set_user_attr("host", socket.gethostname())
@@ -175,4 +183,5 @@ def requeue_orphans(study: Any) -> list[int]:
 
 
 __all__ = ["COUNTED", "claim", "counted", "decode", "encode", "open_storage", "open_study",
-           "pruner", "requeue", "requeue_orphans", "sampler", "storage_url", "suggest"]
+           "pruner", "requeue", "requeue_orphans", "sampler", "storage_url", "suggest",
+           "to_ask"]
