@@ -151,8 +151,9 @@ def tune(record: dict[str, Any], *, resume: bool = False, progress: bool = True,
          stream: TextIO | None = None) -> dict[str, Any]:
     """Run (or continue, ``resume``) the study of ``record`` (:func:`new_record`
     or :func:`read_record`) until ``record["trials"]`` trials count
-    (:mod:`.study`); write the report. Returns ``results.json``'s content
-    plus ``timing`` (wall, compile, init and train seconds of this call)."""
+    (:mod:`.study`); write the report. Returns ``results.json``'s content,
+    with ``timing``: this call's wall, compile, init and train seconds, its
+    programs and their segments (a pruning rebuild adds one)."""
     t_wall = time.perf_counter()
     out = pathlib.Path(record["out"])
     space = _space(record)
@@ -185,9 +186,8 @@ def tune(record: dict[str, Any], *, resume: bool = False, progress: bool = True,
                 write_report(study, out, record)
                 raise TuneStopped(stop.signal_name or "a stop request",
                                   f"plume-jax tune --resume {out}", ends.count("requeued"))
-    results = write_report(study, out, record)
     timing["wall"] = time.perf_counter() - t_wall
-    return {**results, "timing": timing}
+    return write_report(study, out, record, timing)
 
 
 __all__ = ["RECORD", "TuneStopped", "new_record", "read_record", "tune"]

@@ -126,13 +126,16 @@ def summary_markdown(study: Any, record: dict[str, Any], figures: list[str],
     return "\n".join(lines)
 
 
-def write_report(study: Any, out: pathlib.Path, record: dict[str, Any]) -> dict[str, Any]:
+def write_report(study: Any, out: pathlib.Path, record: dict[str, Any],
+                 timing: dict[str, float] | None = None) -> dict[str, Any]:
     """Write every result file of the module docstring into ``out``;
     results first (atomic replacements), figures last (a figure that fails
-    is a warning). Returns ``results.json``'s content."""
+    is a warning). ``timing``: this call's seconds (``results.json``'s
+    ``timing``). Returns ``results.json``'s content."""
     best = ranked(study)
     weights = importances(study)
     results = {"study_name": record["study_name"], "storage": record["storage"],
+               "timing": timing,
                "trials": trial_rows(study), "importances": weights,
                "best": None if not best else {"trial": best[0].number, "value": best[0].value,
                                               "params": best[0].params,
