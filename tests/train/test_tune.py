@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -135,6 +137,21 @@ def test_a_killed_process_trial_is_rerun_once_and_counted_once(tmp_path):
     assert again.user_attrs["rerun_of"] == 0
 
 
+def test_the_grid_sampler_runs_each_grid_point_once_at_most(tmp_path):
+    from plume_jax.train.tune.study import budget, suggest
+
+    space = space_from_mapping({**SPACE, "sampler": "grid", "params": {
+        "algo.update_epochs": {"type": "int", "low": 1, "high": 3},
+        "network.hidden_sizes": {"type": "categorical", "choices": [[8], [16, 16]]}}},
+        BASE, str(tmp_path))
+    assert budget(space, 100) == 6 and budget(space, 4) == 4
+    from plume_jax.train.tune.study import sampler
+
+    study = optuna.create_study(sampler=sampler(space))
+    seen = [json.dumps(suggest(study.ask(), space), sort_keys=True) for _ in range(6)]
+    assert len(set(seen)) == 6
+
+
 # ------------------------------------------------------------------ pruning
 class _PruneTrialOne(optuna.pruners.BasePruner):
     def prune(self, study, trial):
@@ -244,3 +261,26 @@ def test_two_processes_share_one_journal_study_and_every_trial_is_in_it_once(tmp
     assert len(set(folders)) == len(folders)
     for folder in folders:
         assert (out / folder / "summary.json").is_file()
+
+
+@pytest.mark.slow
+def test_ctrl_c_tells_the_finished_trials_and_enqueues_the_unfinished_ones(tmp_path):
+    config, space = _files(tmp_path)
+    out = tmp_path / "out"
+    running = _tune_process(["--config", str(config), "--space", str(space), "--trials", "2",
+                             "--out", str(out)])
+    metrics = out / "trials" / "00000" / "metrics.jsonl"
+    deadline = time.monotonic() + 600
+    while not (metrics.is_file() and metrics.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    running.send_signal(signal.SIGINT)
+    _, err = running.communicate(timeout=600)
+    assert running.returncode == 130, err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("plume-jax: interrupted by SIGINT") and \
+        f"plume-jax tune --resume {out}" in line
+    states = [t.state.name for t in _study(out).trials]
+    assert states == ["FAIL", "FAIL", "WAITING", "WAITING"]
+    assert main(["tune", "--resume", str(out), "--quiet"]) == 0
+    assert [t.state.name for t in _study(out).trials] == ["FAIL", "FAIL", "COMPLETE",
+                                                          "COMPLETE"]

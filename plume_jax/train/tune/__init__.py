@@ -167,7 +167,8 @@ def tune(record: dict[str, Any], *, resume: bool = False, progress: bool = True,
     studies.requeue_orphans(study)
     timing = {"compile": 0.0, "train": 0.0, "init": 0.0, "segments": 0.0, "programs": 0}
     with stop_on_signals() as stop:
-        while (n := min(space.batch_size, studies.to_ask(study, record["trials"]))) > 0:
+        goal = studies.budget(space, record["trials"])
+        while (n := min(space.batch_size, studies.to_ask(study, goal))) > 0:
             runs = _ask(study, space, out, n)
             total = sum(r.config.num_updates * r.config.steps_per_update for r in runs)
             bar = ProgressBar(total, "tune", unit="trial steps", stream=stream,

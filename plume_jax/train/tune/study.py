@@ -18,6 +18,7 @@ so the budget is met with every trial counted once.
 from __future__ import annotations
 
 import json
+import math
 import os
 import pathlib
 import socket
@@ -135,6 +136,14 @@ def counted(study: Any) -> int:
     return sum(t.state.name in COUNTED for t in study.get_trials(deepcopy=False))
 
 
+def budget(space: Space, trials: int) -> int:
+    """The trials to run: ``trials``, at most the grid's size with the grid
+    sampler (which has nothing new to give after that)."""
+    if space.sampler != "grid":
+        return trials
+    return min(trials, math.prod(len(v) for v in space.grid().values()))
+
+
 def to_ask(study: Any, budget: int) -> int:
     """How many trials to ask for to meet ``budget``: the uncounted ones,
     plus those that wait (enqueued: asking for one runs it, counting it no
@@ -182,6 +191,6 @@ def requeue_orphans(study: Any) -> list[int]:
     return done
 
 
-__all__ = ["COUNTED", "claim", "counted", "decode", "encode", "open_storage", "open_study",
+__all__ = ["COUNTED", "budget", "claim", "counted", "decode", "encode", "open_storage", "open_study",
            "pruner", "requeue", "requeue_orphans", "sampler", "storage_url", "suggest",
            "to_ask"]
