@@ -20,11 +20,19 @@ machine may be shared)::
 
     python scripts/bench/tune.py --out benchmarks/tune.json
     python scripts/bench/tune.py --quick --out /tmp/tune_quick.json   # a small look
+    python scripts/bench/tune.py --pruning --out benchmarks/tune_pruning.json
+
+``--pruning`` measures what pruning saves: one batch trained with half its
+trials pruned at the halfway evaluation (``tune``'s way: the program rebuilt
+with the survivors, one more compile) against the same batch with none
+pruned, which is what masking the pruned members would cost (``vmap``
+computes a masked member all the same).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import pathlib
@@ -58,6 +66,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--eval-envs", type=int, default=None,
                    help="final greedy evaluation episodes (default the space's 500)")
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--pruning", action="store_true",
+                   help="only the pruning comparison: one batch (the first --batches) with "
+                   "half its trials pruned halfway (program rebuilt) against none pruned")
     p.add_argument("--work", default=None, help="folder for the runs (default a temporary one)")
     args = p.parse_args(argv)
     q = args.quick
@@ -177,9 +188,63 @@ def shipped_mode(work: pathlib.Path, sets: dict[str, Any]) -> dict[str, Any]:
                  {"success": e["success_rate"], "steps": e["mean_steps_to_goal"]}, load)
 
 
+class _PruneHalf:
+    """An Optuna pruner that prunes the odd-numbered trials at their first
+    report: half of a batch, at a known update."""
+
+    def prune(self, study: Any, trial: Any) -> bool:
+        return trial.number % 2 == 1
+
+
+def pruning_mode(work: pathlib.Path, args: argparse.Namespace, sets: dict[str, Any]
+                 ) -> dict[str, Any]:
+    """One batch of ``args.batches[0]`` trials trained in one process, twice:
+    with half of them pruned at the halfway evaluation (the program rebuilt
+    with the survivors, as ``tune`` prunes) and with none pruned (what a
+    masked member costs: ``vmap`` computes it anyway)."""
+    import optuna
+
+    from plume_jax.progress import ProgressBar
+    from plume_jax.train.config import read_yaml
+    from plume_jax.train.tune.programs import TrialRun, train_group
+    from plume_jax.train.tune.space import space_from_mapping
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    space = space_from_mapping({"params": {"algo.learning_rate": {
+        "type": "float", "low": 3e-4, "high": 3e-3}}, "set": sets}, read_yaml(CONFIG),
+        str(CONFIG.parent))
+    updates = space.config({"algo.learning_rate": 1e-3}).num_updates
+    space = dataclasses.replace(space, set={**sets, "eval.every": max(1, updates // 2)})
+    out: dict[str, Any] = {"members": args.batches[0], "updates": updates,
+                           "pruned_at_update": max(1, updates // 2)}
+    for name, pruner in (("rebuild", _PruneHalf()), ("no_pruning", optuna.pruners.NopPruner())):
+        study = optuna.create_study(direction="maximize", pruner=pruner)
+        runs = []
+        for k in range(args.batches[0]):
+            trial = study.ask()
+            values = {"algo.learning_rate": 3e-4 + 3e-4 * k}
+            runs.append(TrialRun(trial, values, space.config(values),
+                                 work / f"pruning-{name}" / str(k)))
+        load = load_rounded()
+        t0 = time.perf_counter()
+        spent = train_group(runs, stop=None, prune=True, bar=ProgressBar(1, "x", quiet=True))
+        out[name] = {"wall_seconds": time.perf_counter() - t0, **spent,
+                     "pruned": sum(r.pruned_at is not None for r in runs),
+                     "load_before": load, "load_after": load_rounded()}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     sets = settings(args)
+    if args.pruning:
+        with tempfile.TemporaryDirectory() as tmp:
+            result = pruning_mode(pathlib.Path(args.work or tmp), args, sets)
+        write_json({"benchmark": "tune_pruning", "settings": sets, **result,
+                    "machine": machine_info("platform", "cpu_model", "cpu_count", "jax",
+                                            "jax_backend", "git_commit", "date")},
+                   args.out, announce=True)
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         work = pathlib.Path(args.work or tmp)
         work.mkdir(parents=True, exist_ok=True)
