@@ -10,8 +10,9 @@ in its own process(es), one after the other in one run:
 - ``per-process``: RL Zoo's way: an Optuna study in this process whose
   objective starts ``plume-jax train`` on the trial's config (one process,
   one compile per trial) and reads its greedy success from ``summary.json``;
-- ``shipped``: ``configs/train_gaussian.yaml`` itself at the same budget
-  (one ``plume-jax train``), the bar the best trial is compared with.
+- ``shipped``: ``configs/train_gaussian.yaml`` itself at the same budget and
+  evaluation (the space's ``set``; one ``plume-jax train``), the bar the
+  best trial is compared with.
 
 Measured per mode: wall time to finish, trials per hour, compile seconds
 (summed over programs or processes), the best greedy success and its mean
@@ -251,7 +252,9 @@ def main(argv: list[str] | None = None) -> int:
         space = _space_file(work, sets)
         modes = [tune_mode(work, b, args, space) for b in args.batches]
         modes.append(per_process_mode(work, args, space))
-        modes.append(shipped_mode(work, sets))
+        from plume_jax.train.config import read_yaml
+
+        modes.append(shipped_mode(work, {**(read_yaml(space).get("set") or {}), **sets}))
     per = next(m for m in modes if m["mode"] == "per-process")
     for m in modes:
         if m["mode"].startswith("tune-"):
