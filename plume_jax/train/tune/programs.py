@@ -35,6 +35,7 @@ from plume_jax.progress import ProgressBar
 from plume_jax.train.config import TrainConfig, dump_yaml
 from plume_jax.train.driver import Member, Program, ProgramResult, build_program, \
     evaluate_members, export_member, init_runner, member_summary, run_program, write_member
+from plume_jax.train.driver import _place as place_runner  # the survivors on the new mesh
 from plume_jax.train.loggers import RunLoggers, hparams
 from plume_jax.train.run_folder import FolderLock, make_out_dir
 from plume_jax.train.sweep import SweepConfig, program_groups
@@ -137,7 +138,7 @@ def _segment(runs: list[TrialRun], runner: Any, stop: PruneStop, prune: bool,
     pruning stop."""
     t0 = time.perf_counter()
     p = build_program([_member(r) for r in runs], batched=True)
-    runner = init_runner(p) if runner is None else jax.device_put(runner)
+    runner = init_runner(p) if runner is None else place_runner(p, runner)
     init_s = time.perf_counter() - t0
     reporters: list[Any] = [_Reporter(r, stop, prune) for r in runs]
     result = run_program(p, runner, [r.rows for r in runs], bar=bar, loggers=reporters,
