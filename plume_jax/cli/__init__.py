@@ -6,6 +6,7 @@ One module per subcommand, each with ``add_parser(s)`` and ``run``:
 - ``plume-jax list`` (:mod:`.presets`): the presets;
 - ``plume-jax train`` / ``plume-jax sweep`` (:mod:`.train`): training (PPO,
   value iteration, ..., or a user's algorithm) and sweeps from YAML configs;
+- ``plume-jax tune`` (:mod:`.tune`): hyperparameter search with Optuna;
 - ``plume-jax evaluate`` (:mod:`.evaluate`): evaluation scenarios;
 - ``plume-jax record`` (:mod:`.record`): a video of a trained policy;
 - ``plume-jax data`` (:mod:`.data`): registered plume datasets;
@@ -31,7 +32,7 @@ import argparse
 import os
 import sys
 
-from plume_jax.cli import bench, data, demo, evaluate, presets, record, train
+from plume_jax.cli import bench, data, demo, evaluate, presets, record, train, tune
 from plume_jax.cli.demo import DEMO_DEFAULTS, run_demo
 
 __all__ = ["DEMO_DEFAULTS", "main", "run_demo"]
@@ -41,6 +42,7 @@ _COMMANDS = {
     "list": presets.run,
     "train": train.run_train,
     "sweep": train.run_sweep,
+    "tune": tune.run,
     "evaluate": evaluate.run,
     "record": record.run,
     "data": data.run,
@@ -59,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_parser(sub)
     presets.add_parser(sub)
     train.add_parsers(sub)
+    tune.add_parser(sub)
     evaluate.add_parser(sub)
     record.add_parser(sub)
     data.add_parser(sub)

@@ -244,7 +244,7 @@ def run_in_chunks(algo: Any, runner: Any, hp: Any, env_params: Any, *, done: int
         if on_checkpoint is None:
             if evaluate is not None:
                 evaluate(runner, done)
-            if stopping:
+            if stopping or _stop_after_evaluation(stop, evaluate, stats):
                 break
             continue
         kept = bool(every and done % every == 0 and done < num_updates)
@@ -258,6 +258,17 @@ def run_in_chunks(algo: Any, runner: Any, hp: Any, env_params: Any, *, done: int
             last_checkpoint = time.monotonic()
         if evaluate is not None:
             evaluate(runner, done)
-        if stopping:
+        if stopping or _stop_after_evaluation(stop, evaluate, stats):
             break
     return runner, stats
+
+
+def _stop_after_evaluation(stop: StopRequest | None, evaluate: Any, stats: ChunkStats) -> bool:
+    """Whether ``stop`` was set by the evaluation just run (a tuner's
+    pruning decision, :mod:`plume_jax.train.tune`): the run returns there,
+    its checkpoint of that update already written, ``stats.interrupted``
+    set."""
+    if evaluate is None or stop is None or not bool(agree(bool(stop))):
+        return False
+    stats.interrupted = stop.signal_name or "a stop request"
+    return True

@@ -1,0 +1,162 @@
+"""What ``plume-jax tune`` leaves for people: ``best_config.yaml`` (a
+``train`` config that reproduces the best trial), ``trials.csv``,
+``results.json``, ``summary.md`` with the best trials and Optuna's
+parameter importances, and Optuna's optimisation-history and
+parallel-coordinate plots as PNG (drawn with matplotlib, through
+``optuna.visualization.matplotlib``)."""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import warnings
+from typing import Any
+
+from plume_jax.train.config import dump_yaml, read_yaml
+from plume_jax.train.driver import write_text
+from plume_jax.train.progress import write_csv
+
+#: The figures ``summary.md`` shows.
+FIGURES = ("optimization_history.png", "parallel_coordinate.png")
+
+
+def _steps(t: Any) -> float:
+    steps = t.user_attrs.get("mean_steps_to_goal")
+    return float(steps) if isinstance(steps, (int, float)) else math.inf
+
+
+def ranked(study: Any) -> list[Any]:
+    """The complete trials, best first: highest greedy success, then fewest
+    mean steps to the goal, then the earliest."""
+    done = [t for t in study.get_trials(deepcopy=False) if t.state.name == "COMPLETE"]
+    return sorted(done, key=lambda t: (-float(t.value), _steps(t), t.number))
+
+
+def trial_rows(study: Any) -> list[dict[str, Any]]:
+    """One row per trial: number, state, value, steps, pruning, params."""
+    rows = []
+    for t in study.get_trials(deepcopy=False):
+        rows.append({"trial": t.number, "state": t.state.name, "success_rate": t.value,
+                     "mean_steps_to_goal": t.user_attrs.get("mean_steps_to_goal"),
+                     "pruned_at_update": t.user_attrs.get("pruned_at_update"),
+                     "rerun_of": t.user_attrs.get("rerun_of"),
+                     "folder": t.user_attrs.get("folder"), **t.params})
+    return rows
+
+
+def importances(study: Any) -> dict[str, float]:
+    """Optuna's parameter importances (``optuna.importance.get_param_importances``
+    with its default evaluator), or {} while fewer than two trials are
+    complete or nothing varies."""
+    import optuna
+
+    if len(ranked(study)) < 2:
+        return {}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "importances will be equal" on flat studies
+            return {k: float(v)
+                    for k, v in optuna.importance.get_param_importances(study).items()}
+    except (RuntimeError, ValueError):
+        return {}
+
+
+def plots(study: Any, out: pathlib.Path) -> list[str]:
+    """The two PNG figures (:data:`FIGURES`) of the study's complete trials;
+    the names written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from optuna.visualization import matplotlib as ovm
+
+    written: list[str] = []
+    if not ranked(study):
+        return written
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Optuna marks its matplotlib plots experimental
+        draws: tuple[Any, ...] = (ovm.plot_optimization_history, ovm.plot_parallel_coordinate)
+        for name, draw in zip(FIGURES, draws):
+            ax = draw(study)
+            figure = ax.figure if hasattr(ax, "figure") else ax.flat[0].figure
+            figure.set_size_inches(9, 5)
+            figure.tight_layout()
+            figure.savefig(out / name, dpi=100)
+            plt.close(figure)
+            written.append(name)
+    return written
+
+
+def _best_lines(best: list[Any]) -> list[str]:
+    lines = ["| rank | trial | greedy success | mean steps to goal | parameters | folder |",
+             "|---|---|---|---|---|---|"]
+    for k, t in enumerate(best[:10]):
+        steps = t.user_attrs.get("mean_steps_to_goal")
+        params = ", ".join(f"{n}={v:.4g}" if isinstance(v, float) else f"{n}={v}"
+                           for n, v in t.params.items())
+        lines.append(f"| {k + 1} | {t.number} | {t.value:.3f} | "
+                     f"{'-' if steps is None else f'{steps:.1f}'} | {params} | "
+                     f"{t.user_attrs.get('folder', '-')} |")
+    return lines
+
+
+def summary_markdown(study: Any, record: dict[str, Any], figures: list[str],
+                     weights: dict[str, float]) -> str:
+    """``summary.md``: the study's counts, best trials, importances, figures."""
+    trials = study.get_trials(deepcopy=False)
+    states = {s: sum(t.state.name == s for t in trials)
+              for s in ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")}
+    best = ranked(study)
+    lines = [f"# Tuning: study `{record['study_name']}`", "",
+             f"Storage `{record['storage']}`; sampler {record['space'].get('sampler', 'tpe')}, "
+             f"pruner {record['space'].get('pruner', 'none')}, budget {record['trials']} trials; "
+             + ", ".join(f"{n} {s.lower()}" for s, n in states.items() if n) + ".", "",
+             "Objective: greedy success rate of the final evaluation (maximised); ties go to "
+             "fewer mean steps to the goal.", ""]
+    if best:
+        lines += ["## Best trials", "", *_best_lines(best), "",
+                  f"Train the best again: `plume-jax train --config {record['out']}/"
+                  "best_config.yaml`", ""]
+    if weights:
+        lines += ["## Parameter importances (Optuna's get_param_importances)", "", "| parameter | importance |",
+                  "|---|---|", *[f"| {k} | {v:.3f} |" for k, v in weights.items()], ""]
+    for name in figures:
+        lines += [f"![{name.removesuffix('.png')}]({name})", ""]
+    return "\n".join(lines)
+
+
+def write_report(study: Any, out: pathlib.Path, record: dict[str, Any],
+                 timing: dict[str, float] | None = None) -> dict[str, Any]:
+    """Write every result file of the module docstring into ``out``;
+    results first (atomic replacements), figures last (a figure that fails
+    is a warning). ``timing``: this call's seconds (``results.json``'s
+    ``timing``). Returns ``results.json``'s content."""
+    best = ranked(study)
+    weights = importances(study)
+    results = {"study_name": record["study_name"], "storage": record["storage"],
+               "timing": timing,
+               "trials": trial_rows(study), "importances": weights,
+               "best": None if not best else {"trial": best[0].number, "value": best[0].value,
+                                              "params": best[0].params,
+                                              **best[0].user_attrs}}
+    write_csv(out / "trials.csv", results["trials"])
+    write_text(out / "results.json", json.dumps(results, indent=2, default=str))
+    if best and best[0].user_attrs.get("folder"):
+        config = read_yaml(out / best[0].user_attrs["folder"] / "config.yaml")
+        write_text(out / "best_config.yaml",
+                   f"# The best trial ({best[0].number}) of the study {record['study_name']}: "
+                   f"greedy success {best[0].value:.3f}.\n# plume-jax train --config "
+                   "best_config.yaml trains it again.\n" + dump_yaml(config))
+    figures: list[str] = []
+    try:
+        figures = plots(study, out)
+    except Exception as exc:  # a figure never loses the results
+        warnings.warn(f"tune figures were not written ({type(exc).__name__}: {exc}); the "
+                      "results are in results.json", RuntimeWarning, stacklevel=2)
+    write_text(out / "summary.md", summary_markdown(study, record, figures, weights))
+    return results
+
+
+__all__ = ["FIGURES", "importances", "plots", "ranked", "summary_markdown", "trial_rows",
+           "write_report"]

@@ -1,0 +1,286 @@
+"""``plume-jax tune`` (issue 43): the search-space file's checks, pruning
+that stops pruned members, the best config reproducing its trial in
+``train``, resume after kill -9 and two processes on one journal study."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import yaml
+
+optuna = pytest.importorskip("optuna", reason="optuna (the tune extra) is not installed")
+
+from plume_jax.cli import main  # noqa: E402
+from plume_jax.core.errors import ValidationError  # noqa: E402
+from plume_jax.progress import ProgressBar  # noqa: E402
+from plume_jax.train.tune import new_record  # noqa: E402
+from plume_jax.train.tune.programs import TrialRun, train_group  # noqa: E402
+from plume_jax.train.tune.space import space_from_mapping  # noqa: E402
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+NUM_UPDATES = 10
+BASE = {
+    "env": {"id": "PlumeNav-Gaussian-v0",
+            "overrides": {"grid_size": [16, 16], "sigma": 4.0, "goal_radius": 1.5,
+                          "max_steps": 40, "start": {"type": "fixed", "position": [4, 7]}}},
+    "algo": {"total_steps": 16 * 32 * NUM_UPDATES, "num_envs": 16, "num_steps": 32,
+             "update_epochs": 2, "num_minibatches": 2, "learning_rate": 3e-3,
+             "normalize_obs": True, "ent_coef": 0.0},
+    "network": {"hidden_sizes": [8]},
+    "run": {"seed": 0, "log_every": 5},
+    "eval": {"num_envs": 32, "every": 5, "periodic_episodes": 16},
+}
+SPACE = {"params": {"algo.learning_rate": {"type": "float", "low": 1e-4, "high": 1e-2,
+                                           "log": True},
+                    "algo.ent_coef": {"type": "float", "low": 0.0, "high": 0.05}},
+         "sampler": "tpe", "seed": 0, "batch_size": 2}
+
+
+def _files(tmp: pathlib.Path, space: dict | None = None) -> tuple[pathlib.Path, pathlib.Path]:
+    (tmp / "base.yaml").write_text(yaml.safe_dump(BASE))
+    (tmp / "space.yaml").write_text(yaml.safe_dump(space or SPACE))
+    return tmp / "base.yaml", tmp / "space.yaml"
+
+
+def _study(out: pathlib.Path) -> optuna.Study:
+    record = json.loads((out / "tune.json").read_text())
+    from plume_jax.train.tune.study import open_storage
+
+    return optuna.load_study(study_name=record["study_name"],
+                             storage=open_storage(record["storage"]))
+
+
+# --------------------------------------------------------------- bad spaces
+@pytest.mark.parametrize("change, words", [
+    ({"sampeler": "tpe"}, ["sampeler", "did you mean 'sampler'"]),
+    ({"params": {"algo.learning_rat": {"type": "float", "low": 1e-4, "high": 1e-3}}},
+     ["algo.learning_rat", "did you mean 'learning_rate'"]),
+    ({"params": {"algo.ent_coef": {"type": "float", "lo": 0.0, "high": 0.1}}},
+     ["params.algo.ent_coef.lo", "did you mean 'low'"]),
+    ({"params": {"algo.ent_coef": {"type": "float", "low": 0.2, "high": 0.1}}},
+     ["params.algo.ent_coef.low", "high=0.1"]),
+    ({"params": {"algo.ent_coef": {"type": "flaot", "low": 0.0, "high": 0.1}}},
+     ["params.algo.ent_coef.type", "'float'"]),
+    ({"pruner": "median", "set": {"eval.every": None}}, ["pruner", "eval.every"]),
+    ({"params": {"algo.ent_coef": {"type": "float", "low": 0.0, "high": 0.1}},
+      "sampler": "grid"}, ["params.algo.ent_coef", "with sampler grid"]),
+])
+def test_a_bad_search_space_gets_a_one_line_error(tmp_path, capsys, change, words):
+    config, space = _files(tmp_path, {**SPACE, **change})
+    status = main(["tune", "--config", str(config), "--space", str(space), "--trials", "2",
+                   "--out", str(tmp_path / "out"), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert status == 2
+    assert len(err.splitlines()) == 1 and err.startswith("plume-jax: error:"), err
+    for word in words:
+        assert word in err
+    assert not (tmp_path / "out").exists()  # nothing written
+
+
+def test_a_sampled_categorical_list_is_a_config_value(tmp_path):
+    space = space_from_mapping({"params": {"network.hidden_sizes": {
+        "type": "categorical", "choices": [[8], [16, 16]]}}}, BASE, str(tmp_path))
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    from plume_jax.train.tune.study import suggest
+
+    values = suggest(study.ask(), space)
+    assert values["network.hidden_sizes"] in ([8], [16, 16])
+    assert list(space.config(values).network.hidden_sizes) == values["network.hidden_sizes"]
+    with pytest.raises(ValidationError, match="a positive integer"):
+        new_record(tmp_path / "x.yaml", tmp_path / "y.yaml", trials=0, out=tmp_path / "o")
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "configs").glob("tune_*.yaml")) + [
+    "docs/training.md"], ids=str)
+def test_the_shipped_and_documented_search_spaces_are_valid(path):
+    from plume_jax.train.config import read_yaml
+
+    if str(path).endswith(".md"):  # the Tuning section's example
+        text = (REPO / path).read_text()
+        block = text.split("```yaml\nparams:", 1)[1].split("```", 1)[0]
+        data = yaml.safe_load("params:" + block)
+    else:
+        data = read_yaml(path)
+    base = REPO / "configs" / "train_gaussian.yaml"
+    space = space_from_mapping(data, read_yaml(base), str(base.parent))
+    assert space.params and space.config({p.name: p.lowest() for p in space.params})
+
+
+# ------------------------------------------------------------------- budget
+def test_a_killed_process_trial_is_rerun_once_and_counted_once(tmp_path):
+    from plume_jax.train.tune.study import claim, counted, requeue_orphans, to_ask
+
+    study = optuna.create_study(storage=f"sqlite:///{tmp_path / 'study.db'}")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    orphan, mine = study.ask(), study.ask()
+    for trial in (orphan, mine):
+        claim(trial)
+        trial.suggest_float("x", 0.0, 1.0)
+    orphan.set_user_attr("pid", dead.pid)  # a process that is gone
+    assert counted(study) == 2
+    assert requeue_orphans(study) == [0]
+    assert requeue_orphans(study) == []  # once
+    states = [t.state.name for t in study.trials]
+    assert states == ["FAIL", "RUNNING", "WAITING"] and counted(study) == 2
+    assert to_ask(study, 2) == 1  # the re-run is asked for within the budget
+    again = study.ask()
+    assert again.suggest_float("x", 0.0, 1.0) == orphan.params["x"]
+    assert again.user_attrs["rerun_of"] == 0
+
+
+def test_the_grid_sampler_runs_each_grid_point_once_at_most(tmp_path):
+    from plume_jax.train.tune.study import budget, suggest
+
+    space = space_from_mapping({**SPACE, "sampler": "grid", "params": {
+        "algo.update_epochs": {"type": "int", "low": 1, "high": 3},
+        "network.hidden_sizes": {"type": "categorical", "choices": [[8], [16, 16]]}}},
+        BASE, str(tmp_path))
+    assert budget(space, 100) == 6 and budget(space, 4) == 4
+    from plume_jax.train.tune.study import sampler
+
+    study = optuna.create_study(sampler=sampler(space))
+    seen = [json.dumps(suggest(study.ask(), space), sort_keys=True) for _ in range(6)]
+    assert len(set(seen)) == 6
+
+
+# ------------------------------------------------------------------ pruning
+class _PruneTrialOne(optuna.pruners.BasePruner):
+    def prune(self, study, trial):
+        return trial.number == 1
+
+
+@pytest.mark.slow  # two compiles of the training program: about 40 s on a loaded CPU
+def test_pruning_stops_a_pruned_member_and_the_others_train_on(tmp_path):
+    space = space_from_mapping(SPACE, BASE, str(tmp_path))
+    study = optuna.create_study(direction="maximize", pruner=_PruneTrialOne())
+    runs = []
+    for _ in range(3):
+        trial = study.ask()
+        values = {"algo.learning_rate": 3e-3, "algo.ent_coef": 0.01 * trial.number}
+        runs.append(TrialRun(trial, values, space.config(values),
+                             tmp_path / f"trial{trial.number}"))
+    spent = train_group(runs, stop=None, prune=True,
+                        bar=ProgressBar(1, "tune", quiet=True))
+    assert [r.pruned_at for r in runs] == [None, 5, None]
+    assert spent["segments"] == 2  # the survivors' program was rebuilt once
+    updates = [[json.loads(line)["update"] for line in
+                (r.folder / "metrics.jsonl").read_text().splitlines()] for r in runs]
+    assert updates[1] == list(range(1, 6))  # no update after the pruning
+    assert updates[0] == updates[2] == list(range(1, NUM_UPDATES + 1))
+    assert runs[1].evaluation is None and runs[0].evaluation is not None
+    summary = json.loads((runs[1].folder / "summary.json").read_text())
+    assert summary["tune"]["pruned_at_update"] == 5 and summary["env_steps_total"] == 5 * 512
+    assert (runs[1].folder / "policy").is_dir() and (runs[1].folder / "checkpoint").is_dir()
+    assert (runs[0].folder / "tensorboard" / "tune_hparams").is_dir()
+
+
+# ---------------------------------------------------------------- end to end
+@pytest.mark.slow
+def test_the_best_config_reproduces_its_trial_in_train(tmp_path):
+    config, space = _files(tmp_path)
+    out = tmp_path / "out"
+    assert main(["tune", "--config", str(config), "--space", str(space), "--trials", "2",
+                 "--out", str(out), "--quiet"]) == 0
+    study = _study(out)
+    assert sorted(t.number for t in study.trials) == [0, 1]
+    assert all(t.state.name == "COMPLETE" for t in study.trials)
+    for name in ("summary.md", "best_config.yaml", "trials.csv", "results.json",
+                 "optimization_history.png", "parallel_coordinate.png"):
+        assert (out / name).is_file(), name
+    best = json.loads((out / "results.json").read_text())["best"]
+    trial_dir = out / best["folder"]
+    assert main(["train", "--config", str(out / "best_config.yaml"), "--out",
+                 str(tmp_path / "again"), "--quiet"]) == 0
+    tuned = json.loads((trial_dir / "summary.json").read_text())["evaluation"]
+    again = json.loads((tmp_path / "again" / "summary.json").read_text())["evaluation"]
+    for key in ("success_rate", "mean_steps_to_goal", "mean_return"):
+        assert tuned[key] == again[key], key
+    a = np.load(trial_dir / "policy" / "policy.npz")
+    b = np.load(tmp_path / "again" / "policy" / "policy.npz")
+    for key in a.files:  # a vmapped member vs a single run: float tolerance (see sweep)
+        np.testing.assert_allclose(a[key], b[key], rtol=1e-5, atol=1e-6)
+
+
+def _tune_process(args: list[str], kill_at: int | None = None) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # -P: the script's folder (tests/, with its own agents/) stays off sys.path
+    head = [sys.executable, "-P", str(REPO / "tests" / "kill_at.py"), "evaluation",
+            str(kill_at)] \
+        if kill_at is not None else [sys.executable, "-m", "plume_jax"]
+    return subprocess.Popen([*head, "tune", *args, "--quiet"], env=env, cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.slow
+def test_a_study_resumes_after_kill_9_with_no_trial_lost_or_counted_twice(tmp_path):
+    config, space = _files(tmp_path)
+    out = tmp_path / "out"
+    args = ["--config", str(config), "--space", str(space), "--trials", "4", "--out", str(out)]
+    killed = _tune_process(args, kill_at=3)  # the second batch's first evaluation
+    killed.communicate(timeout=600)
+    assert killed.returncode == -9
+    states = {t.number: t.state.name for t in _study(out).trials}
+    assert states == {0: "COMPLETE", 1: "COMPLETE", 2: "RUNNING", 3: "RUNNING"}
+    assert main(["tune", "--resume", str(out), "--quiet"]) == 0
+    trials = _study(out).trials
+    assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "FAIL", "FAIL",
+                                              "COMPLETE", "COMPLETE"]
+    assert [t.user_attrs.get("rerun_of") for t in trials[4:]] == [2, 3]
+    assert [t.params for t in trials[4:]] == [t.params for t in trials[2:4]]
+    rows = json.loads((out / "results.json").read_text())["trials"]
+    assert sorted(r["trial"] for r in rows) == list(range(6))  # each trial once
+    for t in trials[4:]:
+        assert (out / t.user_attrs["folder"] / "summary.json").is_file()
+
+
+@pytest.mark.slow
+def test_two_processes_share_one_journal_study_and_every_trial_is_in_it_once(tmp_path):
+    config, space = _files(tmp_path)
+    out = tmp_path / "out"
+    args = ["--config", str(config), "--space", str(space), "--trials", "4", "--out", str(out),
+            "--storage", "journal", "--study-name", "shared"]
+    first = _tune_process(args)
+    second = _tune_process(args)
+    for p in (first, second):
+        _, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err
+    trials = _study(out).trials
+    assert len(trials) >= 4 and all(t.state.name == "COMPLETE" for t in trials)
+    assert len({t.number for t in trials}) == len(trials)
+    assert len({t.user_attrs["pid"] for t in trials}) == 2  # both processes trained
+    folders = [t.user_attrs["folder"] for t in trials]
+    assert len(set(folders)) == len(folders)
+    for folder in folders:
+        assert (out / folder / "summary.json").is_file()
+
+
+@pytest.mark.slow
+def test_ctrl_c_tells_the_finished_trials_and_enqueues_the_unfinished_ones(tmp_path):
+    config, space = _files(tmp_path)
+    out = tmp_path / "out"
+    running = _tune_process(["--config", str(config), "--space", str(space), "--trials", "2",
+                             "--out", str(out)])
+    metrics = out / "trials" / "00000" / "metrics.jsonl"
+    deadline = time.monotonic() + 600
+    while not (metrics.is_file() and metrics.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    running.send_signal(signal.SIGINT)
+    _, err = running.communicate(timeout=600)
+    assert running.returncode == 130, err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("plume-jax: interrupted by SIGINT") and \
+        f"plume-jax tune --resume {out}" in line
+    states = [t.state.name for t in _study(out).trials]
+    assert states == ["FAIL", "FAIL", "WAITING", "WAITING"]
+    assert main(["tune", "--resume", str(out), "--quiet"]) == 0
+    assert [t.state.name for t in _study(out).trials] == ["FAIL", "FAIL", "COMPLETE",
+                                                          "COMPLETE"]
