@@ -112,6 +112,7 @@ def run_train(args: argparse.Namespace) -> int:
     """``plume-jax train``: see :mod:`plume_jax.train.trainer`."""
     from plume_jax.train.checkpoint import find_checkpoint, read_checkpoint
     from plume_jax.train.config import load_train_config, train_config, with_overrides
+    from plume_jax.train.run_folder import RUN_FILES, outputs_line
     from plume_jax.train.trainer import print_summary, train
 
     overrides = train_overrides(args)
@@ -140,9 +141,7 @@ def run_train(args: argparse.Namespace) -> int:
     if not main:
         return 0  # process 0 reports
     print_summary(result.summary)
-    periodic = ", evaluations.jsonl, best/" if config.eval["every"] else ""
-    print(f"outputs in {out}/ (config.yaml, metrics.jsonl, metrics.csv, learning_curve.png, "
-          f"tensorboard/, checkpoint/, policy/{periodic}, summary.json)")
+    print(outputs_line(out, RUN_FILES, config))
     best = result.summary.get("best_periodic_evaluation")
     if best is not None:
         steps = best["mean_steps_to_goal"]
@@ -155,6 +154,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 def run_sweep(args: argparse.Namespace) -> int:
     """``plume-jax sweep``: see :mod:`plume_jax.train.sweep`."""
+    from plume_jax.train.run_folder import SWEEP_FILES, outputs_line
     from plume_jax.train.sweep import load_sweep_config, print_results, run_sweep as sweep
 
     overrides = parse_overrides(args.set)
@@ -186,6 +186,5 @@ def run_sweep(args: argparse.Namespace) -> int:
     if not main:
         return 0  # process 0 reports
     print_results(result.summary)
-    print(f"outputs in {out}/ (summary.md, results.csv, results.json, metrics.jsonl, "
-          "eval_success.png, eval_steps.png, train_success.png, train_return.png, members/)")
+    print(outputs_line(out, SWEEP_FILES))
     return 0

@@ -304,12 +304,12 @@ def test_a_sweep_resume_refuses_a_member_another_process_is_training(sweep_run, 
 def test_a_failing_learning_curve_loses_no_training_results(tmp_path, monkeypatch):
     """train wrote summary.json after the learning-curve figure: a figure that
     failed lost the summary (results come before figures)."""
-    from plume_jax.train import trainer
+    from plume_jax.train import run
 
     def broken(*args, **kwargs):
         raise RuntimeError("no figure today")
 
-    monkeypatch.setattr(trainer, "plot_learning_curves", broken)
+    monkeypatch.setattr(run, "plot_learning_curves", broken)
     raw = {**TINY, "algo": {**TINY["algo"], "total_steps": 32}}
     with pytest.warns(RuntimeWarning, match="learning_curve.png was not written"):
         train(train_config(raw), tmp_path / "run", progress=False, evaluate=False)
