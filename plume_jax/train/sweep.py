@@ -199,6 +199,28 @@ def load_sweep_config(path: str | pathlib.Path, overrides: Mapping[str, Any] | N
     return sweep_config(read_yaml(path), base_dir=pathlib.Path(path).parent, overrides=overrides)
 
 
+def member_sweep(base: Mapping[str, Any], members: list[Mapping[str, Any]], *,
+                 base_dir: str | pathlib.Path | None = None) -> SweepConfig:
+    """A sweep of the given members (e.g. the trials a tuner picked): each
+    member is ``base`` (a training config mapping) with its dotted settings
+    (``{"algo.learning_rate": 3e-4, "run.seed": 1}``) applied. Every member
+    names the same settings; they become a ``zip`` grid, so ``sweep.yaml``
+    and ``sweep --resume`` reproduce exactly these members, and
+    :func:`run_sweep` trains them as any sweep (one program per static
+    structure). ``ValidationError`` for no members, a member naming no
+    setting, or members that name different settings."""
+    keys = list(members[0]) if members else []
+    if not keys:
+        raise ValidationError.for_parameter("members", list(members),
+                                            "at least one member naming at least one setting")
+    for i, member in enumerate(members):
+        if set(member) != set(keys):
+            raise ValidationError.for_parameter(
+                f"members[{i}]", dict(member), f"the settings every member names, {keys}")
+    return sweep_config({"base": dict(base), "grid": {k: [m[k] for m in members] for k in keys},
+                         "mode": "zip"}, base_dir=base_dir)
+
+
 # ------------------------------------------------------------------ programs
 def _env_structure(env: Any) -> Any:
     """What members must share to run in one program: the env's static
