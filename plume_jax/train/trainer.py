@@ -40,7 +40,7 @@ import numpy as np
 
 from plume_jax.train.algorithms.base import Algorithm
 from plume_jax.train.config import TrainConfig
-from plume_jax.train.driver import Member, build_program
+from plume_jax.train.driver import Member, Program, build_program
 from plume_jax.train.run import run
 from plume_jax.train.run_folder import SingleRun
 
@@ -113,7 +113,7 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
     """
     out = pathlib.Path(out_dir) if out_dir is not None else None
 
-    def build() -> list:
+    def build() -> list[Program]:
         env, env_params = config.make_env()
         return [build_program([Member(config, env, env_params, folder=out)], batched=False,
                               folder=out)]
