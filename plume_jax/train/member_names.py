@@ -7,8 +7,7 @@ spelling (:data:`LEGACY`), the member folders that carry them
 (:func:`member_folders`, :func:`rename_legacy_member_folders`), the
 checkpoint metadata that names members by them
 (:func:`checkpoint_member_names`) and the sweep's metrics rows that do
-(:func:`~plume_jax.train.run_folder.member_rows` reads both). Nothing
-else in the package knows an older name.
+(:func:`row_names`). Nothing else in the package knows an older name.
 """
 
 from __future__ import annotations
@@ -185,3 +184,10 @@ def checkpoint_member_names(meta: Mapping[str, Any], sweep: Named, members: list
     every_old = legacy_member_names(sweep.members)
     old = [every_old[i] for i in members]
     return old if old != names and meta.get("members") == old else names
+
+
+def row_names(sweep: Named) -> list[tuple[str, ...]]:
+    """The names each member may have in the rows of the sweep's own
+    ``metrics.jsonl``: its name now and, written by an older sweep, its
+    older name."""
+    return list(zip(sweep.names, legacy_member_names(sweep.members)))

@@ -38,8 +38,8 @@ from plume_jax.train.config import RESUME_MAY_CHANGE, TrainConfig, dump_yaml, \
 from plume_jax.train.distributed import is_main_process
 from plume_jax.train.driver import Program, load_runner, write_text
 from plume_jax.train.loggers import RunLoggers
-from plume_jax.train.member_names import checkpoint_member_names, legacy_member_names, \
-    member_folders, rename_legacy_member_folders
+from plume_jax.train.member_names import checkpoint_member_names, member_folders, \
+    rename_legacy_member_folders, row_names
 from plume_jax.train.periodic_eval import BEST_FOLDERS, EVALUATIONS, check_best, \
     copy_evaluations, replay_rows, settle_best, trim_evaluations
 from plume_jax.train.progress import read_jsonl, rows_up_to, write_jsonl
@@ -460,15 +460,17 @@ def write_config(out: pathlib.Path, config: TrainConfig) -> None:
 
 
 # ------------------------------------------------------------------ resuming a sweep
-def resume_member_rows(p: Program, done: int, legacy: list[str]) -> list[list[dict[str, Any]]]:
+def resume_member_rows(p: Program, done: int, names: list[tuple[str, ...]]
+                       ) -> list[list[dict[str, Any]]]:
     """Each member's metrics rows up to ``done``, the update of its program's
     checkpoint (already loaded and checked), their run folders'
     ``metrics.jsonl`` trimmed to them (atomic replacements, every row kept)
-    and a later state of the program folder set aside. ``legacy``: the
-    sweep's members' older names (:func:`legacy_member_names`)."""
+    and a later state of the program folder set aside. ``names``: the
+    names each of the sweep's members has in the sweep's own metrics rows
+    (:func:`~plume_jax.train.member_names.row_names`)."""
     assert p.folder is not None  # resumed from the checkpoint in its folder
     members_dir = p.folder.parent.parent / "members"
-    rows = [member_rows(members_dir, m.name, done, legacy[i])
+    rows = [member_rows(members_dir, m.name, done, names[i])
             for m, i in zip(p.runs, p.members)]
     if is_main_process():  # reads; process 0 writes the files
         for m, kept in zip(p.runs, rows):
@@ -481,11 +483,11 @@ def resume_member_rows(p: Program, done: int, legacy: list[str]) -> list[list[di
 
 
 def member_rows(members_dir: pathlib.Path, name: str, done: int,
-                 legacy_name: str | None = None) -> list[dict[str, Any]]:
+                names: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """The metrics rows of member ``name`` for updates 1..``done``: from its
     run folder, or — when that file was deleted or lost rows — from the
     sweep's own ``metrics.jsonl`` (written when the sweep last finished,
-    naming the member ``name`` or, in an older sweep, ``legacy_name``).
+    naming the member ``name`` or one of ``names``: an older sweep's).
     ``StateError`` naming the member when neither holds them all."""
     def complete(rows: list[dict[str, Any]]) -> bool:
         return {int(r["update"]) for r in rows} >= set(range(1, done + 1))
@@ -495,7 +497,7 @@ def member_rows(members_dir: pathlib.Path, name: str, done: int,
         return rows
     sweep_rows = [{k: v for k, v in r.items() if k not in ("member", "name")}
                   for r in read_jsonl(members_dir.parent / "metrics.jsonl")
-                  if r.get("name") in (name, legacy_name) and int(r["update"]) <= done]
+                  if r.get("name") in (name, *names) and int(r["update"]) <= done]
     if complete(sweep_rows):
         return sweep_rows
     raise StateError(
@@ -763,8 +765,8 @@ class Sweep(RunFolders):
     def start(self, p: Program, resumed_at: int | None) -> Start:
         from plume_jax.train.distributed import is_main_process
         if resumed_at is not None:
-            legacy = legacy_member_names(self.sweep.members)
-            return Start(resume_member_rows(p, resumed_at, legacy), [None] * len(p.runs))
+            names = row_names(self.sweep)
+            return Start(resume_member_rows(p, resumed_at, names), [None] * len(p.runs))
         if p.folder is not None and is_main_process():  # rows of a killed attempt that
             for m in p.runs:                             # reached no checkpoint
                 if m.folder is not None:
