@@ -1,6 +1,10 @@
-"""``plume-jax train`` and ``plume-jax sweep``: PPO training from a YAML
-config (:mod:`plume_jax.train.trainer`) and a grid of trainings, one
-compiled program per static structure (:mod:`plume_jax.train.sweep`).
+"""``plume-jax train`` and ``plume-jax sweep``: a training run from a YAML
+config (any algorithm, ``algo.algorithm``; :mod:`plume_jax.train.trainer`)
+and a grid of trainings, one compiled program per static structure
+(:mod:`plume_jax.train.sweep`). Each parses its arguments into one config
+and makes one call to the run function (:mod:`plume_jax.train.run`); the
+closing line names the outputs from their one list
+(:data:`plume_jax.train.run_folder.RUN_FILES`, ``SWEEP_FILES``).
 
 Every input (config files, ``--set`` values, the output folder, the
 checkpoint to resume and its config) is checked before anything is
@@ -26,7 +30,8 @@ _SET_HELP = ("override one setting by its dotted name, VALUE in YAML syntax (rep
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    train = sub.add_parser("train", help="train a PPO policy from a YAML config (see configs/)")
+    train = sub.add_parser("train", help="train a policy from a YAML config (see configs/; "
+                           "PPO unless algo.algorithm names another)")
     train.add_argument("--config", default=None, help="training config YAML, e.g. "
                        "configs/train_gaussian.yaml (with --resume: default the run's own "
                        "config.yaml)")
