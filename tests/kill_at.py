@@ -24,6 +24,11 @@ import sys
 
 POINTS = ("best_swap", "evaluation", "checkpoint_tear", "kept_checkpoint")
 
+# Run as a script, Python puts this file's folder (tests/) first on sys.path,
+# where tests/agents/ (the agents tests) would shadow the agents package.
+if sys.path and pathlib.Path(sys.path[0] or ".").resolve() == pathlib.Path(__file__).resolve().parent:
+    del sys.path[0]
+
 
 def tears_a_checkpoint(src: pathlib.Path, dst: pathlib.Path) -> bool:
     """A ``meta.json`` replaced in a checkpoint folder in place, its

@@ -1,7 +1,10 @@
-"""``plume-jax train`` and ``plume-jax sweep``: training from a YAML config,
-with the algorithm its ``algo.algorithm`` names (:mod:`plume_jax.train.trainer`),
+"""``plume-jax train`` and ``plume-jax sweep``: a training run from a YAML
+config (any algorithm, ``algo.algorithm``; :mod:`plume_jax.train.trainer`)
 and a grid of trainings, one compiled program per static structure
-(:mod:`plume_jax.train.sweep`).
+(:mod:`plume_jax.train.sweep`). Each parses its arguments into one config
+and makes one call to the run function (:mod:`plume_jax.train.run`); the
+closing line names the outputs from their one list
+(:data:`plume_jax.train.run_folder.RUN_FILES`, ``SWEEP_FILES``).
 
 Every input (config files, ``--set`` values, the output folder, the
 checkpoint to resume and its config) is checked before anything is
@@ -27,7 +30,8 @@ _SET_HELP = ("override one setting by its dotted name, VALUE in YAML syntax (rep
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    train = sub.add_parser("train", help="train a policy from a YAML config (see configs/)")
+    train = sub.add_parser("train", help="train a policy from a YAML config (see configs/; "
+                           "PPO unless algo.algorithm names another)")
     train.add_argument("--config", default=None, help="training config YAML, e.g. "
                        "configs/train_gaussian.yaml (with --resume: default the run's own "
                        "config.yaml)")
@@ -114,6 +118,7 @@ def run_train(args: argparse.Namespace) -> int:
     from plume_jax.train.checkpoint import find_checkpoint, read_checkpoint
     from plume_jax.train.config import current_form, load_train_config, train_config, \
         with_overrides
+    from plume_jax.train.run_folder import RUN_FILES, outputs_line
     from plume_jax.train.trainer import print_summary, train
 
     overrides = train_overrides(args)
@@ -143,9 +148,7 @@ def run_train(args: argparse.Namespace) -> int:
     if not main:
         return 0  # process 0 reports
     print_summary(result.summary)
-    periodic = ", evaluations.jsonl, best/" if config.eval["every"] else ""
-    print(f"outputs in {out}/ (config.yaml, metrics.jsonl, metrics.csv, learning_curve.png, "
-          f"tensorboard/, checkpoint/, policy/{periodic}, summary.json)")
+    print(outputs_line(out, RUN_FILES, config))
     best = result.summary.get("best_periodic_evaluation")
     if best is not None:
         steps = best["mean_steps_to_goal"]
@@ -158,6 +161,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 def run_sweep(args: argparse.Namespace) -> int:
     """``plume-jax sweep``: see :mod:`plume_jax.train.sweep`."""
+    from plume_jax.train.run_folder import SWEEP_FILES, outputs_line
     from plume_jax.train.sweep import load_sweep_config, print_results, run_sweep as sweep
 
     overrides = parse_overrides(args.set)
@@ -189,6 +193,5 @@ def run_sweep(args: argparse.Namespace) -> int:
     if not main:
         return 0  # process 0 reports
     print_results(result.summary)
-    print(f"outputs in {out}/ (summary.md, results.csv, results.json, metrics.jsonl, "
-          "eval_success.png, eval_steps.png, train_success.png, train_return.png, members/)")
+    print(outputs_line(out, SWEEP_FILES))
     return 0

@@ -1,25 +1,33 @@
-"""End-to-end jitted training (layer 5): PPO in flax + optax.
+"""Training (layer 5): algorithms, the run driver and run folders.
 
-Rollout, GAE and the minibatch epochs of every update run inside one
-``jax.jit`` (``lax.scan`` over updates), for feed-forward (MLP) and
-recurrent (GRU) actor-critics over discrete or ``Box`` action spaces, on
-single-agent envs and on multi-agent envs (one network shared by every
-agent, an optional centralised critic); sweeps
-``vmap`` whole training runs over seeds, hyperparameters and env params in
-one program; the env batch (single runs) or the sweep members shard over
-all local devices.
+Any :class:`~plume_jax.train.algorithms.base.Algorithm` (PPO in flax +
+optax, belief value iteration, lookahead value iteration, or a user's own)
+trains as one jitted program: ``init`` once, then chunks of updates
+(``lax.scan``), on single- and multi-agent envs. A sweep ``vmap``s whole
+training runs over seeds, hyperparameters and env params in one program
+per static structure; the env batch (single runs) or the sweep members
+shard over all local devices, and several processes run one program.
 
 - :mod:`plume_jax.train.config`: YAML configs, validated.
-- :mod:`plume_jax.train.algorithms.ppo`: the algorithm (``PPO``, ``gae``).
-- :mod:`plume_jax.train.networks`: the flax actor-critics and distributions.
-- :mod:`plume_jax.train.trainer`: ``train(config)`` (``plume-jax train``):
-  chunked runs of one compiled program, periodic checkpoints, resume.
-- :mod:`plume_jax.train.sweep`: ``run_sweep(config)`` (``plume-jax sweep``):
-  one program per static structure, member run folders, ranked summary.
+- :mod:`plume_jax.train.algorithms`: the ``Algorithm`` interface
+  (``base``) and the algorithms (``ppo``, ``value_iteration``,
+  ``lookahead``); :mod:`plume_jax.train.networks`: the flax actor-critics.
+- :mod:`plume_jax.train.driver`: programs of members (build, init or load,
+  train in chunks, evaluate, export, write a member's folder).
+- :mod:`plume_jax.train.run`: the one run function both front ends call
+  (a train is a sweep of one member).
+- :mod:`plume_jax.train.run_folder`: every folder rule (new or empty,
+  ``--resume``, ``--overwrite``, locks, the write-ahead set-aside) and the
+  list of outputs, for a single run and a sweep.
+- :mod:`plume_jax.train.trainer`: ``train(config)`` (``plume-jax train``);
+  :mod:`plume_jax.train.sweep`: ``run_sweep(config)`` (``plume-jax
+  sweep``: the grid, the grouping into programs, the ranked summary);
+  :mod:`plume_jax.train.member_names`: member folder names.
 - :mod:`plume_jax.train.checkpoint`: save / resume, policy export
   (loaded by ``agents.trained``).
-- :mod:`plume_jax.train.run_folder`: output folders are never replaced
-  silently (``--resume`` / ``--overwrite``).
+- :mod:`plume_jax.train.chunks`, :mod:`plume_jax.train.periodic_eval`,
+  :mod:`plume_jax.train.evaluation`: chunking and signals, periodic
+  evaluations and the best policy, the greedy evaluation.
 - :mod:`plume_jax.train.progress`, :mod:`plume_jax.train.loggers`,
   :mod:`plume_jax.train.plots`: progress from inside the program, metrics
   files, TensorBoard / W&B, figures.

@@ -31,10 +31,11 @@ What the driver owns, the same for both front ends:
 - the multi-process rules: every process runs the same calls, process 0
   alone writes (:mod:`plume_jax.train.distributed`).
 
-The front ends keep what differs: ``train`` (:mod:`plume_jax.train.trainer`)
-checks a resume point (any run or kept checkpoint) and prepares one run
-folder; ``sweep`` (:mod:`plume_jax.train.sweep`) expands a grid, groups
-members into programs and ranks the results.
+Both front ends call these through one run function,
+:func:`plume_jax.train.run.run` (a ``train`` is a sweep of one member); the
+folder and resume rules it follows are :mod:`plume_jax.train.run_folder`'s.
+``sweep`` (:mod:`plume_jax.train.sweep`) adds only the grid, the grouping
+of members into programs and the ranking of the results.
 """
 
 from __future__ import annotations

@@ -1,27 +1,128 @@
-"""Output folders of ``train`` and ``sweep``: nothing is replaced silently.
+"""Run folders: what ``train`` and ``sweep`` write, and every rule for
+writing and resuming them. The one run function (:func:`plume_jax.train.run.run`)
+follows these rules through a :class:`SingleRun` (``plume-jax train``: the
+run folder is ``--out``) or a :class:`Sweep` (``plume-jax sweep``: a run
+folder per member under ``members/``, a checkpoint folder per compiled
+program under ``programs/``); it knows neither layout.
 
-A command writes into a folder only if it is new or empty, or if the user
-said what to do with what is there: ``--resume`` (continue the run in it)
-or ``--overwrite`` (delete the outputs this command writes, then start
-afresh; other files are left alone). The check runs before anything is
-written, compiled or trained.
+Nothing is replaced silently. A command writes into a folder only if it is
+new or empty, or if the user said what to do with what is there:
+``--resume`` (continue the run in it) or ``--overwrite`` (delete the outputs
+this command writes, :data:`RUN_OUTPUTS` / :data:`SWEEP_OUTPUTS`, then start
+afresh; other files are left alone). The checks run before anything is
+written, compiled or trained, holding the folder's :class:`FolderLock`.
+
+A folder changes only by appending or by atomic replacement; nothing is
+trimmed or deleted before what replaces it is durable; what a resume from
+an older checkpoint would drop is moved aside, whole, under
+``superseded/`` (:func:`set_aside_later_state`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import datetime as dt
 import os
 import pathlib
 import platform
 import shutil
+from collections.abc import Iterator, Mapping
 from typing import Any, Iterable
 
 from plume_jax.core.errors import StateError, ValidationError
+from plume_jax.train.checkpoint import checkpoint_update, find_checkpoint, \
+    partial_folder_prefix, read_checkpoint, read_meta
+from plume_jax.train.config import RESUME_MAY_CHANGE, TrainConfig, current_form, dump_yaml, \
+    resume_differences, train_config
+from plume_jax.train.distributed import is_main_process
+from plume_jax.train.driver import Program, load_runner, write_text
+from plume_jax.train.loggers import RunLoggers
+from plume_jax.train.member_names import checkpoint_member_names, member_folders, \
+    rename_legacy_member_folders, row_names
+from plume_jax.train.periodic_eval import BEST_FOLDERS, EVALUATIONS, check_best, \
+    copy_evaluations, replay_rows, settle_best, trim_evaluations
+from plume_jax.train.progress import read_jsonl, rows_up_to, write_jsonl
 
 #: The lock file of a run or sweep folder (:class:`FolderLock`).
 LOCK_NAME = ".plume_jax.lock"
 #: Where a resume from an older checkpoint moves the run's later state.
 SUPERSEDED = "superseded"
+
+
+@dataclasses.dataclass(frozen=True)
+class Output:
+    """One entry a command writes into its folder: ``name`` (a folder ends
+    in ``/``), what it holds, and the setting that makes it (``when``, a
+    dotted setting: written only when that setting is set; ``""``: always)."""
+
+    name: str
+    what: str
+    when: str = ""
+
+    def written(self, config: Any) -> bool:
+        """Whether a run of ``config`` (a ``TrainConfig``) writes it."""
+        if not self.when:
+            return True
+        section, key = self.when.split(".")
+        return bool(getattr(config, section)[key])
+
+
+#: What ``train`` writes into a run folder, stated once: the code deletes
+#: these on ``--overwrite`` (:data:`RUN_OUTPUTS`), the CLI's closing line
+#: names them (:func:`outputs_line`) and docs/training.md's table lists them
+#: (a test compares). A sweep member's folder holds the same, but for the
+#: figure.
+RUN_FILES = (
+    Output("config.yaml", "the resolved config, every default spelled out"),
+    Output("metrics.jsonl", "one JSON object per update"),
+    Output("metrics.csv", "the same rows as a table"),
+    Output("learning_curve.png", "success rate and mean return against env steps"),
+    Output("tensorboard/", "TensorBoard event files", "run.tensorboard"),
+    Output("wandb/", "Weights & Biases files (and wandb_run_id, the run W&B resumes)",
+           "run.wandb_project"),
+    Output("checkpoint/", "the latest checkpoint (resume with --resume)"),
+    Output("checkpoints/", "checkpoints kept every run.checkpoint_every updates "
+           "(update_<N>/)", "run.checkpoint_every"),
+    Output("policy/", "the exported policy (agents.trained.TrainedPolicy.load)"),
+    Output(EVALUATIONS, "the periodic evaluations, one row each", "eval.every"),
+    Output("best/", "the best policy of those evaluations, with its row", "eval.every"),
+    Output("summary.json", "budget, timings, throughput, evaluation"),
+)
+
+#: What ``--overwrite`` deletes from a run folder (``*`` stands for any
+#: token): :data:`RUN_FILES`, ``wandb_run_id`` and the hidden folders a kill
+#: may leave (a first ``checkpoint/`` written whole, ``best/``'s swap folders).
+RUN_OUTPUTS = (*(f.name.rstrip("/") for f in RUN_FILES), "wandb_run_id",
+               f"{partial_folder_prefix('checkpoint')}*", *BEST_FOLDERS[1:])
+
+#: What ``sweep`` writes into its folder, stated once (the code, the CLI's
+#: closing line and the sweep module's docs read it).
+SWEEP_FILES = (
+    Output("sweep.yaml", "the resolved sweep (base config, grid, mode)"),
+    Output("summary.md", "settings ranked by greedy evaluation success (mean and spread over "
+           "seeds), the best named; the programs"),
+    Output("results.csv", "one row per member"),
+    Output("results.json", "everything: programs, members, ranked settings"),
+    Output("metrics.jsonl", "per-update metrics of every member"),
+    Output("eval_success.png", "greedy success per setting (seeds as dots)"),
+    Output("eval_steps.png", "mean steps to the goal per setting"),
+    Output("train_success.png", "training success rate per setting (seed mean, range)"),
+    Output("train_return.png", "training return per setting (likewise)"),
+    Output("members/", "one run folder per member (members/<name>/), named by its grid values"),
+    Output("programs/", "programs/<k>/checkpoint/: program k's members' stacked training "
+           "state; sweep --resume continues from them"),
+)
+
+#: What ``sweep --overwrite`` deletes.
+SWEEP_OUTPUTS = tuple(f.name.rstrip("/") for f in SWEEP_FILES)
+
+
+def outputs_line(folder: pathlib.Path, files: Iterable[Output], config: Any = None) -> str:
+    """The CLI's closing line: ``outputs in <folder>/ (<the entries written>)``
+    (those ``config``, a ``TrainConfig``, writes; every one without it)."""
+    names = [f.name for f in files if config is None or f.written(config)]
+    return f"outputs in {folder}/ ({', '.join(names)})"
 
 
 def check_out_dir(out: pathlib.Path, *, overwrite: bool, resuming_here: bool = False,
@@ -181,8 +282,6 @@ def set_aside_later_state(out: pathlib.Path, update: int, checkpoint: pathlib.Pa
     is a copy or an atomic rename, so a kill at any moment loses nothing.
     Returns the folder written, or None when there was no later state (a
     run resumed from its own latest checkpoint keeps its folder)."""
-    from plume_jax.train.checkpoint import checkpoint_update
-
     kept_dir = out / "checkpoints"
     later = sorted(p for p in kept_dir.glob("update_*") if p.name[7:].isdigit()
                    and int(p.name[7:]) > update) if kept_dir.is_dir() else []
@@ -227,3 +326,464 @@ def set_aside_later_state(out: pathlib.Path, update: int, checkpoint: pathlib.Pa
         f"Metrics rows of updates after {update}: "
         f"{sum(1 for r in rows if int(r.get('update', 0)) > update)}.\n")
     return dest
+
+
+# ------------------------------------------------------------------ resuming a run
+@dataclasses.dataclass(frozen=True)
+class ResumePoint:
+    """Where a resumed run starts: the checkpoint, its run folder, the update
+    it holds and its config."""
+
+    checkpoint: pathlib.Path
+    run_dir: pathlib.Path
+    update: int
+    num_updates: int
+    config: dict[str, Any]
+
+
+def resume_point(resume: str | pathlib.Path, config: TrainConfig) -> ResumePoint:
+    """Check that ``config`` may resume from ``resume`` (a run folder or a
+    checkpoint folder): the checkpoint's files are whole, its config equals
+    ``config`` in everything but what a resume may change
+    (:data:`plume_jax.train.config.RESUME_MAY_CHANGE`), and the new budget
+    is not below the updates already done. ``ValidationError`` otherwise,
+    naming the differing settings."""
+    run_dir, ckpt = find_checkpoint(resume)
+    meta, _ = read_checkpoint(ckpt)
+    saved = current_form(meta.get("config"))  # an earlier version's form: this one's
+    if not isinstance(saved, dict):
+        raise ValidationError.for_parameter("--resume", str(ckpt),
+                                            "a checkpoint whose metadata holds its config")
+    diffs = resume_differences(saved, config)
+    if diffs:
+        listed = "; ".join(f"{k}: checkpoint {a!r}, now {b!r}" for k, (a, b) in diffs.items())
+        name = next(iter(diffs))
+        raise ValidationError(
+            f"--resume {ckpt}: the config differs from the checkpoint's in {len(diffs)} "
+            f"setting(s) that define the problem or the algorithm ({listed}). A resumed run may "
+            f"change only {', '.join(RESUME_MAY_CHANGE)}; train a changed config as a new run "
+            "(another --out).",
+            parameter=name, value=diffs[name][1], allowed=f"{diffs[name][0]!r} (the checkpoint's)")
+    update = int(meta.get("update", 0))
+    if update > config.num_updates:
+        raise ValidationError.for_parameter(
+            "algo.total_steps", config.algo["total_steps"],
+            f"at least the {update * config.steps_per_update:,} env steps ({update} updates) "
+            f"the checkpoint {ckpt} has already trained")
+    old_updates = int(meta.get("num_updates") or train_config(saved).num_updates)
+    return ResumePoint(checkpoint=ckpt, run_dir=run_dir, update=update,
+                       num_updates=old_updates, config=saved)
+
+
+def learning_rate_note(config: TrainConfig, point: ResumePoint) -> str | None:
+    """What a changed budget does to an annealed learning rate (the linear
+    decay runs to 0 over the *current* total, so the rate jumps), or None."""
+    from plume_jax.train.algorithms.base import algorithm_class
+
+    anneals = "anneal_lr" in algorithm_class(config.algo["algorithm"], "algo.algorithm").SETTINGS
+    if not anneals or not config.algo.get("anneal_lr") or point.num_updates == config.num_updates:
+        return None  # only an algorithm that declares anneal_lr anneals
+    lr = config.algo["learning_rate"]
+    u = point.update
+    before = lr * (1.0 - u / point.num_updates)
+    after = lr * (1.0 - u / config.num_updates)
+    return (f"algo.anneal_lr: the learning rate decays linearly to 0 over the whole budget, now "
+            f"{config.num_updates} updates instead of {point.num_updates}: at update {u + 1} it "
+            f"is {after:.3g} (it would have been {before:.3g} under the old budget)")
+
+
+def check_metrics_cover(point: ResumePoint) -> None:
+    """``StateError`` unless the resumed run's ``metrics.jsonl`` holds a row
+    for every update up to the checkpoint's (rows are appended before each
+    checkpoint is written, so a shorter file has lost rows: resuming would
+    hide the loss)."""
+    path = point.run_dir / "metrics.jsonl"
+    have = {int(r["update"]) for r in read_jsonl(path)}
+    missing = [u for u in range(1, point.update + 1) if u not in have]
+    if missing:
+        raise StateError(
+            f"--resume {point.checkpoint}: {path} lacks the metrics rows of {len(missing)} of "
+            f"the {point.update} updates the checkpoint has trained (first missing: update "
+            f"{missing[0]}); resuming would hide their loss. Restore the file, or train anew "
+            "with --overwrite")
+
+
+def prepare_run_folder(out: pathlib.Path, config: TrainConfig, point: ResumePoint | None
+                        ) -> tuple[list[dict[str, Any]] | None, pathlib.Path | None]:
+    """Create the run folder and write its config; on resume make its metrics
+    match the checkpoint. Write-ahead: when the folder holds a later state
+    than the checkpoint resumed (kept checkpoints past it, or a later
+    ``checkpoint/``) that state is first moved aside, whole
+    (:func:`~plume_jax.train.run_folder.set_aside_later_state`); rows past
+    the checkpoint are then dropped by an atomic replacement (after a kill
+    they are trained again, bit for bit). Returns the metrics rows kept and
+    the folder the later state went to (or None)."""
+    make_out_dir(out)
+    if point is None:
+        write_config(out, config)
+        return None, None
+    aside = None
+    if out.resolve() == point.run_dir.resolve():
+        rows = read_jsonl(out / "metrics.jsonl")
+        settle_best(out)  # a best/ swap a kill cut short, finished before it is set aside
+        aside = set_aside_later_state(out, point.update, point.checkpoint, rows)
+        kept = [r for r in rows if int(r["update"]) <= point.update]
+        if aside is None and point.update == point.num_updates < config.num_updates:
+            keep_finished_run(out, point)
+    else:
+        kept = rows_up_to(point.run_dir / "metrics.jsonl", point.update)
+        copy_evaluations(point.run_dir, out, point.update)
+    trim_evaluations(out, point.update)
+    write_jsonl(out / "metrics.jsonl", kept)
+    write_config(out, config)
+    return kept, aside
+
+
+def keep_finished_run(out: pathlib.Path, point: ResumePoint) -> None:
+    """A finished run continued with a larger budget: keep its final state —
+    the checkpoint as ``checkpoints/update_<N>/`` (as ``run.checkpoint_every``
+    keeps them) and the policy as ``checkpoints/update_<N>/policy/`` — before
+    the continuation replaces ``checkpoint/`` and ``policy/``."""
+    dest = out / "checkpoints" / f"update_{point.update:08d}"
+    if not dest.exists():
+        tmp = out / "checkpoints" / f".update_{point.update:08d}.copy"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        shutil.copytree(point.checkpoint, tmp)
+        if (out / "policy").is_dir():
+            shutil.copytree(out / "policy", tmp / "policy")
+        tmp.rename(dest)
+
+
+def write_config(out: pathlib.Path, config: TrainConfig) -> None:
+    write_text(out / "config.yaml", dump_yaml(config.to_dict()))
+
+
+# ------------------------------------------------------------------ resuming a sweep
+def resume_member_rows(p: Program, done: int, names: list[tuple[str, ...]]
+                       ) -> list[list[dict[str, Any]]]:
+    """Each member's metrics rows up to ``done``, the update of its program's
+    checkpoint (already loaded and checked), their run folders'
+    ``metrics.jsonl`` trimmed to them (atomic replacements, every row kept)
+    and a later state of the program folder set aside. ``names``: the
+    names each of the sweep's members has in the sweep's own metrics rows
+    (:func:`~plume_jax.train.member_names.row_names`)."""
+    assert p.folder is not None  # resumed from the checkpoint in its folder
+    members_dir = p.folder.parent.parent / "members"
+    rows = [member_rows(members_dir, m.name, done, names[i])
+            for m, i in zip(p.runs, p.members)]
+    if is_main_process():  # reads; process 0 writes the files
+        for m, kept in zip(p.runs, rows):
+            assert m.folder is not None  # a program with a folder writes every member
+            make_out_dir(m.folder)
+            write_jsonl(m.folder / "metrics.jsonl", kept)
+            trim_evaluations(m.folder, done)
+        set_aside_later_state(p.folder, done, p.folder / "checkpoint", [])
+    return rows
+
+
+def member_rows(members_dir: pathlib.Path, name: str, done: int,
+                names: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """The metrics rows of member ``name`` for updates 1..``done``: from its
+    run folder, or — when that file was deleted or lost rows — from the
+    sweep's own ``metrics.jsonl`` (written when the sweep last finished,
+    naming the member ``name`` or one of ``names``: an older sweep's).
+    ``StateError`` naming the member when neither holds them all."""
+    def complete(rows: list[dict[str, Any]]) -> bool:
+        return {int(r["update"]) for r in rows} >= set(range(1, done + 1))
+
+    rows = rows_up_to(members_dir / name / "metrics.jsonl", done)
+    if complete(rows):
+        return rows
+    sweep_rows = [{k: v for k, v in r.items() if k not in ("member", "name")}
+                  for r in read_jsonl(members_dir.parent / "metrics.jsonl")
+                  if r.get("name") in (name, *names) and int(r["update"]) <= done]
+    if complete(sweep_rows):
+        return sweep_rows
+    raise StateError(
+        f"sweep --resume: member {name!r} has metrics rows for {len(rows)} of the {done} updates "
+        f"its program's checkpoint holds (members/{name}/metrics.jsonl was deleted or cut), and "
+        "the sweep's metrics.jsonl does not hold them either; restore the file, or run the "
+        "sweep anew with --overwrite")
+
+
+def check_members_not_ahead(out: pathlib.Path, sweep: Any,
+                             folders: list[pathlib.Path]) -> None:
+    """``ValidationError`` naming a member whose run folder (``folders``,
+    :func:`member_folders`) was trained further than this sweep trains it
+    (``plume-jax train --resume members/<m>`` with a larger budget):
+    resuming the sweep would rewind it to the sweep's budget and replace its
+    checkpoint, metrics and policy."""
+    for cfg, name, folder in zip(sweep.configs, sweep.names, folders):
+        ckpt = folder / "checkpoint"
+        if not (ckpt / "runner.msgpack").exists():
+            continue
+        try:  # the update inside runner.msgpack, not meta.json's copy
+            update = checkpoint_update(ckpt)
+        except ValidationError:
+            continue
+        if update > cfg.num_updates:
+            raise ValidationError.for_parameter(
+                "--resume", str(out),
+                f"a sweep whose members are at most at its budget ({cfg.num_updates} updates): "
+                f"member {name!r} was trained further, to {update} updates (plume-jax train "
+                f"--resume); resuming the sweep would rewind it. Move that member's folder out "
+                f"of {out / 'members'} (it is a run folder of its own), or set "
+                f"base.algo.total_steps in {out / 'sweep.yaml'} to at least "
+                f"{update * cfg.steps_per_update} (sweep --resume takes no --set)")
+
+
+
+
+# ------------------------------------------------------------------ the two layouts
+@dataclasses.dataclass
+class Start:
+    """What a program starts from in its folders (:meth:`RunFolders.start`):
+    each member's metrics rows so far, its live loggers (None: its logs are
+    written when it finishes) and notes for the user."""
+
+    rows: list[list[dict[str, Any]]]
+    loggers: list[RunLoggers | None]
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+
+class RunFolders:
+    """The folder rules of one command, as the run function
+    (:func:`plume_jax.train.run.run`) asks for them, in its order: lock
+    (:meth:`locked`), check (:meth:`check`: everything a resume reads, before
+    anything moves), migrate (:meth:`migrate`), the checkpoint a program
+    resumes from (:meth:`checkpoint_of`, :meth:`load`), prepare the folder
+    (:meth:`prepare`, process 0), then per program :meth:`start` (its
+    members' rows; process 0 writes) and, when it finished, :meth:`logs`.
+    ``out`` None: nothing is written, nothing resumed.
+
+    Class attributes: ``command`` (``train`` / ``sweep``), ``files`` (what
+    it writes, :class:`Output`), ``outputs`` (what ``--overwrite``
+    deletes), ``unit`` (of the progress bar), ``figure`` (each member gets
+    ``learning_curve.png``), ``live_logs`` (members log while training)."""
+
+    command = ""
+    files: tuple[Output, ...] = ()
+    outputs: tuple[str, ...] = ()
+    unit = "steps"
+    figure = False
+    live_logs = False
+
+    def __init__(self, out: pathlib.Path | None):
+        self.out = out
+
+    @property
+    def resume_command(self) -> str:
+        """What continues an interrupted run (the ``Interrupted`` message)."""
+        if self.out is None:
+            return f"(no {self.command} folder: nothing was saved)"
+        return f"plume-jax {self.command} --resume {self.out}"
+
+    def member_folders(self) -> list[pathlib.Path]:
+        """The members' run folders (each locked too, if it exists)."""
+        return [] if self.out is None else [self.out]
+
+    @contextlib.contextmanager
+    def locked(self, overwrite: bool) -> Iterator[dict[pathlib.Path, FolderLock]]:
+        """Hold the folder's :class:`FolderLock` and those of the existing
+        member folders in it (unless ``overwrite``: those go), so that a
+        second process on any of them is refused, naming this one. Yields
+        the member folders' locks by folder."""
+        assert self.out is not None
+        if self.out.exists() and not self.out.is_dir():
+            raise ValidationError.for_parameter("--out", str(self.out), "a folder (this is a file)")
+        with FolderLock(self.out, self.command), contextlib.ExitStack() as stack:
+            locks = {}
+            for folder in [] if overwrite else self.member_folders():
+                if folder.is_dir() and folder.resolve() != self.out.resolve():
+                    locks[folder] = stack.enter_context(FolderLock(folder, self.command))
+            yield locks
+
+    def check(self, overwrite: bool) -> None:
+        """``ValidationError`` / ``StateError`` unless the folder may be
+        written and a resume may read what it needs."""
+
+    def notes(self) -> list[str]:
+        """Notes on what the run will do (shown first, kept in summary.json)."""
+        return []
+
+    def migrate(self, locks: Mapping[pathlib.Path, FolderLock]) -> None:
+        """Bring an older folder up to date (process 0, after the checks)."""
+
+    def checkpoint_of(self, p: Program) -> pathlib.Path | None:
+        """The checkpoint program ``p`` resumes from, or None (a fresh start)."""
+        return None
+
+    def load(self, p: Program, checkpoint: pathlib.Path) -> tuple[Any, int]:
+        """``p``'s runner from ``checkpoint``, checked; and its update."""
+        return load_runner(p, checkpoint)
+
+    def prepare(self, overwrite: bool) -> None:
+        """Process 0, after every check: delete the outputs of an earlier
+        run (``overwrite``) and create the folder."""
+        assert self.out is not None
+        if overwrite and self.out.exists():
+            clear_outputs(self.out, self.outputs)
+        make_out_dir(self.out)
+
+    def start(self, p: Program, resumed_at: int | None) -> Start:
+        """``p``'s members' rows before training (``resumed_at``: the update
+        of the checkpoint loaded, None for a fresh start)."""
+        return Start([[] for _ in p.runs], [None] * len(p.runs))
+
+    def logs(self, p: Program, j: int, live: RunLoggers | None,
+             rows: list[dict[str, Any]]) -> contextlib.AbstractContextManager[Any]:
+        """The loggers member ``j``'s final figures go to: its live ones, or
+        fresh ones given its ``rows``."""
+        return contextlib.nullcontext(live)
+
+
+class SingleRun(RunFolders):
+    """``plume-jax train``: the run folder is ``out`` (:data:`RUN_FILES`),
+    a program of one member whose checkpoints go there; ``resume``: a run
+    folder or checkpoint folder to continue from (:func:`resume_point`), in
+    its own folder or a new one."""
+
+    command = "train"
+    files = RUN_FILES
+    outputs = RUN_OUTPUTS
+    figure = True
+    live_logs = True
+
+    def __init__(self, out: pathlib.Path | None, config: TrainConfig,
+                 resume: str | pathlib.Path | None = None):
+        super().__init__(out)
+        self.config = config
+        self.resume = resume
+        self.point: ResumePoint | None = None
+
+    def check(self, overwrite: bool) -> None:
+        point = self.point = (resume_point(self.resume, self.config)
+                              if self.resume is not None else None)
+        out = self.out
+        if out is None:
+            return
+        here = point is not None and out.resolve() == point.run_dir.resolve()
+        check_out_dir(out, overwrite=overwrite, resuming_here=here)
+        if self.config.run["tensorboard"] and is_main_process():
+            check_writable_logdir(out)
+        if point is not None:
+            check_metrics_cover(point)
+            check_best(point.run_dir)  # everything the resume reads, before anything moves
+
+    def notes(self) -> list[str]:
+        note = learning_rate_note(self.config, self.point) if self.point else None
+        return [note] if note else []
+
+    def checkpoint_of(self, p: Program) -> pathlib.Path | None:
+        return self.point.checkpoint if self.point is not None else None
+
+    def start(self, p: Program, resumed_at: int | None) -> Start:
+        out, point = self.out, self.point
+        if out is None or not is_main_process():
+            return Start([[]], [None])
+        history, aside = prepare_run_folder(out, self.config, point)
+        notes = []
+        if point is not None and aside is not None:  # a folder is set aside only on resume
+            notes.append(f"resumed from update {point.update} while this folder held a later "
+                         f"state: that state (metrics, checkpoints, policy) was moved, whole, to "
+                         f"{aside}")
+        loggers = RunLoggers(out, tensorboard=self.config.run["tensorboard"],
+                             wandb_project=self.config.run["wandb_project"], name=out.name,
+                             config=self.config.to_dict(), history=history)
+        if history is not None:  # TensorBoard was written anew from the kept rows
+            for row in replay_rows(out):
+                loggers.log_periodic_evaluation(row, tensorboard_only=True)
+        return Start([[]], [loggers], notes)
+
+
+class Sweep(RunFolders):
+    """``plume-jax sweep``: the folder ``out`` (:data:`SWEEP_FILES`) holds a
+    run folder per member (``members/<name>/``) and a checkpoint folder per
+    compiled program (``programs/<k>/``); ``resume`` continues the sweep in
+    ``out`` from those checkpoints. ``sweep``: the sweep's ``members``
+    (grid values), ``names``, ``configs``, ``base`` config, ``grid`` and
+    ``mode``."""
+
+    command = "sweep"
+    files = SWEEP_FILES
+    outputs = SWEEP_OUTPUTS
+    unit = "member steps"
+
+    def __init__(self, out: pathlib.Path | None, sweep: Any, resume: bool = False):
+        if resume and out is None:
+            raise ValidationError.for_parameter("out_dir", None, "the folder of the sweep to resume")
+        super().__init__(out)
+        self.sweep = sweep
+        self.resume = resume
+
+    def member_folders(self) -> list[pathlib.Path]:
+        return [] if self.out is None else member_folders(self.out, self.sweep, resume=self.resume)
+
+    def check(self, overwrite: bool) -> None:
+        out = self.out
+        if out is None:
+            return
+        check_out_dir(out, overwrite=overwrite, resuming_here=self.resume, command="sweep")
+        folders = self.member_folders()
+        if self.resume:
+            check_members_not_ahead(out, self.sweep, folders)
+            for folder in folders:  # what the resume reads, before anything moves
+                if folder.is_dir():
+                    check_best(folder)
+        if is_main_process():
+            for cfg, folder in zip(self.sweep.configs, folders):
+                if cfg.run["tensorboard"] and folder.is_dir():
+                    check_writable_logdir(folder)
+
+    def migrate(self, locks: Mapping[pathlib.Path, FolderLock]) -> None:
+        if self.resume and self.out is not None:  # the first change, before the others read
+            rename_legacy_member_folders(self.out, self.sweep, locks)
+
+    def checkpoint_of(self, p: Program) -> pathlib.Path | None:
+        checkpoint = p.folder / "checkpoint" if p.folder is not None else None
+        return checkpoint if self.resume and checkpoint is not None and checkpoint.exists() \
+            else None
+
+    def load(self, p: Program, checkpoint: pathlib.Path) -> tuple[Any, int]:
+        names = checkpoint_member_names(read_meta(checkpoint), self.sweep, p.members)
+        if names != [m.name for m in p.runs]:  # checked against the names it was written with
+            p = dataclasses.replace(p, runs=[dataclasses.replace(m, name=n)
+                                             for m, n in zip(p.runs, names)])
+        return load_runner(p, checkpoint)
+
+    def prepare(self, overwrite: bool) -> None:
+        super().prepare(overwrite)
+        out, sweep = self.out, self.sweep
+        assert out is not None
+        (out / "sweep.yaml").write_text(dump_yaml({"base": sweep.base.to_dict(),
+                                                   "grid": sweep.grid, "mode": sweep.mode}))
+        for cfg, name in zip(sweep.configs, sweep.names):
+            make_out_dir(out / "members" / name)
+            (out / "members" / name / "config.yaml").write_text(dump_yaml(cfg.to_dict()))
+
+    def start(self, p: Program, resumed_at: int | None) -> Start:
+        from plume_jax.train.distributed import is_main_process
+        if resumed_at is not None:
+            names = row_names(self.sweep)
+            return Start(resume_member_rows(p, resumed_at, names), [None] * len(p.runs))
+        if p.folder is not None and is_main_process():  # rows of a killed attempt that
+            for m in p.runs:                             # reached no checkpoint
+                if m.folder is not None:
+                    (m.folder / "metrics.jsonl").unlink(missing_ok=True)
+        return super().start(p, resumed_at)
+
+    def logs(self, p: Program, j: int, live: RunLoggers | None,
+             rows: list[dict[str, Any]]) -> contextlib.AbstractContextManager[Any]:
+        """Fresh loggers for member ``j``, TensorBoard written anew from all
+        its ``rows`` (a resumed member has some from before); W&B holds one
+        run at a time, so a sweep's members log when they finish."""
+        member = p.runs[j]
+        assert member.folder is not None and self.out is not None
+        cfg = member.config
+        loggers = RunLoggers(member.folder, tensorboard=cfg.run["tensorboard"],
+                             wandb_project=cfg.run["wandb_project"],
+                             name=f"{self.out.name}/{member.name}", config=cfg.to_dict(),
+                             group=self.out.name, history=[])
+        loggers.log_rows(rows)
+        return loggers

@@ -1,8 +1,9 @@
 """Sweeps: a grid of training runs, one compiled program per static
 structure, every member a run folder you can evaluate, load and resume.
-The programs are run by the driver (:mod:`plume_jax.train.driver`), as a
-single run is; this module expands the grid, groups the members and ranks
-the results.
+A sweep trains through the one run function (:func:`plume_jax.train.run.run`),
+as a single run does, with the sweep's folder rules
+(:class:`plume_jax.train.run_folder.Sweep`); this module expands the grid,
+groups the members into programs and ranks the results.
 
 ``Algorithm.update`` (for PPO, ``PPO.update``) is ``vmap``ped over a leading *member* axis of the runner, of
 the hyperparameters (:class:`~plume_jax.train.algorithms.ppo.Hparams`) and of the env
@@ -31,30 +32,15 @@ Sweep YAML::
       network.hidden_sizes: [[32], [64, 64]]    # static: two programs
     mode: product                  # product (every combination) | zip
 
-Output folder::
-
-    sweep.yaml           the resolved sweep (base config, grid, mode)
-    summary.md           settings ranked by greedy evaluation success (mean
-                         and spread over seeds), the best named; programs
-    results.csv/.json    one row per member; results.json has everything
-    metrics.jsonl        per-update metrics of every member
-    eval_success.png     greedy success per setting (seeds as dots)
-    eval_steps.png       mean steps to the goal per setting
-    train_success.png    training success rate per setting (seed mean, range;
-                         points of at least 20 ended episodes, the count
-                         below)
-    train_return.png     training return per setting (likewise)
-    members/<name>/      one run folder per member, named by its grid values
-                         (learning_rate-0.001_seed-0: no quotes needed in a
-                         shell, see member_names; sweep --resume renames
-                         the learning_rate=0.001,seed=0 folders of older
-                         sweeps): config.yaml, metrics.jsonl/.csv, tensorboard/,
-                         checkpoint/ (resume with plume-jax train --resume),
-                         policy/ (agents.trained.TrainedPolicy.load),
-                         summary.json
-    programs/<k>/        checkpoint/ of program k (its members' stacked
-                         training state), every run.checkpoint_minutes;
-                         plume-jax sweep --resume DIR continues from them
+Output folder: the entries of :data:`plume_jax.train.run_folder.SWEEP_FILES`
+(``sweep.yaml``, ``summary.md`` with the settings ranked, ``results.csv`` /
+``results.json``, the figures, ``members/<name>/`` and ``programs/<k>/``).
+Each member's folder is a run folder (the entries of
+:data:`~plume_jax.train.run_folder.RUN_FILES` but the figure), named by its
+grid values (``learning_rate-0.001_seed-0``: no quotes needed in a shell,
+:mod:`plume_jax.train.member_names`); ``plume-jax train --resume`` continues
+it as a single run. ``programs/<k>/checkpoint/`` holds program k's members'
+stacked training state, which ``plume-jax sweep --resume DIR`` continues.
 
 Vmapped members run in lock-step: on a CPU with few cores a sweep of M
 members costs about M single runs (the work is the same and a single run
@@ -74,7 +60,6 @@ in its parameters) and agree only statistically. A member resumed with
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import functools
@@ -82,39 +67,26 @@ import itertools
 import json
 import math
 import pathlib
-import re
 import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
 import numpy as np
 
-from plume_jax.core.errors import StateError, ValidationError
-from plume_jax.progress import ProgressBar
-from plume_jax.train import driver
+from plume_jax.core.errors import ValidationError
 from plume_jax.train.algorithms.base import algorithm_class
-from plume_jax.train.checkpoint import checkpoint_update, read_meta
-from plume_jax.train.chunks import Interrupted, stop_on_signals
-from plume_jax.train.config import TrainConfig, apply_dotted, dump_yaml, read_yaml, \
-    static_signature, train_config
-from plume_jax.train.distributed import barrier, check_joined, is_main_process
+from plume_jax.train.config import TrainConfig, apply_dotted, read_yaml, static_signature, \
+    train_config
+from plume_jax.train.distributed import is_main_process
 from plume_jax.train.driver import Member, Program, ProgramResult, build_program, \
-    export_member, init_runner, load_runner, machine_info, member_summary, run_program, \
-    write_member, write_text
-from plume_jax.train.loggers import RunLoggers, check_wandb
+    machine_info, write_text
+from plume_jax.train.member_names import member_label, member_names, short_key
 from plume_jax.train.plots import plot_setting_bars, plot_setting_curves
-from plume_jax.train.progress import episode_mean, read_jsonl, rows_up_to, write_csv, \
-    write_jsonl
-from plume_jax.train.periodic_eval import check_best, trim_evaluations
-from plume_jax.train.run_folder import FolderLock, check_out_dir, check_writable_logdir, \
-    clear_outputs, make_out_dir, set_aside_later_state
+from plume_jax.train.progress import episode_mean, write_csv, write_jsonl
+from plume_jax.train.run import RunResult, run
+from plume_jax.train.run_folder import Sweep
 
 SWEEP_KEYS = ("base", "set", "grid", "mode")
-
-#: What ``sweep`` writes into its folder (``overwrite`` deletes these).
-SWEEP_OUTPUTS = ("sweep.yaml", "summary.md", "results.csv", "results.json", "metrics.jsonl",
-                 "eval_success.png", "eval_steps.png", "train_success.png", "train_return.png",
-                 "members", "programs")
 
 SEED_KEY = "run.seed"
 
@@ -227,86 +199,26 @@ def load_sweep_config(path: str | pathlib.Path, overrides: Mapping[str, Any] | N
     return sweep_config(read_yaml(path), base_dir=pathlib.Path(path).parent, overrides=overrides)
 
 
-# ------------------------------------------------------------------ names
-def short_key(key: str) -> str:
-    """``algo.learning_rate`` -> ``learning_rate``; ``env.overrides.reward.scale``
-    and ``env.reward.scale`` -> ``reward.scale``."""
-    parts = key.split(".")
-    if parts[0] == "env" and len(parts) > 1:
-        parts = parts[2:] if parts[1] == "overrides" and len(parts) > 2 else parts[1:]
-    elif len(parts) > 1:
-        parts = parts[1:]
-    return ".".join(parts)
-
-
-@dataclasses.dataclass(frozen=True)
-class _NameStyle:
-    """How :func:`member_names` spells a member's grid values."""
-
-    key_value: str      # between a key and its value
-    entries: str        # between two grid entries
-    mapping: str        # between the items of a mapping value
-    unsafe: re.Pattern  # characters replaced by ``_``
-    strip: str          # leading characters removed
-
-
-#: Shell-safe folder names: letters, digits and ``-_.`` only
-#: (``learning_rate-0.001_seed-0``), never starting with ``-`` or ``.``.
-SHELL_SAFE = _NameStyle("-", "_", "_", re.compile(r"[^A-Za-z0-9._-]+"), ".-")
-
-#: The names older sweeps gave their members, before names were shell-safe
-#: (``learning_rate=0.001,seed=0``: ``=`` and ``,`` need quoting in a
-#: shell); ``sweep --resume`` renames such member folders (see
-#: :func:`rename_legacy_member_folders`).
-LEGACY = _NameStyle("=", ",", "+", re.compile(r"[^A-Za-z0-9._=+-]+"), ".")
-
-
-def _value_text(value: Any, style: _NameStyle) -> str:
-    if isinstance(value, (list, tuple)):
-        return "x".join(_value_text(v, style) for v in value)
-    if isinstance(value, Mapping):
-        return style.mapping.join(f"{k}{style.key_value}{_value_text(v, style)}"
-                                  for k, v in value.items())
-    return str(value)
-
-
-def member_names(members: list[dict[str, Any]], max_length: int = 100,
-                 style: _NameStyle = SHELL_SAFE) -> list[str]:
-    """Folder names from the grid values (``learning_rate-0.001_seed-0``):
-    letters, digits and ``-_.`` only, so a shell needs no quotes around
-    them, never starting with ``-`` or ``.``, at most ``max_length``
-    characters, and unique: a name that clashes with an earlier member's
-    (also one differing only in case, or in characters replaced by ``_``)
-    gets ``-<member index>``. ``style=LEGACY`` gives the names of older
-    sweeps."""
-    names: list[str] = []
-    seen: set[str] = set()
-    for i, assignment in enumerate(members):
-        short = {k: short_key(k) for k in assignment}
-        if len(set(short.values())) < len(short):  # two keys with one short name
-            short = {k: k for k in assignment}
-        parts = [style.unsafe.sub("_", f"{short[k]}{style.key_value}{_value_text(v, style)}")
-                 for k, v in assignment.items()]
-        name = style.entries.join(parts).lstrip(style.strip) or f"member{i}"
-        name = name[:max_length]
-        clash, extra = name, 0
-        while name.casefold() in seen:  # -i, then -i-1, -i-2, ... until it is new
-            suffix = f"-{i}" + (f"-{extra}" if extra else "")
-            name, extra = f"{clash[:max_length - max(8, len(suffix))]}{suffix}", extra + 1
-        seen.add(name.casefold())
-        names.append(name)
-    return names
-
-
-def legacy_member_names(members: list[dict[str, Any]]) -> list[str]:
-    """The folder names older sweeps gave their members
-    (``learning_rate=0.001,seed=0``), for :func:`rename_legacy_member_folders`."""
-    return member_names(members, style=LEGACY)
-
-
-def member_label(assignment: dict[str, Any]) -> str:
-    """``learning_rate=0.001, seed=0``."""
-    return ", ".join(f"{short_key(k)}={v}" for k, v in assignment.items())
+def member_sweep(base: Mapping[str, Any], members: list[Mapping[str, Any]], *,
+                 base_dir: str | pathlib.Path | None = None) -> SweepConfig:
+    """A sweep of the given members (e.g. the trials a tuner picked): each
+    member is ``base`` (a training config mapping) with its dotted settings
+    (``{"algo.learning_rate": 3e-4, "run.seed": 1}``) applied. Every member
+    names the same settings; they become a ``zip`` grid, so ``sweep.yaml``
+    and ``sweep --resume`` reproduce exactly these members, and
+    :func:`run_sweep` trains them as any sweep (one program per static
+    structure). ``ValidationError`` for no members, a member naming no
+    setting, or members that name different settings."""
+    keys = list(members[0]) if members else []
+    if not keys:
+        raise ValidationError.for_parameter("members", list(members),
+                                            "at least one member naming at least one setting")
+    for i, member in enumerate(members):
+        if set(member) != set(keys):
+            raise ValidationError.for_parameter(
+                f"members[{i}]", dict(member), f"the settings every member names, {keys}")
+    return sweep_config({"base": dict(base), "grid": {k: [m[k] for m in members] for k in keys},
+                         "mode": "zip"}, base_dir=base_dir)
 
 
 # ------------------------------------------------------------------ programs
@@ -404,173 +316,6 @@ class SweepResult:
 
 
 # ------------------------------------------------------------------ running
-def _resume_rows(p: Program, done: int, legacy: list[str]) -> list[list[dict[str, Any]]]:
-    """Each member's metrics rows up to ``done``, the update of its program's
-    checkpoint (already loaded and checked), their run folders'
-    ``metrics.jsonl`` trimmed to them (atomic replacements, every row kept)
-    and a later state of the program folder set aside. ``legacy``: the
-    sweep's members' older names (:func:`legacy_member_names`)."""
-    assert p.folder is not None  # resumed from the checkpoint in its folder
-    members_dir = p.folder.parent.parent / "members"
-    rows = [_member_rows(members_dir, m.name, done, legacy[i])
-            for m, i in zip(p.runs, p.members)]
-    if is_main_process():  # reads; process 0 writes the files
-        for m, kept in zip(p.runs, rows):
-            assert m.folder is not None  # a program with a folder writes every member
-            make_out_dir(m.folder)
-            write_jsonl(m.folder / "metrics.jsonl", kept)
-            trim_evaluations(m.folder, done)
-        set_aside_later_state(p.folder, done, p.folder / "checkpoint", [])
-    return rows
-
-
-def _member_rows(members_dir: pathlib.Path, name: str, done: int,
-                 legacy_name: str | None = None) -> list[dict[str, Any]]:
-    """The metrics rows of member ``name`` for updates 1..``done``: from its
-    run folder, or — when that file was deleted or lost rows — from the
-    sweep's own ``metrics.jsonl`` (written when the sweep last finished,
-    naming the member ``name`` or, in an older sweep, ``legacy_name``).
-    ``StateError`` naming the member when neither holds them all."""
-    def complete(rows: list[dict[str, Any]]) -> bool:
-        return {int(r["update"]) for r in rows} >= set(range(1, done + 1))
-
-    rows = rows_up_to(members_dir / name / "metrics.jsonl", done)
-    if complete(rows):
-        return rows
-    sweep_rows = [{k: v for k, v in r.items() if k not in ("member", "name")}
-                  for r in read_jsonl(members_dir.parent / "metrics.jsonl")
-                  if r.get("name") in (name, legacy_name) and int(r["update"]) <= done]
-    if complete(sweep_rows):
-        return sweep_rows
-    raise StateError(
-        f"sweep --resume: member {name!r} has metrics rows for {len(rows)} of the {done} updates "
-        f"its program's checkpoint holds (members/{name}/metrics.jsonl was deleted or cut), and "
-        "the sweep's metrics.jsonl does not hold them either; restore the file, or run the "
-        "sweep anew with --overwrite")
-
-
-def member_folders(out: pathlib.Path, sweep: SweepConfig, *, resume: bool = False
-                   ) -> list[pathlib.Path]:
-    """Each member's run folder in the sweep folder ``out``:
-    ``members/<name>``; when ``resume`` and only the folder of its older
-    name (:func:`legacy_member_names`) exists, that one, which
-    :func:`rename_legacy_member_folders` renames. ``ValidationError`` naming
-    both when a member has a folder under each name."""
-    folders = []
-    old_names = legacy_member_names(sweep.members) if resume else sweep.names
-    for name, old in zip(sweep.names, old_names):
-        new_dir, old_dir = out / "members" / name, out / "members" / old
-        if old == name or not old_dir.is_dir():
-            folders.append(new_dir)
-        elif new_dir.exists():
-            raise ValidationError.for_parameter(
-                "--resume", str(out),
-                f"one folder per member: members/{old} (the member's older name) and "
-                f"members/{name} (its name now) are both there; move the one that is not "
-                "this sweep's member out of the sweep folder")
-        else:
-            folders.append(old_dir)
-    return folders
-
-
-def rename_legacy_member_folders(out: pathlib.Path, sweep: SweepConfig,
-                                 locks: Mapping[pathlib.Path, FolderLock] | None = None
-                                 ) -> list[tuple[pathlib.Path, pathlib.Path]]:
-    """For ``sweep --resume`` of a sweep written with the older member names
-    (``learning_rate=0.001,seed=0``, :data:`LEGACY`): rename each member
-    folder that has only its older name to its name now, one atomic
-    ``rename`` per folder. If a rename fails, the folders renamed so far
-    are renamed back before the ``StateError`` (naming the folder) is
-    raised, so the sweep is left as it was; a process killed between two
-    renames leaves folders of both names, which the next resume finishes
-    (:func:`member_folders` finds each member under either). The checkpoints
-    of the sweep's programs name the members the older way until the
-    program's next checkpoint (:func:`_load_program` accepts both), and the
-    sweep's tables are written anew, with the new names, when it finishes.
-    ``locks``: the member folders' :class:`FolderLock` by folder; each moves
-    with its folder. Returns the (older, new) folders renamed."""
-    moves = [(folder, out / "members" / name)
-             for folder, name in zip(member_folders(out, sweep, resume=True), sweep.names)
-             if folder.name != name]
-    done: list[tuple[pathlib.Path, pathlib.Path]] = []
-    for old, new in moves:
-        try:
-            old.rename(new)
-        except OSError as exc:
-            for renamed, back in reversed(done):
-                renamed.rename(back)
-            raise StateError(
-                f"sweep --resume: the member folder {old} could not be renamed to {new.name} "
-                f"({exc}); the member folders are as they were") from None
-        done.append((new, old))
-    for old, new in moves:
-        lock = (locks or {}).get(old)
-        if lock is not None:  # the flock follows the folder; its holder file moved with it
-            lock.folder, lock.path = new, new / lock.path.name
-    return moves
-
-
-def _check_members_not_ahead(out: pathlib.Path, sweep: SweepConfig,
-                             folders: list[pathlib.Path]) -> None:
-    """``ValidationError`` naming a member whose run folder (``folders``,
-    :func:`member_folders`) was trained further than this sweep trains it
-    (``plume-jax train --resume members/<m>`` with a larger budget):
-    resuming the sweep would rewind it to the sweep's budget and replace its
-    checkpoint, metrics and policy."""
-    for cfg, name, folder in zip(sweep.configs, sweep.names, folders):
-        ckpt = folder / "checkpoint"
-        if not (ckpt / "runner.msgpack").exists():
-            continue
-        try:  # the update inside runner.msgpack, not meta.json's copy
-            update = checkpoint_update(ckpt)
-        except ValidationError:
-            continue
-        if update > cfg.num_updates:
-            raise ValidationError.for_parameter(
-                "--resume", str(out),
-                f"a sweep whose members are at most at its budget ({cfg.num_updates} updates): "
-                f"member {name!r} was trained further, to {update} updates (plume-jax train "
-                f"--resume); resuming the sweep would rewind it. Move that member's folder out "
-                f"of {out / 'members'} (it is a run folder of its own), or set "
-                f"base.algo.total_steps in {out / 'sweep.yaml'} to at least "
-                f"{update * cfg.steps_per_update} (sweep --resume takes no --set)")
-
-
-def _load_program(p: Program, checkpoint: pathlib.Path, legacy: list[str]) -> tuple[Any, int]:
-    """The driver's :func:`~plume_jax.train.driver.load_runner`, which checks
-    that ``checkpoint`` holds ``p``'s members by name; a checkpoint of an
-    older sweep names them by their older names (``legacy``, the sweep's
-    :func:`legacy_member_names`), and is checked against those. The
-    checkpoints written from then on name the members as they are named
-    now."""
-    old = [legacy[i] for i in p.members]
-    if old != [m.name for m in p.runs] and read_meta(checkpoint).get("members") == old:
-        p = dataclasses.replace(p, runs=[dataclasses.replace(m, name=n)
-                                         for m, n in zip(p.runs, old)])
-    return load_runner(p, checkpoint)
-
-
-def _run_program(p: Program, bar: ProgressBar, offset: float, resume: bool,
-                 stop: Any, legacy: list[str]) -> ProgramResult:
-    """Train the members of one program (the driver's
-    :func:`~plume_jax.train.driver.run_program`), from its checkpoint when
-    ``resume`` and there is one. ``legacy``: the older names of the sweep's
-    members (:func:`legacy_member_names`)."""
-    t0 = time.perf_counter()
-    if resume and p.folder is not None and (p.folder / "checkpoint").exists():
-        # checked (checksums, this sweep's members and configs) before any file changes
-        runner, done = _load_program(p, p.folder / "checkpoint", legacy)
-        rows = _resume_rows(p, done, legacy)
-    else:
-        runner, rows = init_runner(p), [[] for _ in p.runs]
-        if p.folder is not None and is_main_process():  # rows of a killed attempt that
-            for m in p.runs:                             # reached no checkpoint
-                if m.folder is not None:
-                    (m.folder / "metrics.jsonl").unlink(missing_ok=True)
-    return run_program(p, runner, rows, bar=bar, offset=offset,
-                       init_seconds=time.perf_counter() - t0, stop=stop)
-
-
 def _training_tail(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """A member's training figures over the episodes that ended in the last
     10% of its updates (``rows``; :func:`~plume_jax.train.progress.episode_mean`):
@@ -583,27 +328,6 @@ def _training_tail(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "train_episodes_last10pct": episodes,
             "train_return_last10pct": episode_mean(tail, "return_mean")[0],
             "train_length_last10pct": episode_mean(tail, "length_mean")[0]}
-
-
-def _write_member(p: ProgramResult, j: int, evaluation: dict[str, Any] | None,
-                  sweep_name: str) -> None:
-    """Member ``j`` of program ``p`` as a finished run folder (see the module
-    docstring; its config.yaml and metrics.jsonl are written as it trains).
-    Its TensorBoard files are written anew from all its rows (a resumed
-    sweep's member has some from before)."""
-    s = p.setup
-    member = s.runs[j]
-    assert member.folder is not None  # written only for a sweep with a folder
-    cfg = member.config
-    export_member(s, p, j)
-    summary = member_summary(s, p, j)
-    if evaluation is not None:
-        summary["evaluation"] = evaluation
-    with RunLoggers(member.folder, tensorboard=cfg.run["tensorboard"],
-                    wandb_project=cfg.run["wandb_project"], name=f"{sweep_name}/{member.name}",
-                    config=cfg.to_dict(), group=sweep_name, history=[]) as loggers:
-        loggers.log_rows(p.rows[j])
-        write_member(s, p, j, summary, loggers=loggers)
 
 
 def _static_differences(sweep: SweepConfig, groups: list[list[int]]) -> list[dict[str, Any]]:
@@ -626,147 +350,98 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
               progress: bool = True, stream: TextIO | None = None,
               evaluate_members: bool = True, overwrite: bool = False,
               resume: bool = False) -> SweepResult:
-    """:func:`_run_sweep` holding the sweep folder's lock
-    (:class:`~plume_jax.train.run_folder.FolderLock`) and those of its
-    existing member folders (a ``plume-jax train --resume`` of a member at
-    the same time is refused, naming it) from before the folder is checked
-    until everything is written."""
-    check_joined(sweep.base.run["distributed"])
-    run = functools.partial(_run_sweep, sweep, out_dir, progress=progress, stream=stream,
-                            evaluate_members=evaluate_members, overwrite=overwrite, resume=resume)
-    if out_dir is None or not is_main_process():
-        return run()
-    out = pathlib.Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise ValidationError.for_parameter("--out", str(out), "a folder (this is a file)")
-    with FolderLock(out, "sweep"), contextlib.ExitStack() as members:
-        locks = {}
-        if not overwrite:  # a member folder trained on by another process is refused
-            for folder in member_folders(out, sweep, resume=resume):
-                if folder.is_dir():
-                    locks[folder] = members.enter_context(FolderLock(folder, "sweep"))
-        return run(member_locks=locks)
-
-
-def _run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
-               progress: bool = True, stream: TextIO | None = None,
-               evaluate_members: bool = True, overwrite: bool = False,
-               resume: bool = False,
-               member_locks: Mapping[pathlib.Path, FolderLock] | None = None) -> SweepResult:
     """Train every member of ``sweep``, one compiled program per group of
-    :func:`program_groups`; write the outputs of the module docstring to
-    ``out_dir`` (new or empty unless ``overwrite``: then the outputs of an
-    earlier sweep there, :data:`SWEEP_OUTPUTS`, are deleted first).
+    :func:`program_groups`, through the one run function
+    (:func:`plume_jax.train.run.run`) with the sweep's folder rules
+    (:class:`plume_jax.train.run_folder.Sweep`); write the outputs of
+    :data:`~plume_jax.train.run_folder.SWEEP_FILES` to ``out_dir`` (new or
+    empty unless ``overwrite``: then the outputs of an earlier sweep there,
+    :data:`~plume_jax.train.run_folder.SWEEP_OUTPUTS`, are deleted first).
 
-    Each program checkpoints its members' stacked training state to
-    ``out_dir/programs/<k>/checkpoint`` every ``run.checkpoint_minutes``
-    (and ``run.checkpoint_every`` updates); ``resume`` continues the sweep in
-    ``out_dir`` from them (programs that finished are evaluated and written
-    again, those that had not started start; member folders of an older
-    sweep are renamed first, :func:`rename_legacy_member_folders`, moving
-    ``member_locks`` along). Everything is checked before anything is
-    written or compiled."""
+    The sweep folder's lock and those of its existing member folders are
+    held from before the folder is checked until everything is written (a
+    ``plume-jax train --resume`` of a member at the same time is refused,
+    naming it). Each program checkpoints its members' stacked training
+    state to ``out_dir/programs/<k>/checkpoint`` every
+    ``run.checkpoint_minutes`` (and ``run.checkpoint_every`` updates);
+    ``resume`` continues the sweep in ``out_dir`` from them (programs that
+    finished are evaluated and written again, those that had not started
+    start; member folders of an older sweep are renamed first,
+    :func:`~plume_jax.train.member_names.rename_legacy_member_folders`).
+    Everything is checked before anything is written or compiled."""
     t_wall = time.perf_counter()
-    check_joined(sweep.base.run["distributed"])
-    main = is_main_process()
     out = pathlib.Path(out_dir) if out_dir is not None else None
-    if resume and out is None:
-        raise ValidationError.for_parameter("out_dir", None, "the folder of the sweep to resume")
-    if out is not None:
-        check_out_dir(out, overwrite=overwrite, resuming_here=resume, command="sweep")
-        folders = member_folders(out, sweep, resume=resume)
-        if resume:
-            _check_members_not_ahead(out, sweep, folders)
-            for folder in folders:  # what the resume reads, before anything moves
-                if folder.is_dir():
-                    check_best(folder)
-        if main:
-            for cfg, folder in zip(sweep.configs, folders):
-                if cfg.run["tensorboard"] and folder.is_dir():
-                    check_writable_logdir(folder)
-    for cfg in sweep.configs:
-        check_wandb(cfg.run["wandb_project"])
-    groups = program_groups(sweep)
-    setups = [setup(sweep, g, out, k + 1) for k, g in enumerate(groups)]
-    for k, s in enumerate(setups):
-        s.label = f"program {k + 1}/{len(setups)}" if len(setups) > 1 else ""
-    legacy = legacy_member_names(sweep.members)
-    if resume and out is not None and main:  # the first change, before the others read
-        rename_legacy_member_folders(out, sweep, member_locks)
-    barrier("plume_jax.sweep: checked")  # before process 0 writes
-    if out is not None and main:
-        if overwrite and out.exists():
-            clear_outputs(out, SWEEP_OUTPUTS)
-        make_out_dir(out)
-        (out / "sweep.yaml").write_text(dump_yaml({"base": sweep.base.to_dict(),
-                                                   "grid": sweep.grid, "mode": sweep.mode}))
-        for i, name in enumerate(sweep.names):
-            make_out_dir(out / "members" / name)
-            (out / "members" / name / "config.yaml").write_text(
-                dump_yaml(sweep.configs[i].to_dict()))
-    sizes = [len(g) * sweep.configs[g[0]].num_updates * sweep.configs[g[0]].steps_per_update
-             for g in groups]
-    bar = ProgressBar(sum(sizes), "sweep", unit="member steps", quiet=not (progress and main),
-                      stream=stream, min_interval_s=0.0)
-    for note in dict.fromkeys(n for n in (c.steps_note() for c in sweep.configs) if n):
-        bar.update(0, message=f"note: {note}")
-    programs: list[ProgramResult] = []
-    evaluations: list[list[dict[str, Any]] | None] = []
-    try:
-        with stop_on_signals() as stop:
-            for k, s in enumerate(setups):
-                programs.append(_run_program(s, bar, float(sum(sizes[:k])), resume, stop,
-                                             legacy))
-                if programs[-1].interrupted:
-                    raise Interrupted(programs[-1].interrupted, programs[-1].update,
-                                      f"plume-jax sweep --resume {out}" if out is not None
-                                      else "(no sweep folder: nothing was saved)")
-                evaluations.append(driver.evaluate_members(s, programs[-1].runner)
-                                   if evaluate_members else None)
-    finally:
-        bar.close()
+    folders = Sweep(out, sweep, resume)
+    groups: list[list[int]] = []
 
+    def build() -> list[Program]:
+        groups.extend(program_groups(sweep))
+        setups = [setup(sweep, g, out, k + 1) for k, g in enumerate(groups)]
+        for k, s in enumerate(setups):
+            s.label = f"program {k + 1}/{len(setups)}" if len(setups) > 1 else ""
+        return setups
+
+    def finish(result: RunResult) -> dict[str, Any]:
+        summary, rows = _sweep_summary(sweep, groups, result, t_wall)
+        if out is not None and is_main_process():
+            _write_sweep(out, sweep, summary, rows, t_wall)
+        return summary
+
+    result = run(folders, build, sweep.configs, progress=progress, stream=stream,
+                 evaluate=evaluate_members, overwrite=overwrite, finish=finish)
+    return SweepResult(summary=result.finished, programs=result.programs)
+
+
+def _member_results(sweep: SweepConfig, result: RunResult
+                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One ``results.csv`` row per member (grid values, training tail,
+    evaluation), in member order, and every member's metrics rows (the
+    sweep's ``metrics.jsonl``, each row naming its member)."""
     by_member: dict[int, dict[str, Any]] = {}  # every member is in one program
     all_rows: list[dict[str, Any]] = []
-    name = out.name if out is not None else "sweep"
-    for k, (p, evaluation) in enumerate(zip(programs, evaluations)):
+    for k, p in enumerate(result.programs):
         for j, i in enumerate(p.setup.members):
-            member_eval = evaluation[j] if evaluation is not None else None
             rows = p.rows[j]
             row = {"member": i, "name": sweep.names[i], "program": k + 1, **sweep.members[i],
                    **_training_tail(rows)}
-            if member_eval is not None:
-                row["eval_success_rate"] = member_eval["success_rate"]
-                row["eval_mean_steps_to_goal"] = member_eval["mean_steps_to_goal"]
+            evaluation = result.evaluations[i]
+            if evaluation is not None:
+                row["eval_success_rate"] = evaluation["success_rate"]
+                row["eval_mean_steps_to_goal"] = evaluation["mean_steps_to_goal"]
             by_member[i] = row
             all_rows += [{"member": i, "name": sweep.names[i], **r} for r in rows]
-            if out is not None and main:
-                _write_member(p, j, member_eval, name)
+    return [by_member[i] for i in range(len(sweep.members))], all_rows
 
-    results = [by_member[i] for i in range(len(sweep.members))]
+
+def _sweep_summary(sweep: SweepConfig, groups: list[list[int]], result: RunResult,
+                   t_wall: float) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``results.json``: the budget, the programs (what sets each apart,
+    timings in seconds), the members' results and the ranked settings; and
+    every member's metrics rows."""
+    results, all_rows = _member_results(sweep, result)
+    programs = result.programs
     statics = _static_differences(sweep, groups)
-    steps_total = sum(sizes)
+    per_member = [sweep.configs[g[0]].num_updates * sweep.configs[g[0]].steps_per_update
+                  for g in groups]
     steps_trained = sum(len(g) * (sweep.configs[g[0]].num_updates - p.resumed_at_update)
                         * sweep.configs[g[0]].steps_per_update for g, p in zip(groups, programs))
     train_s = sum(p.train_seconds for p in programs)
-    per_member = [sweep.configs[g[0]].num_updates * sweep.configs[g[0]].steps_per_update
-                  for g in groups]
     summary = {
         "members": len(sweep.members),
         "grid": sweep.grid,
         "mode": sweep.mode,
         "num_updates": sweep.base.num_updates,
         "env_steps_per_member": per_member[0] if len(set(per_member)) == 1 else per_member,
-        "env_steps_total": steps_total,
+        "env_steps_total": sum(len(g) * n for g, n in zip(groups, per_member)),
         "env_steps_this_call": steps_trained,
         "programs": [{"program": k + 1, "members": [sweep.names[i] for i in g],
-                      "static_settings": statics[k], "devices": 1 if p.setup.mesh is None
-                      else p.setup.mesh.size, "init_seconds": p.init_seconds,
+                      "static_settings": statics[k], "devices": p.setup.devices,
+                      "init_seconds": p.init_seconds,
                       "compile_seconds": p.compile_seconds, "train_seconds": p.train_seconds,
                       "env_steps_per_member": per_member[k],
                       "resumed_at_update": p.resumed_at_update}
                      for k, (g, p) in enumerate(zip(groups, programs))],
-        "devices": max(1 if p.setup.mesh is None else p.setup.mesh.size for p in programs),
+        "devices": max(p.setup.devices for p in programs),
         "init_seconds": sum(p.init_seconds for p in programs),
         "compile_seconds": sum(p.compile_seconds for p in programs),
         "train_seconds": train_s,
@@ -775,29 +450,34 @@ def _run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
         "results": results,
         "settings": rank_settings(sweep, results),
     }
-    evaluated = [v for v in evaluations if v is not None]  # all, or none
+    firsts = [result.evaluations[p.setup.members[0]] for p in programs]
+    evaluated = [e for e in firsts if e is not None]  # all, or none
     if evaluated:
-        e = evaluated[0][0]
+        e = evaluated[0]
         summary["eval"] = {"episodes": e["episodes"], "seed": e["seed"], "greedy": e["greedy"],
-                           "seconds_incl_compile": sum(v[0]["seconds_incl_compile"]
+                           "seconds_incl_compile": sum(v["seconds_incl_compile"]
                                                        for v in evaluated)}
     summary["wall_seconds"] = time.perf_counter() - t_wall
     summary["machine"] = machine_info()
-    if out is not None and main:  # results first (atomic replacements), figures last
-        write_jsonl(out / "metrics.jsonl", all_rows)
-        write_csv(out / "results.csv", results)
-        summary["wall_seconds"] = time.perf_counter() - t_wall
-        write_text(out / "results.json", json.dumps(summary, indent=2))
-        write_text(out / "summary.md", summary_markdown(summary, sweep))
-        try:
-            _plots(out, sweep, summary, all_rows)
-        except Exception as exc:  # a figure never loses the results
-            import warnings
+    return summary, all_rows
 
-            warnings.warn(f"sweep figures were not written ({type(exc).__name__}: {exc}); "
-                          "the results are in results.json", RuntimeWarning, stacklevel=2)
-    barrier("plume_jax.sweep: written")  # no process leaves before process 0 has written
-    return SweepResult(summary=summary, programs=programs)
+
+def _write_sweep(out: pathlib.Path, sweep: SweepConfig, summary: dict[str, Any],
+                 rows: list[dict[str, Any]], t_wall: float) -> None:
+    """The sweep's own files (process 0): results first (atomic
+    replacements), figures last; a figure that fails is a warning."""
+    write_jsonl(out / "metrics.jsonl", rows)
+    write_csv(out / "results.csv", summary["results"])
+    summary["wall_seconds"] = time.perf_counter() - t_wall
+    write_text(out / "results.json", json.dumps(summary, indent=2))
+    write_text(out / "summary.md", summary_markdown(summary, sweep))
+    try:
+        _plots(out, sweep, summary, rows)
+    except Exception as exc:  # a figure never loses the results
+        import warnings
+
+        warnings.warn(f"sweep figures were not written ({type(exc).__name__}: {exc}); "
+                      "the results are in results.json", RuntimeWarning, stacklevel=2)
 
 
 # ------------------------------------------------------------------ summary

@@ -392,7 +392,8 @@ def test_the_sweep_member_ahead_check_reads_the_update_inside_runner_msgpack(tmp
     """Item 3: the sweep's 'member ahead' check trusted meta.json: a member
     trained further whose meta.json was one save behind passed it and was
     rewound."""
-    from plume_jax.train.sweep import _check_members_not_ahead, sweep_config
+    from plume_jax.train.run_folder import check_members_not_ahead
+    from plume_jax.train.sweep import sweep_config
 
     sweep = sweep_config({"base": {**TINY, "eval": {"num_envs": 4, "num_steps": 10}},
                           "grid": {"run.seed": [0]}})
@@ -401,7 +402,7 @@ def test_the_sweep_member_ahead_check_reads_the_update_inside_runner_msgpack(tmp
     meta = json.loads((folder / "checkpoint" / "meta.json").read_text())
     (folder / "checkpoint" / "meta.json").write_text(json.dumps({**meta, "update": 8}))
     with pytest.raises(ValidationError, match="to 12 updates"):
-        _check_members_not_ahead(tmp_path, sweep, [folder])
+        check_members_not_ahead(tmp_path, sweep, [folder])
 
 
 def test_a_new_checkpoint_folder_follows_the_umask_not_mkdtemps_0700(tmp_path):

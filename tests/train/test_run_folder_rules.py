@@ -183,6 +183,31 @@ def test_sweep_resume_from_a_damaged_checkpoint_changes_no_member_file(sweep_run
     assert not (program / "superseded").exists()
 
 
+def test_a_sweep_resume_from_a_damaged_checkpoint_writes_nothing(sweep_run, tmp_path):
+    """sweep --resume rewrote sweep.yaml and every member's config.yaml before
+    it loaded (and checked) its first program's checkpoint; the one run
+    function loads it before anything is written, so a refused resume leaves
+    every file of the sweep as it was (contents and modification times)."""
+    import shutil
+
+    from plume_jax.train.run_folder import LOCK_NAME
+
+    sweep, original = sweep_run
+    out = tmp_path / "s"
+    shutil.copytree(original, out)
+    (out / "programs" / "1" / "checkpoint" / "runner.msgpack").write_bytes(b"not a checkpoint")
+
+    def files() -> dict[str, tuple[bytes, int]]:
+        return {str(p.relative_to(out)): (p.read_bytes(), p.stat().st_mtime_ns)
+                for p in sorted(out.rglob("*")) if p.is_file() and p.name != LOCK_NAME}
+
+    before = files()
+    with pytest.raises(ValidationError):
+        run_sweep(sweep, out, progress=False, evaluate_members=False, resume=True)
+    after = files()
+    assert [k for k in before if before[k] != after.get(k)] == [] and after.keys() == before.keys()
+
+
 def test_sweep_resume_refuses_to_rewind_a_member_trained_further(sweep_run, tmp_path):
     """Defect 4: a member trained further with train --resume was silently
     reverted to the sweep's budget by sweep --resume."""
@@ -304,12 +329,12 @@ def test_a_sweep_resume_refuses_a_member_another_process_is_training(sweep_run, 
 def test_a_failing_learning_curve_loses_no_training_results(tmp_path, monkeypatch):
     """train wrote summary.json after the learning-curve figure: a figure that
     failed lost the summary (results come before figures)."""
-    from plume_jax.train import trainer
+    from plume_jax.train import run
 
     def broken(*args, **kwargs):
         raise RuntimeError("no figure today")
 
-    monkeypatch.setattr(trainer, "plot_learning_curves", broken)
+    monkeypatch.setattr(run, "plot_learning_curves", broken)
     raw = {**TINY, "algo": {**TINY["algo"], "total_steps": 32}}
     with pytest.warns(RuntimeWarning, match="learning_curve.png was not written"):
         train(train_config(raw), tmp_path / "run", progress=False, evaluate=False)

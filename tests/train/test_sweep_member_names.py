@@ -19,8 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from plume_jax.core.errors import StateError, ValidationError
-from plume_jax.train.sweep import legacy_member_names, member_folders, member_names, \
-    rename_legacy_member_folders, sweep_config
+from plume_jax.train.member_names import legacy_member_names, member_folders, member_names, \
+    rename_legacy_member_folders
+from plume_jax.train.sweep import sweep_config
 
 TINY = {"env": {"id": "PlumeNav-Gaussian-v0",
                 "overrides": {"grid_size": [12, 12], "max_steps": 20}},

@@ -524,7 +524,7 @@ def test_a_resume_says_nothing_of_anneal_lr_for_an_algorithm_that_does_not_annea
     `anneal_lr: true` (PPO's default) sat in a belief_value_iteration config
     too, and resuming it with a new budget printed a note about annealing
     that algorithm never does."""
-    from plume_jax.train.trainer import ResumePoint, learning_rate_note
+    from plume_jax.train.run_folder import ResumePoint, learning_rate_note
 
     def note(algo):
         cfg = train_config({"env": {"id": "PlumeNav-Poisson-Iso19x19-v0"},

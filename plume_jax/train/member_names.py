@@ -1,0 +1,193 @@
+"""Sweep members' folder names (``learning_rate-0.001_seed-0``) and the one
+migration from the names older sweeps gave them.
+
+Everything about the older names (``learning_rate=0.001,seed=0``: ``=``
+and ``,`` need quoting in a shell) is in this module's last section: their
+spelling (:data:`LEGACY`), the member folders that carry them
+(:func:`member_folders`, :func:`rename_legacy_member_folders`), the
+checkpoint metadata that names members by them
+(:func:`checkpoint_member_names`) and the sweep's metrics rows that do
+(:func:`row_names`). Nothing else in the package knows an older name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import re
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from plume_jax.core.errors import StateError, ValidationError
+
+
+def short_key(key: str) -> str:
+    """``algo.learning_rate`` -> ``learning_rate``; ``env.overrides.reward.scale``
+    and ``env.reward.scale`` -> ``reward.scale``."""
+    parts = key.split(".")
+    if parts[0] == "env" and len(parts) > 1:
+        parts = parts[2:] if parts[1] == "overrides" and len(parts) > 2 else parts[1:]
+    elif len(parts) > 1:
+        parts = parts[1:]
+    return ".".join(parts)
+
+
+@dataclasses.dataclass(frozen=True)
+class _NameStyle:
+    """How :func:`member_names` spells a member's grid values."""
+
+    key_value: str      # between a key and its value
+    entries: str        # between two grid entries
+    mapping: str        # between the items of a mapping value
+    unsafe: re.Pattern  # characters replaced by ``_``
+    strip: str          # leading characters removed
+
+
+#: Shell-safe folder names: letters, digits and ``-_.`` only
+#: (``learning_rate-0.001_seed-0``), never starting with ``-`` or ``.``.
+SHELL_SAFE = _NameStyle("-", "_", "_", re.compile(r"[^A-Za-z0-9._-]+"), ".-")
+
+
+def _value_text(value: Any, style: _NameStyle) -> str:
+    if isinstance(value, (list, tuple)):
+        return "x".join(_value_text(v, style) for v in value)
+    if isinstance(value, Mapping):
+        return style.mapping.join(f"{k}{style.key_value}{_value_text(v, style)}"
+                                  for k, v in value.items())
+    return str(value)
+
+
+def member_names(members: list[dict[str, Any]], max_length: int = 100,
+                 style: _NameStyle = SHELL_SAFE) -> list[str]:
+    """Folder names from the grid values (``learning_rate-0.001_seed-0``):
+    letters, digits and ``-_.`` only, so a shell needs no quotes around
+    them, never starting with ``-`` or ``.``, at most ``max_length``
+    characters, and unique: a name that clashes with an earlier member's
+    (also one differing only in case, or in characters replaced by ``_``)
+    gets ``-<member index>``. ``style=LEGACY`` gives the names of older
+    sweeps (:func:`legacy_member_names`)."""
+    names: list[str] = []
+    seen: set[str] = set()
+    for i, assignment in enumerate(members):
+        short = {k: short_key(k) for k in assignment}
+        if len(set(short.values())) < len(short):  # two keys with one short name
+            short = {k: k for k in assignment}
+        parts = [style.unsafe.sub("_", f"{short[k]}{style.key_value}{_value_text(v, style)}")
+                 for k, v in assignment.items()]
+        name = style.entries.join(parts).lstrip(style.strip) or f"member{i}"
+        name = name[:max_length]
+        clash, extra = name, 0
+        while name.casefold() in seen:  # -i, then -i-1, -i-2, ... until it is new
+            suffix = f"-{i}" + (f"-{extra}" if extra else "")
+            name, extra = f"{clash[:max_length - max(8, len(suffix))]}{suffix}", extra + 1
+        seen.add(name.casefold())
+        names.append(name)
+    return names
+
+
+def member_label(assignment: dict[str, Any]) -> str:
+    """``learning_rate=0.001, seed=0``."""
+    return ", ".join(f"{short_key(k)}={v}" for k, v in assignment.items())
+
+
+# ------------------------------------------------------------------ older names
+#: The names older sweeps gave their members, before names were shell-safe
+#: (``learning_rate=0.001,seed=0``: ``=`` and ``,`` need quoting in a
+#: shell); ``sweep --resume`` renames such member folders (see
+#: :func:`rename_legacy_member_folders`).
+LEGACY = _NameStyle("=", ",", "+", re.compile(r"[^A-Za-z0-9._=+-]+"), ".")
+
+
+class Named(Protocol):
+    """A sweep's members as the migration needs them: ``members`` (each
+    member's grid values) and ``names`` (its folder name now)."""
+
+    members: list[dict[str, Any]]
+    names: list[str]
+
+
+def legacy_member_names(members: list[dict[str, Any]]) -> list[str]:
+    """The folder names older sweeps gave their members
+    (``learning_rate=0.001,seed=0``), for :func:`rename_legacy_member_folders`."""
+    return member_names(members, style=LEGACY)
+
+
+def member_folders(out: pathlib.Path, sweep: Named, *, resume: bool = False
+                   ) -> list[pathlib.Path]:
+    """Each member's run folder in the sweep folder ``out``:
+    ``members/<name>``; when ``resume`` and only the folder of its older
+    name (:func:`legacy_member_names`) exists, that one, which
+    :func:`rename_legacy_member_folders` renames. ``ValidationError`` naming
+    both when a member has a folder under each name."""
+    folders = []
+    old_names = legacy_member_names(sweep.members) if resume else sweep.names
+    for name, old in zip(sweep.names, old_names):
+        new_dir, old_dir = out / "members" / name, out / "members" / old
+        if old == name or not old_dir.is_dir():
+            folders.append(new_dir)
+        elif new_dir.exists():
+            raise ValidationError.for_parameter(
+                "--resume", str(out),
+                f"one folder per member: members/{old} (the member's older name) and "
+                f"members/{name} (its name now) are both there; move the one that is not "
+                "this sweep's member out of the sweep folder")
+        else:
+            folders.append(old_dir)
+    return folders
+
+
+def rename_legacy_member_folders(out: pathlib.Path, sweep: Named,
+                                 locks: Mapping[pathlib.Path, Any] | None = None
+                                 ) -> list[tuple[pathlib.Path, pathlib.Path]]:
+    """For ``sweep --resume`` of a sweep written with the older member names
+    (``learning_rate=0.001,seed=0``, :data:`LEGACY`): rename each member
+    folder that has only its older name to its name now, one atomic
+    ``rename`` per folder. If a rename fails, the folders renamed so far
+    are renamed back before the ``StateError`` (naming the folder) is
+    raised, so the sweep is left as it was; a process killed between two
+    renames leaves folders of both names, which the next resume finishes
+    (:func:`member_folders` finds each member under either). The checkpoints
+    of the sweep's programs name the members the older way until the
+    program's next checkpoint (:func:`checkpoint_member_names` accepts both), and the
+    sweep's tables are written anew, with the new names, when it finishes.
+    ``locks``: the member folders' :class:`~plume_jax.train.run_folder.FolderLock` by folder; each moves
+    with its folder. Returns the (older, new) folders renamed."""
+    moves = [(folder, out / "members" / name)
+             for folder, name in zip(member_folders(out, sweep, resume=True), sweep.names)
+             if folder.name != name]
+    done: list[tuple[pathlib.Path, pathlib.Path]] = []
+    for old, new in moves:
+        try:
+            old.rename(new)
+        except OSError as exc:
+            for renamed, back in reversed(done):
+                renamed.rename(back)
+            raise StateError(
+                f"sweep --resume: the member folder {old} could not be renamed to {new.name} "
+                f"({exc}); the member folders are as they were") from None
+        done.append((new, old))
+    for old, new in moves:
+        lock = (locks or {}).get(old)
+        if lock is not None:  # the flock follows the folder; its holder file moved with it
+            lock.folder, lock.path = new, new / lock.path.name
+    return moves
+
+
+def checkpoint_member_names(meta: Mapping[str, Any], sweep: Named, members: list[int]
+                            ) -> list[str]:
+    """The names a program's checkpoint (its ``meta``) gives the sweep's
+    ``members`` (indices): their older names (:func:`legacy_member_names`)
+    when an older sweep wrote it, else their names now. The driver's load
+    checks a checkpoint against these; the checkpoints written from then on
+    name the members as they are named now."""
+    names = [sweep.names[i] for i in members]
+    every_old = legacy_member_names(sweep.members)
+    old = [every_old[i] for i in members]
+    return old if old != names and meta.get("members") == old else names
+
+
+def row_names(sweep: Named) -> list[tuple[str, ...]]:
+    """The names each member may have in the rows of the sweep's own
+    ``metrics.jsonl``: its name now and, written by an older sweep, its
+    older name."""
+    return list(zip(sweep.names, legacy_member_names(sweep.members)))
