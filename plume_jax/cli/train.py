@@ -177,7 +177,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         if not (folder / "sweep.yaml").is_file():
             raise ValidationError.for_parameter("--resume", args.resume,
                                                 "the folder of a sweep (with its sweep.yaml)")
-        config = load_sweep_config(folder / "sweep.yaml")
+        config = load_sweep_config(folder / "sweep.yaml", written=True)
         out = pathlib.Path(args.out) if args.out else folder
         if out.resolve() != folder.resolve():
             raise ValidationError.for_parameter("--out", args.out,

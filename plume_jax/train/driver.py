@@ -59,7 +59,7 @@ from plume_jax.train.algorithms.base import Algorithm, algorithm_class
 from plume_jax.train.checkpoint import export_policy, load_checkpoint, \
     save_checkpoint
 from plume_jax.train.chunks import ChunkStats, checkpointer, run_in_chunks
-from plume_jax.train.config import TrainConfig
+from plume_jax.train.config import TrainConfig, current_form
 from plume_jax.train.distributed import host_copy, is_main_process
 from plume_jax.train.evaluation import MAX_INHERITED_EVAL_STEPS, eval_num_steps, evaluate, \
     member_evaluation
@@ -248,8 +248,10 @@ def load_runner(p: Program, checkpoint: pathlib.Path) -> tuple[Any, int]:
     runner, meta = load_checkpoint(checkpoint, jax.eval_shape(lambda: _init(p)))
     if p.batched:
         expected = json.loads(json.dumps(p.meta(0)))
+        saved = {"members": meta.get("members"),  # configs of 0.1.x: in this version's form
+                 "configs": [current_form(c) for c in meta.get("configs") or []]}
         for key in ("members", "configs"):
-            if meta.get(key) != expected[key]:
+            if saved[key] != expected[key]:
                 raise ValidationError.for_parameter(
                     "--resume", str(checkpoint),
                     f"a checkpoint of this sweep's program (its {key} differ from sweep.yaml's)")

@@ -75,8 +75,8 @@ import numpy as np
 
 from plume_jax.core.errors import ValidationError
 from plume_jax.train.algorithms.base import algorithm_class
-from plume_jax.train.config import TrainConfig, apply_dotted, read_yaml, static_signature, \
-    train_config
+from plume_jax.train.config import TrainConfig, apply_dotted, current_form, read_yaml, \
+    static_signature, train_config
 from plume_jax.train.distributed import is_main_process
 from plume_jax.train.driver import Member, Program, ProgramResult, build_program, \
     machine_info, write_text
@@ -122,12 +122,15 @@ def _split_sweep_overrides(overrides: Mapping[str, Any]) -> tuple[dict, dict, An
 
 
 def sweep_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None = None,
-                 overrides: Mapping[str, Any] | None = None) -> SweepConfig:
+                 overrides: Mapping[str, Any] | None = None,
+                 written: bool = False) -> SweepConfig:
     """Validate a sweep mapping (see the module docstring).
 
     ``overrides``: dotted ``--set`` items: a setting of the base config
     (added to ``set``), ``grid.KEY`` (replaces or adds a grid entry) or
-    ``mode``.
+    ``mode``. ``written``: the mapping is a sweep folder's own ``sweep.yaml``,
+    perhaps written by an earlier version (its base config is read in this
+    version's form, :func:`~plume_jax.train.config.current_form`).
     """
     if not isinstance(data, Mapping):
         raise ValidationError.for_parameter("sweep", data, f"a mapping with keys {SWEEP_KEYS}")
@@ -149,6 +152,8 @@ def sweep_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None
     else:
         raise ValidationError.for_parameter("base", base,
                                             "a training config path or an inline mapping")
+    if written:
+        raw = current_form(raw)
     sets = data.get("set") or {}
     if not isinstance(sets, Mapping):
         raise ValidationError.for_parameter("set", sets, "a mapping of SECTION.KEY: value")
@@ -192,11 +197,12 @@ def sweep_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None
                        members=members, configs=configs, names=member_names(members))
 
 
-def load_sweep_config(path: str | pathlib.Path, overrides: Mapping[str, Any] | None = None
-                      ) -> SweepConfig:
+def load_sweep_config(path: str | pathlib.Path, overrides: Mapping[str, Any] | None = None,
+                      *, written: bool = False) -> SweepConfig:
     """Read and validate a sweep YAML file, with optional ``--set`` items
-    (see :func:`sweep_config`)."""
-    return sweep_config(read_yaml(path), base_dir=pathlib.Path(path).parent, overrides=overrides)
+    (see :func:`sweep_config`; ``written``: a sweep folder's own file)."""
+    return sweep_config(read_yaml(path), base_dir=pathlib.Path(path).parent, overrides=overrides,
+                        written=written)
 
 
 def member_sweep(base: Mapping[str, Any], members: list[Mapping[str, Any]], *,

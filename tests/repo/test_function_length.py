@@ -23,12 +23,8 @@ MAX_LINES = 80
 #: Functions allowed over :data:`MAX_LINES` for now, with the reason
 #: (``path relative to plume_jax/train::qualified name``). Each must still
 #: be over (a test says so when one no longer is: take it off the list).
-ALLOWED = {
-    # value iteration's update is being rewritten by the change that gives each
-    # algorithm its own settings (issue 41, item 2: its eval_every goes); split
-    # it there rather than in a second, conflicting edit
-    "algorithms/value_iteration.py::BeliefValueIteration.update":
-        "issue 41 item 2 rewrites it (algo.eval_every)",
+ALLOWED: dict[str, str] = {
+    # "<path>::<qualified name>": "why it cannot be split yet" (none today)
 }
 
 

@@ -158,3 +158,26 @@ def test_a_run_folder_written_by_0_1_resumes(tmp_path):
     assert [r["update"] for r in rows] == [1, 2]
     written = yaml.safe_load((run / "config.yaml").read_text())
     assert list(written["algo"]) == [*COMMON_ALGO, *PPO_SETTINGS]
+
+
+OLD_SWEEP = pathlib.Path(__file__).resolve().parent / "data" / "ppo_sweep_0.1"
+
+
+def test_a_sweep_folder_written_by_0_1_resumes(tmp_path):
+    """A finished 2-member PPO sweep written by 0.1.x (commit 799cb07: its
+    sweep.yaml, its members' config.yaml and its program checkpoint carry
+    every algorithm's algo.* settings) resumes with plume-jax sweep --resume:
+    it was refused for value iteration's settings in its own sweep.yaml, then
+    for its checkpoint's configs differing from sweep.yaml's."""
+    from plume_jax.cli import main
+
+    sweep = tmp_path / "sweep"
+    shutil.copytree(OLD_SWEEP, sweep)
+    assert "memory_size" in (sweep / "sweep.yaml").read_text()
+    assert main(["sweep", "--resume", str(sweep), "--quiet"]) == 0
+    results = json.loads((sweep / "results.json").read_text())
+    assert sorted(m["run.seed"] for m in results["results"]) == [0, 1]
+    for member in ("seed-0", "seed-1"):
+        rows = [json.loads(x) for x in
+                (sweep / "members" / member / "metrics.jsonl").read_text().splitlines()]
+        assert [r["update"] for r in rows] == [1]
