@@ -145,7 +145,7 @@ def user_contender(spec: str) -> Contender:
             other characters than letters, digits and ``_ . @ : -``, or an
             unknown agent name.
     """
-    from agents.registry import agent_names
+    from agents.registry import agent_names, is_agent_name
     from plume_jax.settings.schema import did_you_mean
 
     label, sep, target = spec.partition("=")
@@ -171,7 +171,7 @@ def user_contender(spec: str) -> Contender:
                                                 f"{target}")
         return Contender(label=label, kind="yours", agent="sb3", params={"path": target},
                          source=target)
-    if target in agent_names():
+    if is_agent_name(target):
         return Contender(label=label, kind="yours", agent=target, source=target)
     module, colon, attribute = target.partition(":")
     if colon and module and attribute and not target.startswith("zoo:") and "/" not in target:
