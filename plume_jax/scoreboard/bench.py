@@ -138,6 +138,51 @@ def draw_figures(name: str, section: dict[str, Any], figure_dir: pathlib.Path,
                 f"({type(error).__name__}: {error})")
 
 
+def run_recipes(record: dict[str, Any], families: list[Family],
+                figure_dir: str | os.PathLike, say: Callable[[str], None] = lambda text: None
+                ) -> list[str]:
+    """Put the zoo recipes over seeds into each recorded section of
+    ``families`` (:func:`plume_jax.scoreboard.recipes.family_recipes`: the
+    kept seeds of the newest version of each zoo entry, on its own preset,
+    under the section's protocol, against the section's baselines) and draw
+    each family's performance-profile figure; returns the families done
+    (those on the record)."""
+    from agents.zoo import entries
+    from plume_jax.evaluate.capture import git_revision
+    from plume_jax.scoreboard import recipes
+
+    zoo = entries(latest_only=True)
+    done = []
+    for family in families:
+        section = record["families"].get(family.name)
+        if section is None:
+            say(f"family {family.name}: not on the record, no recipes")
+            continue
+        t0 = time.perf_counter()
+        rows = recipes.family_recipes(family, section, zoo,
+                                      progress=lambda text: say(f"recipe seed {text}"))
+        section["recipes"] = rows
+        section["recipes_at"] = {
+            "finished_at": datetime.datetime.now(datetime.timezone.utc).strftime(
+                "%Y-%m-%d %H:%M UTC"),
+            "machine_text": machine_text(), "wall_seconds": time.perf_counter() - t0,
+            "git_revision": git_revision()}
+        section.pop("recipe_figure", None)
+        if rows:
+            file_name = f"{family.name}_recipes.png"
+            try:
+                fig = recipes.profile_figure(family.name, rows)
+                atomic_write(pathlib.Path(figure_dir) / file_name,
+                             lambda tmp: fig.savefig(tmp, dpi=90, format="png"))
+                section["recipe_figure"] = file_name
+            except Exception as error:  # a figure must never lose the results
+                say(f"warning: figure {file_name} was not written "
+                    f"({type(error).__name__}: {error})")
+        done.append(family.name)
+        say(f"family {family.name}: {len(rows)} recipes in {time.perf_counter() - t0:.0f} s")
+    return done
+
+
 def write_markdown(record: dict[str, Any], markdown_path: str | os.PathLike,
                    figure_dir: str | os.PathLike) -> None:
     """Render the whole record (and the zoo's table) into ``markdown_path``,
