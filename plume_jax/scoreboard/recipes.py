@@ -130,23 +130,47 @@ def recipe_row(family: str, preset: str, label: str, per_seed: Sequence[Mapping[
     return row
 
 
+#: Stored sweeps that trained an entry among other settings (its members of
+#: the entry's own settings are its seeds): the GPU-trained Farrell entry was
+#: picked from a seed x learning-rate sweep (benchmarks/farrell_sweep/README.md).
+OTHER_SWEEPS = {"zoo:filament-farrell-gru@3": SPREAD_DIR.parent / "farrell_sweep"
+                / "results.json"}
+
+
+def _setting(config: Mapping[str, Any], dotted: str) -> Any:
+    section, _, key = dotted.partition(".")
+    return (config.get(section) or {}).get(key)
+
+
 def stored_sweep_results(entry: Any, spread_dir: pathlib.Path = SPREAD_DIR
                          ) -> list[dict[str, Any]] | None:
-    """The seed sweep's own per-seed evaluation of ``entry``
-    (``spread_dir/<name>/results.json``, when its ``entry.txt`` names this
-    very version); ``None`` when none is stored."""
+    """The seed sweep's own per-seed evaluation of ``entry``:
+    ``spread_dir/<name>/results.json`` when its ``entry.txt`` names this very
+    version, else the sweep :data:`OTHER_SWEEPS` names for it, keeping the
+    members whose other swept settings are the entry config's; ``None`` when
+    none is stored."""
     folder = spread_dir / entry.name
+    path, named = folder / "results.json", None
     try:
         named = (folder / "entry.txt").read_text().strip()
-        results = json.loads((folder / "results.json").read_text())
+    except OSError:
+        pass
+    if named != entry.reference:
+        if entry.reference not in OTHER_SWEEPS:
+            return None
+        path = OTHER_SWEEPS[entry.reference]
+    try:
+        results = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if named != entry.reference:
-        return None
+    from plume_jax.train.config import load_train_config
+
+    own = load_train_config(entry.config_path).to_dict()
+    others = [k for k in results["grid"] if k != "run.seed"]
     episodes = results["eval"]["episodes"]
     return [{"seed": int(m["run.seed"]), "success_rate": m["eval_success_rate"],
              "mean_steps": m["eval_mean_steps_to_goal"], "episodes": episodes}
-            for m in results["results"]]
+            for m in results["results"] if all(m[k] == _setting(own, k) for k in others)] or None
 
 
 def evaluate_seeds(entry: Any, protocol: Mapping[str, Any],

@@ -205,3 +205,23 @@ def test_bench_recipes_refuses_what_it_cannot_do_in_one_line(tiny_board, capsys,
     assert says in err and err.count("\n") == 1
     assert record.read_text() == before
 
+
+
+def test_a_stored_sweep_over_more_settings_gives_the_entrys_own_members(tmp_path, monkeypatch):
+    """The Farrell entry was picked from a seed x learning-rate sweep: its
+    recipe's seeds are the members at the entry's own learning rate."""
+    from plume_jax.train.config import load_train_config
+
+    entry = zoo.resolve("zoo:gaussian-mlp@1")
+    rate = load_train_config(entry.config_path).to_dict()["algo"]["learning_rate"]
+    members = [{"run.seed": k, "algo.learning_rate": lr, "eval_success_rate": 0.5 + k / 10,
+                "eval_mean_steps_to_goal": 70.0 if lr == rate else 1.0}
+               for k in range(3) for lr in (rate, rate / 2)]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"grid": {"run.seed": [0, 1, 2], "algo.learning_rate": [rate]},
+                                "eval": {"episodes": 1000}, "results": members}))
+    assert recipes.stored_sweep_results(entry, tmp_path / "none") is None
+    monkeypatch.setitem(recipes.OTHER_SWEEPS, entry.reference, path)
+    found = recipes.stored_sweep_results(entry, tmp_path / "none")
+    assert [r["seed"] for r in found] == [0, 1, 2]
+    assert {r["mean_steps"] for r in found} == {70.0}
