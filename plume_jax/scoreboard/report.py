@@ -110,6 +110,28 @@ def verdict_lines(section: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def recipe_verdict_lines(recipes: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per recipe: its verdict against the best baseline, with its
+    number of seeds and probability of improvement."""
+    lines = []
+    for r in recipes:
+        seeds = f"{r['seeds']} seed{'s' if r['seeds'] != 1 else ''}"
+        b, imp = r["baseline"], r["improvement"]
+        if b is None:
+            lines.append(f"- {r['preset']}: {r['label']} ({seeds}): no baseline ran")
+            continue
+        p = "" if imp is None else f"; P(seed > baseline) {imp['value']:.2f}" + (
+            "" if imp["ci95"] is None else f" [{imp['ci95'][0]:.2f}, {imp['ci95'][1]:.2f}]")
+        said = {"beats": f"**beats** {b['label']}",
+                "faster": f"**as successful as {b['label']} and faster**",
+                "worse": f"does **worse** than {b['label']}",
+                "no clear difference": f"shows **no clear difference** from {b['label']}",
+                "one seed: no verdict": f"one seed: **no verdict** against {b['label']}",
+                }[r["verdict"]]
+        lines.append(f"- {r['preset']}: {r['label']} ({seeds}) {said}{p}")
+    return lines
+
+
 def recipe_section(name: str, section: Mapping[str, Any], figure_dir: str) -> list[str]:
     """The family's zoo recipes over seeds
     (:mod:`plume_jax.scoreboard.recipes`): when and where they ran, the
@@ -205,7 +227,12 @@ def family_markdown(name: str, section: Mapping[str, Any], figure_dir: str) -> l
              f"{'' if p['mode'] == 'full' else ' --mode quick'}`).", ""]
     lines += rerun_lines(name, section)
     lines += main_table(section) + [""]
-    if any(v["best_zoo"] for v in section["verdicts"].values()):
+    if section.get("recipes"):
+        lines += ["Zoo recipes against the best hand-coded baseline, verdicts taken on each "
+                  "recipe's intervals over its seeds (the zoo rows above are one seed each and "
+                  "carry none; \"Zoo recipes over seeds\" below):", ""]
+        lines += recipe_verdict_lines(section["recipes"]) + [""]
+    elif any(v["best_zoo"] for v in section["verdicts"].values()):
         lines += ["Trained (zoo) agent against the hand-coded baselines:", ""]
         lines += verdict_lines(section) + [""]
     if section.get("recipes"):
