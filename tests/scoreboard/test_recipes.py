@@ -140,6 +140,13 @@ def test_the_page_shows_the_recipe_table_its_sources_and_figure():
     assert "klinotaxis: 50.0, 100.0" in lines
     assert "![gaussian recipes](fig/gaussian_recipes.png)" in lines
     assert recipes.SOURCES[recipes.FROM_BOARD] in lines
+    # the page's verdicts are the recipes' (a headline row is one seed and carries none)
+    assert "- PlumeNav-Gaussian-v0: zoo:toy@1 (3 seeds) **beats** klinotaxis" in lines
+    assert "- PlumeNav-Gaussian-v0: zoo:toy@1 (1 seed) one seed: **no verdict**" in lines
+    section["verdicts"] = {PRESET: {"best_zoo": "zoo:toy@1", "beats_all": True,
+                                    "not_beaten": []}}
+    assert "beats every baseline" not in "\n".join(
+        report.family_markdown("gaussian", section, "fig"))
 
 
 def test_profile_figure_draws_one_line_per_recipe():
