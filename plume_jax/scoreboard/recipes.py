@@ -269,20 +269,16 @@ def profile_figure(name: str, recipes: Sequence[Mapping[str, Any]]) -> Any:
     return fig
 
 
-def _pct(estimate: Mapping[str, Any] | None) -> str:
+def estimate_text(estimate: Mapping[str, Any] | None, scale: float = 1.0, spec: str = ".1f"
+                  ) -> str:
+    """``value [low, high]`` (each times ``scale``, formatted by ``spec``),
+    ``value`` alone without an interval, ``—`` for none."""
     if estimate is None:
         return "—"
     ci = estimate["ci95"]
-    text = f"{100 * estimate['value']:.1f}"
-    return text + ("" if ci is None else f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]")
-
-
-def _num(estimate: Mapping[str, Any] | None) -> str:
-    if estimate is None:
-        return "—"
-    ci = estimate["ci95"]
-    text = f"{estimate['value']:.1f}"
-    return text + ("" if ci is None else f" [{ci[0]:.1f}, {ci[1]:.1f}]")
+    text = format(scale * estimate["value"], spec)
+    return text + ("" if ci is None else
+                   f" [{format(scale * ci[0], spec)}, {format(scale * ci[1], spec)}]")
 
 
 #: What each ``seed_results`` source means, for the page.
@@ -302,19 +298,18 @@ def recipe_lines(recipes: Sequence[Mapping[str, Any]]) -> list[str]:
         b = r["baseline"]
         base = "—" if b is None else (f"{b['label']}: {100 * b['success_rate']:.1f}, "
                                       f"{'—' if b['mean_steps'] is None else format(b['mean_steps'], '.1f')}")
-        imp = r["improvement"]
-        imp_text = "—" if imp is None else (
-            f"{imp['value']:.2f}" + ("" if imp["ci95"] is None
-                                     else f" [{imp['ci95'][0]:.2f}, {imp['ci95'][1]:.2f}]"))
         steps = r["steps"] or {}
         lines.append(
-            f"| {r['preset']} | {r['label']} | {r['seeds']} | {_pct(r['success']['iqm'])} | "
-            f"{_pct(r['success']['mean'])} | {_num(steps.get('iqm'))} | "
-            f"{_num(steps.get('mean'))} | {base} | {imp_text} | {r['verdict']} | "
+            f"| {r['preset']} | {r['label']} | {r['seeds']} | "
+            f"{estimate_text(r['success']['iqm'], 100)} | "
+            f"{estimate_text(r['success']['mean'], 100)} | {estimate_text(steps.get('iqm'))} | "
+            f"{estimate_text(steps.get('mean'))} | {base} | "
+            f"{estimate_text(r['improvement'], spec='.2f')} | {r['verdict']} | "
             f"{r['seed_results']} |")
     return lines
 
 
-__all__ = ["FROM_BOARD", "FROM_HEADLINE", "FROM_SWEEP", "PROFILE_TAUS", "SOURCES", "SPREAD_DIR",
-           "VERDICTS", "best_baseline", "evaluate_seeds", "family_recipes", "profile_figure",
-           "recipe_lines", "recipe_row", "stored_sweep_results", "verdict"]
+__all__ = ["FROM_BOARD", "FROM_HEADLINE", "FROM_SWEEP", "OTHER_SWEEPS", "PROFILE_TAUS", "SOURCES",
+           "SPREAD_DIR", "VERDICTS", "best_baseline", "estimate_text", "evaluate_seeds",
+           "family_recipes", "profile_figure", "recipe_lines", "recipe_row",
+           "stored_sweep_results", "verdict"]

@@ -113,6 +113,8 @@ def verdict_lines(section: Mapping[str, Any]) -> list[str]:
 def recipe_verdict_lines(recipes: Sequence[Mapping[str, Any]]) -> list[str]:
     """One line per recipe: its verdict against the best baseline, with its
     number of seeds and probability of improvement."""
+    from plume_jax.scoreboard.recipes import estimate_text
+
     lines = []
     for r in recipes:
         seeds = f"{r['seeds']} seed{'s' if r['seeds'] != 1 else ''}"
@@ -120,8 +122,7 @@ def recipe_verdict_lines(recipes: Sequence[Mapping[str, Any]]) -> list[str]:
         if b is None:
             lines.append(f"- {r['preset']}: {r['label']} ({seeds}): no baseline ran")
             continue
-        p = "" if imp is None else f"; P(seed > baseline) {imp['value']:.2f}" + (
-            "" if imp["ci95"] is None else f" [{imp['ci95'][0]:.2f}, {imp['ci95'][1]:.2f}]")
+        p = "" if imp is None else f"; P(seed > baseline) {estimate_text(imp, spec='.2f')}"
         said = {"beats": f"**beats** {b['label']}",
                 "faster": f"**as successful as {b['label']} and faster**",
                 "worse": f"does **worse** than {b['label']}",
