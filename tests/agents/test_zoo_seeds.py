@@ -177,3 +177,12 @@ def test_every_shipped_seed_is_small_described_and_loads(entry):
         assert spec["env"]["id"] == entry.preset
         with np.load(member.policy_path / "policy.npz") as arrays:
             assert len(arrays.files) > 0
+
+
+def test_bench_add_takes_a_seed_reference_as_its_own_label(seeded_zoo):
+    from plume_jax.scoreboard.contenders import user_contender
+
+    contender = user_contender("zoo:gaussian-mlp@1#2")
+    assert contender.label == contender.agent == "zoo:gaussian-mlp@1#2"
+    with pytest.raises(ValidationError, match=r"a seed kept under"):
+        user_contender("zoo:gaussian-mlp@1#9")
