@@ -76,6 +76,23 @@ def agent_names() -> list[str]:
     return sorted(FUNCTIONAL_AGENTS) + sorted(HOST_AGENTS) + references()
 
 
+def is_agent_name(name: str) -> bool:
+    """Whether ``name`` names an agent: one of :func:`agent_names`, or one
+    seed's policy of a zoo recipe (``zoo:<name>@<version>#<seed>``, not
+    listed there: an entry may keep many).
+
+    Raises:
+        ValidationError: a ``zoo:...#<seed>`` reference that names no kept
+            seed (its own one-line error, :func:`agents.zoo.resolve`).
+    """
+    from agents.zoo import is_zoo_reference, resolve
+
+    if is_zoo_reference(name) and "#" in name:
+        resolve(name)
+        return True
+    return name in agent_names()
+
+
 def _functional_table(name: str) -> dict[str, Callable[..., Any]]:
     """The table that builds functional agent ``name``: the registry's, or
     a one-entry table for a zoo reference (resolved: an unknown zoo name

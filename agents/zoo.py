@@ -13,13 +13,20 @@ the folder ``$PLUME_JAX_ZOO`` names) holding
   greedy ``evaluation`` of the run's own summary, optionally
   ``env_overrides`` (only ``sensor``: a policy that reads the preset's
   readings through another sensor, e.g. a belief) and ``reproducibility``
-  (how the config was checked to reproduce the entry).
+  (how the config was checked to reproduce the entry);
+- optionally ``seeds/<seed>/``: the recipe over seeds — the same config
+  trained with ``run.seed`` ``<seed>`` as one member of a seed sweep, its
+  exported ``policy/`` and ``seed.yaml`` (the member's greedy evaluation
+  and the sweep it came from). ``<seed>`` is a non-negative integer in
+  ASCII digits without leading zeros (``0``, ``7``).
 
 ``<version>`` is a positive integer written in ASCII digits without
 leading zeros (``1``, ``12``; a folder named ``01``, ``²`` or ``١`` is not a
 version and is skipped); a re-trained entry is a new version
-and the old one stays. A reference is ``zoo:<name>`` (the newest version)
-or ``zoo:<name>@<version>``. A folder holding only ``config.yaml`` (a
+and the old one stays. A reference is ``zoo:<name>`` (the newest version),
+``zoo:<name>@<version>``, or ``zoo:<name>@<version>#<seed>`` (one seed's
+policy of that version's recipe; the version is spelt out, so the seed
+cannot silently move to a newer version's). A folder holding only ``config.yaml`` (a
 config not trained yet) is not an entry.
 
 Where a reference works:
@@ -63,8 +70,15 @@ ENTRY_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 #: zero (``str.isdigit`` also takes ``²`` and ``١``, which ``int`` refuses or
 #: reads as another version's number).
 VERSION_NAME = re.compile(r"[1-9][0-9]*")
-_REFERENCE = ("zoo:<name> or zoo:<name>@<version> (version a positive integer without "
-              "leading zeros)")
+#: A seed folder's name (``seeds/<seed>``): a non-negative integer in ASCII
+#: digits, no leading zero.
+SEED_NAME = re.compile(r"0|[1-9][0-9]*")
+#: The folder of an entry's per-seed policies.
+SEEDS_FOLDER = "seeds"
+#: What describes one seed's policy (``seeds/<seed>/seed.yaml``).
+SEED_FILE = "seed.yaml"
+_REFERENCE = ("zoo:<name>, zoo:<name>@<version> or zoo:<name>@<version>#<seed> (version a "
+              "positive integer, seed a non-negative integer, both without leading zeros)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,21 +91,62 @@ class ZooEntry:
         folder: ``configs/zoo/<name>/<version>``.
         info: the contents of ``entry.yaml`` (description, preset, seed,
             training cost, evaluation).
+        member_seed: ``None`` for the entry's own (headline) policy; a seed
+            for that seed's policy of the recipe (``seeds/<seed>/``).
+        member_info: the contents of that seed's ``seed.yaml`` (``{}`` for
+            the headline policy).
     """
 
     name: str
     version: int
     folder: pathlib.Path
     info: dict[str, Any]
+    member_seed: int | None = None
+    member_info: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def reference(self) -> str:
-        """``zoo:<name>@<version>``."""
-        return f"{ZOO_PREFIX}{self.name}@{self.version}"
+        """``zoo:<name>@<version>``, or ``zoo:<name>@<version>#<seed>`` for
+        one seed's policy."""
+        seed = "" if self.member_seed is None else f"#{self.member_seed}"
+        return f"{ZOO_PREFIX}{self.name}@{self.version}{seed}"
 
     @property
     def policy_path(self) -> pathlib.Path:
-        return self.folder / "policy"
+        """The headline ``policy/``, or ``seeds/<seed>/policy`` of a seed."""
+        if self.member_seed is None:
+            return self.folder / "policy"
+        return self.folder / SEEDS_FOLDER / str(self.member_seed) / "policy"
+
+    @property
+    def seeds(self) -> list[int]:
+        """The seeds whose policy the entry keeps (``seeds/<seed>/`` with
+        ``policy/`` and ``seed.yaml``), ascending; ``[]`` for none."""
+        return _seeds(self.folder)
+
+    def seed_member(self, seed: int) -> "ZooEntry":
+        """This version's policy of training seed ``seed``.
+
+        Raises:
+            ValidationError: (parameter ``agent``) a seed the entry does not
+                keep, or an unreadable ``seed.yaml``.
+        """
+        kept = self.seeds
+        if seed not in kept:
+            base = f"{ZOO_PREFIX}{self.name}@{self.version}"
+            allowed = (f"one of {[f'{base}#{k}' for k in kept]}" if kept else
+                       f"no seed: {base} keeps no per-seed policies (only its own, {base})")
+            raise ValidationError.for_parameter(
+                "agent", f"{base}#{seed}", f"a seed kept under {self.folder / SEEDS_FOLDER}: "
+                f"{allowed}")
+        from plume_jax.files.safe_io import load_yaml_file
+
+        path = self.folder / SEEDS_FOLDER / str(seed) / SEED_FILE
+        info = load_yaml_file(path, "zoo seed")
+        if not isinstance(info, dict):
+            raise ValidationError.for_parameter(
+                "zoo seed", str(path), "a YAML mapping (seed, evaluation, sweep)")
+        return dataclasses.replace(self, member_seed=seed, member_info=info)
 
     @property
     def config_path(self) -> pathlib.Path:
@@ -147,6 +202,20 @@ def _versions(folder: pathlib.Path) -> list[int]:
     return sorted(found)
 
 
+def _seeds(folder: pathlib.Path) -> list[int]:
+    """The kept seeds under ``<entry>/seeds``: folders named by
+    :data:`SEED_NAME` with ``policy/`` and ``seed.yaml``, ascending."""
+    found = []
+    for child in _children(folder / SEEDS_FOLDER):
+        try:
+            kept = (child / SEED_FILE).is_file() and (child / "policy").is_dir()
+        except OSError:
+            kept = False
+        if SEED_NAME.fullmatch(child.name) and kept:
+            found.append(int(child.name))
+    return sorted(found)
+
+
 def _names(root: pathlib.Path) -> list[str]:
     """The entry names that have at least one trained version."""
     return sorted(child.name for child in _children(root)
@@ -197,16 +266,21 @@ def references(root: str | pathlib.Path | None = None) -> list[str]:
 def resolve(reference: str, root: str | pathlib.Path | None = None) -> ZooEntry:
     """The entry a reference names (``zoo:<name>``: its newest version).
 
+    ``zoo:<name>@<version>#<seed>``: that version's policy of training seed
+    ``<seed>`` (:meth:`ZooEntry.seed_member`).
+
     Raises:
         ValidationError: (parameter ``agent``) not a zoo reference, an
             unknown name (with the closest known ones), a version that is not
-            a positive integer or not trained, or an unreadable ``entry.yaml``.
+            a positive integer or not trained, a seed without its version, a
+            seed that is not a non-negative integer or not kept, or an
+            unreadable ``entry.yaml`` / ``seed.yaml``.
     """
     root = zoo_root(root)
     known = _names(root)
     if not is_zoo_reference(reference):
         raise ValidationError.for_parameter("agent", reference, _REFERENCE)
-    body = reference[len(ZOO_PREFIX):]
+    body, hash_, seed_text = reference[len(ZOO_PREFIX):].partition("#")
     name, at, version_text = body.partition("@")
     if not root.is_dir():
         raise ValidationError.for_parameter("agent", reference,
@@ -219,13 +293,26 @@ def resolve(reference: str, root: str | pathlib.Path | None = None) -> ZooEntry:
             "agent", reference, f"{_REFERENCE} naming a trained zoo entry"
             f"{did_you_mean(ZOO_PREFIX + name, refs)}: one of {refs} (configs/zoo/)")
     versions = _versions(root / name)
+    if hash_ and not at:
+        raise ValidationError.for_parameter(
+            "agent", reference, f"zoo:<name>@<version>#<seed> (a seed names one training run "
+            f"of one version: spell the version, e.g. {ZOO_PREFIX}{name}@{versions[-1]}#"
+            f"{seed_text or 0})")
     if not at:
         return _load(root, name, versions[-1])
     if not VERSION_NAME.fullmatch(version_text) or int(version_text) not in versions:
         raise ValidationError.for_parameter(
             "agent", reference, f"a trained version of zoo entry {name!r}: one of "
             f"{[f'{ZOO_PREFIX}{name}@{v}' for v in versions]}")
-    return _load(root, name, int(version_text))
+    entry = _load(root, name, int(version_text))
+    if not hash_:
+        return entry
+    if not SEED_NAME.fullmatch(seed_text):
+        raise ValidationError.for_parameter(
+            "agent", reference, f"zoo:<name>@<version>#<seed>, the seed a non-negative integer "
+            f"in ASCII digits without leading zeros: "
+            f"{[f'{entry.reference}#{k}' for k in entry.seeds] or 'none is kept'}")
+    return entry.seed_member(int(seed_text))
 
 
 def policy_factory(reference: str, root: str | pathlib.Path | None = None) -> Any:
@@ -260,7 +347,8 @@ def load_agent(reference: str, env: Any = None, *, greedy: bool = True, seed: in
     Gymnasium env or one agent of a PettingZoo env.
 
     Args:
-        reference: ``zoo:<name>`` or ``zoo:<name>@<version>``.
+        reference: ``zoo:<name>``, ``zoo:<name>@<version>`` or
+            ``zoo:<name>@<version>#<seed>``.
         env: optional; a functional env, a ``PlumeGymEnv`` (also wrapped by
             ``gymnasium.make``) or a ``PlumeParallelEnv``: the policy is
             checked against it before it acts.

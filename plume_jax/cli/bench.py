@@ -10,6 +10,12 @@ published board. ``--publish RUN_DIR`` is the explicit step that puts a
 finished run on the published board (``benchmarks/scoreboard.json``,
 ``docs/scoreboard.md``, ``docs/scoreboard/``), refusing a quick-mode run
 without ``--allow-quick`` and a partial one without ``--force``.
+``--recipes`` runs the kept per-seed policies of the zoo's recipes
+(``zoo:<name>@<version>#<seed>``) on their own presets under a recorded
+section's protocol and writes the recipe rows (IQM, mean, intervals,
+probability of improvement, verdicts; :mod:`plume_jax.scoreboard.recipes`)
+into that record (``--json``, by default the published one), its page and a
+performance-profile figure per family.
 ``--agent`` reruns some agents only and merges their rows into recorded
 sections (``--from RECORD`` seeds the run with them,
 :mod:`plume_jax.scoreboard.rerun`). Every input (mode, families, agents,
@@ -86,6 +92,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--render-only", action="store_true",
                        help="run nothing: rewrite --markdown from the record --json (and the "
                        "zoo's current entries)")
+    bench.add_argument("--recipes", action="store_true",
+                       help="run each zoo recipe's kept seed policies (zoo:NAME@VERSION#SEED) "
+                       "on its own preset under the recorded section's protocol and write the "
+                       "recipe rows into --json, --markdown and --figures (default the "
+                       "published board; --family picks families)")
     bench.add_argument("--quiet", action="store_true", help="no progress lines")
 
 
@@ -94,12 +105,17 @@ def _check_options(args: argparse.Namespace) -> None:
     --publish, or the published board's paths with a run, are refused)."""
     from plume_jax.core.errors import ValidationError
 
-    if args.publish is not None and args.render_only:
-        raise ValidationError.for_parameter("--render-only", True,
-                                            "either --publish RUN_DIR or --render-only")
-    if args.publish is not None or args.render_only:
-        action = "--publish" if args.publish is not None else "--render-only"
+    actions = [name for name, on in (("--publish RUN_DIR", args.publish is not None),
+                                      ("--render-only", args.render_only),
+                                      ("--recipes", args.recipes)) if on]
+    if len(actions) > 1:
+        raise ValidationError.for_parameter(actions[-1].split()[0], True,
+                                            f"one of {', '.join(actions)}, not both")
+    if actions:
+        action = actions[0].split()[0]
         for dest, option in RUN_OPTIONS.items():
+            if dest == "family" and args.recipes:
+                continue  # --recipes --family picks the families
             if getattr(args, dest):
                 raise ValidationError.for_parameter(
                     option, getattr(args, dest), f"no run options with {action}, which runs "
@@ -111,8 +127,8 @@ def _check_options(args: argparse.Namespace) -> None:
     for dest in PUBLISHED:
         if getattr(args, dest) is not None:
             raise ValidationError.for_parameter(
-                f"--{dest}", getattr(args, dest), f"--{dest} only with --publish or "
-                "--render-only (a run writes into its own folder, --out DIR)")
+                f"--{dest}", getattr(args, dest), f"--{dest} only with --publish, "
+                "--render-only or --recipes (a run writes into its own folder, --out DIR)")
     for option, value in (("--allow-quick", args.allow_quick), ("--force", args.force)):
         if value:
             raise ValidationError.for_parameter(option, True, f"{option} only with --publish "
@@ -140,6 +156,8 @@ def run(args: argparse.Namespace) -> int:
         write_markdown(load_record(args.json), args.markdown, args.figures)
         print(f"wrote {args.markdown}")
         return 0
+    if args.recipes:
+        return _recipes(args)
     if args.publish is not None:
         def check_outputs() -> None:
             check_output_file(args.markdown, "--markdown", (".md",))
@@ -220,4 +238,40 @@ def run(args: argparse.Namespace) -> int:
               on_family=finished)
     print(f"wrote the run to {out}/ (scoreboard.md, scoreboard.json, figures); put it on the "
           f"published board with `plume-jax bench --publish {out}`")
+    return 0
+
+
+def _recipes(args: argparse.Namespace) -> int:
+    """``--recipes``: the recipe rows of the recorded families (all, or
+    ``--family``), written into the record, its page and figures."""
+    from plume_jax.cli.common import check_output_file, check_output_folder
+    from plume_jax.core.errors import ValidationError
+    from plume_jax.files import atomic_write
+    from plume_jax.scoreboard.bench import run_recipes, write_markdown
+    from plume_jax.scoreboard.families import FAMILIES, get_family
+    from plume_jax.scoreboard.report import dump_record, load_record
+
+    check_output_file(args.markdown, "--markdown", (".md",))
+    check_output_file(args.json, "--json", (".json",))
+    check_output_folder(args.figures, "--figures")
+    if not os.path.isfile(args.json):
+        raise ValidationError.for_parameter("--json", args.json,
+                                            "an existing scoreboard record (--recipes)")
+    record = load_record(args.json)
+    families = [get_family(name) for name in dict.fromkeys(args.family or FAMILIES)]
+    absent = [f.name for f in families if f.name not in record["families"]]
+    if args.family and absent:
+        raise ValidationError.for_parameter(
+            "--family", absent[0], f"a family on the record {args.json}: one of "
+            f"{list(record['families'])} (run and publish it first)")
+
+    def say(text: str) -> None:
+        if not args.quiet:
+            print(text, file=sys.stderr, flush=True)
+
+    done = run_recipes(record, families, args.figures, say)
+    atomic_write(args.json, lambda tmp: tmp.write_text(dump_record(record), encoding="utf-8"))
+    write_markdown(record, args.markdown, args.figures)
+    print(f"wrote the recipe rows of {', '.join(done) or 'no family'} into {args.json}, "
+          f"{args.markdown} and {args.figures}/")
     return 0

@@ -155,7 +155,7 @@ def parse_agent_choices(agents: list[str] | None, params: list[str]) -> list[Any
     from plume_jax.core.agents_package import check_agents_package
 
     check_agents_package()
-    from agents.registry import agent_names
+    from agents.registry import agent_names, is_agent_name
     from plume_jax.settings.schema import did_you_mean
     from plume_jax.evaluate.scenario import AgentChoice
 
@@ -169,7 +169,7 @@ def parse_agent_choices(agents: list[str] | None, params: list[str]) -> list[Any
         label, sep, name = item.rpartition("=")
         if not sep:
             label = name
-        if name not in agent_names():
+        if not is_agent_name(name):
             raise ValidationError.for_parameter(
                 "--agent", item, f"[LABEL=]NAME with NAME a known agent"
                 f"{did_you_mean(name, agent_names())}: one of {agent_names()}")

@@ -11,11 +11,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("list", help="list the presets (--zoo: the zoo's trained agents)",
                        description="List the presets, or with --zoo the trained agents of "
                        "the zoo (configs/zoo, or $PLUME_JAX_ZOO): name and version, the "
-                       "preset each was trained on, its own evaluation's success, and its "
-                       "training and evaluation seeds.")
+                       "preset each was trained on, its own evaluation's success, its "
+                       "training and evaluation seeds, and how many per-seed policies of its "
+                       "recipe it keeps (zoo:NAME@VERSION#SEED).")
     p.add_argument("--zoo", action="store_true",
-                   help="list the zoo's trained agents (usable as zoo:NAME or zoo:NAME@VERSION "
-                   "wherever an agent is named) instead of the presets")
+                   help="list the zoo's trained agents (usable as zoo:NAME, zoo:NAME@VERSION or "
+                   "zoo:NAME@VERSION#SEED wherever an agent is named) instead of the presets")
 
 
 def _cell(value: Any, spec: str = "") -> str:
@@ -25,8 +26,9 @@ def _cell(value: Any, spec: str = "") -> str:
 def zoo_table(entries: list[Any]) -> list[str]:
     """One line per zoo entry version: reference, preset (``+ own sensor``
     when it reads the preset through its own sensor), the greedy evaluation
-    of its own run (success rate, episodes, seed) and its training seed."""
-    header = ("agent", "preset", "success", "episodes", "eval seed", "train seed")
+    of its own run (success rate, episodes, seed), its training seed and how
+    many seeds of its recipe it keeps (``zoo:<name>@<version>#<seed>``)."""
+    header = ("agent", "preset", "success", "episodes", "eval seed", "train seed", "seeds")
     rows = []
     for entry in entries:
         evaluation = entry.info.get("evaluation")
@@ -36,7 +38,7 @@ def zoo_table(entries: list[Any]) -> list[str]:
                      entry.preset + (" + own sensor" if entry.env_overrides else ""),
                      _cell(success if isinstance(success, (int, float)) else None, ".3f"),
                      _cell(evaluation.get("episodes")), _cell(evaluation.get("seed")),
-                     _cell(entry.info.get("seed"))))
+                     _cell(entry.info.get("seed")), len(entry.seeds)))
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     return ["  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip()
             for row in [header, *rows]]
@@ -55,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
                                                 f"{missing_zoo(root)}")
         found = entries()
         print(f"zoo {root} ({len(found)} trained versions; success: each run's own greedy "
-              "evaluation)")
+              "evaluation; seeds: the recipe's per-seed policies kept, "
+              "zoo:NAME@VERSION#SEED)")
         for line in zoo_table(found):
             print(line)
         return 0

@@ -34,7 +34,7 @@ from plume_jax.core.errors import ValidationError
 #: The hand-coded agents of the registry, in the board's order.
 BASELINES = ("random_walk", "klinotaxis", "chemotaxis", "cast_and_surge", "infotaxis",
              "space_aware_infotaxis")
-_LABEL = re.compile(r"^[A-Za-z0-9_.@:-]+$")
+_LABEL = re.compile(r"^[A-Za-z0-9_.@:#-]+$")
 _TARGETS = ("a policy folder (policy.json + policy.npz) or a run folder holding policy/, an SB3 "
             "model .zip, module:attribute (a functional policy or a function env -> policy), "
             "or an agent name (plume-jax evaluate --agent)")
@@ -142,10 +142,10 @@ def user_contender(spec: str) -> Contender:
 
     Raises:
         ValidationError: (parameter ``--add``) a missing target, a label with
-            other characters than letters, digits and ``_ . @ : -``, or an
+            other characters than letters, digits and ``_ . @ : # -``, or an
             unknown agent name.
     """
-    from agents.registry import agent_names
+    from agents.registry import agent_names, is_agent_name
     from plume_jax.settings.schema import did_you_mean
 
     label, sep, target = spec.partition("=")
@@ -155,7 +155,7 @@ def user_contender(spec: str) -> Contender:
         raise ValidationError.for_parameter("--add", spec, f"LABEL=TARGET with TARGET {_TARGETS}")
     if not _LABEL.match(label):
         raise ValidationError.for_parameter(
-            "--add", spec, "LABEL=TARGET with LABEL made of letters, digits and _ . @ : -")
+            "--add", spec, "LABEL=TARGET with LABEL made of letters, digits and _ . @ : # -")
     path = pathlib.Path(target)
     if path.is_dir():
         folder = path if (path / "policy.json").is_file() else path / "policy"
@@ -171,7 +171,7 @@ def user_contender(spec: str) -> Contender:
                                                 f"{target}")
         return Contender(label=label, kind="yours", agent="sb3", params={"path": target},
                          source=target)
-    if target in agent_names():
+    if is_agent_name(target):
         return Contender(label=label, kind="yours", agent=target, source=target)
     module, colon, attribute = target.partition(":")
     if colon and module and attribute and not target.startswith("zoo:") and "/" not in target:

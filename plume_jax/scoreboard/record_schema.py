@@ -118,6 +118,48 @@ _PROTOCOL = {
                    "map_stride": _COUNT, "map_episodes": _COUNT, "seed": {"type": "integer"}},
 }
 
+#: A recipe row's verdicts, best first (:func:`plume_jax.scoreboard.recipes.verdict`).
+RECIPE_VERDICTS = ("beats", "faster", "no clear difference", "worse", "one seed: no verdict",
+                   "no baseline ran")
+#: Where a recipe row's per-seed results come from (``seed_results``).
+SEED_RESULTS = ("board", "sweep", "headline")
+
+_ESTIMATE = {
+    "type": "object", "required": ["value", "ci95"],
+    "properties": {"value": _NUMBER,
+                   "ci95": {"oneOf": [{"type": "null"}, {"type": "array", "items": _NUMBER,
+                                                         "minItems": 2, "maxItems": 2}]}},
+}
+
+#: A zoo recipe over seeds (:mod:`plume_jax.scoreboard.recipes`); records
+#: written before issue 39 have none.
+_RECIPE = {
+    "type": "object",
+    "required": ["preset", "label", "seeds", "seed_results", "per_seed", "success", "steps",
+                 "baseline", "improvement", "verdict"],
+    "properties": {
+        "family": _TEXT, "preset": _TEXT, "label": _TEXT,
+        "seeds": {"type": "integer", "minimum": 1},
+        "seed_results": {"enum": list(SEED_RESULTS)},
+        "per_seed": {"type": "array", "minItems": 1, "items": {
+            "type": "object", "required": ["seed", "success_rate", "mean_steps", "episodes"],
+            "properties": {"seed": _COUNT,
+                           "success_rate": {"type": "number", "minimum": 0, "maximum": 1},
+                           "mean_steps": _MAYBE_NUMBER, "episodes": _COUNT}}},
+        "success": {"type": "object", "required": ["iqm", "mean"],
+                    "properties": {"iqm": _ESTIMATE, "mean": _ESTIMATE}},
+        "steps": {"oneOf": [{"type": "null"}, {
+            "type": "object", "required": ["iqm", "mean", "seeds"],
+            "properties": {"iqm": _ESTIMATE, "mean": _ESTIMATE, "seeds": _COUNT}}]},
+        "baseline": {"oneOf": [{"type": "null"}, {
+            "type": "object", "required": ["label", "success_rate", "mean_steps"],
+            "properties": {"label": _TEXT, "success_rate": _NUMBER,
+                           "mean_steps": _MAYBE_NUMBER}}]},
+        "improvement": {"oneOf": [{"type": "null"}, _ESTIMATE]},
+        "verdict": {"enum": list(RECIPE_VERDICTS)},
+    },
+}
+
 _SECTION = {
     "type": "object",
     "required": ["protocol", "rows", "verdicts", "wall_seconds", "finished_at",
@@ -131,6 +173,12 @@ _SECTION = {
         "reruns": {"type": "array", "items": _RERUN},
         "wall_seconds": _NUMBER, "finished_at": _TEXT, "machine_text": _TEXT,
         "git_revision": {"type": ["string", "null"]}, "figure": _TEXT, "map_figure": _TEXT,
+        "recipes": {"type": "array", "items": _RECIPE}, "recipe_figure": _TEXT,
+        "recipes_at": {"type": "object", "required": ["finished_at", "machine_text",
+                                                      "wall_seconds"],
+                       "properties": {"finished_at": _TEXT, "machine_text": _TEXT,
+                                      "wall_seconds": _NUMBER,
+                                      "git_revision": {"type": ["string", "null"]}}},
     },
 }
 

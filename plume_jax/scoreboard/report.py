@@ -110,6 +110,52 @@ def verdict_lines(section: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def recipe_verdict_lines(recipes: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per recipe: its verdict against the best baseline, with its
+    number of seeds and probability of improvement."""
+    from plume_jax.scoreboard.recipes import estimate_text
+
+    lines = []
+    for r in recipes:
+        seeds = f"{r['seeds']} seed{'s' if r['seeds'] != 1 else ''}"
+        b, imp = r["baseline"], r["improvement"]
+        if b is None:
+            lines.append(f"- {r['preset']}: {r['label']} ({seeds}): no baseline ran")
+            continue
+        p = "" if imp is None else f"; P(seed > baseline) {estimate_text(imp, spec='.2f')}"
+        said = {"beats": f"**beats** {b['label']}",
+                "faster": f"**as successful as {b['label']} and faster**",
+                "worse": f"does **worse** than {b['label']}",
+                "no clear difference": f"shows **no clear difference** from {b['label']}",
+                "one seed: no verdict": f"one seed: **no verdict** against {b['label']}",
+                }[r["verdict"]]
+        lines.append(f"- {r['preset']}: {r['label']} ({seeds}) {said}{p}")
+    return lines
+
+
+def recipe_section(name: str, section: Mapping[str, Any], figure_dir: str) -> list[str]:
+    """The family's zoo recipes over seeds
+    (:mod:`plume_jax.scoreboard.recipes`): when and where they ran, the
+    table, and the performance-profile figure."""
+    from plume_jax.scoreboard.recipes import SOURCES, recipe_lines
+
+    at = section.get("recipes_at")
+    when = (f" Run {at['finished_at']} on {at['machine_text']} in "
+            f"{at['wall_seconds'] / 60:.1f} min (`plume-jax bench --recipes --family {name}`)."
+            if at else "")
+    used = dict.fromkeys(r["seed_results"] for r in section["recipes"])
+    lines = ["### Zoo recipes over seeds", "",
+             "Each zoo recipe on its own preset over its training seeds: IQM and mean with "
+             "95 % bootstrap intervals over the seeds, the probability that a seed's success "
+             "rate exceeds the best baseline's (ties count half), and the verdict taken on the "
+             f"recipe's intervals.{when} Seed results: "
+             + "; ".join(f"*{k}*: {SOURCES[k]}" for k in used) + ".", ""]
+    lines += recipe_lines(section["recipes"]) + [""]
+    if section.get("recipe_figure"):
+        lines += [f"![{name} recipes]({figure_dir}/{section['recipe_figure']})", ""]
+    return lines
+
+
 def robustness_table(rows: list[Mapping[str, Any]]) -> list[str]:
     """A row per agent (those that ran nominal), a column per variation:
     success rate and mean steps."""
@@ -182,9 +228,16 @@ def family_markdown(name: str, section: Mapping[str, Any], figure_dir: str) -> l
              f"{'' if p['mode'] == 'full' else ' --mode quick'}`).", ""]
     lines += rerun_lines(name, section)
     lines += main_table(section) + [""]
-    if any(v["best_zoo"] for v in section["verdicts"].values()):
+    if section.get("recipes"):
+        lines += ["Zoo recipes against the best hand-coded baseline, verdicts taken on each "
+                  "recipe's intervals over its seeds (the zoo rows above are one seed each and "
+                  "carry none; \"Zoo recipes over seeds\" below):", ""]
+        lines += recipe_verdict_lines(section["recipes"]) + [""]
+    elif any(v["best_zoo"] for v in section["verdicts"].values()):
         lines += ["Trained (zoo) agent against the hand-coded baselines:", ""]
         lines += verdict_lines(section) + [""]
+    if section.get("recipes"):
+        lines += recipe_section(name, section, figure_dir)
     na = not_applicable(section["rows"])
     if na:
         lines += ["Not applicable (the env lacks what the agent needs):", ""] + na + [""]

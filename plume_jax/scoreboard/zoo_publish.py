@@ -27,6 +27,16 @@ An entry's policy ships in the repository, so it may take at most
 :data:`MAX_POLICY_BYTES` unless ``--max-policy-bytes`` allows more (up to
 :data:`POLICY_BYTES_CEILING`) for that one entry.
 
+A finished seed sweep of an entry's own config (``run.seed`` the only swept
+setting, e.g. ``configs/sweep_seeds_<name>.yaml``) keeps every member's
+policy under the entry, loadable as ``zoo:<name>@<version>#<seed>``::
+
+    python -m plume_jax.scoreboard.zoo_publish SWEEP NAME@VERSION --seeds
+
+(:func:`publish_seeds`: ``seeds/<seed>/policy`` and ``seeds/<seed>/seed.yaml``
+with the member's greedy evaluation; the members' policies only, no
+checkpoints, each within :data:`MAX_POLICY_BYTES`).
+
 The version is the lowest one whose folder holds a ``config.yaml`` and no
 policy yet (a config committed before it was trained), else one more than
 the newest. When that folder already holds a ``config.yaml``, the run's
@@ -368,11 +378,125 @@ def publish_policy(policy: str | os.PathLike, name: str, *, config: str | os.Pat
     return folder
 
 
+def _sweep_members(sweep: pathlib.Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``(results, members)`` of a finished sweep that swept ``run.seed`` only.
+
+    Raises:
+        ValidationError: (parameter ``sweep``) an unfinished sweep, one that
+            swept other settings, or a member without its policy or summary.
+    """
+    from plume_jax.files.safe_io import load_json_file
+
+    allowed = "a finished seed sweep folder of plume-jax sweep (results.json, members/)"
+    if not (sweep / "results.json").is_file():
+        raise ValidationError.for_parameter("sweep", str(sweep),
+                                            f"{allowed}; results.json is missing")
+    results = load_json_file(sweep / "results.json", "sweep")
+    if list(results.get("grid") or {}) != ["run.seed"]:
+        raise ValidationError.for_parameter(
+            "sweep", str(sweep), f"a sweep of run.seed only (its grid: "
+            f"{list(results.get('grid') or {})})")
+    members = results.get("results") or []
+    for m in members:
+        for part in ("summary.json", "config.yaml", "policy/policy.json", "policy/policy.npz"):
+            if not (sweep / "members" / m["name"] / part).is_file():
+                raise ValidationError.for_parameter(
+                    "sweep", str(sweep), f"{allowed}; members/{m['name']}/{part} is missing "
+                    "(a sweep keeps its members' policies since issue 39)")
+    return results, members
+
+
+def seed_info(results: dict[str, Any], summary: dict[str, Any], seed: int, size: int,
+              sweep: pathlib.Path) -> dict[str, Any]:
+    """``seed.yaml`` of one sweep member: its training seed, greedy
+    evaluation and training facts, and the sweep it came from."""
+    ev = summary.get("evaluation") or {}
+    return {
+        "seed": seed,
+        "evaluation": {k: ev[k] for k in ("episodes", "seed", "greedy", "success_rate",
+                                          "successes", "mean_steps_to_goal") if k in ev},
+        "training": {"env_steps": summary.get("env_steps_total"),
+                     "finished_at": summary.get("finished_at"),
+                     "device": ", ".join((results.get("machine") or {}).get("devices") or []),
+                     "jax": (results.get("machine") or {}).get("jax")},
+        "sweep": {"members": len(results.get("results") or []),
+                  "train_seconds_all_members": results.get("train_seconds"),
+                  "folder": sweep.name},
+        "policy_bytes": size,
+    }
+
+
+def publish_seeds(sweep: str | os.PathLike, reference: str,
+                  root: str | os.PathLike | None = None) -> list[pathlib.Path]:
+    """Keep every member of the finished seed sweep ``sweep`` under the
+    zoo entry ``reference`` (``zoo:<name>@<version>``, or ``<name>@<version>``):
+    ``seeds/<seed>/policy`` (copied as exported) and ``seeds/<seed>/seed.yaml``
+    (:func:`seed_info`); returns the seed folders written. A seed already
+    kept is replaced.
+
+    Raises:
+        ValidationError: an entry that does not exist, a sweep that is not
+            a finished sweep of the entry's own config over ``run.seed``
+            alone (every member's config is checked), or a member's policy
+            over :data:`MAX_POLICY_BYTES`. Nothing is written then.
+    """
+    import yaml
+
+    from agents.zoo import SEED_FILE, SEEDS_FOLDER, ZOO_PREFIX, resolve
+    from plume_jax.files.safe_io import YAMLDumper, load_json_file
+    from plume_jax.train.config import load_train_config, read_yaml
+
+    ref = reference if reference.startswith(ZOO_PREFIX) else ZOO_PREFIX + reference
+    if "@" not in ref or "#" in ref:
+        raise ValidationError.for_parameter("entry", reference,
+                                            "zoo:<name>@<version> (the version spelled out)")
+    entry = resolve(ref, None if root is None else pathlib.Path(root))
+    sweep = pathlib.Path(sweep)
+    results, members = _sweep_members(sweep)
+    committed = load_train_config(entry.config_path).to_dict()
+    staged = []
+    for m in members:
+        folder = sweep / "members" / m["name"]
+        seed = m["run.seed"]
+        ran = read_yaml(folder / "config.yaml", "sweep")
+        differing, _ = config_differences(committed, ran)
+        differing = [k for k in differing if k != "run.seed"]
+        if differing or (ran.get("run") or {}).get("seed") != seed                 or isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValidationError.for_parameter(
+                "sweep", str(sweep), f"a seed sweep of {entry.reference}'s own config "
+                f"(member {m['name']} differs in {differing or ['run.seed']})")
+        size = _policy_bytes(folder / "policy", "policy", MAX_POLICY_BYTES)
+        summary = load_json_file(folder / "summary.json", "sweep")
+        staged.append((seed, folder / "policy", seed_info(results, summary, seed, size, sweep)))
+    seeds_dir = entry.folder / SEEDS_FOLDER
+    staging = entry.folder / f".{SEEDS_FOLDER}.publishing-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    for seed, policy, info in staged:  # everything staged before anything moves in
+        shutil.copytree(policy, staging / str(seed) / "policy")
+        (staging / str(seed) / SEED_FILE).write_text(
+            yaml.dump(info, Dumper=YAMLDumper, sort_keys=False), encoding="utf-8")
+    seeds_dir.mkdir(exist_ok=True)
+    written = []
+    for seed, _, _ in staged:
+        target = seeds_dir / str(seed)
+        if target.exists():
+            old = staging / f"old-{seed}"
+            os.replace(target, old)
+        os.replace(staging / str(seed), target)
+        written.append(target)
+    shutil.rmtree(staging, ignore_errors=True)
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", help="a finished run folder of plume-jax train, or an exported "
-                        "policy folder (with --config and --facts)")
-    parser.add_argument("name", help="the zoo name, e.g. filament-gru")
+                        "policy folder (with --config and --facts), or a seed sweep (--seeds)")
+    parser.add_argument("name", help="the zoo name, e.g. filament-gru (with --seeds: "
+                        "NAME@VERSION)")
+    parser.add_argument("--seeds", action="store_true",
+                        help="RUN is a finished seed sweep of entry NAME@VERSION's config: keep "
+                        "every member's policy under it (zoo:NAME@VERSION#SEED)")
     parser.add_argument("--device", default=None,
                         help="what it was trained on (default: from the run's summary.json)")
     parser.add_argument("--description", default="", help="one line saying what it is")
@@ -386,6 +510,16 @@ def main(argv: list[str] | None = None) -> int:
                         f"{POLICY_BYTES_CEILING})")
     args = parser.parse_args(argv)
     try:
+        if args.seeds:
+            given = [flag for flag, value in (("--config", args.config), ("--facts", args.facts),
+                                              ("--device", args.device)) if value is not None]
+            if given:
+                raise ValidationError.for_parameter(
+                    given[0], getattr(args, given[0][2:]), "nothing with --seeds (the sweep's "
+                    "own files hold the facts)")
+            written = publish_seeds(args.run, args.name)
+            print(json.dumps({"written": [str(p) for p in written]}))
+            return 0
         if (pathlib.Path(args.run) / "policy.json").is_file():
             if args.config is None or args.facts is None or args.device is not None:
                 raise ValidationError.for_parameter(

@@ -20,10 +20,11 @@ def hostile_zoo(tmp_path, monkeypatch):
     """A zoo with ``gaussian-mlp@1`` and, under it and under an entry
     ``toy``, trained copies named ``²``, ``01`` and ``١`` (an Arabic-Indic one)."""
     root = tmp_path / "zoo"
-    shutil.copytree(SHIPPED, root / "gaussian-mlp" / "1")
+    headline = shutil.ignore_patterns("seeds")  # the entry's own policy, not its seeds'
+    shutil.copytree(SHIPPED, root / "gaussian-mlp" / "1", ignore=headline)
     for name in ("²", "01", "١"):
-        shutil.copytree(SHIPPED, root / "gaussian-mlp" / name)
-        shutil.copytree(SHIPPED, root / "toy" / name)
+        shutil.copytree(SHIPPED, root / "gaussian-mlp" / name, ignore=headline)
+        shutil.copytree(SHIPPED, root / "toy" / name, ignore=headline)
     monkeypatch.setenv(zoo.ZOO_ENV, str(root))
     return root
 
@@ -67,9 +68,9 @@ def test_plume_jax_list_zoo_shows_name_version_preset_success_and_seeds(hostile_
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith(f"zoo {hostile_zoo} (1 trained versions")
     assert lines[1].split() == ["agent", "preset", "success", "episodes", "eval", "seed",
-                                "train", "seed"]
+                                "train", "seed", "seeds"]
     assert lines[2].split() == ["zoo:gaussian-mlp@1", "PlumeNav-Gaussian-v0", "0.987", "1000",
-                                "1000003", "0"]
+                                "1000003", "0", "0"]
     assert len(lines) == 3  # ², 01 and ١ are not versions
 
 

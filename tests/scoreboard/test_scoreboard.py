@@ -154,7 +154,7 @@ def test_a_run_refuses_the_published_boards_paths_and_publish_refuses_run_option
     assert "no run options with --publish" in capsys.readouterr().err
     assert cli.main(["bench", "--markdown", str(tmp_path / "x.md"), "--no-zoo",
                      "--family", "nothing"]) == 2  # (--family: a bad run stops even so)
-    assert "--markdown only with --publish or --render-only" in capsys.readouterr().err
+    assert "--markdown only with --publish, --render-only or --recipes" in capsys.readouterr().err
     assert cli.main(["bench", "--agent", "klinotaxis", "--out", str(tmp_path / "run")]) == 2
     assert "--from RECORD too" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,315 @@
+"""What a zoo *recipe* does over training seeds, on the board.
+
+A zoo entry's headline policy is one training run: one seed. Its recipe
+(its config) trained with several seeds (``configs/sweep_seeds_<name>.yaml``)
+keeps every member's policy under the entry (``seeds/<seed>/``, loadable as
+``zoo:<name>@<version>#<seed>``, :mod:`agents.zoo`). For each zoo recipe on
+its own preset the board reports, over its seeds, with the estimators of
+Agarwal et al. 2021 (:mod:`plume_jax.scoreboard.recipe_stats`, SciPy's
+bootstrap; rliable itself is not used: its pinned ``arch`` < 8 does not
+import beside pandas 3):
+
+- success and mean steps to the source as the interquartile mean (IQM) and
+  the mean over seeds, each with its 95 % percentile bootstrap interval;
+- the probability of improvement over the best hand-coded baseline that ran
+  on that preset (P(a seed's success rate > the baseline's), ties counted
+  half), with its interval;
+- a verdict taken on the recipe's intervals (:func:`verdict`), and none for
+  a recipe with a single seed.
+
+The unit is a *run*: one trained policy scored on the protocol's episodes
+(its success rate, and its mean steps to the source over the episodes that
+reached it). A hand-coded baseline has no training seed, so it is one run,
+held fixed: its score is its own row's success rate on the same episodes
+(every seed is evaluated under the section's protocol: same episodes, same
+seed), and only the recipe's seeds are resampled.
+
+Where the seeds' policies are not kept, the seed sweep's own stored
+evaluation stands in (``benchmarks/zoo_seed_spread/<name>/results.json``:
+1000 greedy episodes at evaluation seed 1000003, other episodes than the
+baselines'); a row says which it used (``seed_results``).
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from plume_jax.scoreboard.record_schema import RECIPE_VERDICTS as VERDICTS
+from plume_jax.scoreboard.record_schema import SEED_RESULTS
+from plume_jax.scoreboard.recipe_stats import improvement_estimate, recipe_estimates
+
+#: Where the seed sweeps' stored results live (``<name>/results.json`` and
+#: ``<name>/entry.txt``), the fallback for entries that keep no seed policies.
+SPREAD_DIR = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "zoo_seed_spread"
+#: What ``seed_results`` says of each source.
+FROM_BOARD, FROM_SWEEP, FROM_HEADLINE = SEED_RESULTS
+#: Thresholds of the performance profile (success rate).
+PROFILE_TAUS = tuple(float(t) for t in np.linspace(0.0, 1.0, 101))
+
+
+def best_baseline(rows: Sequence[Mapping[str, Any]], preset: str) -> Mapping[str, Any] | None:
+    """The best hand-coded baseline that ran on ``preset``: the highest
+    success rate, then the fewest mean steps; ``None`` when none ran."""
+    ran = [r for r in rows if r["preset"] == preset and r["kind"] == "baseline"
+           and r["status"] == "ok"]
+    if not ran:
+        return None
+    return min(ran, key=lambda r: (-r["metrics"]["success_rate"],
+                                   r["metrics"]["mean_steps"] if r["metrics"]["mean_steps"]
+                                   is not None else float("inf")))
+
+
+def verdict(success: Mapping[str, Any], steps: Mapping[str, Any] | None,
+            baseline: Mapping[str, Any] | None, seeds: int) -> str:
+    """The recipe against the best baseline's metrics, on the recipe's
+    intervals (its success IQM's and, on a tie, its steps IQM's):
+
+    - ``"beats"``: the success interval lies wholly above the baseline's rate;
+    - ``"faster"``: the success interval reaches the baseline's rate and the
+      steps interval lies wholly below the baseline's mean steps;
+    - ``"worse"``: the success interval lies wholly below the baseline's
+      rate (or it reaches it and the steps interval lies wholly above);
+    - ``"no clear difference"``: the intervals straddle the baseline's;
+    - ``"one seed: no verdict"``: one seed has no interval;
+    - ``"no baseline ran"``.
+    """
+    if seeds < 2:
+        return "one seed: no verdict"
+    if baseline is None:
+        return "no baseline ran"
+    rate, base_steps = baseline["success_rate"], baseline["mean_steps"]
+    low, high = success["ci95"]
+    if low > rate:
+        return "beats"
+    if high < rate:
+        return "worse"
+    ci = (steps or {}).get("ci95")
+    if ci is not None and base_steps is not None:
+        if ci[1] < base_steps:
+            return "faster"
+        if ci[0] > base_steps:
+            return "worse"
+    return "no clear difference"
+
+
+def recipe_row(family: str, preset: str, label: str, per_seed: Sequence[Mapping[str, Any]],
+               baseline: Mapping[str, Any] | None, seed_results: str, seed: int = 0
+               ) -> dict[str, Any]:
+    """One recipe's row: ``per_seed`` holds one ``{"seed", "success_rate",
+    "mean_steps", "episodes"}`` per training seed (``mean_steps`` ``None``
+    for a seed that never reached the source); ``baseline`` is the best
+    baseline's row (:func:`best_baseline`) or ``None``."""
+    runs = sorted(per_seed, key=lambda r: r["seed"])
+    success = recipe_estimates([r["success_rate"] for r in runs], seed=seed)
+    reached = [r["mean_steps"] for r in runs if r["mean_steps"] is not None]
+    steps = recipe_estimates(reached, seed=seed) if reached else None
+    row: dict[str, Any] = {
+        "family": family, "preset": preset, "label": label, "seeds": len(runs),
+        "seed_results": seed_results,
+        "per_seed": [{"seed": int(r["seed"]), "success_rate": float(r["success_rate"]),
+                      "mean_steps": None if r["mean_steps"] is None else float(r["mean_steps"]),
+                      "episodes": int(r["episodes"])} for r in runs],
+        "success": {"iqm": success["iqm"], "mean": success["mean"]},
+        "steps": None if steps is None else {"iqm": steps["iqm"], "mean": steps["mean"],
+                                             "seeds": steps["runs"]},
+        "baseline": None, "improvement": None,
+    }
+    if baseline is not None:
+        m = baseline["metrics"]
+        row["baseline"] = {"label": baseline["label"], "success_rate": m["success_rate"],
+                           "mean_steps": m["mean_steps"]}
+        row["improvement"] = improvement_estimate(
+            [r["success_rate"] for r in runs], [m["success_rate"]], seed=seed)
+    row["verdict"] = verdict(row["success"]["iqm"], None if steps is None else row["steps"]["iqm"],
+                             row["baseline"], len(runs))
+    return row
+
+
+#: Stored sweeps that trained an entry among other settings (its members of
+#: the entry's own settings are its seeds): the GPU-trained Farrell entry was
+#: picked from a seed x learning-rate sweep (benchmarks/farrell_sweep/README.md).
+OTHER_SWEEPS = {"zoo:filament-farrell-gru@3": SPREAD_DIR.parent / "farrell_sweep"
+                / "results.json"}
+
+
+def _setting(config: Mapping[str, Any], dotted: str) -> Any:
+    section, _, key = dotted.partition(".")
+    return (config.get(section) or {}).get(key)
+
+
+def stored_sweep_results(entry: Any, spread_dir: pathlib.Path = SPREAD_DIR
+                         ) -> list[dict[str, Any]] | None:
+    """The seed sweep's own per-seed evaluation of ``entry``:
+    ``spread_dir/<name>/results.json`` when its ``entry.txt`` names this very
+    version, else the sweep :data:`OTHER_SWEEPS` names for it, keeping the
+    members whose other swept settings are the entry config's; ``None`` when
+    none is stored."""
+    folder = spread_dir / entry.name
+    path, named = folder / "results.json", None
+    try:
+        named = (folder / "entry.txt").read_text().strip()
+    except OSError:
+        pass
+    if named != entry.reference:
+        if entry.reference not in OTHER_SWEEPS:
+            return None
+        path = OTHER_SWEEPS[entry.reference]
+    try:
+        results = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    from plume_jax.train.config import load_train_config
+
+    own = load_train_config(entry.config_path).to_dict()
+    others = [k for k in results["grid"] if k != "run.seed"]
+    episodes = results["eval"]["episodes"]
+    return [{"seed": int(m["run.seed"]), "success_rate": m["eval_success_rate"],
+             "mean_steps": m["eval_mean_steps_to_goal"], "episodes": episodes}
+            for m in results["results"] if all(m[k] == _setting(own, k) for k in others)] or None
+
+
+def evaluate_seeds(entry: Any, protocol: Mapping[str, Any],
+                   progress: Callable[[str], None] = lambda text: None
+                   ) -> list[dict[str, Any]]:
+    """Every kept seed of ``entry`` run on its own preset under ``protocol``
+    (a section's: its episodes and seed, so the baselines' episodes), one
+    board row each (:func:`plume_jax.scoreboard.board.plan`)."""
+    from plume_jax.evaluate import scenario as sc
+    from plume_jax.scoreboard.board import plan
+    from plume_jax.scoreboard.contenders import Contender
+
+    out = []
+    for k in entry.seeds:
+        reference = f"{entry.reference}#{k}"
+        progress(f"{entry.preset} / {reference}")
+        contender = Contender(label=reference, kind="zoo", agent=reference,
+                              source=str(entry.folder), env_overrides=entry.env_overrides)
+        planned, reason = plan(entry.preset, contender, protocol["episodes"], protocol["seed"])
+        if planned is None:
+            from plume_jax.core.errors import ValidationError
+
+            raise ValidationError.for_parameter("agent", reference,
+                                                f"a policy that runs on {entry.preset} ({reason})")
+        m = sc.execute_run(planned)["metrics"]
+        out.append({"seed": k, "success_rate": m["success_rate"], "mean_steps": m["mean_steps"],
+                    "episodes": m["episodes"]})
+    return out
+
+
+def family_recipes(family: Any, section: Mapping[str, Any], zoo_entries: Sequence[Any],
+                   spread_dir: pathlib.Path = SPREAD_DIR,
+                   progress: Callable[[str], None] = lambda text: None
+                   ) -> list[dict[str, Any]]:
+    """A recipe row for every zoo entry (``zoo_entries``: the board's, the
+    newest version of each) whose own preset is in ``family``: its kept seeds
+    run under the section's protocol; else the stored sweep evaluation; else
+    its headline row in the section, as a recipe of one seed."""
+    rows = []
+    order = {preset: i for i, preset in enumerate(family.presets)}
+    for entry in sorted((e for e in zoo_entries if e.preset in order),
+                        key=lambda e: (order[e.preset], e.name, e.version)):
+        per_seed: list[dict[str, Any]] | None = None
+        if entry.seeds:
+            per_seed, source = evaluate_seeds(entry, section["protocol"], progress), FROM_BOARD
+        else:
+            per_seed, source = stored_sweep_results(entry, spread_dir), FROM_SWEEP
+        if not per_seed:
+            own = [r for r in section["rows"] if r["label"] == entry.reference
+                   and r["preset"] == entry.preset and r["status"] == "ok"]
+            if not own:
+                continue
+            m = own[0]["metrics"]
+            per_seed, source = [{"seed": int(entry.info.get("seed", 0)),
+                                 "success_rate": m["success_rate"],
+                                 "mean_steps": m["mean_steps"], "episodes": m["episodes"]}
+                                ], FROM_HEADLINE
+        rows.append(recipe_row(family.name, entry.preset, entry.reference, per_seed,
+                               best_baseline(section["rows"], entry.preset), source))
+    return rows
+
+
+def profile_figure(name: str, recipes: Sequence[Mapping[str, Any]]) -> Any:
+    """The family's performance profiles: per recipe, the fraction of its
+    seeds whose success rate exceeds each threshold tau, with its pointwise
+    95 % bootstrap band; each recipe's best baseline's rate as a dashed
+    line of the same colour."""
+    from matplotlib.figure import Figure
+
+    from plume_jax.scoreboard.recipe_stats import performance_profile
+
+    fig = Figure(figsize=(7.5, 4.4 + 0.2 * ((len(recipes) + 1) // 2)), layout="constrained")
+    ax = fig.subplots()
+    for i, r in enumerate(recipes):
+        colour = f"C{i % 10}"
+        profile = performance_profile([s["success_rate"] for s in r["per_seed"]], PROFILE_TAUS)
+        tau = np.asarray(profile["tau"])
+        ax.step(tau, np.asarray(profile["fraction"], float), where="post", color=colour,
+                label=f"{r['label']} ({r['preset'].removeprefix('PlumeNav-')}, "
+                      f"{r['seeds']} seed{'s' if r['seeds'] != 1 else ''})")
+        if r["seeds"] > 1:
+            low = np.array([np.nan if v is None else v for v in profile["low"]], float)
+            high = np.array([np.nan if v is None else v for v in profile["high"]], float)
+            ax.fill_between(tau, low, high, step="post", color=colour, alpha=0.15)
+        if r["baseline"] is not None:
+            ax.axvline(r["baseline"]["success_rate"], color=colour, linestyle="--",
+                       linewidth=1)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("success rate threshold τ (dashed: the best baseline's rate on that preset)")
+    ax.set_ylabel("fraction of seeds with success > τ")
+    ax.set_title(f"{name}: performance profiles of the zoo recipes (95 % bootstrap bands)",
+                 fontsize=9)
+    fig.legend(fontsize=7, loc="outside lower center", ncol=2)
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def estimate_text(estimate: Mapping[str, Any] | None, scale: float = 1.0, spec: str = ".1f"
+                  ) -> str:
+    """``value [low, high]`` (each times ``scale``, formatted by ``spec``),
+    ``value`` alone without an interval, ``—`` for none."""
+    if estimate is None:
+        return "—"
+    ci = estimate["ci95"]
+    text = format(scale * estimate["value"], spec)
+    return text + ("" if ci is None else
+                   f" [{format(scale * ci[0], spec)}, {format(scale * ci[1], spec)}]")
+
+
+#: What each ``seed_results`` source means, for the page.
+SOURCES = {FROM_BOARD: "each seed's policy under this section's protocol",
+           FROM_SWEEP: "the seed sweep's own evaluation (1000 episodes, seed 1000003; the "
+                       "seeds' policies are not kept)",
+           FROM_HEADLINE: "the headline policy's row: one seed"}
+
+
+def recipe_lines(recipes: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The family's recipe table: a row per (preset, zoo recipe)."""
+    lines = ["| preset | recipe | seeds | success % IQM [95 % CI] | success % mean [95 % CI] "
+             "| steps IQM [95 % CI] | steps mean [95 % CI] | best baseline: success %, steps "
+             "| P(seed > baseline) [95 % CI] | verdict | seed results |",
+             "|---|---|---:|---|---|---|---|---|---|---|---|"]
+    for r in recipes:
+        b = r["baseline"]
+        base = "—" if b is None else (f"{b['label']}: {100 * b['success_rate']:.1f}, "
+                                      f"{'—' if b['mean_steps'] is None else format(b['mean_steps'], '.1f')}")
+        steps = r["steps"] or {}
+        lines.append(
+            f"| {r['preset']} | {r['label']} | {r['seeds']} | "
+            f"{estimate_text(r['success']['iqm'], 100)} | "
+            f"{estimate_text(r['success']['mean'], 100)} | {estimate_text(steps.get('iqm'))} | "
+            f"{estimate_text(steps.get('mean'))} | {base} | "
+            f"{estimate_text(r['improvement'], spec='.2f')} | {r['verdict']} | "
+            f"{r['seed_results']} |")
+    return lines
+
+
+__all__ = ["FROM_BOARD", "FROM_HEADLINE", "FROM_SWEEP", "OTHER_SWEEPS", "PROFILE_TAUS", "SOURCES",
+           "SPREAD_DIR", "VERDICTS", "best_baseline", "estimate_text", "evaluate_seeds",
+           "family_recipes", "profile_figure", "recipe_lines", "recipe_row",
+           "stored_sweep_results", "verdict"]
