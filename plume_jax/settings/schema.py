@@ -312,9 +312,9 @@ def plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     if isinstance(value, np.ndarray):
-        return value.tolist()
+        return plain(value.tolist())  # an array of HDF5 strings is a list of bytes
     if isinstance(value, np.generic):
-        return value.item()
+        return plain(value.item())  # numpy.bytes_ too
     if isinstance(value, bytes):
         return value.decode()
     return value

@@ -58,7 +58,7 @@ def check(reference: str, sweep_dir: pathlib.Path) -> Any:
     is a finished sweep of its config with only ``run.seed`` swept.
     ``ValidationError`` naming what differs otherwise."""
     from plume_jax.core.errors import ValidationError
-    from plume_jax.train.config import load_train_config
+    from plume_jax.train.config import current_form, load_train_config
 
     entry = _entry(reference)
     absent = [name for name in KEPT if not (sweep_dir / name).is_file()]
@@ -71,7 +71,7 @@ def check(reference: str, sweep_dir: pathlib.Path) -> Any:
                                             f"a sweep of run.seed only (its grid: "
                                             f"{list(results['grid'])})")
     own = load_train_config(entry.config_path).to_dict()
-    swept = results["base_config"]
+    swept = current_form(results["base_config"])  # a sweep of 0.1.x: in this form
     differs = sorted(f"{section}.{key}" for section in own if section != "run"
                      for key in set(own[section]) | set(swept.get(section) or {})
                      if own[section].get(key) != (swept.get(section) or {}).get(key))

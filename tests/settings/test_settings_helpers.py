@@ -27,6 +27,15 @@ def test_plain_gives_what_json_writes_and_reads_back():
     assert type(out["1"][0]) is float and type(out["1"][1][0]) is int
 
 
+def test_plain_decodes_hdf5_string_arrays_and_numpy_bytes():
+    """Regression: the one plain() (merged from three copies) left an HDF5
+    attribute that is an array of strings as a list of bytes, which JSON
+    cannot hold, so a Rigolli-layout .mat v7.3 movie was refused."""
+    out = plain({"units": np.array([b"m", b"s"]), "name": np.bytes_(b"nose")})
+    assert out == {"units": ["m", "s"], "name": "nose"}
+    assert json.loads(json.dumps(out)) == out
+
+
 @pytest.mark.parametrize("component, family", [
     (PoissonPlume(), "plume"), (BeliefSensor(), "sensor"), (PositionSensor(), "sensor")])
 def test_a_component_made_by_hand_names_its_missing_domain(component, family):
