@@ -8,10 +8,11 @@ exactly as the network it was trained as.
 
 Parameters are a flat mapping ``"layer/param" -> array`` (flax's names
 joined with ``/``: ``actor_0/kernel``, ``gru/cell/ir/bias``,
-``torso/conv_0/kernel``, ``log_std``). ``net`` is the ``network`` section
-(a ``NetworkConfig`` or its dict): ``type`` (mlp | gru | cnn),
-``hidden_sizes``, ``image_shape``, ``conv_strides``, ``activation``,
-``critic``.
+``rnn/cell/i/kernel``, ``torso/conv_0/kernel``, ``log_std``). ``net`` is the
+``network`` section (a ``NetworkConfig`` or its dict): ``type`` (mlp | gru |
+rnn | cnn), ``hidden_sizes``, ``gru_size`` / ``rnn_size`` (the recurrent
+state's width, :data:`RECURRENT_WIDTH`), ``image_shape``, ``conv_strides``,
+``activation``, ``critic``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+
+#: The recurrent network types and the setting that holds each one's state
+#: width: ``gru`` (``flax.linen.GRUCell``) and ``rnn`` (a vanilla Elman
+#: cell, ``flax.linen.SimpleCell``: ``tanh``).
+RECURRENT_WIDTH = {"gru": "gru_size", "rnn": "rnn_size"}
 
 
 def _get(net: Any, name: str, default: Any = None) -> Any:
@@ -47,6 +54,21 @@ def gru_cell(p: Mapping[str, jax.Array], h: jax.Array, x: jax.Array,
     z = jax.nn.sigmoid(dense(p, f"{prefix}/iz", x) + jnp.dot(h, p[f"{prefix}/hz/kernel"]))
     n = jnp.tanh(dense(p, f"{prefix}/in", x) + r * dense(p, f"{prefix}/hn", h))
     return (1.0 - z) * n + z * h
+
+
+def simple_cell(p: Mapping[str, jax.Array], h: jax.Array, x: jax.Array,
+                prefix: str = "rnn/cell") -> jax.Array:
+    """One step of ``flax.linen.SimpleCell`` (its parameter names, ``tanh``,
+    no residual): ``tanh(x @ i/kernel + i/bias + h @ h/kernel)``, the new
+    state f32[B, H] from ``h`` f32[B, H] and ``x`` f32[B, E]."""
+    return jnp.tanh(dense(p, f"{prefix}/i", x) + jnp.dot(h, p[f"{prefix}/h/kernel"]))
+
+
+def hidden_width(net: Any) -> int:
+    """Width ``H`` of the carried recurrent state: ``gru_size`` (gru),
+    ``rnn_size`` (rnn), else 1 (carried through, unused)."""
+    setting = RECURRENT_WIDTH.get(_get(net, "type", "mlp"))
+    return int(_get(net, setting)) if setting else 1
 
 
 def image_channels_rows_columns(net: Any) -> tuple[int, int, int]:
@@ -97,7 +119,8 @@ def actor_critic(net: Any, p: Mapping[str, jax.Array], hidden: jax.Array, x: jax
         hidden: f32[B, H], the recurrent state before ``x[0]`` (passed
             through by the feed-forward networks).
         x: f32[T, B, D] inputs; ``starts`` bool[T, B]: the first observation
-            of an episode (the GRU state is zeroed there).
+            of an episode (the recurrent state is zeroed there, before
+            the cell reads it).
         action_dim, discrete: the action head; ``num_agents``: agents per env
             (rows ``B = envs x agents``, for the centralised critic);
             ``value_only``: no actor head (zero logits); ``with_value``
@@ -111,12 +134,13 @@ def actor_critic(net: Any, p: Mapping[str, jax.Array], hidden: jax.Array, x: jax
     act = activation(net)
     kind = _get(net, "type", "mlp")
     sizes = tuple(_get(net, "hidden_sizes"))
-    if kind == "gru":
+    if kind in RECURRENT_WIDTH:
         emb = act(dense(p, "embed", x))
+        cell = gru_cell if kind == "gru" else simple_cell
 
         def step(h, inputs):
             e, start = inputs
-            h = gru_cell(p, jnp.where(start[:, None], jnp.zeros_like(h), h), e)
+            h = cell(p, jnp.where(start[:, None], jnp.zeros_like(h), h), e)
             return h, h
 
         hidden, feats = jax.lax.scan(step, hidden, (emb, starts))
@@ -147,5 +171,5 @@ def actor_critic(net: Any, p: Mapping[str, jax.Array], hidden: jax.Array, x: jax
     return hidden, (out, jnp.broadcast_to(p["log_std"], out.shape)), value
 
 
-__all__ = ["activation", "actor_critic", "conv_torso", "dense", "gru_cell",
-           "image_channels_rows_columns", "joint_features"]
+__all__ = ["RECURRENT_WIDTH", "activation", "actor_critic", "conv_torso", "dense", "gru_cell",
+           "hidden_width", "image_channels_rows_columns", "joint_features", "simple_cell"]

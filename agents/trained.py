@@ -24,7 +24,8 @@ Example::
         if terminated or truncated:
             break
 
-The carry holds the GRU state (recurrent networks), the previous action
+The carry holds the recurrent state (``gru`` and ``rnn`` networks, zeroed
+at an episode's first observation as in training), the previous action
 and observation (networks fed their previous action or the change of the
 observation) and whether the next observation is the first of an episode. Greedy by default: argmax of the logits, or the
 Gaussian mean; ``greedy=False`` samples from the policy.
@@ -48,7 +49,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agents.actor_critic import actor_critic
+from agents.actor_critic import actor_critic, hidden_width
 from agents.base import StatefulAgent, describe
 from plume_jax.core.errors import ValidationError
 from plume_jax.core.pytree import Pytree
@@ -59,7 +60,8 @@ POLICY_FORMAT = "plume_jax.trained_policy/1"
 @chex.dataclass(frozen=True)
 class TrainedCarry(Pytree):
     """Attributes:
-        hidden: f32[H], recurrent state (H = 1 and unused for an MLP).
+        hidden: f32[H], recurrent state (``H``: ``gru_size`` or ``rnn_size``;
+            1 and unused for an MLP or a CNN).
         prev_action: i32[] or f32[A], the last action (normalised for Box).
         prev_obs: f32[D], the last transformed observation (for ``obs_delta``).
         start: bool[], the next observation is the first of an episode.
@@ -180,8 +182,7 @@ def forward(spec: dict[str, Any], params: dict, carry: TrainedCarry, obs: jax.Ar
 
 
 def initial_carry(spec: dict[str, Any]) -> TrainedCarry:
-    net = spec["network"]
-    size = net["gru_size"] if net["type"] == "gru" else 1
+    size = hidden_width(spec["network"])  # gru_size (gru), rnn_size (rnn), else 1
     prev = (jnp.zeros((), jnp.int32) if spec["discrete"]
             else jnp.zeros(spec["action_dim"], jnp.float32))
     return TrainedCarry(hidden=jnp.zeros(size, jnp.float32), prev_action=prev,

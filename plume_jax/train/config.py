@@ -133,15 +133,21 @@ def image_shape_check(name: str, value: Any, grid: Any = None) -> tuple[int, ...
 
 
 NETWORK_SCHEMA: dict[str, Setting] = {
-    "type": _s("mlp", choice(("mlp", "gru", "cnn")), True,
-               "mlp | gru (recurrent) | cnn (conv torso over an image in the inputs; "
+    "type": _s("mlp", choice(("mlp", "gru", "rnn", "cnn")), True,
+               "mlp | gru (recurrent: a GRU) | rnn (recurrent: a vanilla tanh RNN, "
+               "flax.linen.SimpleCell) | cnn (conv torso over an image in the inputs; "
                "belief_value_iteration: mlp | cnn, its value network's conv layers then the "
                "hidden_sizes dense ReLU layers)"),
     "hidden_sizes": _s((64, 64), integer_list(low=1, high=65536, whole_floats=True), True,
-                       "mlp: actor and critic layers; gru: the input embedding, then the "
+                       "mlp: actor and critic layers; gru, rnn: the input embedding, then the "
                        "actor / critic head layers; cnn: the actor / critic layers after the "
                        "conv torso"),
-    "gru_size": _s(64, count(low=1, high=65536), True, "GRU hidden size (gru only)"),
+    "gru_size": _s(64, count(low=1, high=65536), True,
+                   "GRU hidden size (gru only; rnn refuses another value, mlp and cnn ignore "
+                   "it)"),
+    "rnn_size": _s(64, count(low=1, high=65536), True,
+                   "vanilla RNN hidden size (rnn only; gru refuses another value, mlp and cnn "
+                   "ignore it)"),
     "image_shape": _s(None, image_shape_check, True,
                       "cnn: [rows, columns] or [channels, rows, columns] of the image in the "
                       "first inputs (the belief sensor's window: rows = columns = 2 * grid - 1)"),
@@ -550,9 +556,13 @@ def current_form(saved: Any) -> Any:
     algorithms at their defaults (which it enforced, so they changed
     nothing): here the ones the config's algorithm does not declare are
     dropped. 0.1.x's ``algo.eval_every`` of ``belief_value_iteration`` (0:
-    never) is ``eval.every`` now (null: never), unless that is set. Anything
-    else is left for :func:`train_config` to check; a config that is not a
-    mapping is returned as it is."""
+    never) is ``eval.every`` now (null: never), unless that is set. A
+    ``network`` setting added after the config was written (``rnn_size``,
+    which came with ``network.type: rnn``) is filled in at its default, the
+    value it trained with, as this version writes every one
+    (:func:`_with_new_network_settings`). Anything else is left for
+    :func:`train_config` to check; a config that is not a mapping is
+    returned as it is."""
     if not isinstance(saved, Mapping) or not isinstance(saved.get("algo"), Mapping):
         return saved  # type: ignore[return-value]
     data = copy.deepcopy(dict(saved))
@@ -569,4 +579,19 @@ def current_form(saved: Any) -> Any:
         section = dict(given) if isinstance(given, Mapping) else {}
         if section.get("every") is None:
             data["eval"] = {**section, "every": period or None}
+    return _with_new_network_settings(data)
+
+
+def _with_new_network_settings(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (a written config) with each :data:`NETWORK_SCHEMA` setting
+    its ``network`` mapping lacks added at its default, in the resolved
+    form's order (lists for tuples, as a config reads back from YAML or
+    JSON); a network section that is not a mapping is left as it is."""
+    net = data.get("network")
+    if not isinstance(net, Mapping):
+        return data
+    filled = {key: net[key] if key in net else
+              list(s.default) if isinstance(s.default, tuple) else s.default
+              for key, s in NETWORK_SCHEMA.items()}
+    data["network"] = {**filled, **net}  # an unknown key stays, for train_config to name
     return data

@@ -1,17 +1,20 @@
 """Actor-critic networks (flax linen) and the action distributions PPO uses.
 
-Both networks map ``(hidden, x, starts)`` to ``(hidden', policy_out, value)``
+Every network maps ``(hidden, x, starts)`` to ``(hidden', policy_out, value)``
 over a time-major sequence: ``x`` is f32[T, B, D], ``starts`` bool[T, B]
 marks the first observation of an episode, ``hidden`` f32[B, H] is the
-recurrent state before ``x[0]``. The feed-forward network ignores
-``hidden`` and ``starts`` (it passes ``hidden`` through), so rollout,
-bootstrapping and training code is the same for both.
+recurrent state before ``x[0]``. The feed-forward networks ignore
+``hidden`` and ``starts`` (they pass ``hidden`` through), so rollout,
+bootstrapping and training code is the same for all.
 
 - ``mlp``: separate actor and critic MLPs (``hidden_sizes``, orthogonal
   init, ``tanh`` or ``relu``) on the input.
 - ``gru``: a dense embedding (``hidden_sizes[0]`` units) -> a GRU
   (``gru_size``) whose state is zeroed wherever ``starts`` is True (an episode
   boundary) -> separate actor and critic MLP heads (``hidden_sizes[1:]``).
+- ``rnn``: the same, with a vanilla (Elman) recurrent cell of ``rnn_size``
+  units, ``h' = tanh(W_i e + b_i + W_h h)`` (``flax.linen.SimpleCell``; Singh
+  et al. 2023 trained both), its state zeroed at episode starts as the GRU's.
 - ``cnn``: the first ``channels * rows * columns`` inputs are an image
   (``image_shape``, channel-major, row-major: the ``belief`` sensor's
   posterior window) -> a conv torso shared by actor and critic (per layer:
@@ -24,7 +27,7 @@ Many agents (``num_agents`` > 1) share one network: the batch axis ``B``
 is ``envs x agents``, agent-minor (the rows of one env are contiguous).
 With ``critic="centralised"`` (MAPPO-style) the critic head reads the
 features of every agent of the acting agent's env — the input for an MLP,
-the GRU output for a GRU — concatenated in agent order relative to the
+the recurrent cell's output for a ``gru`` or ``rnn`` — concatenated in agent order relative to the
 acting agent (its own first, then agents ``i+1, ..., A-1, 0, ..., i-1``),
 so one set of critic weights serves every agent; the actor still reads only
 the agent's own features (:func:`joint_features`).
@@ -58,17 +61,24 @@ from jax import custom_batching
 import jax.numpy as jnp
 import numpy as np
 
-from agents.actor_critic import actor_critic, joint_features  # noqa: F401 (re-exported)
+from agents.actor_critic import RECURRENT_WIDTH, actor_critic, hidden_width
+from agents.actor_critic import joint_features  # noqa: F401 (re-exported)
 from plume_jax.core.errors import ValidationError
 
 
 @dataclasses.dataclass(frozen=True)
 class NetworkConfig:
-    """Static network settings (hashable: part of the compiled program)."""
+    """Static network settings (hashable: part of the compiled program).
+
+    ``gru_size`` is the GRU's width (``type: gru``), ``rnn_size`` the vanilla
+    RNN's (``type: rnn``); a recurrent network refuses the other cell's
+    width set away from its default (it would be ignored), while ``mlp`` and
+    ``cnn`` ignore both (as they always ignored ``gru_size``)."""
 
     type: str = "mlp"
     hidden_sizes: tuple[int, ...] = (64, 64)
     gru_size: int = 64
+    rnn_size: int = 64
     image_shape: tuple[int, ...] | None = None
     conv_features: tuple[int, ...] = (8, 16, 16)
     conv_kernels: tuple[int, ...] = (3, 3, 3)
@@ -82,6 +92,7 @@ class NetworkConfig:
     critic: str = "decentralised"
 
     def __post_init__(self):
+        self._check_recurrent_width()
         if self.type != "cnn":
             return
         if self.image_shape is None:
@@ -96,9 +107,29 @@ class NetworkConfig:
                 "network.conv_kernels", list(self.conv_kernels),
                 f"one entry per conv layer, as many as conv_features and conv_strides ({sizes})")
 
+    def _check_recurrent_width(self) -> None:
+        """Refuse, on a ``gru`` or ``rnn`` network, the other cell's width
+        set away from its default: it would be ignored (a config copied from
+        a GRU's, with ``type`` changed to ``rnn``, keeps a ``gru_size`` that
+        sizes nothing)."""
+        if self.type not in RECURRENT_WIDTH:
+            return
+        own = RECURRENT_WIDTH[self.type]
+        for kind, setting in RECURRENT_WIDTH.items():
+            value = getattr(self, setting)
+            default = NetworkConfig.__dataclass_fields__[setting].default
+            if kind != self.type and value != default:
+                raise ValidationError.for_parameter(
+                    f"network.{setting}", value,
+                    f"its default {default} for network.type {self.type!r}: {setting} is "
+                    f"the width of network.type {kind!r} only; the {self.type} cell's width "
+                    f"is network.{own} (now {getattr(self, own)})")
+
     @property
     def recurrent(self) -> bool:
-        return self.type == "gru"
+        """A ``gru`` or ``rnn``: a state carried over steps, zeroed at
+        episode starts (training minibatches are whole env sequences)."""
+        return self.type in RECURRENT_WIDTH
 
     @property
     def image_channels_rows_columns(self) -> tuple[int, int, int]:
@@ -130,6 +161,18 @@ class _GRUParams(nn.Module):
     @nn.compact
     def __call__(self, h: jax.Array, x: jax.Array) -> Any:
         return nn.GRUCell(self.features, name="cell")(h, x)
+
+
+class _RNNParams(nn.Module):
+    """Declares the vanilla RNN's parameters (``rnn/cell/i/{kernel,bias}``,
+    ``rnn/cell/h/kernel``: ``flax.linen.SimpleCell``'s names and
+    initialisers, ``tanh``)."""
+
+    features: int
+
+    @nn.compact
+    def __call__(self, h: jax.Array, x: jax.Array) -> Any:
+        return nn.SimpleCell(self.features, name="cell")(h, x)
 
 
 class _TorsoParams(nn.Module):
@@ -203,10 +246,10 @@ class ActorCritic(nn.Module):
 
         if cfg.recurrent:
             layer(cfg.hidden_sizes[0], sqrt2, "embed", in_dim)
-            _GRUParams(cfg.gru_size, name="gru")(jnp.zeros((1, cfg.gru_size), jnp.float32),
-                                                 jnp.zeros((1, cfg.hidden_sizes[0]),
-                                                           jnp.float32))
-            width, heads = cfg.gru_size, cfg.hidden_sizes[1:]
+            width, heads = hidden_size(cfg), cfg.hidden_sizes[1:]
+            cell = _GRUParams if cfg.type == "gru" else _RNNParams
+            cell(width, name=cfg.type)(jnp.zeros((1, width), jnp.float32),
+                                       jnp.zeros((1, cfg.hidden_sizes[0]), jnp.float32))
         elif cfg.type == "cnn":
             _TorsoParams(cfg, name="torso")(cfg.image_channels_rows_columns[0])
             width, heads = torso_size(cfg, in_dim), cfg.hidden_sizes
@@ -317,8 +360,7 @@ def init_params(net: ActorCritic, key: jax.Array, in_dim: int) -> Any:
     @custom_batching.custom_vmap
     def init(key: jax.Array) -> Any:
         rows = net.num_agents
-        hidden = jnp.zeros((rows, net.config.gru_size if net.config.recurrent else 1),
-                           jnp.float32)
+        hidden = jnp.zeros((rows, hidden_size(net.config)), jnp.float32)
         return net.init(key, hidden, jnp.zeros((1, rows, in_dim), jnp.float32),
                         jnp.zeros((1, rows), bool))
 
@@ -335,8 +377,9 @@ def init_params(net: ActorCritic, key: jax.Array, in_dim: int) -> Any:
 
 
 def hidden_size(config: NetworkConfig) -> int:
-    """Width of the carried recurrent state (1, unused, for the MLP)."""
-    return config.gru_size if config.recurrent else 1
+    """Width of the carried recurrent state: ``gru_size`` (gru), ``rnn_size``
+    (rnn), 1 (unused) for the feed-forward networks."""
+    return hidden_width(config)
 
 
 def count_params(params: Any) -> int:

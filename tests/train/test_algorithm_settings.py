@@ -125,7 +125,8 @@ def test_an_algorithm_that_redeclares_a_shared_setting_is_refused():
 
 def test_a_config_written_by_0_1_is_read_in_the_current_form():
     """The stored config.yaml of a 0.1.x PPO run (35 algo keys) loses the
-    other algorithms' settings and nothing else; a 0.1.x
+    other algorithms' settings and gains the network settings added since
+    (network.rnn_size, at its default), nothing else; a 0.1.x
     belief_value_iteration config's algo.eval_every becomes eval.every."""
     saved = yaml.safe_load((OLD_RUN / "config.yaml").read_text())
     assert set(ALGO_KEYS_0_1) <= set(saved["algo"])
@@ -133,8 +134,10 @@ def test_a_config_written_by_0_1_is_read_in_the_current_form():
         train_config(saved)
     current = current_form(saved)
     assert current["algo"] == {k: saved["algo"][k] for k in [*COMMON_ALGO, *PPO_SETTINGS]}
-    assert {k: v for k, v in current.items() if k != "algo"} == \
-        {k: v for k, v in saved.items() if k != "algo"}
+    expected = {k: v for k, v in saved.items() if k != "algo"}
+    expected["network"] = {**saved["network"], "rnn_size": 64}  # added since, at its default
+    assert {k: v for k, v in current.items() if k != "algo"} == expected
+    assert list(current["network"]) == list(train_config(current).to_dict()["network"])
     assert train_config(current).to_dict() == current
     old_vi = {**saved, "algo": {**saved["algo"], "algorithm": "belief_value_iteration",
                                 "eval_every": 250}}

@@ -59,12 +59,36 @@ def test_minimal_config_fills_every_default():
     (_with("network", type="gru", **{"hidden_sizes": [8]}) | {"algo": {"total_steps": 10**6,
                                                                       "num_minibatches": 5}},
      "algo.num_minibatches"),
+    (_with("network", type="rnn", rnn_size=0), "network.rnn_size"),
+    (_with("network", type="rnn", rnn_size=2.5), "network.rnn_size"),
+    (_with("network", type="rnn", rnn_size=None), "network.rnn_size"),
+    (_with("network", type="rnn", gru_size=32), "network.gru_size"),
+    (_with("network", type="gru", rnn_size=32), "network.rnn_size"),
+    (_with("network", type="rnn", **{"hidden_sizes": [8]}) | {"algo": {"total_steps": 10**6,
+                                                                      "num_minibatches": 5}},
+     "algo.num_minibatches"),
 ])
 def test_bad_config_names_the_key(data, parameter):
     with pytest.raises(ValidationError) as info:
         train_config(data)
     assert info.value.parameter == parameter
     assert parameter in str(info.value)
+
+
+def test_rnn_width_is_rnn_size_and_a_gru_width_on_an_rnn_is_refused_naming_rnn_size():
+    """``network.type: rnn`` sizes its cell by ``rnn_size``; a ``gru_size``
+    other than its default on an rnn (a GRU config with only its type
+    changed) would size nothing, and the message names the setting to use;
+    mlp and cnn ignore both widths, as they always ignored ``gru_size``."""
+    cfg = train_config(_with("network", type="rnn", rnn_size=32))
+    assert cfg.network.recurrent and cfg.network.rnn_size == 32
+    assert train_config(cfg.to_dict()) == cfg  # the resolved form round-trips
+    with pytest.raises(ValidationError) as info:
+        train_config(_with("network", type="rnn", gru_size=128))
+    message = str(info.value)
+    assert "\n" not in message and "network.gru_size=128" in message
+    assert "network.rnn_size" in message and "'gru' only" in message
+    assert train_config(_with("network", type="mlp", gru_size=8, rnn_size=8)).network.type == "mlp"
 
 
 def test_scientific_notation_in_a_config_file_reads_as_numbers(tmp_path):

@@ -219,12 +219,14 @@ def _agent_side(spec, arrays, obs_seq, starts, actions):
 
 
 @pytest.mark.parametrize("kind, actions_type", [("mlp", "discrete_grid"), ("gru", "discrete_grid"),
-                                                ("gru", "continuous"), ("mlp", "continuous")])
+                                                ("gru", "continuous"), ("mlp", "continuous"),
+                                                ("rnn", "discrete_grid")])
 def test_exported_forward_pass_equals_the_training_network(kind, actions_type):
     env, params = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[16, 16], sigma=4.0,
                                  goal_radius=1.5, actions=actions_type)
-    net = NetworkConfig(type=kind, hidden_sizes=(8, 8), gru_size=6, obs_transform="log",
-                        obs_delta=True, prev_action=True)
+    width = {"rnn_size": 6} if kind == "rnn" else {"gru_size": 6}
+    net = NetworkConfig(type=kind, hidden_sizes=(8, 8), obs_transform="log", obs_delta=True,
+                        prev_action=True, **width)
     algo = PPO(env, params, PPOStatic(num_envs=2, num_steps=4, update_epochs=1,
                                       num_minibatches=1, num_updates=1, normalize_obs=True,
                                       network=net))

@@ -20,11 +20,12 @@ cases the GAE recursion stops at the boundary. See :func:`gae`.
 
 Recurrent policies
 ------------------
-The GRU state is zeroed at the first observation of every episode (the
-``start`` flag, set after every ``terminated or truncated``), both while
-acting and when the rollout is replayed in training; training minibatches
-are whole env sequences (``num_envs / num_minibatches`` envs each) replayed
-from the state the rollout started with.
+The recurrent state (``network.type`` ``gru`` or ``rnn``) is zeroed at the
+first observation of every episode (the ``start`` flag, set after every
+``terminated or truncated``), both while acting and when the rollout is
+replayed in training; training minibatches are whole env sequences
+(``num_envs / num_minibatches`` envs each) replayed from the state the
+rollout started with.
 
 Many agents
 -----------
