@@ -13,6 +13,7 @@ import yaml
 
 from plume_jax.cli import main
 from plume_jax.core.errors import ValidationError
+from plume_jax.train import networks
 from plume_jax.train.config import load_train_config, train_config
 from plume_jax.train.algorithms.ppo import gae, resolve_gamma
 from plume_jax.train.sweep import load_sweep_config, setup, sweep_config
@@ -89,6 +90,11 @@ def test_rnn_width_is_rnn_size_and_a_gru_width_on_an_rnn_is_refused_naming_rnn_s
     assert "\n" not in message and "network.gru_size=128" in message
     assert "network.rnn_size" in message and "'gru' only" in message
     assert train_config(_with("network", type="mlp", gru_size=8, rnn_size=8)).network.type == "mlp"
+    # a GRU against an RNN of another width: each type's width in a zip grid (docs/training.md)
+    sweep = sweep_config({"base": MINIMAL, "mode": "zip", "grid": {
+        "network.type": ["gru", "rnn"], "network.gru_size": [128, 64],
+        "network.rnn_size": [64, 128]}})
+    assert [networks.hidden_size(c.network) for c in sweep.configs] == [128, 128]
 
 
 def test_scientific_notation_in_a_config_file_reads_as_numbers(tmp_path):
