@@ -194,6 +194,18 @@ def test_lookahead_vi_trains_and_exports_a_policy_that_acts_by_its_lookahead(loo
                                   env.sensor.likelihood())
 
 
+@pytest.mark.parametrize("kind", ["gru", "rnn"])
+def test_lookahead_vi_refuses_a_recurrent_network_naming_network_type(kind):
+    """The value of a belief depends on the belief alone: a gru or an rnn
+    is refused before anything is built or compiled."""
+    from plume_jax.train.algorithms.base import algorithm_class
+
+    cfg = train_config({**LOOKAHEAD, "network": {"type": kind, "hidden_sizes": [8, 8]}})
+    env, params = cfg.make_env()
+    with pytest.raises(ValidationError, match=rf"^network\.type='{kind}'"):
+        algorithm_class("lookahead_vi").from_config(cfg, env, params)
+
+
 def test_lookahead_vi_refuses_a_sensor_it_cannot_predict():
     """Anything but a centred, full-window belief with the grid channel is a
     ValidationError naming env.sensor (here: no grid channel)."""

@@ -543,6 +543,7 @@ def test_bad_ablation_settings_are_refused_naming_the_setting(tiny, name, value)
 
 @pytest.mark.parametrize("network,setting", [
     ({"type": "gru"}, "network.type"),
+    ({"type": "rnn"}, "network.type"),
     ({**TINY_CNN, "image_shape": [13, 11]}, "network.image_shape"),
 ])
 def test_a_value_network_it_cannot_build_is_refused_naming_the_setting(network, setting):
