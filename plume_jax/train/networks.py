@@ -27,8 +27,9 @@ Many agents (``num_agents`` > 1) share one network: the batch axis ``B``
 is ``envs x agents``, agent-minor (the rows of one env are contiguous).
 With ``critic="centralised"`` (MAPPO-style) the critic head reads the
 features of every agent of the acting agent's env — the input for an MLP,
-the recurrent cell's output for a ``gru`` or ``rnn`` — concatenated in agent order relative to the
-acting agent (its own first, then agents ``i+1, ..., A-1, 0, ..., i-1``),
+the recurrent cell's output for a ``gru`` or ``rnn`` — concatenated in agent
+order relative to the acting agent (its own first, then agents ``i+1, ...,
+A-1, 0, ..., i-1``),
 so one set of critic weights serves every agent; the actor still reads only
 the agent's own features (:func:`joint_features`).
 
