@@ -21,6 +21,7 @@ from plume_jax.files import atomic_write
 from plume_jax.scoreboard import board, report, robustness
 from plume_jax.scoreboard.contenders import Contender
 from plume_jax.scoreboard.families import Family
+from plume_jax.scoreboard.fixed_starts import family_protocol
 from plume_jax.scoreboard.protocol import Protocol
 
 INTRO = """# Scoreboard: every agent on every preset family
@@ -221,7 +222,10 @@ def run_bench(families: list[Family], contenders: list[Contender], protocol: Pro
               on_family: Callable[[str], None] = lambda name: None) -> dict[str, Any]:
     """Run every family, writing the record, markdown and figures after each
     one (then calling ``on_family(name)``); returns the record. ``quiet``:
-    no progress bar (:class:`FamilyProgress`, on stderr).
+    no progress bar (:class:`FamilyProgress`, on stderr). Each family runs
+    under its own form of ``protocol``
+    (:func:`~plume_jax.scoreboard.fixed_starts.family_protocol`: a
+    fixed-start family its starts).
 
     ``rerun`` (some of ``contenders``, :func:`rerun.pick_contenders`): run
     only these agents and merge their rows into each family's recorded
@@ -235,10 +239,11 @@ def run_bench(families: list[Family], contenders: list[Contender], protocol: Pro
     figure_dir = pathlib.Path(figure_dir)
     running = contenders if rerun is None else rerun
     for family in families:
+        own = family_protocol(family, protocol)
         say(f"family {family.name}: {len(family.presets)} presets x {len(running)} agents")
         progress = FamilyProgress(family, len(running), with_robustness, quiet=quiet)
         try:
-            section = run_family_section(family, running, protocol, with_robustness, say,
+            section = run_family_section(family, running, own, with_robustness, say,
                                          progress)
             progress.close()
         finally:
