@@ -99,14 +99,14 @@ def homings_table(section: Mapping[str, Any]) -> list[str]:
     reference row (kind ``paper``), then a row per agent that ran with its
     homings out of the starts run, where it was trained, and the board's
     metrics."""
-    from plume_jax.evaluate.singh_protocol import EPISODES
+    from plume_jax.evaluate.singh_protocol import EPISODES, paper_best
 
     lines = ["| preset | agent | kind | trained on | homings | success (95 % CI) | mean steps "
              "± SE | median | p90 | path efficiency |",
              "|---|---|---|---|---:|---|---:|---:|---:|---:|"]
     for preset in dict.fromkeys(r["preset"] for r in section["rows"]):
         ran = [r for r in section["rows"] if r["preset"] == preset and r["status"] == "ok"]
-        best = next((r["homings"]["paper_best"] for r in ran if r.get("homings")), None)
+        best = paper_best(preset)
         if best is not None:
             lines.append(f"| {preset} | Singh et al. 2023, their best agent | paper | — | "
                          f"{best}/{EPISODES} | {best / EPISODES:.3f} | — | — | — | — |")

@@ -226,3 +226,15 @@ def test_bench_runs_the_family_then_its_recipes_on_a_tiny_zoo(tmp_path, monkeypa
     assert row["paper"]["homings"] == 176 and row["paper"]["verdict"] in (
         "above", "includes", "below")
     assert (fig / "singh2023_recipes.png").is_file() and "against their best" in md.read_text()
+
+
+def test_a_rerun_of_the_family_compares_its_own_protocol_and_other_families_theirs():
+    from plume_jax.scoreboard.rerun import check_rerun
+
+    gaussian = families.FAMILIES["gaussian"]
+    record = {"families": {"singh2023": _section([]),
+                           "gaussian": {"protocol": FULL.as_dict()}}}  # recorded as before
+    check_rerun(record, [SINGH, gaussian], FULL)
+    with pytest.raises(ValidationError, match="mode 'full', 240 episodes; this run: mode "
+                                              "'quick, 100 of the 240 starts', 100"):
+        check_rerun(record, [SINGH], QUICK)
