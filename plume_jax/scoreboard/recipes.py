@@ -313,7 +313,7 @@ def profile_figure(name: str, recipes: Sequence[Mapping[str, Any]]) -> Any:
         ax.set_xlabel("success rate threshold τ (dashed: the best baseline's rate on that preset)")
         ax.set_ylabel("fraction of seeds with success > τ")
     else:
-        ax.set_xlabel(f"homings threshold τ, of {starts} starts (dashed: the best baseline's "
+        ax.set_xlabel(f"homings threshold τ, of {starts} starts\n(dashed: the best baseline's "
                       "homings on that preset; dotted: Singh et al.'s best)")
         ax.set_ylabel("fraction of seeds with homings > τ")
     ax.set_title(f"{name}: performance profiles of the zoo recipes (95 % bootstrap bands)",
