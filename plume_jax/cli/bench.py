@@ -2,7 +2,9 @@
 
 Every baseline and every zoo agent (plus ``--add`` agents of your own) on
 every preset of each family, a robustness table and start-cell map for the
-Gaussian and filament families. A run writes into its own folder
+Gaussian and filament families; the singh2023 family on Singh et al.'s 240
+fixed starts instead of seeded episodes
+(:mod:`plume_jax.scoreboard.fixed_starts`). A run writes into its own folder
 (``--out``, by default ``logs/bench/<UTC date-time>``: its record
 ``scoreboard.json``, page ``scoreboard.md``, figures ``scoreboard/`` and
 ``run.json``, :mod:`plume_jax.scoreboard.runs`); it never touches the
@@ -53,7 +55,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        help="run only these families; default all")
     bench.add_argument("--episodes", type=int, default=None,
                        help="episodes per (preset, agent) and per robustness cell, replacing "
-                       "the mode's (the docs then say so)")
+                       "the mode's (the docs then say so); the singh2023 family runs that many "
+                       "of its 240 fixed starts, evenly spread (at most all 240)")
     bench.add_argument("--add", action="append", default=[], metavar="[LABEL=]TARGET",
                        help="your agent on the board: a policy or run folder, an SB3 .zip, "
                        "module:attribute, or an agent name (repeatable)")

@@ -681,7 +681,7 @@ def execute_run(run: PlannedRun,
         from plume_jax.evaluate import singh_protocol
 
         result, protocol = singh_protocol.run(env, params, run.policy, key, run.seed,
-                                              run.num_steps)
+                                              run.num_steps, episodes=n)
         protocol["paper_best"] = singh_protocol.paper_best(run.preset
                                                            or run.scenario["env"]["preset"])
         compile_s, run_s = 0.0, time.perf_counter() - t0

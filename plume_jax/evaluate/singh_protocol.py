@@ -158,19 +158,46 @@ def fixed_start_rollout(env: Any, params: Any, policy: Any, key: jax.Array, plum
     return _result(t, start_xy, no_path, jnp.zeros((0, 1), bool), steps)
 
 
-def run(env: Any, params: Any, policy: Any, key: jax.Array, seed: int, num_steps: int
-        ) -> tuple[Any, dict[str, Any]]:
-    """The 240 episodes: ``(RolloutResult, details)``; ``details`` holds the
-    homings out of 240, per (x, time) group, and the starts."""
+def subset(episodes: int) -> np.ndarray:
+    """i32[episodes], the starts a run of ``episodes`` of the 240 takes: all
+    of them for 240, else ``episodes`` indices spread evenly over the 240
+    (every distance and start time touched; a quick look for tests and
+    trials, never the protocol's figure).
+
+    Raises:
+        ValidationError: (parameter ``episodes``) not an integer in [1, 240].
+    """
+    if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)) \
+            or not 1 <= episodes <= EPISODES:
+        raise ValidationError.for_parameter(
+            "episodes", episodes, f"an integer in [1, {EPISODES}] (protocol {PROTOCOL}: "
+            f"{EPISODES} fixed starts, or an evenly spread subset of them)")
+    return np.round(np.linspace(0, EPISODES - 1, int(episodes))).astype(np.int32)
+
+
+def run(env: Any, params: Any, policy: Any, key: jax.Array, seed: int, num_steps: int,
+        episodes: int = EPISODES) -> tuple[Any, dict[str, Any]]:
+    """The 240 episodes (``episodes`` < 240: the evenly spread subset
+    :func:`subset` names, for quick looks only): ``(RolloutResult,
+    details)``; ``details`` holds the homings out of the episodes run, per
+    (x, time) group, and the starts (with ``starts``, their indices among
+    the 240, when a subset ran)."""
     check_env(env, params)
+    take = subset(episodes)
     k_plume, k_run = jax.random.split(key)
     plumes, agents, groups = plan_starts(env, params, k_plume, seed)
+    if len(take) < EPISODES:
+        index = jnp.asarray(take)
+        plumes, agents = jax.tree.map(lambda a: a[index], (plumes, agents))
+        groups = groups[take]
     result = jax.block_until_ready(
         fixed_start_rollout(env, params, policy, k_run, plumes, agents, num_steps))
     success = np.asarray(result.success)
     per_group = {f"x{DISTANCES[g // 2]:g}_t{g % 2}": int(success[groups == g].sum())
                  for g in range(len(DISTANCES) * len(TIME_OFFSETS))}
-    details = {"protocol": PROTOCOL, "homings": int(success.sum()), "episodes": EPISODES,
+    details = {"protocol": PROTOCOL, "homings": int(success.sum()), "episodes": len(take),
                "homings_by_start": per_group,
                "start_positions": np.asarray(agents.position).round(4).tolist()}
+    if len(take) < EPISODES:
+        details["starts"] = take.tolist()
     return result, details

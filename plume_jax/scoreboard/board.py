@@ -10,6 +10,13 @@ the agent needs, or a trained policy was trained on other ones) is a row
 ``not applicable`` with the reason, found before anything runs. A zoo
 entry that reads the preset through its own sensor (``env_overrides``, e.g.
 a belief built from the preset's hits) runs with it; its row says so.
+
+A family measured by a fixed-start protocol (``Family.fixed_starts``,
+:mod:`plume_jax.scoreboard.fixed_starts`) runs each pair as the preset's
+scenario file of that protocol: its env settings, its starts, and for the
+scenario's own baseline its parameters; such a row also holds the
+protocol's ``homings`` (out of the starts run, per start group, and the
+paper's best for the preset).
 """
 
 from __future__ import annotations
@@ -28,10 +35,12 @@ ROW_METRICS = ("episodes", "successes", "success_rate", "success_ci95", "mean_st
 
 
 def plan(preset: str, contender: Contender, episodes: int, seed: int,
-         overrides: Mapping[str, Any] | None = None, built: dict | None = None
-         ) -> tuple[Any | None, str | None]:
+         overrides: Mapping[str, Any] | None = None, built: dict | None = None,
+         fixed_starts: str | None = None) -> tuple[Any | None, str | None]:
     """``(planned run, None)``, or ``(None, reason)`` when the contender does
-    not apply to ``preset`` (with ``overrides``: a robustness variation).
+    not apply to ``preset`` (with ``overrides``: a robustness variation;
+    with ``fixed_starts``: ``episodes`` of that protocol's starts, on the
+    env of the preset's scenario file, :func:`fixed_starts.scenario_for`).
 
     ``built`` caches built agents by (label, env) across calls, so one
     trained policy object (hashed by identity) serves every variation of an
@@ -39,16 +48,31 @@ def plan(preset: str, contender: Contender, episodes: int, seed: int,
     """
     from plume_jax.evaluate import scenario as sc
 
+    extra: dict[str, Any] = {}
+    protocol_overrides: Mapping[str, Any] = {}
+    if fixed_starts is not None:
+        from plume_jax.scoreboard.fixed_starts import protocol_contender, scenario_for
+
+        own = scenario_for(preset, fixed_starts)
+        contender, why = protocol_contender(contender, own)
+        if why is not None:
+            return None, why
+        protocol_overrides, extra = own["env"]["overrides"], {"protocol": fixed_starts}
     scenario = sc.validate_scenario({
         "name": preset, "env": {"preset": preset,
-                                "overrides": {**contender.env_overrides, **(overrides or {})}},
+                                "overrides": {**contender.env_overrides, **protocol_overrides,
+                                              **(overrides or {})}},
         "agent": contender.agent,
-        "episodes": episodes, "seed": seed})
+        "episodes": episodes, "seed": seed, **extra})
     env, params, used = sc.scenario_env(scenario)
     cache = {} if built is None else built
     try:
         key = (contender.label, env)
         if key not in cache:
+            if fixed_starts is not None:
+                from plume_jax.evaluate.singh_protocol import check_env
+
+                check_env(env, params)
             policy = contender.build(env)
             if not contender.host:
                 sc.check_policy_traces(env, params, policy, contender.label)
@@ -73,24 +97,36 @@ def reason_of(error: ValidationError) -> str:
 
 def row(preset: str, family: str, contender: Contender, report: dict | None,
         reason: str | None, seconds: float = 0.0) -> dict[str, Any]:
-    """One JSON-ready row of the board."""
+    """One JSON-ready row of the board (``trained_on`` for a zoo entry;
+    ``homings`` for a run of a fixed-start protocol: ``{"homings",
+    "episodes", "by_start", "paper_best"}``, the paper's best ``None`` where
+    it has none)."""
     out = {"family": family, "preset": preset, "label": contender.label,
            "kind": contender.kind, "agent": contender.agent, "source": contender.source,
            "own_settings": sorted(contender.env_overrides)}
+    if contender.trained_on is not None:
+        out["trained_on"] = contender.trained_on
     if report is None:
         return {**out, "status": "not applicable", "reason": reason}
     metrics = report["metrics"]
-    return {**out, "status": "ok",
+    done = {**out, "status": "ok",
             "metrics": {k: metrics.get(k) for k in ROW_METRICS},
             "max_steps": report["max_steps"], "seconds": round(seconds, 2),
             "compile_seconds": round(report["timing"]["compile_seconds"], 2)}
+    if "protocol" in metrics:
+        p = metrics["protocol"]
+        done["homings"] = {"protocol": p["protocol"], "homings": p["homings"],
+                           "episodes": p["episodes"], "by_start": p["homings_by_start"],
+                           "paper_best": p.get("paper_best")}
+    return done
 
 
 def run_family(family: Any, contenders: list[Contender], protocol: Protocol,
                progress: Callable[[str], None] | None = None
                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every contender on every preset of ``family``
-    (:class:`~plume_jax.scoreboard.families.Family`).
+    (:class:`~plume_jax.scoreboard.families.Family`) under ``protocol`` (the
+    family's own: :func:`plume_jax.scoreboard.fixed_starts.family_protocol`).
 
     Returns:
         ``(rows, reports)``: a row per (preset, contender), in preset then
@@ -106,7 +142,7 @@ def run_family(family: Any, contenders: list[Contender], protocol: Protocol,
             if progress is not None:  # every pair, so that a count of them can show progress
                 progress(f"{preset} / {contender.label}")
             planned, reason = plan(preset, contender, protocol.episodes, protocol.seed,
-                                   built=built)
+                                   built=built, fixed_starts=protocol.fixed_starts)
             if planned is None:
                 rows.append(row(preset, family.name, contender, None, reason))
                 continue

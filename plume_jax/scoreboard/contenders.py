@@ -54,6 +54,8 @@ class Contender:
         source: where it comes from, for the docs (a path, a zoo version).
         env_overrides: settings it needs on top of each preset (a zoo
             entry's ``env_overrides``: only ``sensor``).
+        trained_on: the preset a zoo entry was trained on (``None`` for
+            the others), so a row on another preset can say so.
     """
 
     label: str
@@ -63,6 +65,7 @@ class Contender:
     factory: Callable[[Any], Any] | None = None
     source: str = ""
     env_overrides: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    trained_on: str | None = None
 
     @property
     def host(self) -> bool:
@@ -106,7 +109,8 @@ def zoo_contenders(root: str | os.PathLike | None = None) -> list[Contender]:
     from agents.zoo import entries
 
     return [Contender(label=e.reference, kind="zoo", agent=e.reference, source=str(e.folder),
-                      env_overrides=e.env_overrides) for e in entries(root, latest_only=True)]
+                      env_overrides=e.env_overrides, trained_on=e.preset)
+            for e in entries(root, latest_only=True)]
 
 
 def _python_factory(target: str) -> Callable[[Any], Any]:

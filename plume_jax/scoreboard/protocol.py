@@ -31,6 +31,12 @@ class Protocol:
         map_stride: cells between the start cells of the per-start-cell map.
         map_episodes: episodes per start cell.
         seed: the evaluation seed (:data:`BOARD_SEED`).
+        fixed_starts: ``None`` for seeded episodes from each preset's start
+            distribution; the name of a fixed-start protocol of the
+            evaluation layer (``"singh240"``: Singh et al.'s 240 starts,
+            :mod:`plume_jax.scoreboard.fixed_starts`) for a family measured
+            by it, whose ``episodes`` are then the starts run (240, or an
+            evenly spread subset in a quick run).
     """
 
     mode: str
@@ -39,9 +45,15 @@ class Protocol:
     map_stride: int
     map_episodes: int
     seed: int = BOARD_SEED
+    fixed_starts: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The record's form; ``fixed_starts`` only when set (sections
+        recorded before it existed compare equal to their protocol)."""
+        out = dataclasses.asdict(self)
+        if out["fixed_starts"] is None:
+            del out["fixed_starts"]
+        return out
 
 
 #: The published table's protocol.

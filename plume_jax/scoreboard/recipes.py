@@ -98,12 +98,14 @@ def verdict(success: Mapping[str, Any], steps: Mapping[str, Any] | None,
 
 
 def recipe_row(family: str, preset: str, label: str, per_seed: Sequence[Mapping[str, Any]],
-               baseline: Mapping[str, Any] | None, seed_results: str, seed: int = 0
-               ) -> dict[str, Any]:
+               baseline: Mapping[str, Any] | None, seed_results: str, seed: int = 0,
+               paper_best: Mapping[str, int] | None = None) -> dict[str, Any]:
     """One recipe's row: ``per_seed`` holds one ``{"seed", "success_rate",
     "mean_steps", "episodes"}`` per training seed (``mean_steps`` ``None``
     for a seed that never reached the source); ``baseline`` is the best
-    baseline's row (:func:`best_baseline`) or ``None``."""
+    baseline's row (:func:`best_baseline`) or ``None``; ``paper_best``
+    (``{"homings", "episodes"}``, a fixed-start family's published best on
+    this preset) adds ``paper``: it and :func:`paper_verdict`."""
     runs = sorted(per_seed, key=lambda r: r["seed"])
     success = recipe_estimates([r["success_rate"] for r in runs], seed=seed)
     reached = [r["mean_steps"] for r in runs if r["mean_steps"] is not None]
@@ -127,7 +129,21 @@ def recipe_row(family: str, preset: str, label: str, per_seed: Sequence[Mapping[
             [r["success_rate"] for r in runs], [m["success_rate"]], seed=seed)
     row["verdict"] = verdict(row["success"]["iqm"], None if steps is None else row["steps"]["iqm"],
                              row["baseline"], len(runs))
+    if paper_best is not None:
+        row["paper"] = {**paper_best, "verdict": paper_verdict(
+            row["success"]["iqm"], paper_best["homings"] / paper_best["episodes"], len(runs))}
     return row
+
+
+def paper_verdict(success_iqm: Mapping[str, Any], rate: float, seeds: int) -> str:
+    """The recipe's success IQM interval against a published success rate
+    (Singh et al.'s best homings / 240): ``"above"`` (the interval lies
+    wholly above it), ``"below"`` (wholly below), ``"includes"``, or
+    ``"one seed: no verdict"``."""
+    if seeds < 2 or success_iqm["ci95"] is None:
+        return "one seed: no verdict"
+    low, high = success_iqm["ci95"]
+    return "above" if low > rate else "below" if high < rate else "includes"
 
 
 #: Stored sweeps that trained an entry among other settings (its members of
@@ -177,8 +193,9 @@ def evaluate_seeds(entry: Any, protocol: Mapping[str, Any],
                    progress: Callable[[str], None] = lambda text: None
                    ) -> list[dict[str, Any]]:
     """Every kept seed of ``entry`` run on its own preset under ``protocol``
-    (a section's: its episodes and seed, so the baselines' episodes), one
-    board row each (:func:`plume_jax.scoreboard.board.plan`)."""
+    (a section's: its episodes and seed, so the baselines' episodes; its
+    fixed starts, for a fixed-start family), one board row each
+    (:func:`plume_jax.scoreboard.board.plan`)."""
     from plume_jax.evaluate import scenario as sc
     from plume_jax.scoreboard.board import plan
     from plume_jax.scoreboard.contenders import Contender
@@ -189,7 +206,8 @@ def evaluate_seeds(entry: Any, protocol: Mapping[str, Any],
         progress(f"{entry.preset} / {reference}")
         contender = Contender(label=reference, kind="zoo", agent=reference,
                               source=str(entry.folder), env_overrides=entry.env_overrides)
-        planned, reason = plan(entry.preset, contender, protocol["episodes"], protocol["seed"])
+        planned, reason = plan(entry.preset, contender, protocol["episodes"], protocol["seed"],
+                               fixed_starts=protocol.get("fixed_starts"))
         if planned is None:
             from plume_jax.core.errors import ValidationError
 
@@ -208,7 +226,9 @@ def family_recipes(family: Any, section: Mapping[str, Any], zoo_entries: Sequenc
     """A recipe row for every zoo entry (``zoo_entries``: the board's, the
     newest version of each) whose own preset is in ``family``: its kept seeds
     run under the section's protocol; else the stored sweep evaluation; else
-    its headline row in the section, as a recipe of one seed."""
+    its headline row in the section, as a recipe of one seed. In a section
+    of Singh et al.'s protocol each row also holds their best on the preset
+    (:func:`published_best`) and the recipe's verdict against it."""
     rows = []
     order = {preset: i for i, preset in enumerate(family.presets)}
     for entry in sorted((e for e in zoo_entries if e.preset in order),
@@ -229,25 +249,50 @@ def family_recipes(family: Any, section: Mapping[str, Any], zoo_entries: Sequenc
                                  "mean_steps": m["mean_steps"], "episodes": m["episodes"]}
                                 ], FROM_HEADLINE
         rows.append(recipe_row(family.name, entry.preset, entry.reference, per_seed,
-                               best_baseline(section["rows"], entry.preset), source))
+                               best_baseline(section["rows"], entry.preset), source,
+                               paper_best=published_best(section, entry.preset)))
     return rows
+
+
+def published_best(section: Mapping[str, Any], preset: str) -> dict[str, int] | None:
+    """``{"homings", "episodes"}``: the paper's best on ``preset`` for a
+    section of a fixed-start protocol that has one (Singh et al.'s best of
+    240, :data:`plume_jax.evaluate.singh_protocol.PAPER_BEST`), else None."""
+    from plume_jax.evaluate import singh_protocol
+
+    if section["protocol"].get("fixed_starts") != singh_protocol.PROTOCOL:
+        return None
+    best = singh_protocol.paper_best(preset)
+    return None if best is None else {"homings": best, "episodes": singh_protocol.EPISODES}
+
+
+def _homings_scale(recipes: Sequence[Mapping[str, Any]]) -> int | None:
+    """The starts each seed ran, for recipes of a fixed-start protocol with
+    a published best (their x axis and table read homings); None else."""
+    if not recipes or not all(r.get("paper") for r in recipes):
+        return None
+    return int(recipes[0]["per_seed"][0]["episodes"])
 
 
 def profile_figure(name: str, recipes: Sequence[Mapping[str, Any]]) -> Any:
     """The family's performance profiles: per recipe, the fraction of its
     seeds whose success rate exceeds each threshold tau, with its pointwise
     95 % bootstrap band; each recipe's best baseline's rate as a dashed
-    line of the same colour."""
+    line of the same colour. For a fixed-start family with a published best
+    (Singh et al.'s) the x axis reads homings out of the starts run, and
+    each recipe's published best is a dotted line."""
     from matplotlib.figure import Figure
 
     from plume_jax.scoreboard.recipe_stats import performance_profile
 
+    starts = _homings_scale(recipes)
+    scale = 1.0 if starts is None else float(starts)
     fig = Figure(figsize=(7.5, 4.4 + 0.2 * ((len(recipes) + 1) // 2)), layout="constrained")
     ax = fig.subplots()
     for i, r in enumerate(recipes):
         colour = f"C{i % 10}"
         profile = performance_profile([s["success_rate"] for s in r["per_seed"]], PROFILE_TAUS)
-        tau = np.asarray(profile["tau"])
+        tau = scale * np.asarray(profile["tau"])
         ax.step(tau, np.asarray(profile["fraction"], float), where="post", color=colour,
                 label=f"{r['label']} ({r['preset'].removeprefix('PlumeNav-')}, "
                       f"{r['seeds']} seed{'s' if r['seeds'] != 1 else ''})")
@@ -256,12 +301,21 @@ def profile_figure(name: str, recipes: Sequence[Mapping[str, Any]]) -> Any:
             high = np.array([np.nan if v is None else v for v in profile["high"]], float)
             ax.fill_between(tau, low, high, step="post", color=colour, alpha=0.15)
         if r["baseline"] is not None:
-            ax.axvline(r["baseline"]["success_rate"], color=colour, linestyle="--",
+            ax.axvline(scale * r["baseline"]["success_rate"], color=colour, linestyle="--",
                        linewidth=1)
-    ax.set_xlim(0, 1)
+        if starts is not None:
+            paper = r["paper"]
+            ax.axvline(scale * paper["homings"] / paper["episodes"], color=colour,
+                       linestyle=":", linewidth=1.5)
+    ax.set_xlim(0, scale)
     ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel("success rate threshold τ (dashed: the best baseline's rate on that preset)")
-    ax.set_ylabel("fraction of seeds with success > τ")
+    if starts is None:
+        ax.set_xlabel("success rate threshold τ (dashed: the best baseline's rate on that preset)")
+        ax.set_ylabel("fraction of seeds with success > τ")
+    else:
+        ax.set_xlabel(f"homings threshold τ, of {starts} starts\n(dashed: the best baseline's "
+                      "homings on that preset; dotted: Singh et al.'s best)")
+        ax.set_ylabel("fraction of seeds with homings > τ")
     ax.set_title(f"{name}: performance profiles of the zoo recipes (95 % bootstrap bands)",
                  fontsize=9)
     fig.legend(fontsize=7, loc="outside lower center", ncol=2)
@@ -289,7 +343,11 @@ SOURCES = {FROM_BOARD: "each seed's policy under this section's protocol",
 
 
 def recipe_lines(recipes: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The family's recipe table: a row per (preset, zoo recipe)."""
+    """The family's recipe table: a row per (preset, zoo recipe); for a
+    fixed-start family with a published best, in homings
+    (:func:`homings_recipe_lines`)."""
+    if _homings_scale(recipes) is not None:
+        return homings_recipe_lines(recipes)
     lines = ["| preset | recipe | seeds | success % IQM [95 % CI] | success % mean [95 % CI] "
              "| steps IQM [95 % CI] | steps mean [95 % CI] | best baseline: success %, steps "
              "| P(seed > baseline) [95 % CI] | verdict | seed results |",
@@ -309,7 +367,43 @@ def recipe_lines(recipes: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
-__all__ = ["FROM_BOARD", "FROM_HEADLINE", "FROM_SWEEP", "OTHER_SWEEPS", "PROFILE_TAUS", "SOURCES",
-           "SPREAD_DIR", "VERDICTS", "best_baseline", "estimate_text", "evaluate_seeds",
-           "family_recipes", "profile_figure", "recipe_lines", "recipe_row",
+#: How :func:`paper_verdict` reads on the page.
+PAPER_SAID = {"above": "IQM interval lies above it", "below": "IQM interval lies below it",
+              "includes": "IQM interval includes it",
+              "one seed: no verdict": "one seed: no verdict"}
+
+
+def homings_recipe_lines(recipes: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The recipe table of a fixed-start family with a published best:
+    homings (success rate x the starts run) as IQM and mean over the seeds,
+    steps, the best baseline's homings, the probability of improvement, the
+    verdict against the baseline, and the paper's best with the verdict
+    against it."""
+    n = _homings_scale(recipes) or 0
+    lines = [f"| preset | recipe | seeds | homings of {n}: IQM [95 % CI] | homings mean "
+             "[95 % CI] | steps IQM [95 % CI] | steps mean [95 % CI] | best baseline: "
+             "homings, steps | P(seed > baseline) [95 % CI] | verdict | Singh et al.'s best "
+             "| against their best | seed results |",
+             "|---|---|---:|---|---|---|---|---|---|---|---|---|---|"]
+    for r in recipes:
+        b, paper = r["baseline"], r["paper"]
+        base = "—" if b is None else (
+            f"{b['label']}: {n * b['success_rate']:.0f}, "
+            f"{'—' if b['mean_steps'] is None else format(b['mean_steps'], '.1f')}")
+        steps = r["steps"] or {}
+        lines.append(
+            f"| {r['preset']} | {r['label']} | {r['seeds']} | "
+            f"{estimate_text(r['success']['iqm'], n)} | "
+            f"{estimate_text(r['success']['mean'], n)} | {estimate_text(steps.get('iqm'))} | "
+            f"{estimate_text(steps.get('mean'))} | {base} | "
+            f"{estimate_text(r['improvement'], spec='.2f')} | {r['verdict']} | "
+            f"{paper['homings']}/{paper['episodes']} | {PAPER_SAID[paper['verdict']]} | "
+            f"{r['seed_results']} |")
+    return lines
+
+
+__all__ = ["FROM_BOARD", "FROM_HEADLINE", "FROM_SWEEP", "OTHER_SWEEPS", "PAPER_SAID",
+           "PROFILE_TAUS", "SOURCES", "SPREAD_DIR", "VERDICTS", "best_baseline", "estimate_text",
+           "evaluate_seeds", "family_recipes", "homings_recipe_lines", "paper_verdict",
+           "profile_figure", "published_best", "recipe_lines", "recipe_row",
            "stored_sweep_results", "verdict"]

@@ -55,6 +55,20 @@ def _ran_or_why(ran: dict[str, Any]) -> dict[str, Any]:
 
 _STATUS = {"enum": ["ok", "not applicable"]}
 
+#: A fixed-start protocol's count (``singh240``, :mod:`plume_jax.scoreboard.fixed_starts`).
+FIXED_STARTS = ("singh240",)
+
+#: A row of a fixed-start family: the homings out of the starts run, per
+#: start group, and the paper's best on the preset (null where it has none).
+_HOMINGS = {
+    "type": "object",
+    "required": ["protocol", "homings", "episodes", "by_start", "paper_best"],
+    "properties": {"protocol": {"enum": list(FIXED_STARTS)}, "homings": _COUNT,
+                   "episodes": {"type": "integer", "minimum": 1},
+                   "by_start": {"type": "object", "additionalProperties": _COUNT},
+                   "paper_best": {"type": ["integer", "null"], "minimum": 0}},
+}
+
 _ROW = {
     "type": "object",
     "required": ["preset", "label", "kind", "status"],
@@ -62,6 +76,7 @@ _ROW = {
         "family": _TEXT, "preset": _TEXT, "label": _TEXT, "kind": _TEXT, "agent": _TEXT,
         "source": _TEXT, "own_settings": _TEXTS, "status": _STATUS,
         "max_steps": _COUNT, "seconds": _NUMBER, "compile_seconds": _NUMBER,
+        "trained_on": _TEXT, "homings": _HOMINGS,
     },
     **_ran_or_why({"required": ["metrics"], "properties": {"metrics": _METRICS}}),
 }
@@ -115,7 +130,8 @@ _PROTOCOL = {
     "required": ["mode", "episodes", "robustness_episodes", "map_stride", "map_episodes",
                  "seed"],
     "properties": {"mode": _TEXT, "episodes": _COUNT, "robustness_episodes": _COUNT,
-                   "map_stride": _COUNT, "map_episodes": _COUNT, "seed": {"type": "integer"}},
+                   "map_stride": _COUNT, "map_episodes": _COUNT, "seed": {"type": "integer"},
+                   "fixed_starts": {"enum": list(FIXED_STARTS)}},
 }
 
 #: A recipe row's verdicts, best first (:func:`plume_jax.scoreboard.recipes.verdict`).
@@ -123,6 +139,9 @@ RECIPE_VERDICTS = ("beats", "faster", "no clear difference", "worse", "one seed:
                    "no baseline ran")
 #: Where a recipe row's per-seed results come from (``seed_results``).
 SEED_RESULTS = ("board", "sweep", "headline")
+#: A recipe's success IQM interval against a published best
+#: (:func:`plume_jax.scoreboard.recipes.paper_verdict`).
+PAPER_VERDICTS = ("above", "includes", "below", "one seed: no verdict")
 
 _ESTIMATE = {
     "type": "object", "required": ["value", "ci95"],
@@ -157,6 +176,10 @@ _RECIPE = {
                            "mean_steps": _MAYBE_NUMBER}}]},
         "improvement": {"oneOf": [{"type": "null"}, _ESTIMATE]},
         "verdict": {"enum": list(RECIPE_VERDICTS)},
+        # a fixed-start family's recipe: the paper's best on its preset, and the verdict
+        "paper": {"type": "object", "required": ["homings", "episodes", "verdict"],
+                  "properties": {"homings": _COUNT, "episodes": {"type": "integer", "minimum": 1},
+                                 "verdict": {"enum": list(PAPER_VERDICTS)}}},
     },
 }
 

@@ -79,6 +79,47 @@ def main_table(section: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _regime(preset: str) -> str:
+    """``PlumeNav-Singh2023-Constant-v0`` -> ``Singh2023-Constant``."""
+    return preset.removeprefix("PlumeNav-").removesuffix("-v0")
+
+
+def trained_on_text(r: Mapping[str, Any]) -> str:
+    """Where a row's agent was trained, against the row's preset: ``—`` for
+    an agent without a training preset, ``own preset``, or ``<regime>
+    (cross-regime)``."""
+    trained = r.get("trained_on")
+    if trained is None:
+        return "—"
+    return "own preset" if trained == r["preset"] else f"{_regime(trained)} (cross-regime)"
+
+
+def homings_table(section: Mapping[str, Any]) -> list[str]:
+    """A fixed-start family's table: per preset, the paper's best as a
+    reference row (kind ``paper``), then a row per agent that ran with its
+    homings out of the starts run, where it was trained, and the board's
+    metrics."""
+    from plume_jax.evaluate.singh_protocol import EPISODES, paper_best
+
+    lines = ["| preset | agent | kind | trained on | homings | success (95 % CI) | mean steps "
+             "± SE | median | p90 | path efficiency |",
+             "|---|---|---|---|---:|---|---:|---:|---:|---:|"]
+    for preset in dict.fromkeys(r["preset"] for r in section["rows"]):
+        ran = [r for r in section["rows"] if r["preset"] == preset and r["status"] == "ok"]
+        best = paper_best(preset)
+        if best is not None:
+            lines.append(f"| {preset} | Singh et al. 2023, their best agent | paper | — | "
+                         f"{best}/{EPISODES} | {best / EPISODES:.3f} | — | — | — | — |")
+        for r in ran:
+            m, h = r["metrics"], r.get("homings") or {}
+            counted = f"{h['homings']}/{h['episodes']}" if h else "—"
+            lines.append(f"| {preset} | {r['label']} | {r['kind']} | {trained_on_text(r)} | "
+                         f"{counted} | {_success(m)} | {_steps(m)} | "
+                         f"{_fmt(m['median_steps'], '.0f')} | {_fmt(m['p90_steps'], '.0f')} | "
+                         f"{_fmt(m['path_efficiency'], '.2f')} |")
+    return lines
+
+
 def not_applicable(rows: list[Mapping[str, Any]]) -> list[str]:
     """One line per agent, ``- agent: reason — on presets; other reason —
     on presets``: the presets that share a reason merged, and ``every
@@ -123,6 +164,12 @@ def recipe_verdict_lines(recipes: Sequence[Mapping[str, Any]]) -> list[str]:
             lines.append(f"- {r['preset']}: {r['label']} ({seeds}): no baseline ran")
             continue
         p = "" if imp is None else f"; P(seed > baseline) {estimate_text(imp, spec='.2f')}"
+        paper = r.get("paper")
+        if paper is not None:
+            from plume_jax.scoreboard.recipes import PAPER_SAID
+
+            p += (f"; against Singh et al.'s best {paper['homings']}/{paper['episodes']}: "
+                  f"{PAPER_SAID[paper['verdict']]}")
         said = {"beats": f"**beats** {b['label']}",
                 "faster": f"**as successful as {b['label']} and faster**",
                 "worse": f"does **worse** than {b['label']}",
@@ -221,13 +268,18 @@ def family_markdown(name: str, section: Mapping[str, Any], figure_dir: str) -> l
 
     family = FAMILIES.get(name)
     p = section["protocol"]
+    fixed = p.get("fixed_starts")
+    what = (f"protocol **{fixed}**, {p['episodes']} of its fixed starts per (preset, agent)"
+            if fixed else f"{p['episodes']} episodes per (preset, agent)")
     lines = [f"## {family.title if family else name}", "",
-             f"Mode **{p['mode']}**: {p['episodes']} episodes per (preset, agent), seed "
+             f"Mode **{p['mode']}**: {what}, seed "
              f"{p['seed']}; run {section['finished_at']} on {section['machine_text']} in "
              f"{section['wall_seconds'] / 60:.1f} min (`plume-jax bench --family {name}"
              f"{'' if p['mode'] == 'full' else ' --mode quick'}`).", ""]
+    if fixed:
+        lines += fixed_starts_text(section) + [""]
     lines += rerun_lines(name, section)
-    lines += main_table(section) + [""]
+    lines += (homings_table(section) if fixed else main_table(section)) + [""]
     if section.get("recipes"):
         lines += ["Zoo recipes against the best hand-coded baseline, verdicts taken on each "
                   "recipe's intervals over its seeds (the zoo rows above are one seed each and "
@@ -256,6 +308,30 @@ def family_markdown(name: str, section: Mapping[str, Any], figure_dir: str) -> l
         if section.get("map_figure"):
             lines += [f"![{name} start cells]({figure_dir}/{section['map_figure']})", ""]
     return lines
+
+
+def fixed_starts_text(section: Mapping[str, Any]) -> list[str]:
+    """What a fixed-start section measured and how to read it (Singh et
+    al.'s protocol: docs/singh2023.md)."""
+    return [
+        "Each (preset, agent) pair runs Singh et al.'s evaluation (`protocol: singh240`, "
+        "docs/singh2023.md) on the env of that preset's scenario file "
+        "(`configs/scenarios/singh2023_*.yaml`: puffs growing at half the training rate, "
+        "no random odour gain): 3 downwind distances × 2 start times × 5 cross-wind "
+        "positions × 8 headings = 240 fixed starts, from plume realisations drawn with the "
+        "board's seed; a homing is reaching the source within 0.2 m. The cast-and-surge "
+        "baseline flies with its scenario's parameters. Reference rows (kind *paper*) are "
+        "Singh et al.'s best homings on that regime (their `code/tabulate.ipynb`: the "
+        "column maximum over their agents, each evaluated once; not rerun here). Every "
+        "Singh zoo entry reads the same observations and flies the same actions, so each "
+        "runs on every regime, as the paper evaluated every agent on every regime: "
+        "*own preset* marks an entry on the regime it was trained on, *cross-regime* one "
+        "trained on another. **What you may conclude:** a policy's homings and success "
+        "interval on these 240 starts, against the baseline's and the paper's figure; a "
+        "recipe's verdict against their best below is taken on its IQM interval over "
+        "seeds. **What you may not:** that a difference inside the intervals is real, or "
+        "that plume_jax's re-implementation of their task is their simulator (the plume "
+        "is validated against theirs, docs/plumes.md, but episodes are not theirs)."]
 
 
 def zoo_lines(zoo_entries: list[Any]) -> list[str]:
@@ -329,9 +405,17 @@ def family_figure(name: str, section: Mapping[str, Any]) -> Any:
         colours = ["tab:orange" if r["kind"] == "zoo" else
                    "tab:green" if r["kind"] == "yours" else "tab:blue" for r in ran]
         ax_s.barh(y, rate, xerr=[rate - ci[:, 0], ci[:, 1] - rate], color=colours, capsize=3)
-        ax_s.set_yticks(y, [r["label"] for r in ran], fontsize=8)
+        ax_s.set_yticks(y, [r["label"] + ("" if trained_on_text(r) in ("—", "own preset")
+                                          else " (cross-regime)") for r in ran], fontsize=8)
         ax_s.set_xlim(0, 1)
         ax_s.set_title(f"{preset}: success (95 % CI)", fontsize=9)
+        best = next((r["homings"]["paper_best"] for r in ran if r.get("homings")), None)
+        if best is not None:  # Singh et al.'s best on this regime, as a success rate
+            from plume_jax.evaluate.singh_protocol import EPISODES
+
+            ax_s.axvline(best / EPISODES, color="black", linestyle=":", linewidth=1.5,
+                         label=f"Singh et al.'s best ({best}/{EPISODES})")
+            ax_s.legend(fontsize=7, loc="lower right")
         steps = np.array([r["metrics"]["mean_steps"] or np.nan for r in ran], float)
         sem = np.array([r["metrics"]["sem_steps"] or 0.0 for r in ran], float)
         ax_t.barh(y, steps, xerr=sem, color=colours, capsize=3)

@@ -62,23 +62,27 @@ def pick_contenders(contenders: list[Contender], names: Iterable[str]) -> list[C
 
 def check_rerun(record: Mapping[str, Any], families: list[Family], protocol: Protocol) -> None:
     """A partial rerun needs each family's section on the record, made
-    under ``protocol``.
+    under ``protocol`` (the family's form of it,
+    :func:`~plume_jax.scoreboard.fixed_starts.family_protocol`).
 
     Raises:
         ValidationError: (parameter ``--agent``) a family not on the record
             or recorded under another protocol.
     """
+    from plume_jax.scoreboard.fixed_starts import family_protocol
+
     for family in families:
+        own = family_protocol(family, protocol)
         section = record["families"].get(family.name)
         if section is None:
             raise ValidationError.for_parameter(
                 "--agent", family.name, f"a family already on the record to merge into; run "
                 f"`plume-jax bench --family {family.name}` whole first")
-        if dict(section["protocol"]) != protocol.as_dict():
+        if dict(section["protocol"]) != own.as_dict():
             raise ValidationError.for_parameter(
                 "--agent", family.name, f"the protocol its recorded section was made with "
                 f"(mode {section['protocol']['mode']!r}, {section['protocol']['episodes']} "
-                f"episodes; this run: mode {protocol.mode!r}, {protocol.episodes}), so that "
+                f"episodes; this run: mode {own.mode!r}, {own.episodes}), so that "
                 "its rows stay comparable: pass the same --mode/--episodes, or rerun the "
                 "family whole")
 

@@ -16,7 +16,8 @@ finished families' sections into the published record
 (``benchmarks/scoreboard.json``), their figures into ``docs/scoreboard/``,
 and renders ``docs/scoreboard.md`` from the whole record. It checks
 everything before it writes anything, and refuses a run made in quick mode
-or with ``--episodes`` (unless ``allow_quick``), and a partial one — stopped
+or with ``--episodes`` (unless ``allow_quick``; a fixed-start family's
+section must have run all its starts), and a partial one — stopped
 before every family finished, without the baselines, the zoo agents or the
 robustness table, with agents of one's own, or an ``--agent`` rerun whose
 published sections changed since it started — unless ``force``.
@@ -157,6 +158,18 @@ def partial_reasons(info: Mapping[str, Any], published: Mapping[str, Any]) -> li
     return reasons
 
 
+def full_as_dict(name: str) -> dict[str, Any]:
+    """The protocol a published section of family ``name`` is made with:
+    the board's full protocol, in the family's form (a fixed-start family:
+    all its starts, :func:`~plume_jax.scoreboard.fixed_starts.full_protocol`);
+    the board's own for a family no longer listed."""
+    from plume_jax.scoreboard.families import FAMILIES
+    from plume_jax.scoreboard.fixed_starts import full_protocol
+    from plume_jax.scoreboard.protocol import FULL
+
+    return (full_protocol(FAMILIES[name]) if name in FAMILIES else FULL).as_dict()
+
+
 def publish(run_dir: str | os.PathLike, json_path: str | os.PathLike,
             markdown_path: str | os.PathLike, figure_dir: str | os.PathLike, *,
             allow_quick: bool = False, force: bool = False,
@@ -173,7 +186,6 @@ def publish(run_dir: str | os.PathLike, json_path: str | os.PathLike,
             without ``force`` (each with what to pass), a figure missing.
     """
     from plume_jax.scoreboard.bench import write_markdown
-    from plume_jax.scoreboard.protocol import FULL
     from plume_jax.files import atomic_write
     from plume_jax.scoreboard.report import dump_record, load_record
 
@@ -184,7 +196,7 @@ def publish(run_dir: str | os.PathLike, json_path: str | os.PathLike,
         raise ValidationError.for_parameter(
             "--publish", path, "a run with at least one finished family (this one has none)")
     quick = [f"{f} (mode {record['families'][f]['protocol']['mode']!r})" for f in done
-             if dict(record["families"][f]["protocol"]) != FULL.as_dict()]
+             if dict(record["families"][f]["protocol"]) != full_as_dict(f)]
     if quick and not allow_quick:
         raise ValidationError.for_parameter(
             "--publish", path, f"a run of the full protocol, as the published board shows; "

@@ -1,0 +1,240 @@
+"""The singh2023 family: Singh et al. (2023)'s four regimes on the board,
+measured by their own protocol (240 fixed starts, ``protocol: singh240``)
+on the env of each preset's scenario file, homings out of the starts run
+beside their best, cross-regime rows labelled, recipe rows with a verdict
+against their best, and publishing only the whole 240."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+
+import pytest
+import yaml
+
+import plume_jax
+from plume_jax import ValidationError, cli
+from plume_jax.evaluate import scenario as sc
+from plume_jax.evaluate import singh_protocol as sp
+from plume_jax.scoreboard import board, families, recipes, report, runs
+from plume_jax.scoreboard.contenders import Contender
+from plume_jax.scoreboard.fixed_starts import (family_protocol, full_protocol,
+                                               protocol_contender, scenario_for)
+from plume_jax.scoreboard.protocol import FULL, QUICK, get_protocol
+from plume_jax.scoreboard.record_schema import FIXED_STARTS, check_record
+from tests.policy_folders import write_policy_folder
+
+SINGH = families.FAMILIES["singh2023"]
+CONSTANT, SWITCH_ONCE = "PlumeNav-Singh2023-Constant-v0", "PlumeNav-Singh2023-SwitchOnce-v0"
+SURGE = Contender("cast_and_surge", "baseline", "cast_and_surge")
+
+
+def test_the_family_is_their_tables_four_regimes_and_the_sparsity_series_is_left_out():
+    assert SINGH.fixed_starts == "singh240" and SINGH.robustness_preset is None
+    assert [sp.paper_best(p) for p in SINGH.presets] == [176, 160, 86, 130]
+    for name in ("Sparse80", "Sparse60", "Sparse20"):
+        reason = families.LEFT_OUT[f"PlumeNav-Singh2023-{name}-v0"]
+        assert "sparse column is 0.4" in reason
+        assert f"configs/scenarios/singh2023_{name.lower()}.yaml" in reason
+    assert FIXED_STARTS == sc.PROTOCOLS  # the record's names are the evaluation layer's
+
+
+def test_the_family_protocol_is_all_240_starts_under_the_full_board_and_a_subset_else():
+    full = family_protocol(SINGH, FULL)
+    assert full == full_protocol(SINGH)
+    assert full.as_dict() == {"mode": "full", "episodes": 240, "robustness_episodes": 0,
+                              "map_stride": 0, "map_episodes": 0, "seed": FULL.seed,
+                              "fixed_starts": "singh240"}
+    quick = family_protocol(SINGH, QUICK)
+    assert (quick.mode, quick.episodes) == ("quick, 100 of the 240 starts", 100)
+    assert family_protocol(SINGH, get_protocol("quick", 500)).as_dict() == full.as_dict()
+    # other families are unchanged, and their records keep their old form
+    assert family_protocol(families.FAMILIES["gaussian"], QUICK) is QUICK
+    assert "fixed_starts" not in FULL.as_dict()
+
+
+def test_a_subset_of_the_starts_is_spread_evenly_and_nothing_outside_1_to_240():
+    assert sp.subset(240).tolist() == list(range(240))
+    assert sp.subset(3).tolist() == [0, 120, 239]
+    for bad in (0, 241, 2.0, True):
+        with pytest.raises(ValidationError, match=r"an integer in \[1, 240\]"):
+            sp.subset(bad)
+
+
+def test_a_pair_runs_on_the_scenario_files_env_with_its_baselines_parameters():
+    own = scenario_for(CONSTANT, "singh240")
+    planned, reason = board.plan(CONSTANT, SURGE, 2, 5, fixed_starts="singh240")
+    assert reason is None
+    assert planned.overrides == own["env"]["overrides"]  # halved diffusion, unit gain
+    assert dict(planned.agent_params) == own["agent"]["params"]
+    assert planned.scenario["protocol"] == "singh240"
+    # without the protocol the board's default cast_and_surge cannot read these presets
+    assert board.plan(CONSTANT, SURGE, 2, 5)[0] is None
+    row = board.row(CONSTANT, "singh2023", SURGE, sc.execute_run(planned), None)
+    assert row["metrics"]["episodes"] == 2 and "trained_on" not in row
+    assert row["homings"]["episodes"] == 2 and row["homings"]["paper_best"] == 176
+    assert row["homings"]["homings"] == row["metrics"]["successes"]
+
+
+def test_an_agent_the_protocol_cannot_run_is_not_applicable_with_the_reason():
+    own = scenario_for(CONSTANT, "singh240")
+    sb3 = Contender("mine", "yours", "sb3", params={"path": "model.zip"})
+    assert "functional agent" in protocol_contender(sb3, own)[1]
+    sensor = Contender("zoo:x@1", "zoo", "zoo:x@1",
+                       env_overrides={"sensor": {"type": "concentration"}})
+    planned, reason = board.plan(CONSTANT, sensor, 2, 0, fixed_starts="singh240")
+    assert planned is None and "needs its own sensor, which protocol singh240 sets" in reason
+    grid = Contender("zoo:gaussian-mlp@1", "zoo", "zoo:gaussian-mlp@1")
+    planned, reason = board.plan(CONSTANT, grid, 2, 0, fixed_starts="singh240")
+    assert planned is None and reason.startswith("needs ")
+
+
+def _section(rows, recipes_rows=None, episodes=240):
+    protocol = dataclasses.replace(full_protocol(SINGH), episodes=episodes).as_dict()
+    section = {"protocol": protocol, "rows": rows, "verdicts": board.verdicts(rows),
+               "robustness": [], "maps": [], "wall_seconds": 1.0,
+               "finished_at": "2026-12-01 00:00 UTC", "machine_text": "cpu"}
+    if recipes_rows is not None:
+        section["recipes"] = recipes_rows
+    return section
+
+
+def _ran(preset, label, kind, homings, trained_on=None, episodes=240):
+    rate = homings / episodes
+    row = {"family": "singh2023", "preset": preset, "label": label, "kind": kind,
+           "status": "ok", "own_settings": [],
+           "metrics": {"episodes": episodes, "successes": homings, "success_rate": rate,
+                       "success_ci95": list(sc.wilson_interval(homings, episodes)),
+                       "mean_steps": 150.0, "sem_steps": 2.0, "median_steps": 140.0,
+                       "p90_steps": 250.0, "path_efficiency": 0.5},
+           "homings": {"protocol": "singh240", "homings": homings, "episodes": episodes,
+                       "by_start": {"x4_t0": homings}, "paper_best": sp.paper_best(preset)}}
+    if trained_on:
+        row["trained_on"] = trained_on
+    return row
+
+
+def test_the_table_shows_homings_their_best_and_labels_cross_regime_rows():
+    rows = [_ran(CONSTANT, "cast_and_surge", "baseline", 97),
+            _ran(CONSTANT, "zoo:singh2023-constant-gru@1", "zoo", 150, CONSTANT),
+            _ran(SWITCH_ONCE, "zoo:singh2023-constant-gru@1", "zoo", 40, CONSTANT)]
+    record = {"format": report.RECORD_FORMAT, "families": {"singh2023": _section(rows)}}
+    page = report.render(record, "intro", "fig")
+    assert ("| PlumeNav-Singh2023-Constant-v0 | Singh et al. 2023, their best agent | paper | — "
+            "| 176/240 | 0.733 |") in page
+    assert "| PlumeNav-Singh2023-Constant-v0 | cast_and_surge | baseline | — | 97/240 |" in page
+    assert ("| PlumeNav-Singh2023-Constant-v0 | zoo:singh2023-constant-gru@1 | zoo | own preset "
+            "| 150/240 |") in page
+    assert ("| PlumeNav-Singh2023-SwitchOnce-v0 | zoo:singh2023-constant-gru@1 | zoo | "
+            "Singh2023-Constant (cross-regime) | 40/240 |") in page
+    assert "protocol **singh240**, 240 of its fixed starts" in page
+    fig = report.family_figure("singh2023", record["families"]["singh2023"])
+    assert any("(cross-regime)" in t.get_text() for t in fig.axes[2].get_yticklabels())
+
+
+def _recipe(rates, preset=CONSTANT):
+    per_seed = [{"seed": k, "success_rate": r, "mean_steps": 120.0, "episodes": 240}
+                for k, r in enumerate(rates)]
+    section = _section([_ran(preset, "cast_and_surge", "baseline", 97)])
+    return recipes.recipe_row("singh2023", preset, "zoo:singh2023-constant-gru@1", per_seed,
+                              recipes.best_baseline(section["rows"], preset), "board",
+                              paper_best=recipes.published_best(section, preset))
+
+
+def test_a_recipe_is_compared_with_their_best_on_its_iqm_interval():
+    above, spans, below = (_recipe([0.80, 0.82, 0.84, 0.86, 0.88]),
+                           _recipe([0.6, 0.7, 0.73, 0.8, 0.9]), _recipe([0.2, 0.25, 0.3]))
+    assert above["paper"] == {"homings": 176, "episodes": 240, "verdict": "above"}
+    assert spans["paper"]["verdict"] == "includes" and below["paper"]["verdict"] == "below"
+    assert _recipe([0.9])["paper"]["verdict"] == "one seed: no verdict"
+    # a section of seeded episodes has no published best
+    assert recipes.published_best({"protocol": FULL.as_dict()}, CONSTANT) is None
+    rows = [_ran(CONSTANT, "cast_and_surge", "baseline", 97)]
+    record = {"format": report.RECORD_FORMAT,
+              "families": {"singh2023": _section(rows, [above, _recipe([0.9])])}}
+    page = report.render(record, "intro", "fig")
+    assert "| homings of 240: IQM [95 % CI] |" in page
+    assert "| 176/240 | IQM interval lies above it | board |" in page
+    assert "against Singh et al.'s best 176/240: IQM interval lies above it" in page
+    assert "against Singh et al.'s best 176/240: one seed: no verdict" in page
+    fig = recipes.profile_figure("singh2023", [above, below])
+    assert fig.axes[0].get_xlim() == (0.0, 240.0)
+    assert len(fig.axes[0].lines) == 2 + 2 + 2  # profiles, baselines, their best
+    check_record(json.loads(report.dump_record(record)), "<test>")  # it reads back
+
+
+def test_publish_refuses_a_subset_of_the_starts_unless_allowed(tmp_path):
+    folder = tmp_path / "run"
+    section = _section([_ran(CONSTANT, "cast_and_surge", "baseline", 2, episodes=4)],
+                       episodes=4)
+    section["protocol"]["mode"] = "quick, 4 of the 240 starts"
+    folder.mkdir()
+    (folder / "scoreboard.json").write_text(report.dump_record(
+        {"format": report.RECORD_FORMAT, "families": {"singh2023": section}}))
+    runs.write_run_info(folder, {"families": ["singh2023"], "done": ["singh2023"]})
+    target = [tmp_path / "board.json", tmp_path / "board.md", tmp_path / "fig"]
+    with pytest.raises(ValidationError, match="singh2023 .mode 'quick, 4 of the 240 starts'"):
+        runs.publish(folder, *target)
+    assert not target[0].exists()
+    assert runs.publish(folder, *target, allow_quick=True) == ["singh2023"]
+    whole = _section([_ran(CONSTANT, "cast_and_surge", "baseline", 97)])
+    (folder / "scoreboard.json").write_text(report.dump_record(
+        {"format": report.RECORD_FORMAT, "families": {"singh2023": whole}}))
+    assert runs.publish(folder, *target) == ["singh2023"]  # all 240: the full protocol
+
+
+def _zoo(root: pathlib.Path, name: str, preset: str, seeds=()):
+    """A zoo entry of untrained policies of the right spaces (no training)."""
+    env, params = plume_jax.make(preset)
+    folder = root / name / "1"
+    write_policy_folder(folder / "policy", env, params, seed=9)
+    (folder / "entry.yaml").write_text(yaml.safe_dump(
+        {"description": "test", "preset": preset, "seed": 0, "network": "mlp"}))
+    for k in seeds:
+        write_policy_folder(folder / "seeds" / str(k) / "policy", env, params, seed=k)
+        (folder / "seeds" / str(k) / "seed.yaml").write_text(yaml.safe_dump({"seed": k}))
+
+
+@pytest.mark.slow  # 4 presets x 2 agents x 3 starts and 2 recipe seeds: about 2 min on 2 cores
+def test_bench_runs_the_family_then_its_recipes_on_a_tiny_zoo(tmp_path, monkeypatch):
+    from agents import zoo
+
+    _zoo(tmp_path / "zoo", "singh2023-constant-gru", CONSTANT, seeds=(0, 1))
+    monkeypatch.setenv(zoo.ZOO_ENV, str(tmp_path / "zoo"))
+    out = tmp_path / "run"
+    assert cli.main(["bench", "--family", "singh2023", "--episodes", "3", "--quiet",
+                     "--out", str(out)]) == 0
+    section = json.loads((out / "scoreboard.json").read_text())["families"]["singh2023"]
+    assert section["protocol"]["mode"] == "quick, 3 of the 240 starts"
+    ok = [(r["preset"], r["label"]) for r in section["rows"] if r["status"] == "ok"]
+    assert ok == [(p, a) for p in SINGH.presets
+                  for a in ("cast_and_surge", "zoo:singh2023-constant-gru@1")]
+    assert all(r["homings"]["episodes"] == 3 for r in section["rows"] if r["status"] == "ok")
+    page = (out / "scoreboard.md").read_text()
+    assert "Singh2023-Constant (cross-regime)" in page and "| own preset |" in page
+    assert cli.main(["bench", "--publish", str(out)]) == 2  # a subset: refused
+    board_json, md, fig = tmp_path / "b.json", tmp_path / "b.md", tmp_path / "fig"
+    assert cli.main(["bench", "--publish", str(out), "--allow-quick", "--json", str(board_json),
+                     "--markdown", str(md), "--figures", str(fig)]) == 0
+    assert cli.main(["bench", "--recipes", "--family", "singh2023", "--json", str(board_json),
+                     "--markdown", str(md), "--figures", str(fig), "--quiet"]) == 0
+    (row,) = json.loads(board_json.read_text())["families"]["singh2023"]["recipes"]
+    assert (row["preset"], row["seeds"], row["seed_results"]) == (CONSTANT, 2, "board")
+    assert [s["episodes"] for s in row["per_seed"]] == [3, 3]
+    assert row["baseline"]["label"] == "cast_and_surge"
+    assert row["paper"]["homings"] == 176 and row["paper"]["verdict"] in (
+        "above", "includes", "below")
+    assert (fig / "singh2023_recipes.png").is_file() and "against their best" in md.read_text()
+
+
+def test_a_rerun_of_the_family_compares_its_own_protocol_and_other_families_theirs():
+    from plume_jax.scoreboard.rerun import check_rerun
+
+    gaussian = families.FAMILIES["gaussian"]
+    record = {"families": {"singh2023": _section([]),
+                           "gaussian": {"protocol": FULL.as_dict()}}}  # recorded as before
+    check_rerun(record, [SINGH, gaussian], FULL)
+    with pytest.raises(ValidationError, match="mode 'full', 240 episodes; this run: mode "
+                                              "'quick, 100 of the 240 starts', 100"):
+        check_rerun(record, [SINGH], QUICK)
