@@ -182,6 +182,10 @@ def test_pruning_stops_a_pruned_member_and_the_others_train_on(tmp_path):
     assert summary["tune"]["pruned_at_update"] == 5 and summary["env_steps_total"] == 5 * 512
     assert (runs[1].folder / "policy").is_dir() and (runs[1].folder / "checkpoint").is_dir()
     assert (runs[0].folder / "tensorboard" / "tune_hparams").is_dir()
+    survivor = json.loads((runs[0].folder / "summary.json").read_text())["tune"]
+    assert survivor["programs"] == [{"from_update": 0, "lanes": 3, "devices": 1},
+                                    {"from_update": 5, "lanes": 2, "devices": 1}]
+    assert survivor["reproducing_lanes"] is None  # two widths: no run.lanes reproduces it
 
 
 # ---------------------------------------------------------------- end to end
