@@ -189,6 +189,11 @@ RUN_SCHEMA: dict[str, Setting] = {
     "devices": _s("auto", devices_check, True,
                   "auto | N: shard the env batch (a sweep: its members) over N local devices; "
                   "auto: as many as divide the batch (several processes: all their devices)"),
+    "lanes": _s(None, optional(count(low=1, high=4096)), True,
+                "null | N: train this one run as lane 0 of a vmapped program of N identical "
+                "copies (N times the compute; one device, one process), so that it reproduces "
+                "bit for bit a sweep or tune member that trained in a program of N members "
+                "(tune's best_config.yaml sets it); null: the plain single-run program"),
     "distributed": _s("auto", choice(DISTRIBUTED_MODES), False,
                       "auto | cluster | off: join a multi-process run "
                       "(plume_jax.train.distributed); auto: when the launcher's environment "
@@ -490,10 +495,10 @@ def static_signature(config: TrainConfig) -> dict[str, Any]:
 
 
 #: Settings a resumed run may change: the budget, logging, checkpointing,
-#: devices and processes, and the final evaluation. Everything else defines
+#: devices, lanes and processes, and the final evaluation. Everything else defines
 #: the problem or the algorithm and must equal the checkpoint's.
 RESUME_MAY_CHANGE = ("algo.total_steps", "run.log_every", "run.checkpoint_minutes",
-                     "run.checkpoint_every", "run.devices", "run.distributed",
+                     "run.checkpoint_every", "run.devices", "run.lanes", "run.distributed",
                      "run.tensorboard",
                      "run.wandb_project", "eval.*")
 

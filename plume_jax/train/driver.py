@@ -63,6 +63,7 @@ from plume_jax.train.config import TrainConfig, current_form
 from plume_jax.train.distributed import host_copy, is_main_process
 from plume_jax.train.evaluation import MAX_INHERITED_EVAL_STEPS, eval_num_steps, evaluate, \
     member_evaluation
+from plume_jax.train.lanes import Lanes, evaluate_in_lanes, init_in_lanes
 from plume_jax.train.loggers import RunLoggers
 from plume_jax.train.members import member_of, stack_members, vmap_members
 from plume_jax.train.periodic_eval import best_row, periodic_evaluator
@@ -136,6 +137,9 @@ class Program:
     ``batched``; ``mesh`` shards that axis (batched) or the env batch (a
     single run of an algorithm that ``shards_env_batch``). ``members``:
     the members' indices in their sweep (``[0]`` for a single run).
+    ``lanes``: a single run's ``run.lanes`` (None: the plain unbatched
+    program; N: trained and evaluated as lane 0 of N copies,
+    :mod:`plume_jax.train.lanes`).
     """
 
     algo: Algorithm
@@ -148,6 +152,7 @@ class Program:
     folder: pathlib.Path | None = None
     members: list[int] = dataclasses.field(default_factory=lambda: [0])
     label: str = ""
+    lanes: int | None = None
 
     @property
     def config(self) -> TrainConfig:
@@ -195,7 +200,9 @@ def build_program(runs: list[Member], *, batched: bool, folder: pathlib.Path | N
     first = runs[0]
     cls = algorithm_class(first.config.algo["algorithm"])
     mesh = None
+    lanes = None
     if batched:
+        _refuse_lanes(runs)
         n_dev = resolve_devices(first.config.run["devices"], len(runs),
                                 "number of sweep members")
         mesh = make_mesh(n_dev, "members") if n_dev > 1 else None
@@ -206,7 +213,8 @@ def build_program(runs: list[Member], *, batched: bool, folder: pathlib.Path | N
     else:
         if len(runs) != 1:
             raise ValidationError.for_parameter("runs", len(runs), "one member when unbatched")
-        if cls.shards_env_batch:  # the env batch over the local devices
+        lanes = _lanes(first.config, cls)
+        if cls.shards_env_batch and lanes is None:  # the env batch over the local devices
             n_dev = resolve_devices(first.config.run["devices"], first.config.algo["num_envs"],
                                     "algo.num_envs")
             mesh = make_mesh(n_dev, "envs") if n_dev > 1 else None
@@ -217,10 +225,44 @@ def build_program(runs: list[Member], *, batched: bool, folder: pathlib.Path | N
     return Program(algo=algo, runs=list(runs), hp=hp, env_params=env_params, keys=keys,
                    batched=batched, mesh=mesh, folder=folder,
                    members=list(range(len(runs))) if members is None else list(members),
-                   label=label)
+                   label=label, lanes=lanes)
+
+
+def _lanes(config: TrainConfig, cls: type[Algorithm]) -> int | None:
+    """A single run's ``run.lanes``, checked: a sweepable algorithm, one
+    device (``run.devices`` auto or 1), one process."""
+    lanes = config.run["lanes"]
+    if lanes is None:
+        return None
+    if not cls.sweepable:
+        raise ValidationError.for_parameter(
+            "run.lanes", lanes, f"null for algo.algorithm {config.algo['algorithm']!r}, which "
+            "trains one run at a time (lanes are the members of a vmapped program)")
+    if config.run["devices"] not in ("auto", 1):
+        raise ValidationError.for_parameter(
+            "run.lanes", lanes, f"null with run.devices {config.run['devices']} (a run in "
+            "lanes trains on one device: set run.devices to 1 or auto)")
+    if jax.process_count() > 1:
+        raise ValidationError.for_parameter(
+            "run.lanes", lanes, f"null in a run of {jax.process_count()} processes (a run in "
+            "lanes trains in one process)")
+    return int(lanes)
+
+
+def _refuse_lanes(runs: list[Member]) -> None:
+    """A batched program's members have no ``run.lanes``: their program's
+    width is their number."""
+    for m in runs:
+        if m.config.run["lanes"] is not None:
+            raise ValidationError.for_parameter(
+                "run.lanes", m.config.run["lanes"], "null in a sweep or tune member (its "
+                "program's width is the number of members it trains with; run.lanes is for "
+                f"plume-jax train){f' ({m.name})' if m.name else ''}")
 
 
 def _init(p: Program) -> Any:
+    if not p.batched and p.lanes is not None:
+        return init_in_lanes(p.algo, p.keys, p.hp, p.env_params, p.lanes)
     if not p.batched:
         return p.algo.init(p.keys, p.hp, p.env_params)
     if p.algo.sweepable:
@@ -358,6 +400,8 @@ def run_program(p: Program, runner: Any, rows: list[list[dict[str, Any]]], *,
                 logger.log_rows(new)
 
     algo: Any = p.algo if (p.algo.sweepable or not p.batched) else _OneMember(p.algo)
+    if p.lanes is not None:
+        algo = Lanes(p.algo, p.lanes)
     on_evaluation = periodic_evaluator(
         p, loggers, load=load_runner, note=lambda update, text: bar.update(
             offset + len(p.runs) * update * cfg.steps_per_update, message=text))
@@ -403,6 +447,10 @@ def evaluate_members(p: Program, runner: Any) -> list[dict[str, Any]]:
         spec, arrays = p.algo.policy(runner)
         policy = TrainedPolicy({**spec, "env": p.env.settings},
                                {k: np.asarray(v) for k, v in arrays.items()}, greedy=greedy)
+    if p.lanes is not None:
+        return [evaluate_in_lanes(p.env, policy.spec, policy.params, p.env_params,
+                                  cfg.eval["seed"], cfg.eval["num_envs"], num_steps, greedy,
+                                  p.lanes)]
     return [evaluate(p.env, policy.spec, policy.params, p.env_params, cfg.eval["seed"],
                      cfg.eval["num_envs"], num_steps, greedy=greedy)]
 

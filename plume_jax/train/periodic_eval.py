@@ -294,6 +294,7 @@ def periodic_evaluator(program: Any, loggers: list[Any], *, note: Callable[[int,
     (:func:`recorded_best`), read from disk when the evaluator is made."""
     from plume_jax.train.distributed import agree
     from plume_jax.train.evaluation import eval_num_steps, evaluate, member_evaluation
+    from plume_jax.train.lanes import evaluate_in_lanes
 
     cfg = program.config
     if not cfg.eval["every"]:
@@ -318,9 +319,15 @@ def periodic_evaluator(program: Any, loggers: list[Any], *, note: Callable[[int,
         if jax.process_count() > 1:  # every process: a collective, as for the final evaluation
             runner = host_copy(runner)
         spec, arrays = program.algo.policy(runner)
-        evaluation = evaluate(program.env, spec, arrays, program.env_params,
-                              cfg.eval["periodic_seed"], cfg.eval["periodic_episodes"],
-                              num_steps, greedy=True, batched=program.batched)
+        if program.lanes is not None:  # a single run in lanes: lane 0's figures
+            evaluation = evaluate_in_lanes(program.env, spec, arrays, program.env_params,
+                                           cfg.eval["periodic_seed"],
+                                           cfg.eval["periodic_episodes"], num_steps, True,
+                                           program.lanes)
+        else:
+            evaluation = evaluate(program.env, spec, arrays, program.env_params,
+                                  cfg.eval["periodic_seed"], cfg.eval["periodic_episodes"],
+                                  num_steps, greedy=True, batched=program.batched)
         steps = update * cfg.steps_per_update
         texts = []
         for j, member in enumerate(program.runs):

@@ -53,6 +53,8 @@ def test_minimal_config_fills_every_default():
     (_with("network", hidden_sizes=[]), "network.hidden_sizes"),
     (_with("network", obs_transform="sqrt"), "network.obs_transform"),
     (_with("run", devices="all"), "run.devices"),
+    (_with("run", lanes=0), "run.lanes"),
+    (_with("run", lanes=2.5), "run.lanes"),
     ({"algo": {"total_steps": 1000}}, "env.id"),
     ({"env": {"id": "PlumeNav-Gaussian-v0"}}, "algo.total_steps"),
     (_with("algo", total_steps=100, num_envs=64, num_steps=128), "algo.total_steps"),
@@ -247,6 +249,26 @@ def test_sweep_setup_refuses_members_of_different_programs():
         setup(sweep)
     assert info.value.parameter == "env.grid_size"
     assert setup(sweep, [1]).members == [1]
+
+
+def test_run_lanes_trains_one_single_run_on_one_device_only():
+    from plume_jax.train.driver import Member, build_program
+
+    def member(**run):
+        cfg = train_config(_with("run", **run))
+        return Member(cfg, *cfg.make_env())
+
+    assert build_program([member()], batched=False).lanes is None  # the default: no lanes
+    assert build_program([member(lanes=3)], batched=False).lanes == 3
+    for runs, batched, words in (([member(lanes=2, devices=2)], False, "run.devices 2"),
+                                 ([member(), member(lanes=2)], True, "sweep or tune member")):
+        with pytest.raises(ValidationError, match=words) as info:
+            build_program(runs, batched=batched)
+        assert info.value.parameter == "run.lanes"
+    lookahead = train_config({**_with("run", lanes=2), "algo": {
+        "algorithm": "lookahead_vi", "total_steps": 100_000}})
+    with pytest.raises(ValidationError, match="trains one run at a time"):
+        build_program([Member(lookahead, *lookahead.make_env())], batched=False)
 
 
 def test_sweep_refuses_unknown_top_level_keys():

@@ -72,6 +72,7 @@ def _study(out: pathlib.Path) -> optuna.Study:
     ({"pruner": "median", "set": {"eval.every": None}}, ["pruner", "eval.every"]),
     ({"params": {"algo.ent_coef": {"type": "float", "low": 0.0, "high": 0.1}},
       "sampler": "grid"}, ["params.algo.ent_coef", "with sampler grid"]),
+    ({"set": {"run.lanes": 2}}, ["run.lanes", "null in tune's training config"]),
 ])
 def test_a_bad_search_space_gets_a_one_line_error(tmp_path, capsys, change, words):
     config, space = _files(tmp_path, {**SPACE, **change})
@@ -181,33 +182,95 @@ def test_pruning_stops_a_pruned_member_and_the_others_train_on(tmp_path):
     assert summary["tune"]["pruned_at_update"] == 5 and summary["env_steps_total"] == 5 * 512
     assert (runs[1].folder / "policy").is_dir() and (runs[1].folder / "checkpoint").is_dir()
     assert (runs[0].folder / "tensorboard" / "tune_hparams").is_dir()
+    survivor = json.loads((runs[0].folder / "summary.json").read_text())["tune"]
+    assert survivor["programs"] == [{"from_update": 0, "lanes": 3, "devices": 1},
+                                    {"from_update": 5, "lanes": 2, "devices": 1}]
+    assert survivor["reproducing_lanes"] is None  # two widths: no run.lanes reproduces it
 
 
 # ---------------------------------------------------------------- end to end
-@pytest.mark.slow
-def test_the_best_config_reproduces_its_trial_in_train(tmp_path):
-    config, space = _files(tmp_path)
-    out = tmp_path / "out"
-    assert main(["tune", "--config", str(config), "--space", str(space), "--trials", "2",
+@pytest.fixture(scope="module")
+def study_3_trials(tmp_path_factory):
+    """A study of 3 trials in batches of 2: programs of 2 members and of 1."""
+    tmp = tmp_path_factory.mktemp("tune3")
+    config, space = _files(tmp)
+    out = tmp / "out"
+    assert main(["tune", "--config", str(config), "--space", str(space), "--trials", "3",
                  "--out", str(out), "--quiet"]) == 0
+    return tmp, out
+
+
+def _lines(path: pathlib.Path, drop: tuple[str, ...] = ()) -> list[dict]:
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    return [{k: v for k, v in r.items() if k not in drop} for r in rows]
+
+
+@pytest.mark.slow  # four compiles (programs of 2 and 1 members, two trains): about 60 s
+def test_the_best_config_reproduces_its_trial_in_train_bit_for_bit(study_3_trials):
+    """Regression (issue 43): ``train --config best_config.yaml`` gave the
+    trial's parameters only to ~6e-8 (a single run against a member of a
+    vmapped program); ``run.lanes`` now runs the program's width."""
+    tmp, out = study_3_trials
     study = _study(out)
-    assert sorted(t.number for t in study.trials) == [0, 1]
+    assert sorted(t.number for t in study.trials) == [0, 1, 2]
     assert all(t.state.name == "COMPLETE" for t in study.trials)
     for name in ("summary.md", "best_config.yaml", "trials.csv", "results.json",
                  "optimization_history.png", "parallel_coordinate.png"):
         assert (out / name).is_file(), name
     best = json.loads((out / "results.json").read_text())["best"]
     trial_dir = out / best["folder"]
-    assert main(["train", "--config", str(out / "best_config.yaml"), "--out",
-                 str(tmp_path / "again"), "--quiet"]) == 0
+    trained_in = json.loads((trial_dir / "summary.json").read_text())["tune"]
+    width = 2 if best["trial"] < 2 else 1  # trials 0 and 1 share the first program
+    assert trained_in["programs"] == [{"from_update": 0, "lanes": width, "devices": 1}]
+    assert yaml.safe_load((out / "best_config.yaml").read_text())["run"]["lanes"] == width
+    again = tmp / "again"
+    assert main(["train", "--config", str(out / "best_config.yaml"), "--out", str(again),
+                 "--quiet"]) == 0
+    _assert_the_same_run(trial_dir, again)
+    # trial 2 trained alone, in a vmapped program of one member: run.lanes 1, not null
+    alone = tmp / "alone"
+    assert main(["train", "--config", str(out / "trials" / "00002" / "config.yaml"), "--set",
+                 "run.lanes=1", "--out", str(alone), "--quiet"]) == 0
+    _assert_the_same_run(out / "trials" / "00002", alone)
+
+
+def _assert_the_same_run(trial_dir: pathlib.Path, again: pathlib.Path) -> None:
+    """The exported policies (final and best), evaluation figures, periodic
+    evaluations and metrics rows of two run folders are equal, bit for bit."""
+    timing = ("seconds_incl_compile",)
     tuned = json.loads((trial_dir / "summary.json").read_text())["evaluation"]
-    again = json.loads((tmp_path / "again" / "summary.json").read_text())["evaluation"]
-    for key in ("success_rate", "mean_steps_to_goal", "mean_return"):
-        assert tuned[key] == again[key], key
-    a = np.load(trial_dir / "policy" / "policy.npz")
-    b = np.load(tmp_path / "again" / "policy" / "policy.npz")
-    for key in a.files:  # a vmapped member vs a single run: float tolerance (see sweep)
-        np.testing.assert_allclose(a[key], b[key], rtol=1e-5, atol=1e-6)
+    trained = json.loads((again / "summary.json").read_text())["evaluation"]
+    assert {k: v for k, v in tuned.items() if k not in timing} == \
+        {k: v for k, v in trained.items() if k not in timing}
+    for policy in ("policy", "best"):
+        a = np.load(trial_dir / policy / "policy.npz")
+        b = np.load(again / policy / "policy.npz")
+        assert a.files == b.files
+        for key in a.files:
+            assert a[key].dtype == b[key].dtype and np.array_equal(a[key], b[key]), (policy, key)
+    assert _lines(trial_dir / "evaluations.jsonl") == _lines(again / "evaluations.jsonl")
+    assert _lines(trial_dir / "metrics.jsonl") == _lines(again / "metrics.jsonl")
+
+
+def test_a_trial_without_one_program_width_gets_no_lanes_and_says_so():
+    base = {"run": {"seed": 0}, "algo": {"learning_rate": 1e-3}}
+    from plume_jax.train.tune.programs import reproducing_lanes
+    from plume_jax.train.tune.report import best_config
+
+    rebuilt = [{"from_update": 0, "lanes": 3, "devices": 1},
+               {"from_update": 5, "lanes": 2, "devices": 1}]
+    sharded = [{"from_update": 0, "lanes": 4, "devices": 2}]
+    one = [{"from_update": 0, "lanes": 3, "devices": 1}]
+    assert [reproducing_lanes(p) for p in (rebuilt, sharded, one, [])] == [None, None, 3, None]
+    for programs, words in ((rebuilt, "2 member(s) on 1 device(s) from update 5"),
+                            (sharded, "4 member(s) on 2 device(s)"), ([], "does not record")):
+        text = best_config(base, {"programs": programs,
+                                  "reproducing_lanes": reproducing_lanes(programs)}, 7, "s", 0.5)
+        assert "float tolerance, not bit for bit" in text and words in text
+        assert "lanes" not in yaml.safe_load(text)["run"]
+    text = best_config(base, {"programs": one, "reproducing_lanes": 3}, 7, "s", 0.5)
+    assert "bit for bit" in text and yaml.safe_load(text)["run"]["lanes"] == 3
+    assert base["run"] == {"seed": 0}  # the trial's config is not changed in place
 
 
 def _tune_process(args: list[str], kill_at: int | None = None) -> subprocess.Popen:

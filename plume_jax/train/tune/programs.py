@@ -34,7 +34,8 @@ import numpy as np
 from plume_jax.progress import ProgressBar
 from plume_jax.train.config import TrainConfig, dump_yaml
 from plume_jax.train.driver import Member, Program, ProgramResult, build_program, \
-    evaluate_members, export_member, init_runner, member_summary, run_program, write_member
+    evaluate_members, export_member, init_runner, member_summary, run_program, update_of, \
+    write_member
 from plume_jax.train.driver import _place as place_runner  # the survivors on the new mesh
 from plume_jax.train.loggers import RunLoggers, hparams
 from plume_jax.train.run_folder import FolderLock, make_out_dir
@@ -44,7 +45,11 @@ from plume_jax.train.sweep import SweepConfig, program_groups
 @dataclasses.dataclass
 class TrialRun:
     """One trial of a batch: the Optuna trial, its sampled values (decoded),
-    config, run folder, metrics rows and outcome."""
+    config, run folder, metrics rows and outcome. ``programs``: the
+    programs it trained in, in order (``from_update``, ``lanes``: their
+    number of members, ``devices``), one more after each pruning rebuild:
+    what ``best_config.yaml``'s ``run.lanes`` is made of
+    (:func:`reproducing_lanes`)."""
 
     trial: Any
     values: dict[str, Any]
@@ -54,6 +59,19 @@ class TrialRun:
     pruned_at: int | None = None
     evaluation: dict[str, Any] | None = None
     loggers: RunLoggers | None = None
+    programs: list[dict[str, int]] = dataclasses.field(default_factory=list)
+
+
+def reproducing_lanes(programs: list[dict[str, int]]) -> int | None:
+    """The ``run.lanes`` with which ``plume-jax train`` reproduces, bit for
+    bit on the same device, a trial that trained in ``programs``
+    (:attr:`TrialRun.programs`): their width when the trial trained in one
+    program on one device; None when a pruning rebuild changed its width
+    or its program was sharded over several devices (no single run does
+    that arithmetic; ``train`` then agrees with it to float tolerance)."""
+    if len(programs) != 1 or programs[0]["devices"] != 1:
+        return None
+    return int(programs[0]["lanes"])
 
 
 class PruneStop:
@@ -117,7 +135,8 @@ def _finish(p: Program, result: ProgramResult, j: int, run: TrialRun,
     export_member(p, result, j)
     summary = member_summary(p, result, j)
     summary["tune"] = {"trial": run.trial.number, "params": run.values,
-                       "pruned_at_update": run.pruned_at}
+                       "pruned_at_update": run.pruned_at, "programs": run.programs,
+                       "reproducing_lanes": reproducing_lanes(run.programs)}
     if evaluation is not None:
         summary["evaluation"] = evaluation
     write_member(p, result, j, summary, rows=run.rows, loggers=run.loggers)
@@ -140,6 +159,9 @@ def _segment(runs: list[TrialRun], runner: Any, stop: PruneStop, prune: bool,
     p = build_program([_member(r) for r in runs], batched=True)
     runner = init_runner(p) if runner is None else place_runner(p, runner)
     init_s = time.perf_counter() - t0
+    for r in runs:
+        r.programs.append({"from_update": update_of(runner), "lanes": len(runs),
+                           "devices": p.devices})
     reporters: list[Any] = [_Reporter(r, stop, prune) for r in runs]
     result = run_program(p, runner, [r.rows for r in runs], bar=bar, loggers=reporters,
                          stop=stop, init_seconds=init_s)
@@ -183,4 +205,4 @@ def train_group(runs: list[TrialRun], *, stop: Any, prune: bool, bar: ProgressBa
     return seconds
 
 
-__all__ = ["PruneStop", "TrialRun", "groups", "train_group"]
+__all__ = ["PruneStop", "TrialRun", "groups", "reproducing_lanes", "train_group"]

@@ -126,6 +126,47 @@ def summary_markdown(study: Any, record: dict[str, Any], figures: list[str],
     return "\n".join(lines)
 
 
+def _trial_tune(folder: pathlib.Path) -> dict[str, Any]:
+    """The ``tune`` section of a trial folder's ``summary.json`` ({} when
+    it has none: a folder of an older version)."""
+    from plume_jax.files.safe_io import load_json_file
+
+    path = folder / "summary.json"
+    summary = load_json_file(path, "summary.json") if path.is_file() else {}
+    tune = summary.get("tune") if isinstance(summary, dict) else None
+    return tune if isinstance(tune, dict) else {}
+
+
+def best_config(config: dict[str, Any], tune: dict[str, Any], number: int, study: str,
+                value: float) -> str:
+    """``best_config.yaml``'s text: the trial's resolved ``config`` with
+    ``run.lanes`` set to the width of the program it trained in
+    (``tune["reproducing_lanes"]``), so that ``plume-jax train`` reproduces
+    it bit for bit on the same device, and a header saying so; or, for a
+    trial without one width (a pruning rebuild, members sharded over
+    devices, a folder of an older version), the config as it trained and a
+    header saying that ``train`` agrees with it to float tolerance only."""
+    config = {**config, "run": dict(config.get("run") or {})}
+    lanes = tune.get("reproducing_lanes")
+    head = (f"# The best trial ({number}) of the study {study}: greedy success "
+            f"{value:.3f}.\n")
+    if isinstance(lanes, int) and not isinstance(lanes, bool):
+        config["run"]["lanes"] = lanes
+        head += (f"# plume-jax train --config best_config.yaml reproduces it bit for bit on "
+                 f"the same device and jax: run.lanes {lanes} trains it as lane 0 of {lanes} "
+                 f"copies, the width of the program it trained in ({lanes} times the compute "
+                 "of one run; run.lanes: null trains it once, agreeing to float tolerance).\n")
+    else:
+        widths = ", ".join(f"{p.get('lanes')} member(s) on {p.get('devices')} device(s) from "
+                           f"update {p.get('from_update')}" for p in tune.get("programs") or [])
+        head += ("# plume-jax train --config best_config.yaml trains it again, agreeing with "
+                 "it to float tolerance, not bit for bit: no run.lanes reproduces the "
+                 "programs it trained in ("
+                 + (widths if widths else "its folder does not record them")
+                 + "; one width on one device is needed).\n")
+    return head + dump_yaml(config)
+
+
 def write_report(study: Any, out: pathlib.Path, record: dict[str, Any],
                  timing: dict[str, float] | None = None) -> dict[str, Any]:
     """Write every result file of the module docstring into ``out``;
@@ -143,11 +184,10 @@ def write_report(study: Any, out: pathlib.Path, record: dict[str, Any],
     write_csv(out / "trials.csv", results["trials"])
     write_text(out / "results.json", json.dumps(results, indent=2, default=str))
     if best and best[0].user_attrs.get("folder"):
-        config = read_yaml(out / best[0].user_attrs["folder"] / "config.yaml")
-        write_text(out / "best_config.yaml",
-                   f"# The best trial ({best[0].number}) of the study {record['study_name']}: "
-                   f"greedy success {best[0].value:.3f}.\n# plume-jax train --config "
-                   "best_config.yaml trains it again.\n" + dump_yaml(config))
+        folder = out / best[0].user_attrs["folder"]
+        text = best_config(read_yaml(folder / "config.yaml"), _trial_tune(folder),
+                           best[0].number, record["study_name"], float(best[0].value))
+        write_text(out / "best_config.yaml", text)
     figures: list[str] = []
     try:
         figures = plots(study, out)
@@ -158,5 +198,5 @@ def write_report(study: Any, out: pathlib.Path, record: dict[str, Any],
     return results
 
 
-__all__ = ["FIGURES", "importances", "plots", "ranked", "summary_markdown", "trial_rows",
+__all__ = ["FIGURES", "best_config", "importances", "plots", "ranked", "summary_markdown", "trial_rows",
            "write_report"]

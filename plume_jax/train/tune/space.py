@@ -172,8 +172,17 @@ class Space:
         return raw
 
     def config(self, values: Mapping[str, Any]) -> TrainConfig:
-        """The validated training config of a trial with ``values``."""
-        return train_config(self.raw_config(values), base_dir=self.base_dir)
+        """The validated training config of a trial with ``values``; its
+        ``run.lanes`` must be null (a batch's program width is its number
+        of trials)."""
+        config = train_config(self.raw_config(values), base_dir=self.base_dir)
+        if config.run["lanes"] is not None:
+            raise ValidationError.for_parameter(
+                "run.lanes", config.run["lanes"], "null in tune's training config (each batch "
+                "of trials trains as vmapped programs whose width is their number of trials; "
+                "best_config.yaml sets run.lanes for plume-jax train): drop it, or "
+                "--set run.lanes=null")
+        return config
 
     def grid(self) -> dict[str, list[Any]]:
         return {p.name: p.values() for p in self.params}
