@@ -270,7 +270,7 @@ def publish(run: str | os.PathLike, name: str, *, device: str | None = None,
             then.
     """
     from agents.zoo import zoo_root
-    from plume_jax.train.config import load_train_config, read_yaml
+    from plume_jax.train.config import current_form, load_train_config, read_yaml
 
     _check_name(name)
     run = pathlib.Path(run)
@@ -279,7 +279,7 @@ def publish(run: str | os.PathLike, name: str, *, device: str | None = None,
     entry_root = zoo_root(root)
     version = pick_version(entry_root / name)
     folder = entry_root / name / str(version)
-    ran = read_yaml(run / "config.yaml", "run")
+    ran = current_form(read_yaml(run / "config.yaml", "run"))  # an earlier version's, as read now
     unchecked = _check_committed(folder, ran, "run", run)
     if not (folder / "config.yaml").is_file():
         load_train_config(run / "config.yaml", written=True)  # one this version can run again
@@ -444,7 +444,7 @@ def publish_seeds(sweep: str | os.PathLike, reference: str,
 
     from agents.zoo import SEED_FILE, SEEDS_FOLDER, ZOO_PREFIX, resolve
     from plume_jax.files.safe_io import YAMLDumper, load_json_file
-    from plume_jax.train.config import load_train_config, read_yaml
+    from plume_jax.train.config import current_form, load_train_config, read_yaml
 
     ref = reference if reference.startswith(ZOO_PREFIX) else ZOO_PREFIX + reference
     if "@" not in ref or "#" in ref:
@@ -458,7 +458,9 @@ def publish_seeds(sweep: str | os.PathLike, reference: str,
     for m in members:
         folder = sweep / "members" / m["name"]
         seed = m["run.seed"]
-        ran = read_yaml(folder / "config.yaml", "sweep")
+        # a member written by an earlier version, in this version's form
+        # (settings added since filled in at the defaults it trained with)
+        ran = current_form(read_yaml(folder / "config.yaml", "sweep"))
         differing, _ = config_differences(committed, ran)
         differing = [k for k in differing if k != "run.seed"]
         if differing or (ran.get("run") or {}).get("seed") != seed                 or isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:

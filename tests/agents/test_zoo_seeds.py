@@ -186,3 +186,27 @@ def test_bench_add_takes_a_seed_reference_as_its_own_label(seeded_zoo):
     assert contender.label == contender.agent == "zoo:gaussian-mlp@1#2"
     with pytest.raises(ValidationError, match=r"a seed kept under"):
         user_contender("zoo:gaussian-mlp@1#9")
+
+
+def test_a_sweep_written_before_rnn_size_existed_publishes_its_seeds(seeded_zoo, tmp_path):
+    """A seed sweep trained by plume_jax before ``network.rnn_size`` existed
+    (its members' configs lack the key) was refused as "differs in
+    ['network.rnn_size']" by an entry whose config this version resolves
+    with it; its members are read in this version's form now."""
+    def before_rnn(k, cfg):
+        del cfg["network"]["rnn_size"]
+        return cfg
+
+    old = _sweep(tmp_path / "old", [5], before_rnn)
+    assert "rnn_size" not in yaml.safe_load(
+        (old / "members" / "seed-5" / "config.yaml").read_text())["network"]
+    (written,) = zoo_publish.publish_seeds(old, "gaussian-mlp@1")
+    assert written.name == "5" and zoo.resolve("zoo:gaussian-mlp@1").seeds == [0, 1, 2, 5]
+
+    def other_width(k, cfg):  # a setting it did set is still compared
+        cfg["network"]["rnn_size"] = 32
+        return cfg
+
+    with pytest.raises(ValidationError, match=r"differs in \['network.rnn_size'\]"):
+        zoo_publish.publish_seeds(_sweep(tmp_path / "other", [6], other_width),
+                                  "gaussian-mlp@1")
