@@ -16,9 +16,10 @@ a finished sweep and keeps, in ``benchmarks/singh_recipes/<LABEL>/``, the
 sweep's own ``results.json``, ``summary.md`` and ``train_success.png`` and
 ``evaluations.json`` (each member's homings, per start group, its success rate
 and mean steps over homings; the baseline's). Without ``--add`` the files are
-only read again: ``singh_recipes.json``, ``singh_recipes.png`` (each seed's
-homings, the recipe's IQM and the paper's best) and the table between the
-``<!-- singh-recipes -->`` markers of docs/singh2023.md are rebuilt from them.
+only read again: ``singh_recipes.json``, the figure docs/singh2023_recipes.png
+(each seed's homings, the recipe's IQM and the paper's best) and the table
+between the ``<!-- singh-recipes -->`` markers of docs/singh2023.md are
+rebuilt from them.
 
 Usage::
 
@@ -46,6 +47,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "benchmarks" / "singh_recipes"
 DOC = ROOT / "docs" / "singh2023.md"
+FIGURE = ROOT / "docs" / "singh2023_recipes.png"
 KEPT = ("results.json", "summary.md", "train_success.png")
 BEGIN, END = "<!-- singh-recipes -->", "<!-- /singh-recipes -->"
 #: The regimes, by the label's first part: (preset, scenario file).
@@ -236,7 +238,8 @@ def figure(rows: list[dict[str, Any]], path: pathlib.Path) -> None:
     plt.close(fig)
 
 
-def write(out: pathlib.Path = OUT, doc: pathlib.Path = DOC) -> list[dict[str, Any]]:
+def write(out: pathlib.Path = OUT, doc: pathlib.Path = DOC,
+          figure_path: pathlib.Path = FIGURE) -> list[dict[str, Any]]:
     """Rebuild ``singh_recipes.json``, the docs table and the figure from the
     stored files."""
     rows = build(out)
@@ -248,7 +251,7 @@ def write(out: pathlib.Path = OUT, doc: pathlib.Path = DOC) -> list[dict[str, An
         _, _, tail = rest.partition(END)
         doc.write_text(f"{head}{BEGIN}\n{table(rows)}{END}{tail}")
     if rows:
-        figure(rows, out / "singh_recipes.png")  # after the results: a figure never loses them
+        figure(rows, figure_path)  # after the results: a figure never loses them
     return rows
 
 
@@ -260,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="evaluate a finished seed sweep and keep it (repeatable)")
     parser.add_argument("--out", type=pathlib.Path, default=OUT)
     parser.add_argument("--doc", type=pathlib.Path, default=DOC)
+    parser.add_argument("--figure", type=pathlib.Path, default=FIGURE)
     args = parser.parse_args(argv)
     try:
         pairs = []
@@ -272,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
             check(label, folder)
         for label, folder in pairs:
             print(f"added {add(label, folder, args.out)}")
-        rows = write(args.out, args.doc)
+        rows = write(args.out, args.doc, args.figure)
     except ValidationError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

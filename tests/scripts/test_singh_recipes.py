@@ -101,9 +101,11 @@ def test_a_label_must_start_with_a_regime(tmp_path, capsys):
     doc.write_text("x")
     good = _fake_sweep(tmp_path / "good")
     rc = recipes.main(["--add", f"constant-gru={good}", "--add", f"calm-gru={good}",
-                       "--out", str(tmp_path / "out"), "--doc", str(doc)])
+                       "--out", str(tmp_path / "out"), "--doc", str(doc),
+                       "--figure", str(tmp_path / "fig.png")])
     assert rc == 2 and "its regime one of" in capsys.readouterr().err
     assert not (tmp_path / "out").exists() and doc.read_text() == "x"  # nothing evaluated
+    assert not (tmp_path / "fig.png").exists()
 
 
 @pytest.mark.slow
@@ -121,7 +123,7 @@ def test_a_tiny_sweep_is_evaluated_on_the_240_starts_and_tabulated(tmp_path):
     doc.write_text(f"head\n{recipes.BEGIN}\nold\n{recipes.END}\ntail\n")
     out = tmp_path / "out"
     assert recipes.main(["--add", f"constant-gru={tmp_path / 'run'}", "--out", str(out),
-                         "--doc", str(doc)]) == 0
+                         "--doc", str(doc), "--figure", str(tmp_path / "fig.png")]) == 0
     (row,) = recipes.build(out)
     ev = json.loads((out / "constant-gru" / "evaluations.json").read_text())
     assert set(ev["members"]) == {"0", "1"} and ev["baseline"]["agent"] == "cast_and_surge"
@@ -129,4 +131,4 @@ def test_a_tiny_sweep_is_evaluated_on_the_240_starts_and_tabulated(tmp_path):
     for member in ev["members"].values():
         assert sum(member["homings_by_start"].values()) == member["homings"] <= 240
     assert doc.read_text() == f"head\n{recipes.BEGIN}\n{recipes.table([row])}{recipes.END}\ntail\n"
-    assert (out / "singh_recipes.png").is_file()
+    assert (tmp_path / "fig.png").is_file()
