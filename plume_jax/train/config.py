@@ -52,6 +52,7 @@ from plume_jax.core.errors import ValidationError
 from plume_jax.settings import REQUIRED, Setting, resolve_keys, unknown_setting
 from plume_jax.settings.checks import boolean, choice, count, integer_list, optional, real
 from plume_jax.train.algorithms.base import algo_setting, algorithm_class, readers, settings_for
+from plume_jax.train.lane_schedule import lanes_check
 from plume_jax.train.networks import NetworkConfig
 
 
@@ -189,11 +190,15 @@ RUN_SCHEMA: dict[str, Setting] = {
     "devices": _s("auto", devices_check, True,
                   "auto | N: shard the env batch (a sweep: its members) over N local devices; "
                   "auto: as many as divide the batch (several processes: all their devices)"),
-    "lanes": _s(None, optional(count(low=1, high=4096)), True,
-                "null | N: train this one run as lane 0 of a vmapped program of N identical "
-                "copies (N times the compute; one device, one process), so that it reproduces "
-                "bit for bit a sweep or tune member that trained in a program of N members "
-                "(tune's best_config.yaml sets it); null: the plain single-run program"),
+    "lanes": _s(None, lanes_check, True,
+                "null | N | [{from_update: U, lanes: N}, ...]: train this one run as lane 0 "
+                "of a vmapped program of N identical copies (N times the compute; one device, "
+                "one process), so that it reproduces bit for bit a sweep or tune member that "
+                "trained in a program of N members; a list: a width schedule, updates "
+                "[U_i, U_i+1) in programs of N_i copies (from_update 0 first, strictly "
+                "increasing, each below the run's updates), as a tune trial trained through "
+                "pruning rebuilds (tune's best_config.yaml sets it); null: the plain "
+                "single-run program"),
     "distributed": _s("auto", choice(DISTRIBUTED_MODES), False,
                       "auto | cluster | off: join a multi-process run "
                       "(plume_jax.train.distributed); auto: when the launcher's environment "
@@ -284,7 +289,7 @@ class TrainConfig:
         net = {k: list(v) if isinstance(v, tuple) else v
                for k, v in dataclasses.asdict(self.network).items()}
         return {"env": copy.deepcopy(self.env), "algo": dict(self.algo), "network": net,
-                "run": dict(self.run), "eval": dict(self.eval)}
+                "run": copy.deepcopy(self.run), "eval": dict(self.eval)}
 
     # -- derived sizes ------------------------------------------------------
     @property
@@ -374,8 +379,20 @@ def train_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None
             "(one update)")
     config = TrainConfig(env=env, algo=algo, network=NetworkConfig(**sections["network"]),
                          run=sections["run"], eval=sections["eval"])
+    _check_lane_schedule(config)
     algorithm_class(name).check_config(config)
     return config
+
+
+def _check_lane_schedule(config: TrainConfig) -> None:
+    """A ``run.lanes`` width schedule switches width only at updates the
+    run trains: every ``from_update`` below its number of updates."""
+    lanes = config.run["lanes"]
+    if isinstance(lanes, list) and lanes[-1]["from_update"] >= config.num_updates:
+        raise ValidationError.for_parameter(
+            "run.lanes", lanes, f"a width schedule whose from_update values are below the "
+            f"run's {config.num_updates} updates (algo.total_steps // (num_envs * num_steps)); "
+            f"entry {len(lanes) - 1} starts at update {lanes[-1]['from_update']}")
 
 
 def read_yaml(path: str | os.PathLike, parameter: str = "--config") -> dict[str, Any]:
