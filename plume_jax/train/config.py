@@ -579,10 +579,11 @@ def current_form(saved: Any) -> Any:
     nothing): here the ones the config's algorithm does not declare are
     dropped. 0.1.x's ``algo.eval_every`` of ``belief_value_iteration`` (0:
     never) is ``eval.every`` now (null: never), unless that is set. A
-    ``network`` setting added after the config was written (``rnn_size``,
-    which came with ``network.type: rnn``) is filled in at its default, the
-    value it trained with, as this version writes every one
-    (:func:`_with_new_network_settings`). Anything else is left for
+    ``network`` or ``run`` setting added after the config was written
+    (``network.rnn_size``, which came with ``network.type: rnn``;
+    ``run.lanes``) is filled in at its default, the value it trained with,
+    as this version writes every one (:func:`_with_new_settings`).
+    Anything else is left for
     :func:`train_config` to check; a config that is not a mapping is
     returned as it is."""
     if not isinstance(saved, Mapping) or not isinstance(saved.get("algo"), Mapping):
@@ -601,19 +602,22 @@ def current_form(saved: Any) -> Any:
         section = dict(given) if isinstance(given, Mapping) else {}
         if section.get("every") is None:
             data["eval"] = {**section, "every": period or None}
-    return _with_new_network_settings(data)
+    return _with_new_settings(_with_new_settings(data, "network", NETWORK_SCHEMA), "run",
+                              RUN_SCHEMA)
 
 
-def _with_new_network_settings(data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` (a written config) with each :data:`NETWORK_SCHEMA` setting
-    its ``network`` mapping lacks added at its default, in the resolved
+def _with_new_settings(data: dict[str, Any], section: str, schema: Mapping[str, Setting]
+                       ) -> dict[str, Any]:
+    """``data`` (a written config) with each ``schema`` setting its
+    ``section`` mapping lacks added at its default (``network.rnn_size``,
+    ``run.lanes``: settings added after it was written), in the resolved
     form's order (lists for tuples, as a config reads back from YAML or
-    JSON); a network section that is not a mapping is left as it is."""
-    net = data.get("network")
-    if not isinstance(net, Mapping):
+    JSON); a section that is absent or not a mapping is left as it is."""
+    values = data.get(section)
+    if not isinstance(values, Mapping):
         return data
-    filled = {key: net[key] if key in net else
+    filled = {key: values[key] if key in values else
               list(s.default) if isinstance(s.default, tuple) else s.default
-              for key, s in NETWORK_SCHEMA.items()}
-    data["network"] = {**filled, **net}  # an unknown key stays, for train_config to name
+              for key, s in schema.items()}
+    data[section] = {**filled, **values}  # an unknown key stays, for train_config to name
     return data
