@@ -59,6 +59,9 @@ def _integer(value: Any) -> int | None:
 
 
 def _width(name: str, value: Any, whole: Any, where: str) -> int:
+    """A schedule entry's width ``value`` as an int in ``[1, MAX_LANES]``;
+    else a ``ValidationError`` naming ``name``, quoting the ``whole``
+    schedule and saying which entry (``where``) is wrong."""
     n = _integer(value)
     if n is None or not 1 <= n <= MAX_LANES:
         raise ValidationError.for_parameter(
