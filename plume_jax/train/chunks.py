@@ -26,7 +26,7 @@ import math
 import signal
 import threading
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import jax
 
@@ -177,7 +177,8 @@ def run_in_chunks(algo: Any, runner: Any, hp: Any, env_params: Any, *, done: int
                   every: int | None = None, minutes: float | None = None,
                   batched: bool = False, label: str = "",
                   stop: StopRequest | None = None, eval_every: int | None = None,
-                  on_evaluation: Callable[[Any, int], None] | None = None
+                  on_evaluation: Callable[[Any, int], None] | None = None,
+                  phases: Sequence[tuple[int, Any]] | None = None
                   ) -> tuple[Any, ChunkStats]:
     """Train from update ``done`` to ``num_updates``.
 
@@ -198,6 +199,12 @@ def run_in_chunks(algo: Any, runner: Any, hp: Any, env_params: Any, *, done: int
         eval_every, on_evaluation: ``(runner, done)`` at every ``eval_every``
             multiple (chunks end there), after that update's checkpoint, so a
             periodic evaluation's results are never ahead of the checkpoints.
+        phases: ``(from_update, algo)`` pairs, ``from_update`` 0 first and
+            increasing (a ``run.lanes`` width schedule): updates from each
+            ``from_update`` to the next run ``algo``'s program (each
+            compiled with the same ``num_updates`` when first reached; a
+            chunk ends at every ``from_update``; the speed is measured
+            anew after a switch). None: ``algo`` throughout.
 
     Returns ``(runner, stats)``.
     """
@@ -205,17 +212,33 @@ def run_in_chunks(algo: Any, runner: Any, hp: Any, env_params: Any, *, done: int
     if done >= num_updates:
         return runner, stats
     steps = algo.steps_per_update
-    bar.update(bar_offset + bar_scale * done * steps,
-               message=f"{label + ' | ' if label else ''}compiling the training program")
-    t0 = time.perf_counter()
-    program = compile_program(algo, runner, hp, env_params, num_updates, printer, log_every,
-                              batched)
-    stats.compile_seconds = time.perf_counter() - t0
-    bar.restart_clock(bar_offset + bar_scale * done * steps)
+    starts = [0] if not phases else [int(start) for start, _ in phases]
+    algos = [algo] if not phases else [a for _, a in phases]
+    programs: dict[int, Any] = {}
+
+    def compiled(k: int) -> Any:
+        """Phase ``k``'s program, compiled when first asked for."""
+        if k not in programs:
+            what = "compiling the training program" + (
+                f" (from update {starts[k]})" if len(starts) > 1 else "")
+            bar.update(bar_offset + bar_scale * done * steps,
+                       message=f"{label + ' | ' if label else ''}{what}")
+            t0 = time.perf_counter()
+            programs[k] = compile_program(algos[k], runner, hp, env_params, num_updates,
+                                          printer, log_every, batched)
+            stats.compile_seconds += time.perf_counter() - t0
+            bar.restart_clock(bar_offset + bar_scale * done * steps)
+        return programs[k]
+
     interval = None if minutes is None or on_checkpoint is None else 60.0 * minutes
     last_checkpoint = time.monotonic()
     seconds_per_update = None
+    phase = None
     while done < num_updates:
+        k = max(i for i, start in enumerate(starts) if start <= done)
+        if k != phase:  # a new phase: its program, its speed not measured yet
+            phase, seconds_per_update = k, None
+            program = compiled(k)
         if on_checkpoint is None:  # nothing to write between chunks; evaluations end them
             n = min(num_updates - done, MAX_CHUNK)
             if on_evaluation is not None and eval_every:
@@ -225,6 +248,8 @@ def run_in_chunks(algo: Any, runner: Any, hp: Any, env_params: Any, *, done: int
             n = agree(next_chunk(done, num_updates, every=every,
                                  seconds_per_update=seconds_per_update,
                                  seconds_to_checkpoint=left, eval_every=eval_every))
+        if k + 1 < len(starts):  # the chunk ends where the next phase starts
+            n = min(n, starts[k + 1] - done)
         printer.restart(done * steps)
         t0 = time.perf_counter()
         runner, metrics = program(runner, hp, env_params, count=n)

@@ -52,6 +52,7 @@ from plume_jax.core.errors import ValidationError
 from plume_jax.settings import REQUIRED, Setting, resolve_keys, unknown_setting
 from plume_jax.settings.checks import boolean, choice, count, integer_list, optional, real
 from plume_jax.train.algorithms.base import algo_setting, algorithm_class, readers, settings_for
+from plume_jax.train.lane_schedule import lanes_check
 from plume_jax.train.networks import NetworkConfig
 
 
@@ -189,11 +190,15 @@ RUN_SCHEMA: dict[str, Setting] = {
     "devices": _s("auto", devices_check, True,
                   "auto | N: shard the env batch (a sweep: its members) over N local devices; "
                   "auto: as many as divide the batch (several processes: all their devices)"),
-    "lanes": _s(None, optional(count(low=1, high=4096)), True,
-                "null | N: train this one run as lane 0 of a vmapped program of N identical "
-                "copies (N times the compute; one device, one process), so that it reproduces "
-                "bit for bit a sweep or tune member that trained in a program of N members "
-                "(tune's best_config.yaml sets it); null: the plain single-run program"),
+    "lanes": _s(None, lanes_check, True,
+                "null | N | [{from_update: U, lanes: N}, ...]: train this one run as lane 0 "
+                "of a vmapped program of N identical copies (N times the compute; one device, "
+                "one process), so that it reproduces bit for bit a sweep or tune member that "
+                "trained in a program of N members; a list: a width schedule, updates "
+                "[U_i, U_i+1) in programs of N_i copies (from_update 0 first, strictly "
+                "increasing, each below the run's updates), as a tune trial trained through "
+                "pruning rebuilds (tune's best_config.yaml sets it); null: the plain "
+                "single-run program"),
     "distributed": _s("auto", choice(DISTRIBUTED_MODES), False,
                       "auto | cluster | off: join a multi-process run "
                       "(plume_jax.train.distributed); auto: when the launcher's environment "
@@ -284,7 +289,7 @@ class TrainConfig:
         net = {k: list(v) if isinstance(v, tuple) else v
                for k, v in dataclasses.asdict(self.network).items()}
         return {"env": copy.deepcopy(self.env), "algo": dict(self.algo), "network": net,
-                "run": dict(self.run), "eval": dict(self.eval)}
+                "run": copy.deepcopy(self.run), "eval": dict(self.eval)}
 
     # -- derived sizes ------------------------------------------------------
     @property
@@ -374,8 +379,20 @@ def train_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None
             "(one update)")
     config = TrainConfig(env=env, algo=algo, network=NetworkConfig(**sections["network"]),
                          run=sections["run"], eval=sections["eval"])
+    _check_lane_schedule(config)
     algorithm_class(name).check_config(config)
     return config
+
+
+def _check_lane_schedule(config: TrainConfig) -> None:
+    """A ``run.lanes`` width schedule switches width only at updates the
+    run trains: every ``from_update`` below its number of updates."""
+    lanes = config.run["lanes"]
+    if isinstance(lanes, list) and lanes[-1]["from_update"] >= config.num_updates:
+        raise ValidationError.for_parameter(
+            "run.lanes", lanes, f"a width schedule whose from_update values are below the "
+            f"run's {config.num_updates} updates (algo.total_steps // (num_envs * num_steps)); "
+            f"entry {len(lanes) - 1} starts at update {lanes[-1]['from_update']}")
 
 
 def read_yaml(path: str | os.PathLike, parameter: str = "--config") -> dict[str, Any]:
@@ -562,10 +579,11 @@ def current_form(saved: Any) -> Any:
     nothing): here the ones the config's algorithm does not declare are
     dropped. 0.1.x's ``algo.eval_every`` of ``belief_value_iteration`` (0:
     never) is ``eval.every`` now (null: never), unless that is set. A
-    ``network`` setting added after the config was written (``rnn_size``,
-    which came with ``network.type: rnn``) is filled in at its default, the
-    value it trained with, as this version writes every one
-    (:func:`_with_new_network_settings`). Anything else is left for
+    ``network`` or ``run`` setting added after the config was written
+    (``network.rnn_size``, which came with ``network.type: rnn``;
+    ``run.lanes``) is filled in at its default, the value it trained with,
+    as this version writes every one (:func:`_with_new_settings`).
+    Anything else is left for
     :func:`train_config` to check; a config that is not a mapping is
     returned as it is."""
     if not isinstance(saved, Mapping) or not isinstance(saved.get("algo"), Mapping):
@@ -584,19 +602,22 @@ def current_form(saved: Any) -> Any:
         section = dict(given) if isinstance(given, Mapping) else {}
         if section.get("every") is None:
             data["eval"] = {**section, "every": period or None}
-    return _with_new_network_settings(data)
+    return _with_new_settings(_with_new_settings(data, "network", NETWORK_SCHEMA), "run",
+                              RUN_SCHEMA)
 
 
-def _with_new_network_settings(data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` (a written config) with each :data:`NETWORK_SCHEMA` setting
-    its ``network`` mapping lacks added at its default, in the resolved
+def _with_new_settings(data: dict[str, Any], section: str, schema: Mapping[str, Setting]
+                       ) -> dict[str, Any]:
+    """``data`` (a written config) with each ``schema`` setting its
+    ``section`` mapping lacks added at its default (``network.rnn_size``,
+    ``run.lanes``: settings added after it was written), in the resolved
     form's order (lists for tuples, as a config reads back from YAML or
-    JSON); a network section that is not a mapping is left as it is."""
-    net = data.get("network")
-    if not isinstance(net, Mapping):
+    JSON); a section that is absent or not a mapping is left as it is."""
+    values = data.get(section)
+    if not isinstance(values, Mapping):
         return data
-    filled = {key: net[key] if key in net else
+    filled = {key: values[key] if key in values else
               list(s.default) if isinstance(s.default, tuple) else s.default
-              for key, s in NETWORK_SCHEMA.items()}
-    data["network"] = {**filled, **net}  # an unknown key stays, for train_config to name
+              for key, s in schema.items()}
+    data[section] = {**filled, **values}  # an unknown key stays, for train_config to name
     return data

@@ -63,6 +63,7 @@ from plume_jax.train.config import TrainConfig, current_form
 from plume_jax.train.distributed import host_copy, is_main_process
 from plume_jax.train.evaluation import MAX_INHERITED_EVAL_STEPS, eval_num_steps, evaluate, \
     member_evaluation
+from plume_jax.train.lane_schedule import LaneSchedule
 from plume_jax.train.lanes import Lanes, evaluate_in_lanes, init_in_lanes
 from plume_jax.train.loggers import RunLoggers
 from plume_jax.train.members import member_of, stack_members, vmap_members
@@ -138,8 +139,9 @@ class Program:
     single run of an algorithm that ``shards_env_batch``). ``members``:
     the members' indices in their sweep (``[0]`` for a single run).
     ``lanes``: a single run's ``run.lanes`` (None: the plain unbatched
-    program; N: trained and evaluated as lane 0 of N copies,
-    :mod:`plume_jax.train.lanes`).
+    program; else its :class:`~plume_jax.train.lane_schedule.LaneSchedule`:
+    trained and evaluated as lane 0 of that many copies, a width schedule's
+    segments each in its own compiled program, :mod:`plume_jax.train.lanes`).
     """
 
     algo: Algorithm
@@ -152,7 +154,7 @@ class Program:
     folder: pathlib.Path | None = None
     members: list[int] = dataclasses.field(default_factory=lambda: [0])
     label: str = ""
-    lanes: int | None = None
+    lanes: LaneSchedule | None = None
 
     @property
     def config(self) -> TrainConfig:
@@ -228,9 +230,11 @@ def build_program(runs: list[Member], *, batched: bool, folder: pathlib.Path | N
                    label=label, lanes=lanes)
 
 
-def _lanes(config: TrainConfig, cls: type[Algorithm]) -> int | None:
-    """A single run's ``run.lanes``, checked: a sweepable algorithm, one
-    device (``run.devices`` auto or 1), one process."""
+def _lanes(config: TrainConfig, cls: type[Algorithm]) -> LaneSchedule | None:
+    """A single run's ``run.lanes`` (a width or a width schedule) as a
+    :class:`~plume_jax.train.lane_schedule.LaneSchedule`, checked: a
+    sweepable algorithm, one device (``run.devices`` auto or 1), one
+    process."""
     lanes = config.run["lanes"]
     if lanes is None:
         return None
@@ -246,7 +250,7 @@ def _lanes(config: TrainConfig, cls: type[Algorithm]) -> int | None:
         raise ValidationError.for_parameter(
             "run.lanes", lanes, f"null in a run of {jax.process_count()} processes (a run in "
             "lanes trains in one process)")
-    return int(lanes)
+    return LaneSchedule.of(lanes)
 
 
 def _refuse_lanes(runs: list[Member]) -> None:
@@ -262,7 +266,7 @@ def _refuse_lanes(runs: list[Member]) -> None:
 
 def _init(p: Program) -> Any:
     if not p.batched and p.lanes is not None:
-        return init_in_lanes(p.algo, p.keys, p.hp, p.env_params, p.lanes)
+        return init_in_lanes(p.algo, p.keys, p.hp, p.env_params, p.lanes.training_width(0))
     if not p.batched:
         return p.algo.init(p.keys, p.hp, p.env_params)
     if p.algo.sweepable:
@@ -400,8 +404,10 @@ def run_program(p: Program, runner: Any, rows: list[list[dict[str, Any]]], *,
                 logger.log_rows(new)
 
     algo: Any = p.algo if (p.algo.sweepable or not p.batched) else _OneMember(p.algo)
-    if p.lanes is not None:
-        algo = Lanes(p.algo, p.lanes)
+    phases = None
+    if p.lanes is not None:  # each segment's width: its own program, from its update on
+        phases = [(start, Lanes(p.algo, width)) for start, width in p.lanes.segments]
+        algo = phases[0][1]
     on_evaluation = periodic_evaluator(
         p, loggers, load=load_runner, note=lambda update, text: bar.update(
             offset + len(p.runs) * update * cfg.steps_per_update, message=text))
@@ -417,7 +423,7 @@ def run_program(p: Program, runner: Any, rows: list[list[dict[str, Any]]], *,
         on_checkpoint=checkpointer(p.folder, p.meta) if p.folder is not None else None,
         every=cfg.run["checkpoint_every"], minutes=cfg.run["checkpoint_minutes"],
         batched=p.batched, label=p.label, stop=stop, eval_every=cfg.eval["every"],
-        on_evaluation=on_evaluation)
+        on_evaluation=on_evaluation, phases=phases)
     if jax.process_count() > 1:  # the members' state on every process, for what follows
         runner = host_copy(runner)
     return ProgramResult(setup=p, runner=runner, rows=rows, init_seconds=init_seconds,
@@ -447,10 +453,10 @@ def evaluate_members(p: Program, runner: Any) -> list[dict[str, Any]]:
         spec, arrays = p.algo.policy(runner)
         policy = TrainedPolicy({**spec, "env": p.env.settings},
                                {k: np.asarray(v) for k, v in arrays.items()}, greedy=greedy)
-    if p.lanes is not None:
+    if p.lanes is not None:  # at the width of the program that trained the last update
         return [evaluate_in_lanes(p.env, policy.spec, policy.params, p.env_params,
                                   cfg.eval["seed"], cfg.eval["num_envs"], num_steps, greedy,
-                                  p.lanes)]
+                                  p.lanes.evaluation_width(update_of(runner)))]
     return [evaluate(p.env, policy.spec, policy.params, p.env_params, cfg.eval["seed"],
                      cfg.eval["num_envs"], num_steps, greedy=greedy)]
 

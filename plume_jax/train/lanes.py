@@ -17,6 +17,16 @@ times the compute and memory of the run; its folder, checkpoints, exported
 policy and resume rules are a single run's (the state of lane 0, which
 every lane holds).
 
+A width schedule (``run.lanes: [{from_update: U, lanes: N}, ...]``,
+:mod:`plume_jax.train.lane_schedule`) reproduces a tune trial that a
+pruning rebuild continued in a narrower program: the driver compiles one
+:class:`Lanes` program per width and switches at each ``from_update``
+(its chunks end there), carrying lane 0's runner (parameters, optimiser
+state, observation statistics, env batch, PRNG key, update count) across
+unchanged, as the rebuild carries the survivors' slices of the stacked
+runner; ``init`` runs at the first width, and each evaluation at the width
+of the program that trained the update it evaluates.
+
 The copies are made inside the compiled program (``broadcast_to``), the
 hyperparameters stacked and the env params kept once (every leaf
 :class:`~plume_jax.train.members.Shared`), as a sweep of identical members

@@ -319,11 +319,13 @@ def periodic_evaluator(program: Any, loggers: list[Any], *, note: Callable[[int,
         if jax.process_count() > 1:  # every process: a collective, as for the final evaluation
             runner = host_copy(runner)
         spec, arrays = program.algo.policy(runner)
-        if program.lanes is not None:  # a single run in lanes: lane 0's figures
+        if program.lanes is not None:  # a single run in lanes: lane 0's figures, at the
+            # width of the program that trained this update (a schedule's earlier segment
+            # at its switch, as a tune trial evaluates before its pruning rebuild)
             evaluation = evaluate_in_lanes(program.env, spec, arrays, program.env_params,
                                            cfg.eval["periodic_seed"],
                                            cfg.eval["periodic_episodes"], num_steps, True,
-                                           program.lanes)
+                                           program.lanes.evaluation_width(update))
         else:
             evaluation = evaluate(program.env, spec, arrays, program.env_params,
                                   cfg.eval["periodic_seed"], cfg.eval["periodic_episodes"],

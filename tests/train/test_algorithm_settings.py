@@ -125,9 +125,12 @@ def test_an_algorithm_that_redeclares_a_shared_setting_is_refused():
 
 def test_a_config_written_by_0_1_is_read_in_the_current_form():
     """The stored config.yaml of a 0.1.x PPO run (35 algo keys) loses the
-    other algorithms' settings and gains the network settings added since
-    (network.rnn_size, at its default), nothing else; a 0.1.x
-    belief_value_iteration config's algo.eval_every becomes eval.every."""
+    other algorithms' settings and gains the settings added since
+    (network.rnn_size and run.lanes, at their defaults), nothing else; a
+    0.1.x belief_value_iteration config's algo.eval_every becomes
+    eval.every. Regression: without run.lanes filled in, a sweep folder
+    written before run.lanes refused to resume (its checkpoint's configs
+    differed from sweep.yaml's, test_a_sweep_folder_written_by_0_1_resumes)."""
     saved = yaml.safe_load((OLD_RUN / "config.yaml").read_text())
     assert set(ALGO_KEYS_0_1) <= set(saved["algo"])
     with pytest.raises(ValidationError, match=r"^algo\.epsilon="):
@@ -136,8 +139,11 @@ def test_a_config_written_by_0_1_is_read_in_the_current_form():
     assert current["algo"] == {k: saved["algo"][k] for k in [*COMMON_ALGO, *PPO_SETTINGS]}
     expected = {k: v for k, v in saved.items() if k != "algo"}
     expected["network"] = {**saved["network"], "rnn_size": 64}  # added since, at its default
+    run = list(saved["run"])
+    expected["run"] = {k: saved["run"].get(k) for k in [*run[:5], "lanes", *run[5:]]}
     assert {k: v for k, v in current.items() if k != "algo"} == expected
-    assert list(current["network"]) == list(train_config(current).to_dict()["network"])
+    for section in ("network", "run"):  # in the resolved form's order
+        assert list(current[section]) == list(train_config(current).to_dict()[section])
     assert train_config(current).to_dict() == current
     old_vi = {**saved, "algo": {**saved["algo"], "algorithm": "belief_value_iteration",
                                 "eval_every": 250}}

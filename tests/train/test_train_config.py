@@ -259,7 +259,9 @@ def test_run_lanes_trains_one_single_run_on_one_device_only():
         return Member(cfg, *cfg.make_env())
 
     assert build_program([member()], batched=False).lanes is None  # the default: no lanes
-    assert build_program([member(lanes=3)], batched=False).lanes == 3
+    from plume_jax.train.lane_schedule import LaneSchedule
+
+    assert build_program([member(lanes=3)], batched=False).lanes == LaneSchedule(((0, 3),))
     for runs, batched, words in (([member(lanes=2, devices=2)], False, "run.devices 2"),
                                  ([member(), member(lanes=2)], True, "sweep or tune member")):
         with pytest.raises(ValidationError, match=words) as info:

@@ -154,38 +154,75 @@ def test_the_grid_sampler_runs_each_grid_point_once_at_most(tmp_path):
 
 
 # ------------------------------------------------------------------ pruning
-class _PruneTrialOne(optuna.pruners.BasePruner):
+class _PruneTrialsOneAndTwo(optuna.pruners.BasePruner):
     def prune(self, study, trial):
-        return trial.number == 1
+        return trial.number in (1, 2)
 
 
-@pytest.mark.slow  # two compiles of the training program: about 40 s on a loaded CPU
-def test_pruning_stops_a_pruned_member_and_the_others_train_on(tmp_path):
-    space = space_from_mapping(SPACE, BASE, str(tmp_path))
-    study = optuna.create_study(direction="maximize", pruner=_PruneTrialOne())
+@pytest.fixture(scope="module")
+def pruned_group(tmp_path_factory):
+    """4 trials in one program, trials 1 and 2 pruned at update 5: trials 0
+    and 3 train on in a program rebuilt for 2 members (widths 4, then 2)."""
+    tmp = tmp_path_factory.mktemp("pruned")
+    space = space_from_mapping(SPACE, BASE, str(tmp))
+    study = optuna.create_study(direction="maximize", pruner=_PruneTrialsOneAndTwo())
     runs = []
-    for _ in range(3):
+    for _ in range(4):
         trial = study.ask()
         values = {"algo.learning_rate": 3e-3, "algo.ent_coef": 0.01 * trial.number}
         runs.append(TrialRun(trial, values, space.config(values),
-                             tmp_path / f"trial{trial.number}"))
+                             tmp / f"trial{trial.number}"))
     spent = train_group(runs, stop=None, prune=True,
                         bar=ProgressBar(1, "tune", quiet=True))
-    assert [r.pruned_at for r in runs] == [None, 5, None]
+    return tmp, runs, spent
+
+
+@pytest.mark.slow  # two compiles of the training program: about 40 s on a loaded CPU
+def test_pruning_stops_a_pruned_member_and_the_others_train_on(pruned_group):
+    _, runs, spent = pruned_group
+    assert [r.pruned_at for r in runs] == [None, 5, 5, None]
     assert spent["segments"] == 2  # the survivors' program was rebuilt once
     updates = [[json.loads(line)["update"] for line in
                 (r.folder / "metrics.jsonl").read_text().splitlines()] for r in runs]
-    assert updates[1] == list(range(1, 6))  # no update after the pruning
-    assert updates[0] == updates[2] == list(range(1, NUM_UPDATES + 1))
+    assert updates[1] == updates[2] == list(range(1, 6))  # no update after the pruning
+    assert updates[0] == updates[3] == list(range(1, NUM_UPDATES + 1))
     assert runs[1].evaluation is None and runs[0].evaluation is not None
     summary = json.loads((runs[1].folder / "summary.json").read_text())
     assert summary["tune"]["pruned_at_update"] == 5 and summary["env_steps_total"] == 5 * 512
     assert (runs[1].folder / "policy").is_dir() and (runs[1].folder / "checkpoint").is_dir()
     assert (runs[0].folder / "tensorboard" / "tune_hparams").is_dir()
     survivor = json.loads((runs[0].folder / "summary.json").read_text())["tune"]
-    assert survivor["programs"] == [{"from_update": 0, "lanes": 3, "devices": 1},
+    assert survivor["programs"] == [{"from_update": 0, "lanes": 4, "devices": 1},
                                     {"from_update": 5, "lanes": 2, "devices": 1}]
-    assert survivor["reproducing_lanes"] is None  # two widths: no run.lanes reproduces it
+    # two widths: the width schedule that reproduces it
+    assert survivor["reproducing_lanes"] == [{"from_update": 0, "lanes": 4},
+                                             {"from_update": 5, "lanes": 2}]
+
+
+@pytest.mark.slow  # one train in lanes of 4 then 2: about 20 s on a loaded CPU
+def test_a_trial_rebuilt_by_pruning_is_reproduced_by_its_lanes_schedule(pruned_group):
+    """Regression: a trial that a pruning rebuild continued in a narrower
+    program (4 members for updates 0..4, then 2) had no run.lanes that
+    reproduced it: with its first width only (lanes 4) the parameters
+    differed by 7e-9 and the metrics rows from update 6 on, with its last
+    width (lanes 2) by 1e-8 and from update 1. Its best_config.yaml now
+    sets the width schedule, and train gives its policy, best/, metrics
+    rows, periodic and final evaluations bit for bit."""
+    from plume_jax.train.config import read_yaml
+    from plume_jax.train.tune.report import best_config
+
+    tmp, runs, _ = pruned_group
+    trial = runs[0].folder
+    tune = json.loads((trial / "summary.json").read_text())["tune"]
+    text = best_config(read_yaml(trial / "config.yaml"), tune, 0, "pruned", 1.0)
+    assert "bit for bit" in text.splitlines()[1] and "4 x 5 + 2 x 5 = 30 lane-updates" in text
+    assert yaml.safe_load(text)["run"]["lanes"] == [{"from_update": 0, "lanes": 4},
+                                                    {"from_update": 5, "lanes": 2}]
+    (tmp / "best_config.yaml").write_text(text)
+    again = tmp / "again"
+    assert main(["train", "--config", str(tmp / "best_config.yaml"), "--out", str(again),
+                 "--quiet"]) == 0
+    _assert_the_same_run(trial, again)
 
 
 # ---------------------------------------------------------------- end to end
@@ -252,24 +289,41 @@ def _assert_the_same_run(trial_dir: pathlib.Path, again: pathlib.Path) -> None:
     assert _lines(trial_dir / "metrics.jsonl") == _lines(again / "metrics.jsonl")
 
 
-def test_a_trial_without_one_program_width_gets_no_lanes_and_says_so():
-    base = {"run": {"seed": 0}, "algo": {"learning_rate": 1e-3}}
+def test_best_config_sets_a_width_a_schedule_or_no_lanes_and_says_which():
+    """One program: its width; pruning rebuilds: the width schedule of the
+    programs and their cost; sharded, or no programs recorded: no
+    run.lanes, and the header says float tolerance only."""
+    base = {"run": {"seed": 0}, "algo": {"learning_rate": 1e-3, "total_steps": 5120,
+                                         "num_envs": 16, "num_steps": 32}}
     from plume_jax.train.tune.programs import reproducing_lanes
     from plume_jax.train.tune.report import best_config
 
     rebuilt = [{"from_update": 0, "lanes": 3, "devices": 1},
                {"from_update": 5, "lanes": 2, "devices": 1}]
     sharded = [{"from_update": 0, "lanes": 4, "devices": 2}]
+    rebuilt_sharded = [{"from_update": 0, "lanes": 4, "devices": 2},
+                       {"from_update": 5, "lanes": 2, "devices": 1}]
     one = [{"from_update": 0, "lanes": 3, "devices": 1}]
-    assert [reproducing_lanes(p) for p in (rebuilt, sharded, one, [])] == [None, None, 3, None]
-    for programs, words in ((rebuilt, "2 member(s) on 1 device(s) from update 5"),
-                            (sharded, "4 member(s) on 2 device(s)"), ([], "does not record")):
+    schedule = [{"from_update": 0, "lanes": 3}, {"from_update": 5, "lanes": 2}]
+    assert [reproducing_lanes(p) for p in (rebuilt, sharded, rebuilt_sharded, one, [])] == \
+        [schedule, None, None, 3, None]
+    for programs, words in ((sharded, "4 member(s) on 2 device(s)"),
+                            (rebuilt_sharded, "2 member(s) on 1 device(s) from update 5"),
+                            ([], "does not record"),
+                            ([{"from_update": 0, "lanes": "3", "devices": 1}], "3 member(s)")):
         text = best_config(base, {"programs": programs,
-                                  "reproducing_lanes": reproducing_lanes(programs)}, 7, "s", 0.5)
+                                  "reproducing_lanes": None}, 7, "s", 0.5)
         assert "float tolerance, not bit for bit" in text and words in text
         assert "lanes" not in yaml.safe_load(text)["run"]
     text = best_config(base, {"programs": one, "reproducing_lanes": 3}, 7, "s", 0.5)
     assert "bit for bit" in text and yaml.safe_load(text)["run"]["lanes"] == 3
+    # a folder of the version before schedules (reproducing_lanes null): its programs decide
+    text = best_config(base, {"programs": rebuilt, "reproducing_lanes": None}, 7, "s", 0.5)
+    head = text.splitlines()[1]
+    assert "reproduces it bit for bit" in head and "float tolerance, not" not in head
+    assert "3 copies for updates 0..4, then 2 copies for updates 5..9" in head
+    assert "3 x 5 + 2 x 5 = 25 lane-updates, 2.5 times the compute of one run's 10" in head
+    assert yaml.safe_load(text)["run"]["lanes"] == schedule
     assert base["run"] == {"seed": 0}  # the trial's config is not changed in place
 
 

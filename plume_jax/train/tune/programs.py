@@ -48,8 +48,8 @@ class TrialRun:
     config, run folder, metrics rows and outcome. ``programs``: the
     programs it trained in, in order (``from_update``, ``lanes``: their
     number of members, ``devices``), one more after each pruning rebuild:
-    what ``best_config.yaml``'s ``run.lanes`` is made of
-    (:func:`reproducing_lanes`)."""
+    what ``best_config.yaml``'s ``run.lanes`` (a width, or a width
+    schedule) is made of (:func:`reproducing_lanes`)."""
 
     trial: Any
     values: dict[str, Any]
@@ -62,16 +62,20 @@ class TrialRun:
     programs: list[dict[str, int]] = dataclasses.field(default_factory=list)
 
 
-def reproducing_lanes(programs: list[dict[str, int]]) -> int | None:
+def reproducing_lanes(programs: list[dict[str, int]]) -> int | list[dict[str, int]] | None:
     """The ``run.lanes`` with which ``plume-jax train`` reproduces, bit for
     bit on the same device, a trial that trained in ``programs``
     (:attr:`TrialRun.programs`): their width when the trial trained in one
-    program on one device; None when a pruning rebuild changed its width
-    or its program was sharded over several devices (no single run does
-    that arithmetic; ``train`` then agrees with it to float tolerance)."""
-    if len(programs) != 1 or programs[0]["devices"] != 1:
+    program, the width schedule ``[{from_update, lanes}, ...]`` of its
+    programs when pruning rebuilds continued it in narrower ones; None when
+    any of them was sharded over several devices, or none is recorded (no
+    single run does that arithmetic; ``train`` then agrees with it to float
+    tolerance)."""
+    if not programs or any(p["devices"] != 1 for p in programs):
         return None
-    return int(programs[0]["lanes"])
+    if len(programs) == 1:
+        return int(programs[0]["lanes"])
+    return [{"from_update": int(p["from_update"]), "lanes": int(p["lanes"])} for p in programs]
 
 
 class PruneStop:

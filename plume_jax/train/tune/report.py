@@ -137,33 +137,86 @@ def _trial_tune(folder: pathlib.Path) -> dict[str, Any]:
     return tune if isinstance(tune, dict) else {}
 
 
+def _recorded_lanes(tune: dict[str, Any]) -> int | list[dict[str, int]] | None:
+    """The ``run.lanes`` that reproduces a trial whose ``summary.json``
+    ``tune`` section is ``tune``: made from its recorded programs
+    (:func:`~plume_jax.train.tune.programs.reproducing_lanes`), checked as
+    ``run.lanes`` is; None when they are missing, malformed or sharded."""
+    from plume_jax.core.errors import ValidationError
+    from plume_jax.train.lane_schedule import lanes_check
+    from plume_jax.train.tune.programs import reproducing_lanes
+
+    programs = tune.get("programs")
+    if not isinstance(programs, list) or not all(
+            isinstance(p, dict) and all(isinstance(p.get(k), int) and not isinstance(p[k], bool)
+                                        for k in ("from_update", "lanes", "devices"))
+            for p in programs):
+        return None
+    lanes = reproducing_lanes(programs)
+    try:
+        return lanes_check("run.lanes", lanes)
+    except ValidationError:
+        return None
+
+
+def _schedule_text(lanes: list[dict[str, int]], num_updates: int) -> str:
+    """What a width schedule runs and costs: each segment's width times its
+    updates, their sum against one run's ``num_updates``."""
+    from plume_jax.train.lane_schedule import LaneSchedule
+
+    schedule = LaneSchedule.of(lanes)
+    assert schedule is not None
+    parts = [(w, a, b) for a, b, w in schedule.ends(num_updates)]
+    segments = ", then ".join(f"{w} copies for updates {a}..{b - 1}" for w, a, b in parts)
+    cost = schedule.cost(num_updates)
+    terms = " + ".join(f"{w} x {b - a}" for w, a, b in parts)
+    return (f"{segments} ({terms} = {cost} lane-updates, {cost / num_updates:.3g} times the "
+            f"compute of one run's {num_updates} updates)")
+
+
 def best_config(config: dict[str, Any], tune: dict[str, Any], number: int, study: str,
                 value: float) -> str:
     """``best_config.yaml``'s text: the trial's resolved ``config`` with
-    ``run.lanes`` set to the width of the program it trained in
-    (``tune["reproducing_lanes"]``), so that ``plume-jax train`` reproduces
-    it bit for bit on the same device, and a header saying so; or, for a
-    trial without one width (a pruning rebuild, members sharded over
-    devices, a folder of an older version), the config as it trained and a
-    header saying that ``train`` agrees with it to float tolerance only."""
+    ``run.lanes`` set to what reproduces it bit for bit with ``plume-jax
+    train`` on the same device (made from ``tune["programs"]``, the
+    programs it trained in): the width of its program, or the width
+    schedule of its programs when pruning rebuilds continued it in narrower
+    ones; and a header saying what that reproduces and costs. A trial
+    without either (its members sharded over devices, a folder that does
+    not record its programs) gets the config as it trained and a header
+    saying that ``train`` agrees with it to float tolerance only."""
     config = {**config, "run": dict(config.get("run") or {})}
-    lanes = tune.get("reproducing_lanes")
+    lanes = _recorded_lanes(tune)
     head = (f"# The best trial ({number}) of the study {study}: greedy success "
             f"{value:.3f}.\n")
-    if isinstance(lanes, int) and not isinstance(lanes, bool):
+    if isinstance(lanes, int):
         config["run"]["lanes"] = lanes
         head += (f"# plume-jax train --config best_config.yaml reproduces it bit for bit on "
                  f"the same device and jax: run.lanes {lanes} trains it as lane 0 of {lanes} "
                  f"copies, the width of the program it trained in ({lanes} times the compute "
                  "of one run; run.lanes: null trains it once, agreeing to float tolerance).\n")
+    elif isinstance(lanes, list):
+        algo = config["algo"]
+        num_updates = max(1, int(algo["total_steps"]) // (int(algo["num_envs"])
+                                                          * int(algo["num_steps"])))
+        config["run"]["lanes"] = lanes
+        head += ("# plume-jax train --config best_config.yaml reproduces it bit for bit on "
+                 "the same device and jax, its policy, best/, metrics rows and evaluations: "
+                 "pruning rebuilds continued it in narrower programs, and the run.lanes width "
+                 "schedule trains it as lane 0 of each in turn, switching at the updates of "
+                 "the rebuilds: " + _schedule_text(lanes, num_updates)
+                 + "; run.lanes: null trains it once, agreeing to float tolerance.\n")
     else:
+        recorded = tune.get("programs")
         widths = ", ".join(f"{p.get('lanes')} member(s) on {p.get('devices')} device(s) from "
-                           f"update {p.get('from_update')}" for p in tune.get("programs") or [])
+                           f"update {p.get('from_update')}" for p in
+                           (recorded if isinstance(recorded, list) else [])
+                           if isinstance(p, dict))
         head += ("# plume-jax train --config best_config.yaml trains it again, agreeing with "
                  "it to float tolerance, not bit for bit: no run.lanes reproduces the "
                  "programs it trained in ("
                  + (widths if widths else "its folder does not record them")
-                 + "; one width on one device is needed).\n")
+                 + "; each on one device is needed).\n")
     return head + dump_yaml(config)
 
 

@@ -1,0 +1,161 @@
+"""The value of ``run.lanes``, checked (:func:`lanes_check`) and read as a
+:class:`LaneSchedule`: the width of the vmapped program a single run trains
+in, update by update (:mod:`plume_jax.train.lanes` runs it).
+
+``run.lanes`` is one of:
+
+- ``null``: the plain single-run program (the default);
+- ``N`` (an integer in ``[1, MAX_LANES]``): every update, and each
+  evaluation, as lane 0 of ``N`` identical copies;
+- a *width schedule*, a list of ``{from_update: U, lanes: N}`` mappings
+  (``from_update`` 0 first, then strictly increasing; each ``lanes`` as
+  ``N`` above): updates ``[U_i, U_{i+1})`` (the last: to the end) train in
+  a program of ``N_i`` copies. It is what a tune trial that survived a
+  pruning rebuild trained in (its ``summary.json`` ``tune.programs``,
+  without ``devices``), so ``train`` reproduces it bit for bit.
+
+An evaluation of the runner at update ``u`` (``u`` updates done) runs at
+the width of the program that made that runner, the one that trained
+update ``u`` (:meth:`LaneSchedule.evaluation_width`): a tune trial
+evaluates at a rebuild's update in the program it had before the rebuild.
+
+This module does not import JAX: the config reads it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from plume_jax.core.errors import ValidationError, bounded_repr
+
+#: The most lanes (copies) of one program, each width of a schedule included.
+MAX_LANES = 4096
+
+#: The keys of one entry of a width schedule.
+ENTRY_KEYS = ("from_update", "lanes")
+
+#: What a width schedule is, for error messages.
+SCHEDULE = ("a width schedule: a non-empty list of {from_update: U, lanes: N} mappings, "
+            "from_update 0 first and strictly increasing integers, each lanes an integer in "
+            f"[1, {MAX_LANES}]")
+#: What ``run.lanes`` allows, for error messages.
+ALLOWED = f"null, an integer in [1, {MAX_LANES}] or {SCHEDULE}"
+
+
+def _integer(value: Any) -> int | None:
+    """``value`` as an int when it is an integer (not a bool) or a float
+    with no fractional part (YAML's ``1e3``), else None."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, (float, np.floating)) and math.isfinite(value) \
+            and float(value).is_integer():
+        return int(value)
+    return int(value) if isinstance(value, (int, np.integer)) else None
+
+
+def _width(name: str, value: Any, whole: Any, where: str) -> int:
+    """A schedule entry's width ``value`` as an int in ``[1, MAX_LANES]``;
+    else a ``ValidationError`` naming ``name``, quoting the ``whole``
+    schedule and saying which entry (``where``) is wrong."""
+    n = _integer(value)
+    if n is None or not 1 <= n <= MAX_LANES:
+        raise ValidationError.for_parameter(
+            name, whole, f"{SCHEDULE} ({where} is {bounded_repr(value)}, not an integer in "
+            f"[1, {MAX_LANES}])")
+    return n
+
+
+def lanes_check(name: str, value: Any, grid: Any = None) -> int | list[dict[str, int]] | None:
+    """The checker of ``run.lanes`` (module docstring): ``None``, a width
+    (Python int) or a width schedule as a new list of ``{"from_update",
+    "lanes"}`` dicts of Python ints. Every refusal is one
+    :class:`~plume_jax.core.errors.ValidationError` naming ``name`` and,
+    for a schedule, the entry and key that is wrong."""
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)):
+        n = _integer(value)
+        if n is None or not 1 <= n <= MAX_LANES:
+            raise ValidationError.for_parameter(name, value, ALLOWED)
+        return n
+    if not value:
+        raise ValidationError.for_parameter(name, value, f"{SCHEDULE} (the list is empty)")
+    entries: list[dict[str, int]] = []
+    for i, entry in enumerate(value):
+        if not isinstance(entry, Mapping) or sorted(map(str, entry)) != sorted(ENTRY_KEYS):
+            keys = sorted(map(str, entry)) if isinstance(entry, Mapping) else None
+            raise ValidationError.for_parameter(
+                name, value, f"{SCHEDULE} (entry {i} is "
+                + (f"a mapping with keys {bounded_repr(keys)}" if keys is not None
+                   else bounded_repr(entry))
+                + ", not a mapping with exactly the keys from_update and lanes)")
+        start = _integer(entry["from_update"])
+        if start is None or start < 0:
+            raise ValidationError.for_parameter(
+                name, value, f"{SCHEDULE} (entry {i}'s from_update is "
+                f"{bounded_repr(entry['from_update'])}, not an integer >= 0)")
+        if i == 0 and start != 0:
+            raise ValidationError.for_parameter(
+                name, value, f"{SCHEDULE} (the first entry's from_update is {start}, not 0)")
+        if i > 0 and start <= entries[-1]["from_update"]:
+            raise ValidationError.for_parameter(
+                name, value, f"{SCHEDULE} (entry {i}'s from_update {start} does not come after "
+                f"entry {i - 1}'s {entries[-1]['from_update']})")
+        entries.append({"from_update": start,
+                        "lanes": _width(name, entry["lanes"], value, f"entry {i}'s lanes")})
+    return entries
+
+
+@dataclasses.dataclass(frozen=True)
+class LaneSchedule:
+    """A checked ``run.lanes`` (not null): ``segments``, ``(from_update,
+    width)`` pairs, from_update 0 first and strictly increasing; segment
+    ``i`` trains updates ``[from_update_i, from_update_{i+1})``, the last
+    one to the end of the run."""
+
+    segments: tuple[tuple[int, int], ...]
+
+    @classmethod
+    def of(cls, setting: Any) -> "LaneSchedule | None":
+        """The schedule of a value :func:`lanes_check` returned (None for
+        None; an integer ``N``: ``N`` from update 0)."""
+        if setting is None:
+            return None
+        if isinstance(setting, int):
+            return cls(((0, setting),))
+        return cls(tuple((int(e["from_update"]), int(e["lanes"])) for e in setting))
+
+    def training_width(self, update: int) -> int:
+        """The width of the program that trains from ``update`` (updates
+        done) on: the last segment with ``from_update <= update``."""
+        width = self.segments[0][1]
+        for start, lanes in self.segments:
+            if start <= update:
+                width = lanes
+        return width
+
+    def evaluation_width(self, update: int) -> int:
+        """The width of an evaluation of the runner at ``update``: that of
+        the program that trained its last update (``update - 1``); the
+        first width at update 0."""
+        return self.training_width(max(update - 1, 0))
+
+    def ends(self, num_updates: int) -> list[tuple[int, int, int]]:
+        """``(from_update, to_update, width)`` of each segment of a run of
+        ``num_updates`` updates that trains any (``to_update`` exclusive)."""
+        starts = [s for s, _ in self.segments] + [num_updates]
+        return [(a, min(b, num_updates), w) for (a, w), b in zip(self.segments, starts[1:])
+                if a < num_updates]
+
+    def cost(self, num_updates: int) -> int:
+        """Lane-updates of a run of ``num_updates`` updates: each segment's
+        width times its updates (a single run costs ``num_updates``)."""
+        return sum((b - a) * w for a, b, w in self.ends(num_updates))
+
+
+__all__ = ["ALLOWED", "ENTRY_KEYS", "LaneSchedule", "MAX_LANES", "SCHEDULE", "lanes_check"]
