@@ -215,20 +215,20 @@ def figure(rows: list[dict[str, Any]], path: pathlib.Path) -> None:
     for i, r in enumerate(rows):
         first = i == 0
         values = list(r["homings_by_seed"].values())
-        ax.scatter(values, [i] * len(values), s=28, color="tab:blue", alpha=0.7,
+        ax.scatter(values, [i] * len(values), s=28, color="tab:blue", alpha=0.7, zorder=3,
                    label="seeds (sweep members)" if first else None)
         iqm = r["recipe"]["iqm"]
         if iqm["ci95"] is not None:
-            ax.plot(iqm["ci95"], [i - 0.25] * 2, color="tab:blue", lw=2,
+            ax.plot(iqm["ci95"], [i + 0.25] * 2, color="tab:blue", lw=2,
                     label="IQM, 95 % bootstrap interval" if first else None)
-        ax.scatter([iqm["value"]], [i - 0.25], marker="|", s=200, color="tab:blue")
+        ax.scatter([iqm["value"]], [i + 0.25], marker="|", s=200, color="tab:blue")
         if r["paper_best"] is not None:
-            ax.scatter([r["paper_best"]], [i], marker="*", s=170, color="tab:red",
-                       label="Singh et al.'s best agent" if first else None)
+            ax.scatter([r["paper_best"]], [i], marker="*", s=170, color="tab:red", alpha=0.6,
+                       zorder=2, label="Singh et al.'s best agent" if first else None)
         ax.scatter([r["baseline_homings"]], [i], marker="x", s=60, color="0.3",
                    label="cast and surge" if first else None)
     ax.set_yticks(range(len(rows)), [r["label"] for r in rows])
-    ax.invert_yaxis()
+    ax.set_ylim(len(rows) - 0.5, -0.5)  # the first recipe on top
     ax.set_xlabel("homings out of Singh et al.'s 240 fixed starts (halved diffusion)")
     ax.set_xlim(-4, 244)
     ax.grid(axis="x", alpha=0.3)

@@ -26,6 +26,7 @@ def test_published_table_json_and_doc_are_what_the_stored_files_give():
     assert json.loads((recipes.OUT / "singh_recipes.json").read_text())["rows"] == \
         json.loads(json.dumps(rows))
     assert f"{recipes.BEGIN}\n{recipes.table(rows)}{recipes.END}" in recipes.DOC.read_text()
+    assert recipes.FIGURE.is_file()
     for row in rows:
         assert row["seeds"] >= 5
         assert row["min"] <= row["recipe"]["iqm"]["value"] <= row["max"] <= 240
