@@ -251,6 +251,10 @@ def load_policy_files(path: str | pathlib.Path) -> tuple[dict[str, Any], dict[st
     allowed = "a policy folder written by `plume-jax train` (policy.json and policy.npz)"
     if not folder.is_dir():
         raise ValidationError.for_parameter("path", str(path), f"{allowed}; no such folder")
+    if not (folder / "policy.json").exists() and (folder / "policy" / "policy.json").is_file():
+        raise ValidationError.for_parameter(
+            "path", str(path), f"{allowed}; this is a run folder (or a sweep member's or tune "
+            f"trial's), which keeps its exported policy in policy/: path={folder / 'policy'}")
     spec = load_json_file(folder / "policy.json", "path")
     try:
         check_spec(spec)

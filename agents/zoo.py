@@ -167,7 +167,12 @@ class ZooEntry:
 
 
 def missing_zoo(root: pathlib.Path) -> str:
-    """Why there is no zoo at ``root`` and where one comes from."""
+    """Why there is no zoo at ``root`` and where one comes from (when
+    ``$PLUME_JAX_ZOO`` named it, that variable is what to fix)."""
+    named = os.environ.get(ZOO_ENV)
+    if named and pathlib.Path(named) == pathlib.Path(root):
+        return (f"the zoo folder {root} named by {ZOO_ENV} does not exist: point {ZOO_ENV} at "
+                f"a copy of configs/zoo, or unset it to use the checkout's ({ZOO_ROOT})")
     return (f"the zoo folder {root} does not exist: the zoo ships with the source checkout "
             f"(git clone, then pip install -e .); or set {ZOO_ENV} to a copy of its "
             "configs/zoo")

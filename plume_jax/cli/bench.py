@@ -239,8 +239,10 @@ def run(args: argparse.Namespace) -> int:
               figure_dir=os.path.join(out, runs.FIGURES_NAME),
               with_robustness=not args.no_robustness, rerun=rerun, say=say, quiet=args.quiet,
               on_family=finished)
-    print(f"wrote the run to {out}/ (scoreboard.md, scoreboard.json, figures); put it on the "
-          f"published board with `plume-jax bench --publish {out}`")
+    from plume_jax.scoreboard.report import load_record
+
+    print(f"wrote the run to {out}/ (scoreboard.md, scoreboard.json, figures); "
+          f"{runs.publish_command(out, info, load_record(json_path))}")
     return 0
 
 

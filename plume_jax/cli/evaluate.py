@@ -61,11 +61,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="a parameter of one --agent, e.g. trained.path=runs/x/policy "
                     "(repeatable; VALUE in YAML syntax; LABEL. may be left out when one agent "
                     "is named)")
-    ev.add_argument("--episodes", type=int, default=None, help="override each scenario's episodes")
+    ev.add_argument("--episodes", type=int, default=None,
+                    help="override each scenario's episodes (a protocol: singh240 scenario "
+                    "runs that many of its 240 fixed starts, evenly spread)")
     ev.add_argument("--seed", type=int, default=None,
                     help="override each scenario's seed (an integer in [0, 2**63))")
     ev.add_argument("--out", default="eval_out",
-                    help="folder for the JSON reports, summary.md and a figure per scenario")
+                    help="folder for the JSON reports, summary.md and a figure per scenario "
+                    "(default eval_out)")
     ev.add_argument("--overwrite", action="store_true",
                     help="replace the outputs of an earlier evaluate in --out (its reports, "
                     "summary.md, figures and a --save-baseline file it wrote there; other "

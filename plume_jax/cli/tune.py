@@ -41,6 +41,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     tune.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+#: What a new study needs, option -> what to give.
+MISSING = {"config": "the training config to tune, e.g. configs/train_gaussian.yaml",
+           "space": "the search-space YAML, e.g. configs/tune_gaussian.yaml",
+           "trials": "how many trials the study should hold, e.g. --trials 32"}
+
+
 def run(args: argparse.Namespace) -> int:
     """``plume-jax tune``."""
     from plume_jax.train.tune import new_record, read_record, tune
@@ -55,10 +61,11 @@ def run(args: argparse.Namespace) -> int:
                 "--trials raises the budget)")
         record = read_record(args.resume, args.trials)
     else:
-        for flag in ("config", "space", "trials"):
+        for flag, what in MISSING.items():
             if getattr(args, flag) is None:
-                raise ValidationError.for_parameter(f"--{flag}", None,
-                                                    "a value (or --resume DIR)")
+                raise ValidationError(
+                    f"--{flag} is required to start a study: {what} (or --resume DIR to "
+                    "continue one)", parameter=f"--{flag}", allowed=what)
         out = pathlib.Path(args.out) if args.out else \
             pathlib.Path(default_out(args.config)).with_name(
                 f"tune_{pathlib.Path(args.config).stem}")
@@ -72,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     best = results.get("best")
     if best is not None:
         steps = best.get("mean_steps_to_goal")
-        print(f"best trial {best['trial']}: greedy success {best['value']:.3f}"
+        where = f" ({record['out']}/{best['folder']})" if best.get("folder") else ""
+        print(f"best trial {best['trial']}{where}: greedy success {best['value']:.3f}"
               + (f", {steps:.1f} steps to the goal" if isinstance(steps, float) else "")
               + f"; params {best['params']}")
     print(f"outputs in {record['out']}/ (summary.md, best_config.yaml, trials.csv, "

@@ -218,8 +218,9 @@ SCENARIO_SETTINGS: dict[str, Setting] = {
                       doc="expectations of the scenario's own agent (below)"),
     "protocol": Setting(None, optional(choice(PROTOCOLS)),
                         doc="null: seeded episodes from the env's start distribution; "
-                            "singh240: Singh et al. (2023)'s 240 fixed starts (episodes is "
-                            "240; docs/singh2023.md)"),
+                            "singh240: Singh et al. (2023)'s 240 fixed starts (240 episodes "
+                            "whatever episodes says; --episodes N runs N of them, evenly "
+                            "spread; docs/singh2023.md)"),
 }
 #: ``section -> key -> Setting`` of a scenario file (``""``: the top level).
 SCENARIO_SCHEMA: dict[str, dict[str, Setting]] = {
@@ -467,9 +468,12 @@ def env_differences(trained: Mapping[str, Any], used: Mapping[str, Any],
     return out
 
 
-def env_note(trained: Mapping[str, Any] | None, env: Any, label: str) -> str | None:
+def env_note(trained: Mapping[str, Any] | None, env: Any, label: str,
+             protocol: str | None = None) -> str | None:
     """The warning for a trained policy evaluated on an env other than its
-    own (:func:`env_differences`), or None."""
+    own (:func:`env_differences`), or None. Under a fixed-start ``protocol``
+    the scenario's env is the protocol's evaluation env on purpose, so the
+    warning says that instead of offering ``--env-from-run``."""
     used = getattr(env, "settings", None)
     if not trained or not isinstance(used, Mapping):
         return None
@@ -477,8 +481,14 @@ def env_note(trained: Mapping[str, Any] | None, env: Any, label: str) -> str | N
     if not diffs:
         return None
     shown = "; ".join(diffs[:4]) + (f"; and {len(diffs) - 4} more" if len(diffs) > 4 else "")
-    return (f"agent {label!r} was trained on {trained['id']} with other settings than this "
-            f"env ({shown}); --env-from-run evaluates it on its own training env")
+    head = (f"agent {label!r} was trained on {trained['id']} with other settings than this "
+            f"env ({shown})")
+    if protocol:
+        return (f"{head}; expected under protocol {protocol}, which evaluates on its "
+                "scenario's env on purpose (singh240: halved diffusion, no odour gain; "
+                "docs/singh2023.md); --env-from-run would evaluate it on its training env "
+                "instead, which is not the protocol's evaluation")
+    return f"{head}; --env-from-run evaluates it on its own training env"
 
 
 def check_policy_traces(env: Any, params: Any, policy: Any, name: str) -> None:
@@ -579,7 +589,10 @@ def plan_run(scenario: Mapping[str, Any], agent: AgentChoice | None = None, *,
             raise ValidationError.for_parameter(
                 "agent", agent.name, f"a functional agent (protocol {scenario['protocol']} "
                 "runs its own jitted rollout)")
-        episodes = singh_protocol.EPISODES
+        if episodes is None:
+            episodes = singh_protocol.EPISODES
+        else:  # a quick look: that many of the fixed starts, evenly spread
+            singh_protocol.subset(episodes)
     policy = make_agent(agent.name, env, **agent_params)
     if not is_host_agent(agent.name):
         check_policy_traces(env, params, policy, agent.name)
@@ -590,7 +603,8 @@ def plan_run(scenario: Mapping[str, Any], agent: AgentChoice | None = None, *,
         episodes=episodes or scenario["episodes"],
         seed=validate_seed(scenario["seed"] if seed is None else seed),
         num_steps=int(params.max_steps), overrides=overrides,
-        env_note=None if env_from_run else env_note(trained, env, agent.label),
+        env_note=None if env_from_run else env_note(trained, env, agent.label,
+                                                    scenario.get("protocol")),
         preset=trained["id"] if env_from_run else None)  # type: ignore[index]
 
 
@@ -823,6 +837,22 @@ def _groups(reports: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]
     return list(groups.values())
 
 
+def protocol_line(p: Mapping[str, Any]) -> str:
+    """The homings line of a fixed-start protocol's report (``metrics.protocol``),
+    e.g. ``97/240 homings (singh240; Singh et al.'s best 176/240)``; a subset
+    of the starts (``--episodes N``) says so and keeps their best out of all
+    the starts, never out of ``N``."""
+    from plume_jax.evaluate import singh_protocol
+
+    total = singh_protocol.EPISODES
+    best = ("not in their table" if p["paper_best"] is None
+            else f"Singh et al.'s best {p['paper_best']}/{total}")
+    run = p["protocol"] if p["episodes"] == total else (
+        f"{p['protocol']}, {p['episodes']} of the {total} starts, evenly spread: a quick look, "
+        "not the protocol's figure")
+    return f"{p['homings']}/{p['episodes']} homings ({run}; {best})"
+
+
 def markdown_table(reports: Sequence[Mapping[str, Any]]) -> str:
     """One comparison table per scenario: a row per agent with success (95%
     interval), mean steps ± SE, median steps, the tail of the steps (90th /
@@ -860,10 +890,7 @@ def markdown_table(reports: Sequence[Mapping[str, Any]]) -> str:
             p = r["metrics"].get("protocol")
             if p:
                 agent = r["agent"].get("label") or r["agent"]["name"]
-                best = ("not in their table" if p["paper_best"] is None
-                        else f"Singh et al.'s best {p['paper_best']}/{p['episodes']}")
-                lines.append(f"\n{agent}: {p['homings']}/{p['episodes']} homings "
-                             f"({p['protocol']}; {best})")
+                lines.append(f"\n{agent}: {protocol_line(p)}")
         sections.append("\n".join(lines))
     return "\n\n".join(sections)
 

@@ -203,7 +203,14 @@ def run_recipes(record: dict[str, Any], families: list[Family],
                 say(f"warning: figure {file_name} was not written "
                     f"({type(error).__name__}: {error})")
         done.append(family.name)
-        say(f"family {family.name}: {len(rows)} recipes in {time.perf_counter() - t0:.0f} s")
+        why = ""
+        if not rows:
+            own = [e.reference for e in zoo if e.preset in family.presets]
+            why = (f" (no zoo entry is trained on its presets, {', '.join(family.presets)})"
+                   if not own else f" ({', '.join(own)}: no kept seeds, stored seed sweep or "
+                   "row of their own in this section)")
+        say(f"family {family.name}: {len(rows)} recipes{why} in "
+            f"{time.perf_counter() - t0:.0f} s")
     return done
 
 

@@ -243,6 +243,20 @@ def map_lines(maps: list[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+def mode_options(protocol: Mapping[str, Any]) -> str:
+    """The ``plume-jax bench`` options that ran a section's recorded
+    ``protocol``: ``""`` (full), `` --mode quick``, `` --episodes N`` (a
+    mode's episodes replaced: its mode reads ``<mode>, N episodes``), both;
+    a fixed-start family's subset (``quick, N of the 240 starts``) is
+    `` --episodes N``, which runs exactly those N starts in either mode."""
+    mode = str(protocol["mode"])
+    if protocol.get("fixed_starts"):
+        return "" if mode == "full" else f" --episodes {protocol['episodes']}"
+    base, _, replaced = mode.partition(", ")
+    return (("" if base == "full" else f" --mode {base}")
+            + (f" --episodes {protocol['episodes']}" if replaced else ""))
+
+
 def rerun_lines(name: str, section: Mapping[str, Any]) -> list[str]:
     """One line per partial rerun of the section (``plume-jax bench
     --agent``): whose rows, when, where, how long, with or without the
@@ -258,7 +272,7 @@ def rerun_lines(name: str, section: Mapping[str, Any]) -> list[str]:
         lines.append(
             f"The rows of {', '.join(r['agents'])} were rerun {r['finished_at']} on "
             f"{r['machine_text']} in {r['wall_seconds'] / 60:.1f} min{table} (`plume-jax bench "
-            f"--family {name}{'' if p['mode'] == 'full' else ' --mode quick'} --agent {keys}"
+            f"--family {name}{mode_options(p)} --agent {keys}"
             f"{' --no-robustness' if r['robustness'] is False else ''}`).")
     return lines + [""] if lines else []
 
@@ -275,7 +289,7 @@ def family_markdown(name: str, section: Mapping[str, Any], figure_dir: str) -> l
              f"Mode **{p['mode']}**: {what}, seed "
              f"{p['seed']}; run {section['finished_at']} on {section['machine_text']} in "
              f"{section['wall_seconds'] / 60:.1f} min (`plume-jax bench --family {name}"
-             f"{'' if p['mode'] == 'full' else ' --mode quick'}`).", ""]
+             f"{mode_options(p)}`).", ""]
     if fixed:
         lines += fixed_starts_text(section) + [""]
     lines += rerun_lines(name, section)

@@ -170,6 +170,27 @@ def full_as_dict(name: str) -> dict[str, Any]:
     return (full_protocol(FAMILIES[name]) if name in FAMILIES else FULL).as_dict()
 
 
+def publish_command(run_dir: str | os.PathLike, info: Mapping[str, Any],
+                    record: Mapping[str, Any]) -> str:
+    """What the end of a run says about publishing it: the ``plume-jax bench
+    --publish`` command with the flags :func:`publish` will ask for
+    (``--allow-quick`` for a section not of the full protocol, ``--force``
+    for a partial run) and why; ``info`` and ``record`` are the run's
+    ``run.json`` and record. A rerun's base is checked by ``--publish``
+    itself, against the record it publishes into."""
+    done = [f for f in info["done"] if f in record["families"]]
+    quick = [f for f in done if dict(record["families"][f]["protocol"]) != full_as_dict(f)]
+    reasons = partial_reasons({**info, "bases": None}, {"families": {}})
+    flags = (" --allow-quick" if quick else "") + (" --force" if reasons else "")
+    why = ([f"it ran {', '.join(quick)} in quick mode or with --episodes"] if quick else []) \
+        + reasons
+    command = f"`plume-jax bench --publish {os.fspath(run_dir)}{flags}`"
+    if not why:
+        return f"put it on the published board with {command}"
+    return (f"the published board takes full runs of every agent, and {'; '.join(why)}: "
+            f"{command} would publish it anyway")
+
+
 def publish(run_dir: str | os.PathLike, json_path: str | os.PathLike,
             markdown_path: str | os.PathLike, figure_dir: str | os.PathLike, *,
             allow_quick: bool = False, force: bool = False,

@@ -109,6 +109,23 @@ def config_differences(committed: dict[str, Any], ran: dict[str, Any]) -> tuple[
     return differing, unchecked
 
 
+def differing_values(committed: dict[str, Any], ran: dict[str, Any],
+                     keys: list[str]) -> str:
+    """``": algo.total_steps: entry 2000000, member 16384; ..."`` for the first
+    four dotted ``keys`` (:func:`config_differences`), each value quoted
+    through ``bounded_repr``; ``""`` for no keys."""
+    from plume_jax.core.errors import bounded_repr
+
+    def value(config: dict[str, Any], key: str) -> str:
+        section, _, name = key.partition(".")
+        mapping = config.get(section) or {}
+        return bounded_repr(mapping[name], 60) if name in mapping else "(not set)"
+
+    shown = [f"{k}: entry {value(committed, k)}, member {value(ran, k)}" for k in keys[:4]]
+    more = f"; and {len(keys) - 4} more" if len(keys) > 4 else ""
+    return f": {'; '.join(shown)}{more}" if shown else ""
+
+
 def pick_version(folder: pathlib.Path) -> int:
     """The version a new policy of the entry folder ``configs/zoo/<name>``
     gets (only folders named as versions count: ``agents.zoo.VERSION_NAME``)."""
@@ -463,10 +480,14 @@ def publish_seeds(sweep: str | os.PathLike, reference: str,
         ran = current_form(read_yaml(folder / "config.yaml", "sweep"))
         differing, _ = config_differences(committed, ran)
         differing = [k for k in differing if k != "run.seed"]
-        if differing or (ran.get("run") or {}).get("seed") != seed                 or isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        bad_seed = (ran.get("run") or {}).get("seed") != seed or isinstance(seed, bool) \
+            or not isinstance(seed, int) or seed < 0
+        if differing or bad_seed:
             raise ValidationError.for_parameter(
                 "sweep", str(sweep), f"a seed sweep of {entry.reference}'s own config "
-                f"(member {m['name']} differs in {differing or ['run.seed']})")
+                f"(member {m['name']} differs in {differing or ['run.seed']}"
+                f"{differing_values(committed, ran, differing)}; sweep only run.seed over "
+                f"{entry.config_path}, its budget included)")
         size = _policy_bytes(folder / "policy", "policy", MAX_POLICY_BYTES)
         summary = load_json_file(folder / "summary.json", "sweep")
         staged.append((seed, folder / "policy", seed_info(results, summary, seed, size, sweep)))

@@ -218,3 +218,18 @@ def test_trained_agent_act_on_a_wrong_shaped_observation_is_a_validation_error_n
     for act in (policy.act, jax.jit(policy.act)):
         with pytest.raises(ValidationError, match=r"obs shape=\(.*\) is invalid: expected \(1,\)"):
             act(policy.init(None), jnp.zeros(shape), jax.random.key(0))
+
+
+def test_a_run_folder_given_as_path_names_its_policy_folder(tmp_path):
+    """Regression: ``--agent trained --agent-param path=runs/NAME`` (the run
+    folder, which ``bench --add`` takes) was refused as "path='runs/NAME/
+    policy.json' is invalid: expected a JSON file ... (No such file or
+    directory)". It now says it is a run folder and which path to give."""
+    env, params = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[16, 16])
+    write_policy_folder(tmp_path / "run" / "policy", env, params)
+    with pytest.raises(ValidationError) as caught:
+        TrainedPolicy.load(tmp_path / "run")
+    assert str(caught.value).endswith(
+        "this is a run folder (or a sweep member's or tune trial's), which keeps its exported "
+        f"policy in policy/: path={tmp_path / 'run' / 'policy'}")
+    assert TrainedPolicy.load(tmp_path / "run" / "policy") is not None

@@ -360,3 +360,24 @@ def test_a_zoo_outside_the_checkout_is_found_by_plume_jax_zoo_or_named_in_the_er
     entry = zoo.resolve("zoo:gaussian-mlp")
     assert entry.folder.parent.parent == copy
     assert [e.name for e in zoo.entries()] == ["gaussian-mlp"] * len(zoo.entries())
+
+
+def test_a_missing_zoo_named_by_plume_jax_zoo_says_to_fix_that_variable(tmp_path, monkeypatch,
+                                                                         capsys):
+    """Regression: with ``PLUME_JAX_ZOO`` pointing at a folder that does not
+    exist, ``plume-jax list --zoo`` and ``zoo:`` agents said "... or set
+    PLUME_JAX_ZOO to a copy of its configs/zoo", the variable already set."""
+    from plume_jax import cli
+
+    missing = tmp_path / "nozoo"
+    monkeypatch.setenv(zoo.ZOO_ENV, str(missing))
+    assert cli.main(["list", "--zoo"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert err.endswith(f"the zoo folder {missing} named by PLUME_JAX_ZOO does not exist: point "
+                        f"PLUME_JAX_ZOO at a copy of configs/zoo, or unset it to use the "
+                        f"checkout's ({zoo.ZOO_ROOT})")
+    with pytest.raises(ValidationError, match="named by PLUME_JAX_ZOO does not exist"):
+        zoo.resolve("zoo:gaussian-gru@1#3")
+    monkeypatch.delenv(zoo.ZOO_ENV)
+    assert "ships with the source checkout" in zoo.missing_zoo(missing)

@@ -210,3 +210,21 @@ def test_a_sweep_written_before_rnn_size_existed_publishes_its_seeds(seeded_zoo,
     with pytest.raises(ValidationError, match=r"differs in \['network.rnn_size'\]"):
         zoo_publish.publish_seeds(_sweep(tmp_path / "other", [6], other_width),
                                   "gaussian-mlp@1")
+
+
+def test_a_member_of_a_shorter_budget_is_refused_naming_both_values(seeded_zoo, tmp_path):
+    """Regression: a seed sweep trained with ``--set algo.total_steps=16384``
+    was refused with only "member seed-0 differs in ['algo.total_steps']",
+    leaving the user to find both budgets. Now the message gives the
+    entry's value and the member's, and what to sweep."""
+    def short(k, cfg):
+        cfg["algo"]["total_steps"] = 16384
+        return cfg
+
+    sweep = _sweep(tmp_path / "short", [0, 1], short)
+    with pytest.raises(ValidationError) as caught:
+        zoo_publish.publish_seeds(sweep, "gaussian-mlp@1")
+    text = str(caught.value)
+    assert ("member seed-0 differs in ['algo.total_steps']: algo.total_steps: entry 2000000, "
+            "member 16384; sweep only run.seed over ") in text
+    assert text.endswith("config.yaml, its budget included)")

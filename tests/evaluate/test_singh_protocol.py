@@ -169,3 +169,54 @@ def test_fixed_start_rollout_matches_stepping_one_env_by_hand(constant):
         if terminated or truncated:
             break
     np.testing.assert_allclose(float(result.path_length[i]), path, rtol=1e-4)
+
+
+def test_evaluate_episodes_on_a_singh240_scenario_runs_that_many_starts_not_240(tmp_path,
+                                                                               capsys):
+    """Regression: ``plume-jax evaluate --episodes 8`` on a singh240 scenario
+    ran all 240 starts without a word. Now it runs 8 of them, evenly spread
+    (as ``bench --episodes`` does), and the homings line says it is a quick
+    look, with their best still out of 240; more than 240 is refused
+    before anything runs, naming the range."""
+    spec = yaml.safe_load((SCENARIOS / "singh2023_constant.yaml").read_text())
+    spec["max_steps"] = 5
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    out = tmp_path / "out"
+    assert cli.main(["evaluate", "--scenario", str(path), "--quiet", "--out", str(out),
+                     "--episodes", "8"]) == 0
+    text = capsys.readouterr().out
+    (report,) = [json.loads(p.read_text()) for p in out.glob("singh2023-constant__*.json")]
+    protocol = report["metrics"]["protocol"]
+    assert report["metrics"]["episodes"] == 8 and protocol["episodes"] == 8
+    assert protocol["starts"] == sp.subset(8).tolist()
+    assert (f"cast_and_surge: {protocol['homings']}/8 homings (singh240, 8 of the 240 starts, "
+            "evenly spread: a quick look, not the protocol's figure; Singh et al.'s best "
+            "176/240)") in text
+    assert cli.main(["evaluate", "--scenario", str(path), "--quiet", "--out",
+                     str(tmp_path / "b"), "--episodes", "241"]) == 2
+    err = capsys.readouterr().err
+    assert "episodes=241 is invalid: expected an integer in [1, 240] (protocol singh240" in err
+    assert "Traceback" not in err
+    assert not any((tmp_path / "b").iterdir())  # made by the --out check, left empty
+
+
+def test_a_trained_policy_on_a_singh240_scenario_is_not_told_to_use_env_from_run(tmp_path):
+    """Regression: a policy trained on a Singh preset and evaluated as
+    docs/singh2023.md says got a warning that ended "--env-from-run
+    evaluates it on its own training env", a remedy that leaves the
+    protocol's evaluation env (halved diffusion, no odour gain). The
+    warning now says the difference is the protocol's, on purpose."""
+    from tests.policy_folders import write_policy_folder
+
+    env, params = plume_jax.make("PlumeNav-Singh2023-Constant-v0")
+    policy = write_policy_folder(tmp_path / "policy", env, params)
+    scenario = sc.load_scenario(SCENARIOS / "singh2023_constant.yaml")
+    run = sc.plan_run(scenario, sc.AgentChoice("trained", params={"path": str(policy)}))
+    assert "plume.diffusion: trained 1.0, here 0.5" in run.env_note
+    assert "expected under protocol singh240, which evaluates on its scenario's env on " \
+        "purpose" in run.env_note
+    assert "--env-from-run evaluates it on its own training env" not in run.env_note
+    plain = {**scenario, "protocol": None}
+    note = sc.plan_run(plain, sc.AgentChoice("trained", params={"path": str(policy)})).env_note
+    assert note.endswith("--env-from-run evaluates it on its own training env")

@@ -238,3 +238,53 @@ def test_a_rerun_of_the_family_compares_its_own_protocol_and_other_families_thei
     with pytest.raises(ValidationError, match="mode 'full', 240 episodes; this run: mode "
                                               "'quick, 100 of the 240 starts', 100"):
         check_rerun(record, [SINGH], QUICK)
+
+
+def test_a_sections_command_line_repeats_the_episodes_it_ran_not_mode_quick():
+    """Regression: a section made by ``plume-jax bench --family singh2023
+    --episodes 8`` (or ``--episodes 8`` on a seeded family) said it was made
+    by `` --mode quick``, which runs 100 starts (episodes), not 8."""
+    subset = {**full_protocol(SINGH).as_dict(), "mode": "quick, 8 of the 240 starts",
+              "episodes": 8}
+    assert report.mode_options(subset) == " --episodes 8"
+    assert report.mode_options(full_protocol(SINGH).as_dict()) == ""
+    assert report.mode_options(QUICK.as_dict()) == " --mode quick"
+    assert report.mode_options(FULL.as_dict()) == ""
+    assert report.mode_options(get_protocol("full", 8).as_dict()) == " --episodes 8"
+    assert report.mode_options(get_protocol("quick", 8).as_dict()) == " --mode quick --episodes 8"
+    section = _section([_ran(CONSTANT, "cast_and_surge", "baseline", 4, episodes=8)], episodes=8)
+    section["protocol"]["mode"] = "quick, 8 of the 240 starts"
+    page = "\n".join(report.family_markdown("singh2023", section, "fig"))
+    assert "(`plume-jax bench --family singh2023 --episodes 8`)" in page
+
+
+def test_the_end_of_a_quick_or_partial_run_names_the_publish_flags_it_needs(tmp_path):
+    """Regression: every run ended "put it on the published board with
+    `plume-jax bench --publish DIR`", a command ``--publish`` refuses for a
+    quick run (--allow-quick) or one with --add (--force)."""
+    whole = {"format": report.RECORD_FORMAT, "families": {"singh2023": _section([])}}
+    info = {"families": ["singh2023"], "done": ["singh2023"], "added": []}
+    assert runs.publish_command("run", info, whole) == (
+        "put it on the published board with `plume-jax bench --publish run`")
+    section = _section([], episodes=8)
+    section["protocol"]["mode"] = "quick, 8 of the 240 starts"
+    quick = {"format": report.RECORD_FORMAT, "families": {"singh2023": section}}
+    text = runs.publish_command("run", {**info, "added": ["mine=runs/x"]}, quick)
+    assert "`plume-jax bench --publish run --allow-quick --force`" in text
+    assert "it ran singh2023 in quick mode or with --episodes" in text
+    assert "it has agents of your own (--add mine=runs/x)" in text
+
+
+def test_recipes_of_a_family_without_zoo_entries_say_why_there_are_none(tmp_path, monkeypatch):
+    """Regression: ``plume-jax bench --recipes --family singh2023`` said only
+    "family singh2023: 0 recipes in 0 s" (no Singh entry is in the zoo)."""
+    from agents import zoo
+    from plume_jax.scoreboard.bench import run_recipes
+
+    (tmp_path / "zoo").mkdir()
+    monkeypatch.setenv(zoo.ZOO_ENV, str(tmp_path / "zoo"))
+    record = {"format": report.RECORD_FORMAT, "families": {"singh2023": _section([])}}
+    said = []
+    assert run_recipes(record, [SINGH], tmp_path / "fig", said.append) == ["singh2023"]
+    assert said[-1].startswith("family singh2023: 0 recipes (no zoo entry is trained on its "
+                               f"presets, {', '.join(SINGH.presets)}) in ")
