@@ -125,10 +125,11 @@ def evaluate(label: str, sweep_dir: pathlib.Path, results: dict[str, Any]) -> di
             "baseline": {"agent": baseline["agent"]["name"], **_outcome(baseline)}}
 
 
-def add(label: str, sweep_dir: pathlib.Path, out: pathlib.Path = OUT) -> pathlib.Path:
-    """Evaluate the checked sweep and keep its files in ``out/<label>/``
-    (written once all evaluations have run)."""
-    results = check(label, sweep_dir)
+def add(label: str, sweep_dir: pathlib.Path, results: dict[str, Any],
+        out: pathlib.Path = OUT) -> pathlib.Path:
+    """Evaluate the sweep, whose ``results.json`` :func:`check` returned as
+    ``results``, and keep its files in ``out/<label>/`` (written once all
+    evaluations have run)."""
     evaluations = evaluate(label, sweep_dir, results)
     dest = out / label
     dest.mkdir(parents=True, exist_ok=True)
@@ -272,10 +273,9 @@ def main(argv: list[str] | None = None) -> int:
             if not eq or not folder:
                 raise ValidationError.for_parameter("--add", item, "LABEL=SWEEP_FOLDER")
             pairs.append((label, pathlib.Path(folder)))
-        for label, folder in pairs:  # every sweep checked before any is evaluated
-            check(label, folder)
-        for label, folder in pairs:
-            print(f"added {add(label, folder, args.out)}")
+        checked = [(label, folder, check(label, folder)) for label, folder in pairs]
+        for label, folder, results in checked:  # every sweep checked before any is evaluated
+            print(f"added {add(label, folder, results, args.out)}")
         rows = write(args.out, args.doc, args.figure)
     except ValidationError as exc:
         print(f"error: {exc}", file=sys.stderr)
