@@ -147,12 +147,16 @@ class PlumeProbe:
     ``wind(points f32[..., 2]) -> f32[..., 2]`` is the air velocity
     ``(vx, vy)`` at those points in cells per step, pointing where the air
     moves *toward* (zero when the probe is built without a wind).
-    Both close over the plume state and params, so consumers never depend on
+    ``puffs() -> (positions f32[P, 2], live bool[P])`` is the plume's puff
+    centres (cells) and which slots hold a live puff, for a plume made of
+    puffs (``singh``, ``filament``); ``None`` for a plume without puffs.
+    All close over the plume state and params, so consumers never depend on
     a particular plume model.
     """
 
-    __slots__ = ("concentration", "wind")
+    __slots__ = ("concentration", "wind", "puffs")
 
-    def __init__(self, concentration, wind=None):
+    def __init__(self, concentration, wind=None, puffs=None):
         self.concentration = concentration
         self.wind = no_wind if wind is None else wind
+        self.puffs = puffs

@@ -303,6 +303,8 @@ class PlumeEnv(gymnax_env.Environment[EnvState, EnvParams]):
                 plume_state, points, self.grid, params.plume
             ),
             wind=lambda points: self.plume.wind(plume_state, points, params.plume),
+            puffs=(lambda: self.plume.puff_centres(plume_state, params.plume))
+            if self.plume.has_puffs else None,
         )
 
     def goal_location(self, plume_state: Any, params: EnvParams) -> jax.Array:

@@ -9,7 +9,7 @@ pairs, x east, y north; fields are indexed ``field[y, x]``.
 from __future__ import annotations
 
 import abc
-from typing import Generic, TypeVar
+from typing import ClassVar, Generic, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -93,6 +93,17 @@ class Plume(Configurable, abc.ABC, Generic[ParamsT, StateT]):
     @abc.abstractmethod
     def source_location(self, plume_state: StateT, params: ParamsT) -> jax.Array:
         """f32[2]: the source ``(x, y)``, cells (the goal of the search)."""
+
+    #: Whether the plume is made of puffs (:meth:`puff_centres` returns them).
+    has_puffs: ClassVar[bool] = False
+
+    def puff_centres(self, plume_state: StateT, params: ParamsT
+                     ) -> tuple[jax.Array, jax.Array] | None:
+        """``(positions f32[P, 2], live bool[P])``: the puff centres (cells)
+        and which slots hold a live puff, for a plume with ``has_puffs``;
+        ``None`` (the default) for a plume without puffs. Read by starts that
+        place the agent in the plume (``puff_quantile``)."""
+        return None
 
     def strayed(self, plume_state: StateT, points: jax.Array, params: ParamsT) -> jax.Array:
         """bool[...]: whether an agent at points f32[..., 2] has strayed from

@@ -216,6 +216,7 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
 
     type_name = "filament"
     Params = FilamentParams
+    has_puffs = True
 
     @classmethod
     def validate(cls, resolved: dict, grid: Grid, prefix: str) -> dict:
@@ -385,6 +386,12 @@ class FilamentPlume(Plume[FilamentParams, FilamentState]):
     def source_location(self, plume_state: FilamentState, params: FilamentParams) -> jax.Array:
         """f32[2], the source position."""
         return jnp.asarray(params.source, jnp.float32)
+
+    def puff_centres(self, plume_state: FilamentState, params: FilamentParams
+                     ) -> tuple[jax.Array, jax.Array]:
+        """``(positions f32[capacity, 2], active bool[capacity])``: the puff
+        centres, cells, and the live slots."""
+        return plume_state.positions, plume_state.active
 
     def _kernel_sum(self, plume_state: FilamentState, points: jax.Array,
                     params: FilamentParams) -> jax.Array:

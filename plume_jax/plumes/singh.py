@@ -219,6 +219,7 @@ class SinghPlume(Plume[SinghParams, SinghState]):
 
     type_name = "singh"
     Params = SinghParams
+    has_puffs = True
 
     @classmethod
     def validate(cls, resolved: dict, grid: Grid, prefix: str) -> dict:
@@ -382,6 +383,12 @@ class SinghPlume(Plume[SinghParams, SinghState]):
         points = jnp.asarray(points, jnp.float32)
         step = self._velocity(plume_state, params) * params.substep_seconds * self.substeps
         return jnp.broadcast_to(step.astype(jnp.float32), points.shape)
+
+    def puff_centres(self, plume_state: SinghState, params: SinghParams
+                     ) -> tuple[jax.Array, jax.Array]:
+        """``(positions f32[capacity, 2], active bool[capacity])``: the puff
+        centres, metres (= cells), and the live slots."""
+        return plume_state.positions, plume_state.active
 
     def nearest_puff_distance(self, plume_state: SinghState, points: jax.Array,
                               params: SinghParams) -> jax.Array:

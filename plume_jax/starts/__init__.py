@@ -4,7 +4,7 @@ The interface every start distribution implements is
 :class:`plume_jax.starts.base.StartDistribution`: a pure
 ``sample(key, grid, goal, goal_radius, params, probe=None) -> AgentState``
 (``probe``, a :class:`plume_jax.core.types.PlumeProbe` passed by the env, is read
-by ``downwind``; the others ignore it) and a classmethod
+by ``downwind``, ``downwind_band`` and ``puff_quantile``; the others ignore it) and a classmethod
 ``check_compatible(grid, source, goal_radius, settings, on_grid)`` that
 ``make`` calls to refuse configurations it cannot sample. Start positions
 lie inside the grid and outside the goal region (distance to the goal
@@ -22,6 +22,9 @@ type name     start position
 ``downwind_band``
               a band downwind of the source, Gaussian across it, any heading;
               continuous positions with ``snap: false``
+``puff_quantile``
+              in the plume, where quantiles of its live puffs lie (Singh et
+              al. 2023's training starts); needs a plume of puffs
 ============  ==============================================================
 """
 
@@ -38,10 +41,11 @@ from plume_jax.starts.candidates import (
 from plume_jax.starts.downwind import DownwindStart, DownwindStartParams
 from plume_jax.starts.downwind_band import DownwindBandParams, DownwindBandStart
 from plume_jax.starts.fixed import FixedStart, FixedStartParams
+from plume_jax.starts.puff_quantile import PuffQuantileParams, PuffQuantileStart
 from plume_jax.starts.uniform import UniformStart
 
 STARTS: dict[str, type[StartDistribution]] = type_table(
-    UniformStart, FixedStart, AnnulusStart, DownwindStart, DownwindBandStart)
+    UniformStart, FixedStart, AnnulusStart, DownwindStart, DownwindBandStart, PuffQuantileStart)
 
 __all__ = [
     "AnnulusStart",
@@ -53,6 +57,8 @@ __all__ = [
     "DownwindStartParams",
     "FixedStart",
     "FixedStartParams",
+    "PuffQuantileParams",
+    "PuffQuantileStart",
     "STARTS",
     "StartDistribution",
     "UniformStart",
