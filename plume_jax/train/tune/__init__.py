@@ -178,7 +178,8 @@ def tune(record: dict[str, Any], *, resume: bool = False, progress: bool = True,
             runs = _ask(study, space, out, n)
             total = sum(r.config.num_updates * r.config.steps_per_update for r in runs)
             bar = ProgressBar(total, "tune", unit="trial steps", stream=stream,
-                              quiet=not progress, min_interval_s=0.0)
+                              quiet=not progress, min_interval_s=0.0,
+                              elapsed_from=t_wall)  # one bar a batch, elapsed from the start
             try:
                 for group in groups(runs):
                     spent = train_group([runs[i] for i in group], stop=stop,
