@@ -45,6 +45,11 @@ class ProgressBar:
             bar is built).
         min_interval_s: plain mode: the least time between two lines.
         force_terminal: override the TTY detection (tests, notebooks).
+        elapsed_from: the ``time.perf_counter()`` the elapsed time counts
+            from, which :meth:`restart_clock` then keeps (it restarts the
+            ETA's rate only): a task shown as several bars in turn, e.g.
+            ``tune``'s batches, from its start. None (the default): from
+            when the bar is built, and anew at each :meth:`restart_clock`.
 
     Use as a context manager, or call :meth:`close` when done::
 
@@ -56,7 +61,7 @@ class ProgressBar:
 
     def __init__(self, total: float, label: str, *, unit: str = "steps", quiet: bool = False,
                  stream: TextIO | None = None, min_interval_s: float = 5.0,
-                 force_terminal: bool | None = None) -> None:
+                 force_terminal: bool | None = None, elapsed_from: float | None = None) -> None:
         self.total = float(total) if total and total > 0 else 1.0
         self.label = label
         self.unit = unit
@@ -67,6 +72,7 @@ class ProgressBar:
         self.message = ""
         self._lock = threading.Lock()
         self._t0 = time.perf_counter()
+        self._elapsed_from = elapsed_from
         self._last_line = -float("inf")
         self._closed = False
         is_tty = bool(getattr(self.stream, "isatty", lambda: False)())
@@ -80,13 +86,24 @@ class ProgressBar:
     # ------------------------------------------------------------------ rich
     def _start_rich(self, force_terminal: bool | None) -> None:
         from rich.console import Console
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                   TimeElapsedColumn, TimeRemainingColumn)
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn,
+                                   TextColumn, TimeElapsedColumn, TimeRemainingColumn)
+        from rich.text import Text
+
+        bar = self
+
+        class Elapsed(ProgressColumn):
+            """The time since ``elapsed_from``."""
+
+            def render(self, task: Any) -> Text:
+                return Text(_clock(bar.elapsed()), style="progress.elapsed")
 
         console = Console(file=self.stream, force_terminal=force_terminal)
         self._rich = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn(self.unit), TimeElapsedColumn(), TextColumn("ETA"),
+            TextColumn(self.unit),
+            TimeElapsedColumn() if self._elapsed_from is None else Elapsed(),
+            TextColumn("ETA"),
             TimeRemainingColumn(), TextColumn("{task.fields[message]}"),
             console=console, transient=False)
         self._rich.start()
@@ -100,9 +117,9 @@ class ProgressBar:
         self.close()
 
     def restart_clock(self, completed: float | None = None) -> None:
-        """Measure elapsed time and ETA from now (e.g. after a compile);
-        ``completed``: also set the amount done (e.g. a resumed run's),
-        without printing a line."""
+        """Measure the ETA (and, without ``elapsed_from``, the elapsed
+        time) from now (e.g. after a compile); ``completed``: also set the
+        amount done (e.g. a resumed run's), without printing a line."""
         with self._lock:
             if completed is not None:
                 self.completed = float(min(max(completed, 0.0), self.total))
@@ -142,12 +159,17 @@ class ProgressBar:
             return None
         return (self.total - self.completed) * elapsed / done
 
+    def elapsed(self, now: float | None = None) -> float:
+        """Seconds since ``elapsed_from``, or since the clock started."""
+        now = time.perf_counter() if now is None else now
+        return now - (self._t0 if self._elapsed_from is None else self._elapsed_from)
+
     def line(self, now: float | None = None) -> str:
         """The plain-mode line for the current state."""
         now = time.perf_counter() if now is None else now
         eta = self.eta_seconds(now)
         text = (f"[{self.label}] {self.completed:,.0f}/{self.total:,.0f} {self.unit} "
-                f"({100.0 * self.completed / self.total:.1f}%) | {_clock(now - self._t0)} elapsed"
+                f"({100.0 * self.completed / self.total:.1f}%) | {_clock(self.elapsed(now))} elapsed"
                 f" | ETA {'?' if eta is None else _clock(eta)}")
         return text + (f" | {self.message}" if self.message else "")
 

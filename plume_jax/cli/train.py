@@ -42,8 +42,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--seed", type=int, default=None,
                        help="training seed (same as --set run.seed=S)")
     train.add_argument("--out", default=None,
-                       help="output folder, new or empty (default runs/<config name>; with "
-                       "--resume: the resumed run's folder)")
+                       help="output folder, new or empty (default runs/<config name>; for "
+                       "the best_config.yaml of a plume-jax tune study DIR: runs/<DIR "
+                       "name>_best; with --resume: the resumed run's folder)")
     train.add_argument("--resume", default=None, metavar="RUN",
                        help="continue a run: its folder (e.g. runs/train_gaussian, or a sweep "
                        "member's folder) or one of its checkpoint folders")

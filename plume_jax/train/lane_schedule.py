@@ -157,5 +157,39 @@ class LaneSchedule:
         width times its updates (a single run costs ``num_updates``)."""
         return sum((b - a) * w for a, b, w in self.ends(num_updates))
 
+    def cost_text(self, num_updates: int) -> str:
+        """What the schedule runs and costs in a run of ``num_updates``
+        updates: each segment's width times its updates, their sum against
+        one run's (``4 copies for updates 0..4, then 2 copies for updates
+        5..9 (4 x 5 + 2 x 5 = 30 lane-updates, 3 times the compute of one
+        run's 10 updates)``)."""
+        parts = [(w, a, b) for a, b, w in self.ends(num_updates)]
+        segments = ", then ".join(f"{w} copies for updates {a}..{b - 1}" for w, a, b in parts)
+        cost = self.cost(num_updates)
+        terms = " + ".join(f"{w} x {b - a}" for w, a, b in parts)
+        return (f"{segments} ({terms} = {cost} lane-updates, {cost / num_updates:.3g} times "
+                f"the compute of one run's {num_updates} updates)")
 
-__all__ = ["ALLOWED", "ENTRY_KEYS", "LaneSchedule", "MAX_LANES", "SCHEDULE", "lanes_check"]
+
+def lanes_line(setting: Any, num_updates: int) -> str | None:
+    """The closing line of a run trained in lanes (``run.lanes``, as
+    :func:`lanes_check` returned it; ``num_updates``: the run's): that it
+    trained as lane 0 of identical copies, at what cost, and that its env
+    steps and steps/s are one lane's. None for ``run.lanes: null``."""
+    schedule = LaneSchedule.of(setting)
+    if schedule is None:
+        return None
+    one_lane = "; the env steps and steps/s above are one lane's"
+    if len(schedule.segments) > 1:
+        return ("trained as lane 0 of identical copies in a run.lanes width schedule: "
+                + schedule.cost_text(num_updates) + one_lane)
+    n = schedule.segments[0][1]
+    if n == 1:  # one lane: its steps/s are the run's
+        return ("trained as the one member of a vmapped program (run.lanes: 1; the compute of "
+                "one run)")
+    return (f"trained as lane 0 of {n} identical copies (run.lanes: {n}; {n} x the compute "
+            "and memory of one run)" + one_lane)
+
+
+__all__ = ["ALLOWED", "ENTRY_KEYS", "LaneSchedule", "MAX_LANES", "SCHEDULE", "lanes_check",
+           "lanes_line"]

@@ -15,7 +15,9 @@ the run: ``init``, each chunk of updates (:class:`Lanes`) and the periodic
 and final greedy evaluations (:func:`evaluate_in_lanes`). It costs ``N``
 times the compute and memory of the run; its folder, checkpoints, exported
 policy and resume rules are a single run's (the state of lane 0, which
-every lane holds).
+every lane holds), and so are its env steps and steps/s figures (lane 0's):
+``plume-jax train``'s closing lines say so
+(:func:`~plume_jax.train.lane_schedule.lanes_line`).
 
 A width schedule (``run.lanes: [{from_update: U, lanes: N}, ...]``,
 :mod:`plume_jax.train.lane_schedule`) reproduces a tune trial that a

@@ -41,6 +41,7 @@ import numpy as np
 from plume_jax.train.algorithms.base import Algorithm
 from plume_jax.train.config import TrainConfig
 from plume_jax.train.driver import Member, Program, build_program
+from plume_jax.train.lane_schedule import lanes_line
 from plume_jax.train.run import run
 from plume_jax.train.run_folder import SingleRun
 
@@ -137,6 +138,10 @@ def print_summary(summary: dict[str, Any], stream: TextIO | None = None) -> None
     sps = summary["steps_per_second_excl_compile"]
     p(f"compile {summary['compile_seconds']:.1f} s, train {summary['train_seconds']:.1f} s"
       + (f" ({sps:,.0f} env steps/s excluding compile)" if sps else ""))
+    lanes = lanes_line(summary.get("config", {}).get("run", {}).get("lanes"),
+                       summary["num_updates"])
+    if lanes is not None:  # N copies trained: N times the compute, steps/s one lane's
+        p(lanes)
     ev = summary.get("evaluation")
     if ev:
         kind = "greedy" if ev["greedy"] else "sampled"

@@ -94,3 +94,29 @@ def test_progress_line_of_an_algorithm_without_a_policy_kl_prints_no_kl():
     assert len(lines) == 3
     assert "kl" not in lines[0] and "kl" not in lines[1]
     assert "| kl 0.0125" in lines[2]
+
+
+def test_elapsed_from_survives_restart_clock_in_lines_and_on_a_terminal():
+    """Regression: ``plume-jax tune`` shows one bar a batch of trials, and
+    each bar's elapsed time started at 0:00:00 again (and at every compile's
+    restart_clock); with ``elapsed_from`` the elapsed time counts from it,
+    and restart_clock restarts the ETA's rate only."""
+    import time
+
+    started = time.perf_counter() - 100.0  # the study began 100 s ago
+    for terminal in (False, True):
+        stream = io.StringIO()
+        bar = ProgressBar(100, "tune", stream=stream, min_interval_s=0.0,
+                          force_terminal=terminal, elapsed_from=started)
+        bar.update(20)
+        bar.restart_clock(20)  # after a compile
+        assert bar.eta_seconds() is None  # the rate restarts
+        assert 100.0 <= bar.elapsed() < 160.0
+        bar.update(100)
+        bar.close()
+        shown = stream.getvalue()
+        assert "0:01:4" in shown or "0:01:5" in shown, shown  # 1:40 and more, not 0:00:00
+    plain = ProgressBar(100, "train", stream=io.StringIO(), min_interval_s=3600)
+    plain._t0 -= 100.0
+    plain.restart_clock()  # no elapsed_from: elapsed restarts with the ETA, as before
+    assert plain.elapsed() < 60.0 and "0:00:0" in plain.line()

@@ -65,3 +65,16 @@ def test_overwrite_deletes_every_listed_output_and_nothing_else(tmp_path):
         (folder / "notes.txt").touch()
         clear_outputs(folder, outputs)
         assert [p.name for p in folder.iterdir()] == ["notes.txt"]
+
+
+def test_the_tune_table_names_the_trial_folders_as_tune_writes_them():
+    """Regression: docs/training.md's tune outputs table said trial folders
+    are ``trials/<number>/``; tune writes them zero-padded
+    (``trials/00003/``), which the table now says."""
+    from plume_jax.train.tune import trial_folder
+
+    rest = TRAINING.read_text().split("**Outputs** (`--out`, default `runs/tune_<config name>/`",
+                                      1)[1]
+    row = next(line for line in rest.splitlines() if line.startswith("| `trials/"))
+    assert str(trial_folder(3)) == "trials/00003"
+    assert f"(`{trial_folder(3)}/` for trial 3)" in row and "zero-padded to 5 digits" in row

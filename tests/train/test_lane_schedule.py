@@ -109,6 +109,42 @@ def test_a_schedule_builds_a_single_run_in_lanes_only():
         assert info.value.parameter == "run.lanes"
 
 
+@pytest.mark.parametrize("lanes, words", [
+    (4, ["trained as lane 0 of 4 identical copies", "4 x the compute"]),
+    (SCHEDULE, ["trained as lane 0 of identical copies in a run.lanes width schedule: 4 copies "
+                "for updates 0..4, then 2 copies for updates 5..11",
+                "4 x 5 + 2 x 7 = 34 lane-updates, 2.83 times the compute of one run's 12"]),
+    (1, ["trained as the one member of a vmapped program (run.lanes: 1; the compute of one "
+         "run)"]),
+])
+def test_a_run_in_lanes_says_in_its_closing_lines_that_it_trained_copies(lanes, words):
+    """Regression: a run with run.lanes N ended with the lines of a single
+    run, its env steps/s one lane's, saying nothing of the N copies it
+    trained (N times the compute); the line after the timings now says so,
+    for a width and for a width schedule, and a run without lanes has none."""
+    import io
+
+    from plume_jax.train.trainer import print_summary
+
+    def closing(run):
+        cfg = train_config({**MINIMAL, "run": run})
+        summary = {"env_steps_this_call": 98304, "updates_this_call": 12,
+                   "env_steps_total": 98304, "env": "PlumeNav-Gaussian-v0",
+                   "compile_seconds": 1.0, "train_seconds": 2.0,
+                   "steps_per_second_excl_compile": 49152.0, "wall_seconds": 4.0,
+                   "config": cfg.to_dict(), "num_updates": cfg.num_updates}
+        out = io.StringIO()
+        print_summary(summary, out)
+        return out.getvalue().splitlines()
+
+    lines = closing({"lanes": lanes})
+    assert lines[1].startswith("compile 1.0 s, train 2.0 s (49,152 env steps/s")
+    for word in words:
+        assert word in lines[2], lines[2]
+    assert lines[2].endswith("; the env steps and steps/s above are one lane's") == (lanes != 1)
+    assert not any("lane" in line for line in closing({}))
+
+
 # ------------------------------------------------------------------- resume
 RUN = {
     "env": {"id": "PlumeNav-Gaussian-v0",

@@ -153,6 +153,39 @@ def test_the_grid_sampler_runs_each_grid_point_once_at_most(tmp_path):
     assert len(set(seen)) == 6
 
 
+def test_the_progress_bar_counts_elapsed_time_from_the_start_of_the_study(tmp_path,
+                                                                         monkeypatch):
+    """Regression: tune shows one progress bar a batch of trials, and each
+    bar's elapsed time restarted at 0:00:00; it now counts from the start
+    of the study (of this tune call). Two batches of one trial, each
+    "training" a minute on a fake clock (no compile)."""
+    import types
+
+    import plume_jax.progress
+    import plume_jax.train.tune as tune
+
+    clock = [1000.0]
+    fake = types.SimpleNamespace(perf_counter=lambda: clock[0])
+    monkeypatch.setattr(plume_jax.progress, "time", fake)
+    monkeypatch.setattr(tune, "time", fake)
+    shown = []
+
+    def a_minute_of_training(runs, *, stop, prune, bar):
+        bar.restart_clock(0)  # as after a compile
+        clock[0] += 60.0
+        bar.update(bar.total)
+        shown.append(bar.line())
+        for r in runs:
+            r.evaluation = {"success_rate": 0.5, "mean_steps_to_goal": None}
+        return {}
+
+    monkeypatch.setattr(tune, "train_group", a_minute_of_training)
+    monkeypatch.setattr(tune, "write_report", lambda *a, **k: {})
+    config, space = _files(tmp_path, {**SPACE, "batch_size": 1})
+    tune.tune(new_record(config, space, trials=2, out=tmp_path / "out"), progress=False)
+    assert [line.split(" | ")[1] for line in shown] == ["0:01:00 elapsed", "0:02:00 elapsed"]
+
+
 # ------------------------------------------------------------------ pruning
 class _PruneTrialsOneAndTwo(optuna.pruners.BasePruner):
     def prune(self, study, trial):

@@ -15,7 +15,8 @@ Output folder::
     tune.json            what the study is (config, space, storage, budget):
                          plume-jax tune --resume DIR reads it
     study.db             the Optuna study (default storage; or study.journal)
-    trials/<number>/     one run folder per trial (train's rules)
+    trials/<number>/     one run folder per trial (train's rules), its number
+                         zero-padded to 5 digits: trials/00003/ (:func:`trial_folder`)
     best_config.yaml     the best trial's config: plume-jax train reproduces it
     summary.md, results.json, trials.csv, optimization_history.png,
     parallel_coordinate.png   (:mod:`.report`)
@@ -40,6 +41,11 @@ from plume_jax.train.tune.report import write_report
 from plume_jax.train.tune.space import Space, space_from_mapping
 
 RECORD = "tune.json"
+
+
+def trial_folder(number: int) -> pathlib.Path:
+    """Trial ``number``'s run folder in the study's: ``trials/00003``."""
+    return pathlib.Path("trials") / f"{number:05d}"
 
 
 class TuneStopped(Interrupted):
@@ -118,7 +124,7 @@ def _ask(study: Any, space: Space, out: pathlib.Path, n: int) -> list[TrialRun]:
         trial = study.ask()
         studies.claim(trial)
         values = studies.suggest(trial, space)
-        folder = pathlib.Path("trials") / f"{trial.number:05d}"
+        folder = trial_folder(trial.number)
         trial.set_user_attr("folder", str(folder))
         try:
             config = space.config(values)
@@ -172,7 +178,8 @@ def tune(record: dict[str, Any], *, resume: bool = False, progress: bool = True,
             runs = _ask(study, space, out, n)
             total = sum(r.config.num_updates * r.config.steps_per_update for r in runs)
             bar = ProgressBar(total, "tune", unit="trial steps", stream=stream,
-                              quiet=not progress, min_interval_s=0.0)
+                              quiet=not progress, min_interval_s=0.0,
+                              elapsed_from=t_wall)  # one bar a batch, elapsed from the start
             try:
                 for group in groups(runs):
                     spent = train_group([runs[i] for i in group], stop=stop,
@@ -191,4 +198,4 @@ def tune(record: dict[str, Any], *, resume: bool = False, progress: bool = True,
     return write_report(study, out, record, timing)
 
 
-__all__ = ["RECORD", "TuneStopped", "new_record", "read_record", "tune"]
+__all__ = ["RECORD", "TuneStopped", "new_record", "read_record", "trial_folder", "tune"]

@@ -12,9 +12,10 @@ a program built for them alone, which compiles again. A pruned member so
 stops costing updates; masking it inside the program would not, since
 ``vmap`` computes every member of a masked update anyway.
 
-Every trial is a run folder (``trials/<number>``) with ``train``'s rules:
-the folder lock, ``config.yaml`` first, ``metrics.jsonl`` appended as it
-trains, ``evaluations.jsonl`` and ``best/`` from the periodic evaluations,
+Every trial is a run folder (``trials/<number>``, zero-padded:
+``trials/00003``) with ``train``'s rules: the folder lock, ``config.yaml``
+first, ``metrics.jsonl`` appended as it trains, ``evaluations.jsonl`` and
+``best/`` from the periodic evaluations,
 then ``checkpoint/`` and ``policy/`` (with checksums), ``metrics.csv`` and
 ``summary.json`` (atomic replacements), TensorBoard event files with the
 trial's hyperparameters in the HPARAMS table.

@@ -160,18 +160,13 @@ def _recorded_lanes(tune: dict[str, Any]) -> int | list[dict[str, int]] | None:
 
 
 def _schedule_text(lanes: list[dict[str, int]], num_updates: int) -> str:
-    """What a width schedule runs and costs: each segment's width times its
-    updates, their sum against one run's ``num_updates``."""
+    """What a width schedule runs and costs
+    (:meth:`~plume_jax.train.lane_schedule.LaneSchedule.cost_text`)."""
     from plume_jax.train.lane_schedule import LaneSchedule
 
     schedule = LaneSchedule.of(lanes)
     assert schedule is not None
-    parts = [(w, a, b) for a, b, w in schedule.ends(num_updates)]
-    segments = ", then ".join(f"{w} copies for updates {a}..{b - 1}" for w, a, b in parts)
-    cost = schedule.cost(num_updates)
-    terms = " + ".join(f"{w} x {b - a}" for w, a, b in parts)
-    return (f"{segments} ({terms} = {cost} lane-updates, {cost / num_updates:.3g} times the "
-            f"compute of one run's {num_updates} updates)")
+    return schedule.cost_text(num_updates)
 
 
 def best_config(config: dict[str, Any], tune: dict[str, Any], number: int, study: str,
