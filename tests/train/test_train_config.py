@@ -195,12 +195,19 @@ def test_every_shipped_sweep_config_loads_as_one_program(path):
     """Every shipped sweep validates, has at least 5 members (a recipe's
     fewest seeds, issue 39; the Singh recipes' 5M-step members train 5 to a
     sweep) and its members share one compiled program (the grids vary
-    dynamic settings only), so it runs as one vmapped job."""
+    dynamic settings only), so it runs as one vmapped job; the seed sweeps of
+    an algorithm that trains one run at a time (not ``sweepable``: the Poisson
+    searchers') are a program per member."""
+    from plume_jax.train.algorithms.base import algorithm_class
     from plume_jax.train.sweep import program_groups
 
     sweep = load_sweep_config(path)
     assert len(sweep.members) >= 5
-    assert len(program_groups(sweep)) == 1
+    groups = program_groups(sweep)
+    if algorithm_class(sweep.configs[0].algo["algorithm"]).sweepable:
+        assert len(groups) == 1
+    else:
+        assert set(sweep.grid) == {"run.seed"} and len(groups) == len(sweep.members)
 
 
 SWEEP_BASE = {"env": {"id": "PlumeNav-Gaussian-v0"}, "algo": {"total_steps": 10_000}}
