@@ -549,8 +549,8 @@ def _check_compatible(grid: Grid, goal_radius: float, resolved: Mapping[str, Any
     """Cross-component checks that no single component can make."""
     start_cls = STARTS[resolved["start"]["type"]]
     plume_type = resolved["plume"]["type"]
-    if getattr(start_cls, "needs_puffs", False) and not COMPONENTS["plume"][plume_type].has_puffs:
-        puffy = sorted(name for name, cls in COMPONENTS["plume"].items() if cls.has_puffs)
+    if getattr(start_cls, "needs_puffs", False) and not PLUMES[plume_type].has_puffs:
+        puffy = sorted(name for name, cls in PLUMES.items() if cls.has_puffs)
         raise ValidationError.for_parameter(
             "start.type", start_cls.type_name,
             f"a start that does not need puffs with plume.type={plume_type!r} (this start "
