@@ -41,7 +41,9 @@ class Plume(Configurable, abc.ABC, Generic[ParamsT, StateT]):
     ``reinit``). Sensors, wind-relative action models and start
     distributions never call a plume: they read it through the env's
     :class:`~plume_jax.core.types.PlumeProbe`. Optional too: :meth:`strayed`
-    (never), the env's second way to end an episode.
+    (never), the env's second way to end an episode, and :meth:`puff_centres`
+    with ``has_puffs = True`` (a plume made of puffs: the probe's ``puffs``,
+    which the ``puff_quantile`` start reads).
     """
 
     @abc.abstractmethod
