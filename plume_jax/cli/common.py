@@ -29,17 +29,14 @@ def parse_overrides(items: list[str], option: str = "--set") -> dict[str, Any]:
     return out
 
 
-#: The config ``plume-jax tune`` writes into its study folder
-#: (:mod:`plume_jax.train.tune.report`): every study's has this name.
-BEST_CONFIG = "best_config.yaml"
-
-
 def default_out(config: str) -> str:
     """``runs/<config file stem>``; for a file named ``best_config.yaml``
     (what ``plume-jax tune`` writes into its study folder),
     ``runs/<its folder's name>_best``, so that two studies' best configs
     do not train into the same folder (``runs/tune_a/best_config.yaml`` ->
     ``runs/tune_a_best``)."""
+    from plume_jax.train.tune.report import BEST_CONFIG  # the name tune writes
+
     path = pathlib.Path(config)
     study = path.resolve().parent.name if path.name == BEST_CONFIG else ""
     return str(pathlib.Path("runs") / (f"{study}_best" if study else path.stem))

@@ -549,7 +549,7 @@ def _check_compatible(grid: Grid, goal_radius: float, resolved: Mapping[str, Any
     """Cross-component checks that no single component can make."""
     start_cls = STARTS[resolved["start"]["type"]]
     plume_type = resolved["plume"]["type"]
-    if getattr(start_cls, "needs_puffs", False) and not PLUMES[plume_type].has_puffs:
+    if start_cls.needs_puffs and not PLUMES[plume_type].has_puffs:
         puffy = sorted(name for name, cls in PLUMES.items() if cls.has_puffs)
         raise ValidationError.for_parameter(
             "start.type", start_cls.type_name,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import abc
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import jax
 
@@ -20,6 +20,10 @@ class StartDistribution(Configurable, abc.ABC, Generic[ParamsT]):
     :meth:`check_compatible` (accepts everything), which ``make`` calls to
     refuse configurations the distribution cannot sample.
     """
+
+    #: Whether the start reads the plume's puffs (``probe.puffs``): ``make``
+    #: then refuses it with a plume whose ``has_puffs`` is False.
+    needs_puffs: ClassVar[bool] = False
 
     @abc.abstractmethod
     def sample(self, key: jax.Array, grid: Grid, goal: jax.Array, goal_radius: jax.Array,

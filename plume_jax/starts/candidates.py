@@ -18,6 +18,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from plume_jax.core.errors import ValidationError
 from plume_jax.settings import integer, setting
 from plume_jax.starts.base import ParamsT, StartDistribution
 from plume_jax.core.types import AgentState, Grid, PlumeProbe
@@ -98,6 +99,26 @@ def first_acceptable(points: jax.Array, grid: Grid, goal: jax.Array, goal_radius
     first = jnp.argmax(score)
     position = jnp.where(score[first] > 0, clamped[first], farthest_corner(grid, goal))
     return position.astype(jnp.float32), first
+
+
+def check_snap(settings: dict[str, Any], on_grid: bool) -> None:
+    """Raise ``ValidationError`` for continuous starts (``snap: false``)
+    with an action model that keeps the agent on cells (``on_grid``)."""
+    if on_grid and not settings["snap"]:
+        raise ValidationError.for_parameter(
+            "start.snap", False, "true (the action model keeps the agent on cells)")
+
+
+def any_heading_start(key: jax.Array, points: jax.Array, snap: bool, grid: Grid,
+                      goal: jax.Array, goal_radius: jax.Array) -> AgentState:
+    """The agent at the :func:`first_acceptable` of candidate points
+    f32[K, 2] (rounded to cells with ``snap``), heading uniform in
+    ``[0, 2π)`` drawn with ``key``."""
+    position, _ = first_acceptable(jnp.round(points) if snap else points, grid, goal,
+                                   goal_radius)
+    heading = jax.random.uniform(key, (), jnp.float32, 0.0, 2.0 * math.pi)
+    return AgentState(position=position,
+                      heading=jnp.mod(heading, 2.0 * math.pi).astype(jnp.float32))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 import chex
@@ -15,7 +14,7 @@ from plume_jax.core.pytree import Pytree
 from plume_jax.core.types import AgentState, Grid, PlumeProbe
 from plume_jax.settings import MAX_LENGTH, angle, boolean, integer, real, setting
 from plume_jax.starts.base import StartDistribution
-from plume_jax.starts.candidates import first_acceptable
+from plume_jax.starts.candidates import any_heading_start, check_snap
 from plume_jax.starts.downwind import downwind_direction
 
 
@@ -78,9 +77,7 @@ class DownwindBandStart(StartDistribution[DownwindBandParams]):
                          settings: dict[str, Any], on_grid: bool) -> None:
         """Snapped starts for on-cell action models; the band must reach
         outside the goal region."""
-        if on_grid and not settings["snap"]:
-            raise ValidationError.for_parameter(
-                "start.snap", False, "true (the action model keeps the agent on cells)")
+        check_snap(settings, on_grid)
         reach = settings["max_distance"] + 3.0 * (settings["along_std"] + settings["cross_std"])
         if reach <= goal_radius:
             raise ValidationError.for_parameter(
@@ -100,8 +97,4 @@ class DownwindBandStart(StartDistribution[DownwindBandParams]):
         downwind = jnp.stack([jnp.cos(theta), jnp.sin(theta)])
         crosswind = jnp.stack([-jnp.sin(theta), jnp.cos(theta)])
         points = goal + along[:, None] * downwind + cross[:, None] * crosswind
-        position, _ = first_acceptable(jnp.round(points) if self.snap else points, grid, goal,
-                                       goal_radius)
-        heading = jax.random.uniform(k_heading, (), jnp.float32, 0.0, 2.0 * math.pi)
-        return AgentState(position=position,
-                          heading=jnp.mod(heading, 2.0 * math.pi).astype(jnp.float32))
+        return any_heading_start(k_heading, points, self.snap, grid, goal, goal_radius)

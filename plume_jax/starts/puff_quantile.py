@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 import chex
@@ -16,7 +15,7 @@ from plume_jax.core.pytree import Pytree
 from plume_jax.core.types import AgentState, Grid, PlumeProbe
 from plume_jax.settings import MAX_LENGTH, angle, boolean, integer, real, setting
 from plume_jax.starts.base import StartDistribution
-from plume_jax.starts.candidates import first_acceptable
+from plume_jax.starts.candidates import any_heading_start, check_snap
 
 #: The quantile step below ``q`` that sets the along-wind spread (theirs: 0.1).
 QUANTILE_STEP = 0.1
@@ -103,16 +102,13 @@ class PuffQuantileStart(StartDistribution[PuffQuantileParams]):
 
     type_name = "puff_quantile"
     Params = PuffQuantileParams
-    #: ``make`` refuses this start with a plume whose ``has_puffs`` is False.
     needs_puffs = True
 
     @classmethod
     def check_compatible(cls, grid: Grid, source: Any, goal_radius: float,
                          settings: dict[str, Any], on_grid: bool) -> None:
         """Snapped starts for on-cell action models."""
-        if on_grid and not settings["snap"]:
-            raise ValidationError.for_parameter(
-                "start.snap", False, "true (the action model keeps the agent on cells)")
+        check_snap(settings, on_grid)
 
     def sample_puffs(self, key: jax.Array, positions: jax.Array, live: jax.Array
                      ) -> tuple[jax.Array, jax.Array]:
@@ -157,8 +153,4 @@ class PuffQuantileStart(StartDistribution[PuffQuantileParams]):
         a = a_mean + params.spread * a_spread * noise[:, 0]
         c = c_mean + params.spread * c_spread * noise[:, 1]
         points = goal + a[:, None] * downwind + c[:, None] * crosswind
-        position, _ = first_acceptable(jnp.round(points) if self.snap else points, grid, goal,
-                                       goal_radius)
-        heading = jax.random.uniform(k_heading, (), jnp.float32, 0.0, 2.0 * math.pi)
-        return AgentState(position=position,
-                          heading=jnp.mod(heading, 2.0 * math.pi).astype(jnp.float32))
+        return any_heading_start(k_heading, points, self.snap, grid, goal, goal_radius)

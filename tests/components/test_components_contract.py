@@ -844,7 +844,7 @@ ENV_CASES = (
 @pytest.mark.parametrize("slot, name", ENV_CASES, ids=lambda v: str(v))
 def test_every_component_works_inside_the_env(slot, name):
     cfg = {"type": name, **(START_CONFIGS.get(name, {}) if slot == "start" else {})}
-    if slot == "start" and getattr(STARTS[name], "needs_puffs", False):
+    if slot == "start" and STARTS[name].needs_puffs:
         env, params = plume_jax.make("PlumeNav-Filament-v0", grid_size=[16, 16], source=[2, 8],
                                      goal_radius=1.0, max_steps=10, start=cfg)
     else:

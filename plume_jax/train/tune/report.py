@@ -17,6 +17,10 @@ from plume_jax.train.config import dump_yaml, read_yaml
 from plume_jax.train.driver import write_text
 from plume_jax.train.progress import write_csv
 
+#: The best trial's config in the study folder (``plume-jax train`` names its
+#: default run folder after the study for a file of this name).
+BEST_CONFIG = "best_config.yaml"
+
 #: The figures ``summary.md`` shows.
 FIGURES = ("optimization_history.png", "parallel_coordinate.png")
 
@@ -235,7 +239,7 @@ def write_report(study: Any, out: pathlib.Path, record: dict[str, Any],
         folder = out / best[0].user_attrs["folder"]
         text = best_config(read_yaml(folder / "config.yaml"), _trial_tune(folder),
                            best[0].number, record["study_name"], float(best[0].value))
-        write_text(out / "best_config.yaml", text)
+        write_text(out / BEST_CONFIG, text)
     figures: list[str] = []
     try:
         figures = plots(study, out)
@@ -246,5 +250,5 @@ def write_report(study: Any, out: pathlib.Path, record: dict[str, Any],
     return results
 
 
-__all__ = ["FIGURES", "best_config", "importances", "plots", "ranked", "summary_markdown", "trial_rows",
+__all__ = ["BEST_CONFIG", "FIGURES", "best_config", "importances", "plots", "ranked", "summary_markdown", "trial_rows",
            "write_report"]
