@@ -203,6 +203,13 @@ RUN_SCHEMA: dict[str, Setting] = {
                       "auto | cluster | off: join a multi-process run "
                       "(plume_jax.train.distributed); auto: when the launcher's environment "
                       "says so (SLURM srun, multi-host Cloud TPU, JAX_* variables)"),
+    "init_from": _s(None, string_or_none, False,
+                    "a trained policy to start from instead of a fresh network (a curriculum's "
+                    "next stage): a policy folder, a run folder (its policy/) or a sweep folder "
+                    "(each member takes the policy of its namesake, members/<name>/policy); "
+                    "network weights and observation statistics carry over, the optimiser, "
+                    "learning-rate schedule and env start fresh (plume_jax.train.warm_start); "
+                    "null: a fresh network"),
     "tensorboard": _s(True, boolean(), False, "TensorBoard event files in tensorboard/"),
     "wandb_project": _s(None, string_or_none, False,
                         "a Weights & Biases project to log to (needs the wandb package); "

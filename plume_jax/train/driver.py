@@ -65,6 +65,7 @@ from plume_jax.train.evaluation import MAX_INHERITED_EVAL_STEPS, eval_num_steps,
     member_evaluation
 from plume_jax.train.lane_schedule import LaneSchedule
 from plume_jax.train.lanes import Lanes, evaluate_in_lanes, init_in_lanes
+from plume_jax.train.warm_start import policy_folder, warm_start_program
 from plume_jax.train.loggers import RunLoggers
 from plume_jax.train.members import member_of, stack_members, vmap_members
 from plume_jax.train.periodic_eval import best_row, periodic_evaluator
@@ -224,6 +225,9 @@ def build_program(runs: list[Member], *, batched: bool, folder: pathlib.Path | N
         hp = algo.hparams(first.config, first.env_params)
         env_params = first.env_params
         keys = seed_key(first.config.run["seed"])
+    for m in runs:  # a missing policy is refused now, before a folder is written
+        if m.config.run.get("init_from"):
+            policy_folder(m.config.run["init_from"], m.name)
     return Program(algo=algo, runs=list(runs), hp=hp, env_params=env_params, keys=keys,
                    batched=batched, mesh=mesh, folder=folder,
                    members=list(range(len(runs))) if members is None else list(members),
@@ -283,8 +287,11 @@ def _place(p: Program, runner: Any) -> Any:
 
 
 def init_runner(p: Program) -> Any:
-    """A fresh runner (``algo.init`` of every member), on the program's mesh."""
-    return _place(p, jax.block_until_ready(jax.jit(lambda: _init(p))()))
+    """A fresh runner (``algo.init`` of every member, then each member whose
+    ``run.init_from`` is set started from that policy:
+    :mod:`plume_jax.train.warm_start`), on the program's mesh."""
+    runner = jax.block_until_ready(jax.jit(lambda: _init(p))())
+    return _place(p, warm_start_program(p, runner))
 
 
 def load_runner(p: Program, checkpoint: pathlib.Path) -> tuple[Any, int]:

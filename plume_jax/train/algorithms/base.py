@@ -235,6 +235,17 @@ class Algorithm(abc.ABC):
         batched runner). The driver adds the env settings and the budget."""
 
 
+    def warm_start(self, runner: Any, arrays: dict[str, Any]) -> Any:
+        """``runner`` (one member's, fresh from :meth:`init`) with a trained
+        policy's arrays loaded into it (``run.init_from``:
+        :mod:`plume_jax.train.warm_start`, which has already checked that
+        ``arrays`` has the names and shapes :meth:`policy` gives). Default:
+        ``ValidationError``, the algorithm cannot start from a policy."""
+        raise ValidationError.for_parameter(
+            "run.init_from", "(set)", f"null for algorithm {self.name!r}: it cannot start "
+            "from a trained policy")
+
+
 # ------------------------------------------------------------------ checking the methods
 def _broken(cls: type, method: str, what: str) -> ValidationError:
     """The one-line error for a method of ``cls`` that does not work."""

@@ -399,6 +399,26 @@ class PPO(Algorithm):
         stats = runner.obs_stats if self.static.normalize_obs else None
         return network_policy(self, runner.params, self.static.network, stats)
 
+    def warm_start(self, runner: Runner, arrays: dict[str, Any]) -> Runner:
+        """``runner`` with an exported policy's network parameters (names as
+        ``policy.npz`` flattens them) and, with ``normalize_obs``, its
+        observation mean and variance, counted as one update's observations
+        (``rows x num_steps``) so that the statistics follow the new env
+        within a few updates (:mod:`plume_jax.train.warm_start`)."""
+        from flax import traverse_util
+
+        flat = traverse_util.flatten_dict(runner.params["params"], sep="/")
+        loaded = {name: jnp.asarray(arrays[name], leaf.dtype) for name, leaf in flat.items()}
+        params = dict(runner.params)
+        params["params"] = traverse_util.unflatten_dict(loaded, sep="/")
+        params = jax.tree.map(lambda _, x: x, runner.params, params)  # the original containers
+        stats = runner.obs_stats
+        if self.static.normalize_obs:
+            stats = ObsStats(mean=jnp.asarray(arrays["obs_mean"], jnp.float32),
+                             var=jnp.asarray(arrays["obs_var"], jnp.float32),
+                             count=jnp.asarray(self.rows * self.static.num_steps, jnp.float32))
+        return runner.replace(params=params, obs_stats=stats)
+
     def batched_update(self, runner: Runner, hp: Hparams, env_params: Any):
         return self.update(runner, hp, env_params, vmapped=True)
 
