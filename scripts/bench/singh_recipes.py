@@ -49,6 +49,8 @@ OUT = ROOT / "benchmarks" / "singh_recipes"
 DOC = ROOT / "docs" / "singh2023.md"
 FIGURE = ROOT / "docs" / "singh2023_recipes.png"
 KEPT = ("results.json", "summary.md", "train_success.png")
+#: A curriculum's first-stage sweep results, kept beside its last stage's.
+STAGE1 = "stage1_results.json"
 BEGIN, END = "<!-- singh-recipes -->", "<!-- /singh-recipes -->"
 #: The regimes, by the label's first part: (preset, scenario file).
 REGIMES = {
@@ -87,8 +89,12 @@ def check(label: str, sweep_dir: pathlib.Path) -> dict[str, Any]:
         raise ValidationError.for_parameter(
             "--add", str(sweep_dir), f"{what}, only run.seed swept; it swept {list(results['grid'])}")
     env_id = results["base_config"]["env"]["id"]
-    if env_id != preset:
-        raise ValidationError.for_parameter("--add", str(sweep_dir), f"{what}; it trained {env_id}")
+    presets = [p for p, _ in REGIMES.values()]
+    if env_id != preset and (env_id not in presets or len(label.split("-")) < 3):
+        raise ValidationError.for_parameter(
+            "--add", str(sweep_dir), f"{what}, or of another of {presets} under a label naming "
+            f"how it trained ('<regime>-<net>-<variant>', e.g. 'constant-gru-curriculum'); it "
+            f"trained {env_id}")
     for member in results["results"]:
         if not (sweep_dir / "members" / member["name"] / "policy" / "policy.json").is_file():
             raise ValidationError.for_parameter(
@@ -120,7 +126,8 @@ def evaluate(label: str, sweep_dir: pathlib.Path, results: dict[str, Any]) -> di
         print(f"{label} seed {member['run.seed']}: {members[str(int(member['run.seed']))]['homings']}"
               f"/240", flush=True)
     baseline = run_scenario(scenario)
-    return {"label": label, "preset": preset, "scenario": f"configs/scenarios/{scenario_file}",
+    return {"label": label, "preset": preset, "trained_on": results["base_config"]["env"]["id"],
+            "scenario": f"configs/scenarios/{scenario_file}",
             "scenario_seed": int(scenario["seed"]), "members": members,
             "baseline": {"agent": baseline["agent"]["name"], **_outcome(baseline)}}
 
@@ -136,8 +143,33 @@ def add(label: str, sweep_dir: pathlib.Path, results: dict[str, Any],
     for name in KEPT:
         if (sweep_dir / name).is_file():
             shutil.copyfile(sweep_dir / name, dest / name)
+    earlier = earlier_stage(results)
+    if earlier is not None:  # a curriculum's stage 2: keep the stage it continued
+        shutil.copyfile(earlier / "results.json", dest / STAGE1)
     (dest / "evaluations.json").write_text(json.dumps(evaluations, indent=1) + "\n")
     return dest
+
+
+def earlier_stage(results: dict[str, Any]) -> pathlib.Path | None:
+    """The sweep folder a curriculum stage continued (its ``run.init_from``,
+    when that is a sweep with a ``results.json``), else None."""
+    source = (results["base_config"].get("run") or {}).get("init_from")
+    if source and (pathlib.Path(source) / "results.json").is_file():
+        return pathlib.Path(source)
+    return None
+
+
+def _stages(folder: pathlib.Path) -> list[dict[str, Any]]:
+    """The stored sweeps of a recipe, first stage first (one, or a
+    curriculum's two)."""
+    stages = [json.loads((folder / "results.json").read_text())]
+    if (folder / STAGE1).is_file():
+        stages.insert(0, json.loads((folder / STAGE1).read_text()))
+    return stages
+
+
+def _short(preset: str) -> str:
+    return preset.removeprefix("PlumeNav-Singh2023-").removesuffix("-v0")
 
 
 def recipe_row(folder: pathlib.Path) -> dict[str, Any]:
@@ -146,7 +178,8 @@ def recipe_row(folder: pathlib.Path) -> dict[str, Any]:
     from plume_jax.scoreboard.recipe_stats import improvement_estimate, recipe_estimates
 
     ev = json.loads((folder / "evaluations.json").read_text())
-    results = json.loads((folder / "results.json").read_text())
+    stages = _stages(folder)
+    results = stages[-1]
     seeds = sorted(ev["members"], key=int)
     homings = [ev["members"][s]["homings"] for s in seeds]
     train = {int(m["run.seed"]): m for m in results["results"]}
@@ -160,8 +193,12 @@ def recipe_row(folder: pathlib.Path) -> dict[str, Any]:
         "improvement_over_baseline": improvement_estimate(homings,
                                                           [ev["baseline"]["homings"]]),
         "train_success_by_seed": {s: train[s]["eval_success_rate"] for s in sorted(train)},
-        "env_steps_per_member": results["env_steps_per_member"],
-        "train_seconds": results["train_seconds"], "compile_seconds": results["compile_seconds"],
+        "trained_on": " then ".join(
+            f"{_short(r['base_config']['env']['id'])} {r['env_steps_per_member'] / 1e6:.1f}M"
+            for r in stages),
+        "env_steps_per_member": sum(r["env_steps_per_member"] for r in stages),
+        "train_seconds": sum(r["train_seconds"] for r in stages),
+        "compile_seconds": sum(r["compile_seconds"] for r in stages),
         "members_steps_per_second": results["steps_per_second_excl_compile"],
         "device": ", ".join(results["machine"]["devices"]), "jax": results["machine"]["jax"],
         "network": results["base_config"]["network"]["type"],
@@ -184,10 +221,10 @@ def _ci(estimate: dict[str, Any]) -> str:
 
 def table(rows: list[dict[str, Any]]) -> str:
     """The markdown table of ``rows``."""
-    lines = ["| recipe | preset | seeds | homings / 240 by seed | IQM [95 % CI] | mean [95 % CI] "
+    lines = ["| recipe | preset | trained on (steps per seed) | seeds | homings / 240 by seed | IQM [95 % CI] | mean [95 % CI] "
              "| paper's best | cast and surge | P(seed > cast and surge) | greedy success on "
              "training starts, % by seed | train s (members, device) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         by_seed = ", ".join(str(h) for _, h in sorted(r["homings_by_seed"].items()))
         train = ", ".join(f"{100 * v:.1f}" for _, v in sorted(r["train_success_by_seed"].items()))
@@ -196,7 +233,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         p_text = f"{improvement['value']:.2f}" + (
             "" if p_ci is None else f" [{p_ci[0]:.2f}, {p_ci[1]:.2f}]")
         lines.append(
-            f"| {r['label']} | {r['preset']} | {r['seeds']} | {by_seed} | "
+            f"| {r['label']} | {r['preset']} | {r['trained_on']} | {r['seeds']} | {by_seed} | "
             f"{_ci(r['recipe']['iqm'])} | {_ci(r['recipe']['mean'])} | "
             f"{'—' if r['paper_best'] is None else r['paper_best']} | {r['baseline_homings']} | "
             f"{p_text} | {train} | {r['train_seconds']:.0f} ({r['seeds']}, {r['device']}) |")

@@ -36,21 +36,30 @@ def test_published_table_json_and_doc_are_what_the_stored_files_give():
 @pytest.mark.parametrize("folder", STORED, ids=[p.name for p in STORED])
 def test_each_stored_recipe_is_its_regimes_seed_sweep(folder, tmp_path):
     results = recipes.check(folder.name, _as_sweep(folder, tmp_path))
-    regime, net = folder.name.split("-")[:2]
-    config = yaml.safe_load(
-        (ROOT / "configs" / f"sweep_seeds_singh2023-{regime}-{net}.yaml").read_text())
-    assert config["grid"] == {"run.seed": [int(s) for s in sorted(
-        json.loads((folder / "evaluations.json").read_text())["members"], key=int)]}
-    base = yaml.safe_load((ROOT / "configs" / config["base"]).read_text())
-    assert base["env"]["id"] == results["base_config"]["env"]["id"] == \
-        recipes.REGIMES[regime][0]
-    assert results["env_steps_per_member"] >= 4_990_000  # their 5M steps
-    # the stored sweep trained the committed config (its recipe settings)
-    for section in ("algo", "network"):
-        for key, value in base.get(section, {}).items():
-            assert results["base_config"][section][key] == value, f"{section}.{key}"
-    for key, value in ((base["env"].get("overrides") or {}).get("start") or {}).items():
-        assert results["base_config"]["env"]["overrides"]["start"][key] == value
+    regime, net, *variant = folder.name.split("-")
+    # a regime's own recipe, or (a variant: the curriculum) the sweep that says how it trained
+    stem = f"{variant[0] if variant else regime}-{net}"
+    stages = [(f"sweep_seeds_singh2023-{stem}.yaml", results)]
+    if (folder / recipes.STAGE1).is_file():
+        stages.insert(0, (f"sweep_seeds_singh2023-{stem}-stage1.yaml",
+                          json.loads((folder / recipes.STAGE1).read_text())))
+    for sweep_file, stored in stages:
+        config = yaml.safe_load((ROOT / "configs" / sweep_file).read_text())
+        assert config["grid"] == {"run.seed": [int(s) for s in sorted(
+            json.loads((folder / "evaluations.json").read_text())["members"], key=int)]}
+        base = yaml.safe_load((ROOT / "configs" / config["base"]).read_text())
+        assert base["env"]["id"] == stored["base_config"]["env"]["id"]
+        # the stored sweep trained the committed config (its recipe settings)
+        for section in ("algo", "network"):
+            for key, value in {**base.get(section, {}), **{
+                    k.split(".", 1)[1]: v for k, v in (config.get("set") or {}).items()
+                    if k.startswith(f"{section}.")}}.items():
+                assert stored["base_config"][section][key] == value, f"{section}.{key}"
+        for key, value in ((base["env"].get("overrides") or {}).get("start") or {}).items():
+            assert stored["base_config"]["env"]["overrides"]["start"][key] == value
+    if not variant:
+        assert results["base_config"]["env"]["id"] == recipes.REGIMES[regime][0]
+    assert sum(r["env_steps_per_member"] for _, r in stages) >= 4_990_000  # their 5M steps
 
 
 def _as_sweep(folder: pathlib.Path, tmp_path: pathlib.Path) -> pathlib.Path:
@@ -83,6 +92,12 @@ def test_a_sweep_of_another_regime_or_of_more_than_the_seed_is_refused(tmp_path)
     with pytest.raises(ValidationError, match="it trained PlumeNav-Singh2023-SwitchMany-v0"):
         recipes.check("constant-gru", _fake_sweep(tmp_path / "a",
                                                   "PlumeNav-Singh2023-SwitchMany-v0"))
+    # another regime's sweep is evaluated only under a label that says how it trained
+    assert recipes.check("constant-gru-curriculum", _fake_sweep(
+        tmp_path / "a2", "PlumeNav-Singh2023-SwitchMany-v0"))["grid"] == {"run.seed": [0]}
+    with pytest.raises(ValidationError, match="it trained PlumeNav-Gaussian-v0"):
+        recipes.check("constant-gru-curriculum", _fake_sweep(tmp_path / "a3",
+                                                             "PlumeNav-Gaussian-v0"))
     with pytest.raises(ValidationError, match=r"only run.seed swept; it swept \['run.seed', "):
         recipes.check("constant-gru", _fake_sweep(
             tmp_path / "b", grid={"run.seed": [0], "algo.learning_rate": [1e-3]}))

@@ -126,7 +126,7 @@ def test_an_algorithm_that_redeclares_a_shared_setting_is_refused():
 def test_a_config_written_by_0_1_is_read_in_the_current_form():
     """The stored config.yaml of a 0.1.x PPO run (35 algo keys) loses the
     other algorithms' settings and gains the settings added since
-    (network.rnn_size and run.lanes, at their defaults), nothing else; a
+    (network.rnn_size, run.lanes and run.init_from, at their defaults), nothing else; a
     0.1.x belief_value_iteration config's algo.eval_every becomes
     eval.every. Regression: without run.lanes filled in, a sweep folder
     written before run.lanes refused to resume (its checkpoint's configs
@@ -140,7 +140,8 @@ def test_a_config_written_by_0_1_is_read_in_the_current_form():
     expected = {k: v for k, v in saved.items() if k != "algo"}
     expected["network"] = {**saved["network"], "rnn_size": 64}  # added since, at its default
     run = list(saved["run"])
-    expected["run"] = {k: saved["run"].get(k) for k in [*run[:5], "lanes", *run[5:]]}
+    expected["run"] = {k: saved["run"].get(k)
+                       for k in [*run[:5], "lanes", run[5], "init_from", *run[6:]]}
     assert {k: v for k, v in current.items() if k != "algo"} == expected
     for section in ("network", "run"):  # in the resolved form's order
         assert list(current[section]) == list(train_config(current).to_dict()[section])
