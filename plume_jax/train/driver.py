@@ -225,8 +225,12 @@ def build_program(runs: list[Member], *, batched: bool, folder: pathlib.Path | N
         hp = algo.hparams(first.config, first.env_params)
         env_params = first.env_params
         keys = seed_key(first.config.run["seed"])
-    for m in runs:  # a missing policy is refused now, before a folder is written
+    for m in runs:  # refused now, before a folder is written
         if m.config.run.get("init_from"):
+            if type(algo).warm_start is Algorithm.warm_start:
+                raise ValidationError.for_parameter(
+                    "run.init_from", m.config.run["init_from"],
+                    f"null for algorithm {algo.name!r}: it cannot start from a trained policy")
             policy_folder(m.config.run["init_from"], m.name)
     return Program(algo=algo, runs=list(runs), hp=hp, env_params=env_params, keys=keys,
                    batched=batched, mesh=mesh, folder=folder,

@@ -138,3 +138,17 @@ def test_a_missing_policy_is_refused_before_a_folder_is_written(tmp_path):
     (tmp_path / "sweep" / "members" / "seed-0").mkdir(parents=True)
     with pytest.raises(ValidationError, match="members/<name>"):
         policy_folder(str(tmp_path / "sweep"))
+
+
+def test_an_algorithm_that_cannot_start_from_a_policy_is_refused_before_a_folder_is_written(
+        stage1, tmp_path):
+    """belief_value_iteration exports no actor-critic to continue: refused
+    with ``run.init_from`` named, before its out folder exists."""
+    from tests.train.test_value_iteration import tiny_config
+
+    cfg = tiny_config(2)
+    cfg = train_config({**cfg.to_dict(), "run": {**cfg.run, "init_from": str(stage1["out"])}})
+    out = tmp_path / "out"
+    with pytest.raises(ValidationError, match="cannot start from a trained policy") as info:
+        train(cfg, out, progress=False)
+    assert info.value.parameter == "run.init_from" and not out.exists()
