@@ -241,9 +241,9 @@ class Algorithm(abc.ABC):
         :mod:`plume_jax.train.warm_start`, which has already checked that
         ``arrays`` has the names and shapes :meth:`policy` gives). Default:
         ``ValidationError``, the algorithm cannot start from a policy."""
-        raise ValidationError.for_parameter(
-            "run.init_from", "(set)", f"null for algorithm {self.name!r}: it cannot start "
-            "from a trained policy")
+        from plume_jax.train.warm_start import cannot_continue
+
+        raise cannot_continue(self.name)
 
 
 # ------------------------------------------------------------------ checking the methods
