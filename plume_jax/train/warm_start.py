@@ -41,6 +41,7 @@ import jax
 import numpy as np
 
 from plume_jax.core.errors import ValidationError
+from plume_jax.train.algorithms.base import cannot_continue
 
 SETTING = "run.init_from"
 #: The spec fields two policies must share for one to start the other's training.
@@ -48,21 +49,11 @@ _SAME = ("algorithm", "network", "discrete", "action_dim", "action_low", "action
          "obs_dim", "normalize_obs", "num_agents")
 
 
-def cannot_continue(algo_name: str, source: Any = "(set)") -> ValidationError:
-    """The error for ``run.init_from`` on an algorithm that has no
-    :meth:`~plume_jax.train.algorithms.base.Algorithm.warm_start`."""
-    return ValidationError.for_parameter(
-        SETTING, source, f"null for algorithm {algo_name!r}: it cannot start from a trained "
-        "policy")
-
-
 def check_source(algo: Any, source: str, member: str = "") -> None:
     """``ValidationError`` now, before any folder is written, unless
     ``algo`` can start from a policy and ``source`` names one for
     ``member`` (:func:`policy_folder`)."""
-    from plume_jax.train.algorithms.base import Algorithm
-
-    if type(algo).warm_start is Algorithm.warm_start:
+    if not algo.can_warm_start():
         raise cannot_continue(algo.name, source)
     policy_folder(source, member)
 

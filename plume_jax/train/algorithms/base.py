@@ -241,9 +241,20 @@ class Algorithm(abc.ABC):
         :mod:`plume_jax.train.warm_start`, which has already checked that
         ``arrays`` has the names and shapes :meth:`policy` gives). Default:
         ``ValidationError``, the algorithm cannot start from a policy."""
-        from plume_jax.train.warm_start import cannot_continue
-
         raise cannot_continue(self.name)
+
+    @classmethod
+    def can_warm_start(cls) -> bool:
+        """Whether this algorithm implements :meth:`warm_start`."""
+        return cls.warm_start is not Algorithm.warm_start
+
+
+def cannot_continue(algo_name: str, source: Any = "(set)") -> ValidationError:
+    """The error for ``run.init_from`` on an algorithm that has no
+    :meth:`Algorithm.warm_start`."""
+    return ValidationError.for_parameter(
+        "run.init_from", source, f"null for algorithm {algo_name!r}: it cannot start from a "
+        "trained policy")
 
 
 # ------------------------------------------------------------------ checking the methods
