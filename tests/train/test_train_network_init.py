@@ -66,7 +66,7 @@ _MANY_VMAPPED_INITS = textwrap.dedent("""
     algo = PPO(env, params, static)
     hp = Hparams(**{name: jnp.full(members, value, jnp.float32) for name, value in dict(
         learning_rate=3e-4, ent_coef=0.0, vf_coef=0.5, gamma=0.99, gae_lambda=0.95,
-        clip_eps=0.2, max_grad_norm=0.5).items()})
+        clip_eps=0.2, max_grad_norm=0.5, weight_decay=0.0).items()})
     batch_params = jax.tree.map(lambda x: jnp.stack([x] * members), params)
     init = jax.jit(jax.vmap(algo.init))  # what plume-jax sweep does
     for i in range(300):

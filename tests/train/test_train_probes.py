@@ -156,7 +156,8 @@ def _hp(gammas, lr=3e-3, ent=0.0):
                    ent_coef=jnp.full(n, ent, jnp.float32), vf_coef=jnp.full(n, 0.5, jnp.float32),
                    gamma=jnp.asarray(gammas, jnp.float32), gae_lambda=jnp.full(n, 0.95, jnp.float32),
                    clip_eps=jnp.full(n, 0.2, jnp.float32),
-                   max_grad_norm=jnp.full(n, 0.5, jnp.float32))
+                   max_grad_norm=jnp.full(n, 0.5, jnp.float32),
+                   weight_decay=jnp.zeros(n, jnp.float32))
 
 
 def _train_probes(kind: str):

@@ -89,9 +89,13 @@ class Hparams(Pytree):
     gae_lambda: jax.Array
     clip_eps: jax.Array
     max_grad_norm: jax.Array
+    weight_decay: jax.Array
 
     @classmethod
     def create(cls, **values: float) -> "Hparams":
+        """f32[] leaves from Python numbers; ``weight_decay`` may be left
+        out (0: no L2 penalty)."""
+        values = {"weight_decay": 0.0, **values}
         return cls(**{f.name: jnp.asarray(values[f.name], jnp.float32)
                       for f in dataclasses.fields(cls)})
 
@@ -278,6 +282,9 @@ PPO_SETTINGS = {
     "vf_coef": _s(0.5, real(low=0.0, high=100.0), False, "value loss weight"),
     "max_grad_norm": _s(0.5, real(low=0.0, high=1e6, low_inclusive=False), False,
                         "global gradient norm clip"),
+    "weight_decay": _s(0.0, real(low=0.0, high=1.0), False,
+                       "L2 penalty: weight_decay x params added to the clipped gradient "
+                       "before Adam (PyTorch Adam's weight_decay; 0: none)"),
     "adam_eps": _s(1e-5, real(low=0.0, high=1.0, low_inclusive=False), True, "Adam epsilon"),
     "normalize_obs": _s(False, boolean(), True, "running mean/std of observations"),
     "normalize_advantages": _s(True, boolean(), True, "advantages scaled per minibatch"),
@@ -326,7 +333,8 @@ def ppo_hparams(config: Any, env: Any, env_params: Any) -> "Hparams":
     return Hparams.create(learning_rate=a["learning_rate"], ent_coef=a["ent_coef"],
                           vf_coef=a["vf_coef"], gamma=resolve_gamma(env, env_params, a["gamma"]),
                           gae_lambda=a["gae_lambda"], clip_eps=a["clip_eps"],
-                          max_grad_norm=a["max_grad_norm"])
+                          max_grad_norm=a["max_grad_norm"],
+                          weight_decay=a["weight_decay"])
 
 
 class PPO(Algorithm):
@@ -424,7 +432,10 @@ class PPO(Algorithm):
 
     # ------------------------------------------------------------ helpers
     def tx(self, hp: Hparams, lr: Any) -> optax.GradientTransformation:
+        # as PyTorch's Adam(weight_decay=...) after clip_grad_norm_: the L2 term joins the
+        # clipped gradient before the moments (coupled, not AdamW's decoupled decay)
         return optax.chain(optax.clip_by_global_norm(hp.max_grad_norm),
+                           optax.add_decayed_weights(hp.weight_decay),
                            optax.scale_by_adam(eps=self.static.adam_eps),
                            optax.scale(-lr))
 
