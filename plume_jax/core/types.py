@@ -138,6 +138,11 @@ def no_wind(points: jax.Array) -> jax.Array:
     return jnp.zeros(points.shape, jnp.float32)
 
 
+def never_strayed(points: jax.Array) -> jax.Array:
+    """bool[...] all False: the stray rule of a probe built without one."""
+    return jnp.zeros(jnp.shape(points)[:-1], bool)
+
+
 class PlumeProbe:
     """What a sensor (or a wind-relative action model, or a start
     distribution) may read of the plume at one instant (built by the env).
@@ -150,13 +155,17 @@ class PlumeProbe:
     ``puffs() -> (positions f32[P, 2], live bool[P])`` is the plume's puff
     centres (cells) and which slots hold a live puff, for a plume made of
     puffs (``singh``, ``filament``); ``None`` for a plume without puffs.
+    ``strayed(points f32[..., 2]) -> bool[...]`` is the plume's own rule for
+    an agent that has strayed from it, the one that ends an episode (never,
+    for a probe built without one).
     All close over the plume state and params, so consumers never depend on
     a particular plume model.
     """
 
-    __slots__ = ("concentration", "wind", "puffs")
+    __slots__ = ("concentration", "wind", "puffs", "strayed")
 
-    def __init__(self, concentration, wind=None, puffs=None):
+    def __init__(self, concentration, wind=None, puffs=None, strayed=None):
         self.concentration = concentration
         self.wind = no_wind if wind is None else wind
         self.puffs = puffs
+        self.strayed = never_strayed if strayed is None else strayed

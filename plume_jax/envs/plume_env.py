@@ -305,6 +305,7 @@ class PlumeEnv(gymnax_env.Environment[EnvState, EnvParams]):
             wind=lambda points: self.plume.wind(plume_state, points, params.plume),
             puffs=(lambda: self.plume.puff_centres(plume_state, params.plume))
             if self.plume.has_puffs else None,
+            strayed=lambda points: self.plume.strayed(plume_state, points, params.plume),
         )
 
     def goal_location(self, plume_state: Any, params: EnvParams) -> jax.Array:
@@ -341,9 +342,12 @@ class PlumeEnv(gymnax_env.Environment[EnvState, EnvParams]):
         goal = self.goal_location(plume_state, params)
         distance = norm(agent.position - goal).astype(jnp.float32)
         goal_reached = distance <= params.goal_radius
-        reward = self.reward.compute(prev, agent, goal, goal_reached, params.reward)
-        obs, sensor_state = self.sensor.observe(k_sensor, agent, self.probe(plume_state, params),
-                                                sensor_state, params.sensor)
+        probe = self.probe(plume_state, params)
+        # a reward that reads the plume (odour_gated_shaping) sees it at the step's end
+        seen = {"probe": probe} if self.reward.reads_plume else {}
+        reward = self.reward.compute(prev, agent, goal, goal_reached, params.reward, **seen)
+        obs, sensor_state = self.sensor.observe(k_sensor, agent, probe, sensor_state,
+                                                params.sensor)
         return {"obs": obs, "sensor": sensor_state, "reward": reward,
                 "goal_reached": goal_reached, "distance": distance, "goal": goal}
 

@@ -14,16 +14,20 @@ The interface every reward implements is :class:`plume_jax.rewards.base.Reward`:
 potential of a terminal state is taken as 0, so the discounted shaping terms
 of an episode that reaches the goal sum to ``-Φ(s_0)``, whatever the path.
 
-=====================  =====================================================
-type name              reward per step
-=====================  =====================================================
-``sparse``             ``goal_reward`` on reaching the goal, else 0
-``step_penalty``       ``goal_reward`` on reaching the goal, else
-                       ``-step_penalty``
-``potential_shaping``  ``goal_reward`` on reaching the goal, plus
-                       ``γ Φ(s') - Φ(s)`` with ``Φ = -scale * distance to goal``
-``weighted_sum``       ``Σ_i weights[i] * component_i``
-=====================  =====================================================
+=======================  =====================================================
+type name                reward per step
+=======================  =====================================================
+``sparse``               ``goal_reward`` on reaching the goal, else 0
+``step_penalty``         ``goal_reward`` on reaching the goal, else
+                         ``-step_penalty``
+``potential_shaping``    ``goal_reward`` on reaching the goal, plus
+                         ``γ Φ(s') - Φ(s)`` with ``Φ = -scale * distance to goal``
+``weighted_sum``         ``Σ_i weights[i] * component_i``
+``odour_gated_shaping``  ``scale`` x distance gained (only losses off the
+                         plume), ``-off_plume_penalty`` off the plume, and a
+                         penalty on straying from it (Singh et al. 2023's
+                         terms; reads the plume, not potential-based)
+=======================  =====================================================
 """
 
 from plume_jax.rewards.base import Reward
@@ -33,13 +37,18 @@ from plume_jax.rewards.goal import (
     StepPenaltyParams,
     StepPenaltyReward,
 )
+from plume_jax.rewards.odour_gated import OdourGatedShapingParams, OdourGatedShapingReward
 from plume_jax.rewards.shaping import PotentialShapingParams, PotentialShapingReward
 from plume_jax.rewards.weighted_sum import WeightedSumParams, WeightedSumReward
 from plume_jax.settings import type_table
 
-REWARDS: dict[str, type[Reward]] = type_table(SparseGoalReward, StepPenaltyReward, PotentialShapingReward, WeightedSumReward)
+REWARDS: dict[str, type[Reward]] = type_table(SparseGoalReward, StepPenaltyReward,
+                                              PotentialShapingReward, WeightedSumReward,
+                                              OdourGatedShapingReward)
 
 __all__ = [
+    "OdourGatedShapingParams",
+    "OdourGatedShapingReward",
     "PotentialShapingParams",
     "PotentialShapingReward",
     "REWARDS",

@@ -26,6 +26,12 @@ class Reward(Configurable, abc.ABC, Generic[ParamsT]):
     ``goal_reached`` is computed once per step by the env (distance to the
     goal ``<= goal_radius``), the same value that terminates the episode;
     the potential of a terminal state is taken as 0.
+
+    A reward whose :attr:`reads_plume` is True also takes the keyword
+    ``probe`` (a :class:`~plume_jax.core.types.PlumeProbe` of the plume at
+    the step's end: its concentration, puffs and stray rule); the env passes
+    it to such a reward only, so a reward that does not read the plume
+    keeps the five-argument ``compute``.
     """
 
     @property
@@ -33,11 +39,26 @@ class Reward(Configurable, abc.ABC, Generic[ParamsT]):
         """Whether the reward adds potential-based shaping (``Φ`` not identically 0)."""
         return False
 
+    @property
+    def reads_plume(self) -> bool:
+        """Whether :meth:`compute` reads the plume (keyword ``probe``); False by default."""
+        return False
+
+    @property
+    def potential_based(self) -> bool:
+        """Whether the reward is a goal reward plus potential-based shaping
+        of :meth:`potential` under :meth:`discount` (its shaping then
+        leaves the goal reward's optimal policy unchanged). True by default;
+        False for a reward with terms that depend on the path
+        (``odour_gated_shaping``)."""
+        return True
+
     @abc.abstractmethod
     def compute(self, prev_agent: AgentState, next_agent: AgentState, goal: jax.Array,
                 goal_reached: jax.Array, params: ParamsT) -> jax.Array:
         """f32[]: the reward of the step from ``prev_agent`` to ``next_agent``
-        (``goal`` f32[2], cells; ``goal_reached`` bool[])."""
+        (``goal`` f32[2], cells; ``goal_reached`` bool[]; plus the keyword
+        ``probe`` for a reward that :attr:`reads_plume`)."""
 
     def potential(self, agent: AgentState, goal: jax.Array, params: ParamsT) -> jax.Array:
         """f32[]: the shaping potential ``Φ`` of ``agent``; 0 (no shaping) by default."""

@@ -14,7 +14,7 @@ from plume_jax.core.pytree import Pytree
 from plume_jax.rewards.base import Reward
 from plume_jax.rewards.shaping import PotentialShapingReward
 from plume_jax.settings import MAX_REWARD, nested, nested_params, real_list, setting
-from plume_jax.core.types import AgentState, Grid
+from plume_jax.core.types import AgentState, Grid, PlumeProbe
 
 
 def reward_table() -> dict[str, type]:
@@ -81,12 +81,25 @@ class WeightedSumReward(Reward[WeightedSumParams]):
         """Whether any component is shaped."""
         return any(c.shaped for c in self.components)
 
+    @property
+    def reads_plume(self) -> bool:
+        """Whether any component reads the plume."""
+        return any(c.reads_plume for c in self.components)
+
+    @property
+    def potential_based(self) -> bool:
+        """Whether every component is potential-based."""
+        return all(c.potential_based for c in self.components)
+
     def compute(self, prev_agent: AgentState, next_agent: AgentState, goal: jax.Array,
-                goal_reached: jax.Array, params: WeightedSumParams) -> jax.Array:
+                goal_reached: jax.Array, params: WeightedSumParams,
+                probe: PlumeProbe | None = None) -> jax.Array:
+        """f32[]; ``probe`` goes to the components that read the plume."""
         total = jnp.zeros((), jnp.float32)
         for i, (comp, p) in enumerate(zip(self.components, params.components)):
+            seen = {"probe": probe} if comp.reads_plume else {}
             total = total + params.weights[i] * comp.compute(prev_agent, next_agent, goal,
-                                                             goal_reached, p)
+                                                             goal_reached, p, **seen)
         return total.astype(jnp.float32)
 
     def potential(self, agent: AgentState, goal: jax.Array, params: WeightedSumParams) -> jax.Array:

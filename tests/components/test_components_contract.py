@@ -11,7 +11,8 @@ below), so a new component must pass the same contracts:
 - sensors: observations inside ``observation_space``, determinism given the
   key, shapes under ``vmap`` (over agents and over params), state structure
   stable across steps, labels for every index;
-- rewards: finite f32 scalars; potential-based shaping (the residual after
+- rewards: finite f32 scalars; for every reward that declares itself
+  ``potential_based``, potential-based shaping (the residual after
   removing ``γΦ(s') - Φ(s)`` depends only on the goal flag, and discounted
   returns of two paths with the same ends are equal);
 - start distributions: in bounds, on cells, outside the goal region for any
@@ -76,7 +77,13 @@ def make_probe(plume_params=PLUME_PARAMS) -> PlumeProbe:
         concentration=lambda p: PLUME.concentration((), p, GRID, plume_params),
         wind=lambda p: PLUME.wind((), p, plume_params),
         puffs=lambda: (PUFF_POSITIONS, PUFF_LIVE),
+        strayed=lambda p: _nearest_live_puff(p) > 3.0,
     )
+
+
+def _nearest_live_puff(points):
+    d2 = jnp.sum((jnp.asarray(points, jnp.float32)[..., None, :] - PUFF_POSITIONS) ** 2, -1)
+    return jnp.sqrt(jnp.min(jnp.where(PUFF_LIVE, d2, jnp.inf), axis=-1))
 
 
 PROBE = make_probe()
@@ -125,7 +132,9 @@ REWARD_CASES = cases(REWARDS, {
     "weighted_sum": [{"components": [{"type": "sparse"},
                                      {"type": "potential_shaping", "gamma": 0.8, "scale": 1.0},
                                      {"type": "step_penalty", "step_penalty": 0.1}],
-                      "weights": [2.0, 0.5, -1.0]}],
+                      "weights": [2.0, 0.5, -1.0]},
+                     {"components": [{"type": "step_penalty", "goal_reward": 101.0},
+                                     {"type": "odour_gated_shaping", "threshold": 0.05}]}],
 })
 #: Start configs that fit the 16x16 grid (defaults for types not listed).
 START_CONFIGS = {
@@ -607,16 +616,30 @@ GOAL = jnp.asarray([8.0, 8.0], jnp.float32)
 GOAL_RADIUS = 1.5
 
 
-@pytest.fixture(scope="module", params=REWARD_CASES, ids=case_id)
-def reward_case(request):
-    """The reward, its params, and jitted ``compute`` / ``potential``."""
-    name, cfg = request.param
+def _reward_case(name: str, cfg: dict) -> SimpleNamespace:
+    """The reward, its params, and jitted ``compute`` / ``potential``
+    (``compute`` reads :data:`PROBE` when the reward reads the plume)."""
     reward, params = build(REWARDS, name, cfg, "reward")
-    compute = jax.jit(lambda p, q, reached, params: reward.compute(
-        AgentState.at(p), AgentState.at(q), GOAL, reached, params))
+    compute = jax.jit(lambda p, q, reached, params: reward_of(reward, params, p, q, reached))
     potential = jax.jit(lambda p, params: reward.potential(AgentState.at(p), GOAL, params))
     return SimpleNamespace(name=name, reward=reward, params=params, compute=compute,
                            potential=potential)
+
+
+@pytest.fixture(scope="module", params=REWARD_CASES, ids=case_id)
+def reward_case(request):
+    return _reward_case(*request.param)
+
+
+#: The rewards that declare themselves a goal reward plus potential-based
+#: shaping (``potential_based``): the two telescoping contracts hold for them.
+POTENTIAL_REWARD_CASES = [c for c in REWARD_CASES
+                          if build(REWARDS, c[0], c[1], "reward")[0].potential_based]
+
+
+@pytest.fixture(scope="module", params=POTENTIAL_REWARD_CASES, ids=case_id)
+def potential_reward_case(request):
+    return _reward_case(*request.param)
 
 
 POINTS = st.tuples(st.floats(0, 15, width=32), st.floats(0, 15, width=32))
@@ -629,7 +652,9 @@ def far_points(n: int):
 
 
 def reward_of(reward, params, p, q, reached):
-    return reward.compute(AgentState.at(p), AgentState.at(q), GOAL, jnp.asarray(reached), params)
+    seen = {"probe": PROBE} if reward.reads_plume else {}
+    return reward.compute(AgentState.at(p), AgentState.at(q), GOAL, jnp.asarray(reached), params,
+                          **seen)
 
 
 def discounted_return(compute, params, path, gamma) -> float:
@@ -657,37 +682,37 @@ def test_reward_is_a_finite_f32_scalar(reward_case, p, q, reached):
 
 
 @given(pairs=st.lists(st.tuples(POINTS, POINTS), min_size=2, max_size=6), reached=st.booleans())
-def test_reward_minus_shaping_depends_only_on_goal_flag(reward_case, pairs, reached):
+def test_reward_minus_shaping_depends_only_on_goal_flag(potential_reward_case, pairs, reached):
     """r(s, s') - (γ Φ(s') [not terminal] - Φ(s)) is the same for every
     transition with the same goal flag: the reward is a base reward plus
     potential-based shaping with the declared Φ and γ."""
-    params = reward_case.params
-    gamma = float(reward_case.reward.discount(params))
+    params = potential_reward_case.params
+    gamma = float(potential_reward_case.reward.discount(params))
     residuals = []
     for p, q in pairs:
         p, q = jnp.asarray(p, jnp.float32), jnp.asarray(q, jnp.float32)
-        phi_p = float(reward_case.potential(p, params))
-        phi_q = 0.0 if reached else float(reward_case.potential(q, params))
-        r = float(reward_case.compute(p, q, jnp.asarray(reached), params))
+        phi_p = float(potential_reward_case.potential(p, params))
+        phi_q = 0.0 if reached else float(potential_reward_case.potential(q, params))
+        r = float(potential_reward_case.compute(p, q, jnp.asarray(reached), params))
         residuals.append(r - (gamma * phi_q - phi_p))
     np.testing.assert_allclose(residuals, residuals[0], atol=1e-4)
 
 
 @given(data=st.data())
-def test_discounted_returns_of_paths_with_same_ends_are_equal(reward_case, data):
+def test_discounted_returns_of_paths_with_same_ends_are_equal(potential_reward_case, data):
     """Shaping telescopes: two paths with the same start, end and length
     (same goal flags) have the same discounted return, so shaping changes
     returns by a constant and leaves the optimal policy unchanged. Uses only
     ``compute`` and ``discount``: a non-potential reward fails it."""
-    params = reward_case.params
+    params = potential_reward_case.params
     length = data.draw(st.integers(1, 8))
     start = data.draw(far_points(1))[0]
     end = data.draw(st.sampled_from([(8.0, 8.5), (7.5, 7.0)]) | far_points(1).map(lambda v: v[0]))
     mids_a = data.draw(far_points(length - 1))
     mids_b = data.draw(far_points(length - 1))
-    gamma = float(reward_case.reward.discount(params))
-    g_a = discounted_return(reward_case.compute, params, [start, *mids_a, end], gamma)
-    g_b = discounted_return(reward_case.compute, params, [start, *mids_b, end], gamma)
+    gamma = float(potential_reward_case.reward.discount(params))
+    g_a = discounted_return(potential_reward_case.compute, params, [start, *mids_a, end], gamma)
+    g_b = discounted_return(potential_reward_case.compute, params, [start, *mids_b, end], gamma)
     assert g_a == pytest.approx(g_b, abs=1e-4)
 
 
