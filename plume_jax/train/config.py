@@ -585,9 +585,10 @@ def current_form(saved: Any) -> Any:
     algorithms at their defaults (which it enforced, so they changed
     nothing): here the ones the config's algorithm does not declare are
     dropped. 0.1.x's ``algo.eval_every`` of ``belief_value_iteration`` (0:
-    never) is ``eval.every`` now (null: never), unless that is set. A
-    ``network`` or ``run`` setting added after the config was written
-    (``network.rnn_size``, which came with ``network.type: rnn``;
+    never) is ``eval.every`` now (null: never), unless that is set. An
+    ``algo``, ``network`` or ``run`` setting added after the config was
+    written (``algo.weight_decay``, ``algo.normalize_rewards``;
+    ``network.rnn_size``, which came with ``network.type: rnn``;
     ``run.lanes``) is filled in at its default, the value it trained with,
     as this version writes every one (:func:`_with_new_settings`).
     Anything else is left for
@@ -609,6 +610,7 @@ def current_form(saved: Any) -> Any:
         section = dict(given) if isinstance(given, Mapping) else {}
         if section.get("every") is None:
             data["eval"] = {**section, "every": period or None}
+    data = _with_new_settings(data, "algo", own)
     return _with_new_settings(_with_new_settings(data, "network", NETWORK_SCHEMA), "run",
                               RUN_SCHEMA)
 

@@ -94,10 +94,11 @@ def constrain_batch(tree: Any, m: Mesh, axis: str) -> Any:
         lambda x: jax.lax.with_sharding_constraint(x, sharding) if np.ndim(x) >= 1 else x, tree)
 
 
-#: The fields of ``plume_jax.train.algorithms.ppo.Runner`` with a leading env (or
+#: The fields of ``plume_jax.train.algorithms.ppo.Runner`` (and of its
+#: ``RewardScalingRunner``) with a leading env (or
 #: env x agent row) axis.
 BATCH_FIELDS = ("env_state", "obs", "hidden", "prev_action", "prev_obs", "start", "ep_return",
-                "ep_length", "arrived")
+                "ep_length", "arrived", "discounted_return")
 
 
 def runner_shardings(runner: Any, m: Mesh, axis: str) -> Any:

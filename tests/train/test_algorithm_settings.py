@@ -136,7 +136,11 @@ def test_a_config_written_by_0_1_is_read_in_the_current_form():
     with pytest.raises(ValidationError, match=r"^algo\.epsilon="):
         train_config(saved)
     current = current_form(saved)
-    assert current["algo"] == {k: saved["algo"][k] for k in [*COMMON_ALGO, *PPO_SETTINGS]}
+    # the settings PPO gained since (algo.weight_decay, algo.normalize_rewards): at their
+    # defaults, the values the run trained with
+    assert current["algo"] == {k: saved["algo"][k] if k in saved["algo"] else
+                               PPO_SETTINGS[k].default for k in [*COMMON_ALGO, *PPO_SETTINGS]}
+    assert {"weight_decay", "normalize_rewards"} <= set(current["algo"]) - set(saved["algo"])
     expected = {k: v for k, v in saved.items() if k != "algo"}
     expected["network"] = {**saved["network"], "rnn_size": 64}  # added since, at its default
     run = list(saved["run"])

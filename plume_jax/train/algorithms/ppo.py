@@ -75,7 +75,7 @@ from plume_jax.train.algorithms.base import (  # noqa: F401 (action_spec, obs_di
     num_agents_of, obs_dim, set_spaces, typed_key)
 from plume_jax.settings.checks import boolean, count, optional, real
 from plume_jax.train.networks import NetworkConfig
-from plume_jax.train.normalize import ObsStats, normalize, transform
+from plume_jax.train.normalize import EPS, ObsStats, normalize, transform
 
 
 @chex.dataclass(frozen=True)
@@ -113,6 +113,7 @@ class PPOStatic:
     clip_value: bool = True
     adam_eps: float = 1e-5
     normalize_obs: bool = False
+    normalize_rewards: bool = False
     normalize_advantages: bool = True
     network: NetworkConfig = NetworkConfig()
 
@@ -160,6 +161,23 @@ class Runner(Pytree):
 
 
 @chex.dataclass(frozen=True)
+class RewardScalingRunner(Runner):
+    """The runner of ``normalize_rewards``: a :class:`Runner` (whose
+    structure, and so its checkpoints, stay as they were without it) plus
+    the reward scaling's state.
+
+    Attributes:
+        return_stats: the running statistics of the discounted return
+            (:class:`ObsStats` of one dimension).
+        discounted_return: f32[R], each row's discounted return so far in
+            its running episode.
+    """
+
+    return_stats: ObsStats
+    discounted_return: jax.Array
+
+
+@chex.dataclass(frozen=True)
 class Transition(Pytree):
     """One rollout step (stacked: a leading time axis ``T``). Per row
     (``[R]``) or per env (``[N]``)."""
@@ -169,7 +187,7 @@ class Transition(Pytree):
     action: jax.Array         # [R] the sampled action (normalised for Box actions)
     logp: jax.Array           # [R]
     value: jax.Array          # [R]
-    reward: jax.Array         # [R]
+    reward: jax.Array         # [R] (scaled, with normalize_rewards: what GAE reads)
     terminated: jax.Array     # [R] the return ends, no bootstrap (agent_boundaries)
     truncated: jax.Array      # [R] the return ends, bootstrap from final_value
     final_value: jax.Array    # [R] V(info["final_observation"])
@@ -287,6 +305,9 @@ PPO_SETTINGS = {
                        "before Adam (PyTorch Adam's weight_decay; 0: none)"),
     "adam_eps": _s(1e-5, real(low=0.0, high=1.0, low_inclusive=False), True, "Adam epsilon"),
     "normalize_obs": _s(False, boolean(), True, "running mean/std of observations"),
+    "normalize_rewards": _s(False, boolean(), True,
+                            "rewards divided by the running std of the discounted return, "
+                            "then clipped to +-10 (as VecNormalize does)"),
     "normalize_advantages": _s(True, boolean(), True, "advantages scaled per minibatch"),
 }
 
@@ -323,7 +344,7 @@ def ppo_static(config: Any) -> "PPOStatic":
                      update_epochs=a["update_epochs"], num_minibatches=a["num_minibatches"],
                      num_updates=config.num_updates, anneal_lr=a["anneal_lr"],
                      clip_value=a["clip_value"], adam_eps=a["adam_eps"],
-                     normalize_obs=a["normalize_obs"],
+                     normalize_obs=a["normalize_obs"], normalize_rewards=a["normalize_rewards"],
                      normalize_advantages=a["normalize_advantages"], network=config.network)
 
 
@@ -432,10 +453,7 @@ class PPO(Algorithm):
 
     # ------------------------------------------------------------ helpers
     def tx(self, hp: Hparams, lr: Any) -> optax.GradientTransformation:
-        # as PyTorch's Adam(weight_decay=...) after clip_grad_norm_: the L2 term joins the
-        # clipped gradient before the moments (coupled, not AdamW's decoupled decay)
-        return optax.chain(optax.clip_by_global_norm(hp.max_grad_norm),
-                           optax.add_decayed_weights(hp.weight_decay),
+        return optax.chain(clip_then_l2(hp.max_grad_norm, hp.weight_decay),
                            optax.scale_by_adam(eps=self.static.adam_eps),
                            optax.scale(-lr))
 
@@ -529,7 +547,8 @@ class PPO(Algorithm):
         from plume_jax.train.sharding import BATCH_FIELDS, constrain_batch
 
         return runner.replace(**{name: constrain_batch(getattr(runner, name), self.mesh,
-                                                       self.axis) for name in BATCH_FIELDS})
+                                                       self.axis)
+                                 for name in BATCH_FIELDS if name in runner.keys()})
 
     # ------------------------------------------------------------ init
     def init(self, key: jax.Array, hp: Hparams, env_params: Any) -> Runner:
@@ -545,8 +564,11 @@ class PPO(Algorithm):
             prev_action = jnp.zeros(rows, jnp.int32)
         else:
             prev_action = jnp.zeros((rows, self.action_dim), jnp.float32)
-        runner = Runner(
-            params=params, opt_state=opt_state, obs_stats=ObsStats.create(self.feat_dim),
+        scaling = ({"return_stats": ObsStats.create(1),
+                    "discounted_return": jnp.zeros(rows, jnp.float32)}
+                   if s.normalize_rewards else {})
+        runner = (RewardScalingRunner if s.normalize_rewards else Runner)(
+            **scaling, params=params, opt_state=opt_state, obs_stats=ObsStats.create(self.feat_dim),
             env_state=env_state, obs=obs,
             hidden=jnp.zeros((rows, self.hidden_dim), jnp.float32),
             prev_action=prev_action,
@@ -571,9 +593,11 @@ class PPO(Algorithm):
         return jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(keys, env_state, env_action,
                                                                  env_params)
 
-    def rollout(self, runner: Runner, env_params: Any, key: jax.Array, vmapped: bool = False):
+    def rollout(self, runner: Runner, env_params: Any, key: jax.Array, vmapped: bool = False,
+                gamma: Any = 0.99):
         """``num_steps`` steps of the env batch under the current policy
-        (``vmapped``: see :meth:`env_step`).
+        (``vmapped``: see :meth:`env_step`; ``gamma``: the discount of the
+        returns whose spread scales the rewards, with ``normalize_rewards``).
 
         Returns ``(runner with the new env batch, transitions [T, ...],
         last_value [R])``.
@@ -583,7 +607,8 @@ class PPO(Algorithm):
         stats = runner.obs_stats if s.normalize_obs else None
 
         def body(carry, k):
-            env_state, obs, hidden, prev_action, prev_tobs, start, ep_ret, ep_len, arrived = carry
+            (env_state, obs, hidden, prev_action, prev_tobs, start, ep_ret, ep_len, arrived,
+             scaling) = carry
             k_act, k_env = jax.random.split(k)
             tobs = self.preprocess(self.to_rows(obs))
             feat = self.features(tobs, prev_tobs, start)
@@ -606,8 +631,9 @@ class PPO(Algorithm):
             out = self.outcome(reward, term, trunc, info, arrived)
             ep_ret = ep_ret + out["reward"]
             ep_len = ep_len + 1
+            train_reward, scaling = scale_rewards(out["reward"], out["done"], scaling, gamma)
             tr = Transition(x=x, start=start, action=action, logp=logp, value=value,
-                            reward=out["reward"], terminated=out["terminated"],
+                            reward=train_reward, terminated=out["terminated"],
                             truncated=out["truncated"], final_value=final_value,
                             active=~arrived, ep_return=ep_ret, feat=feat,
                             done=out["episode_done"], success=out["success"], ep_length=ep_len,
@@ -615,19 +641,24 @@ class PPO(Algorithm):
                             blocked=out["blocked"])
             done = out["done"]
             carry = (env_state, obs2, hidden, action, tobs, done, jnp.where(done, 0.0, ep_ret),
-                     jnp.where(out["episode_done"], 0, ep_len), out["arrived"])
+                     jnp.where(out["episode_done"], 0, ep_len), out["arrived"], scaling)
             return carry, tr
 
+        scaling = ((runner.return_stats, runner.discounted_return) if s.normalize_rewards
+                   else None)
         init = (runner.env_state, runner.obs, runner.hidden, runner.prev_action, runner.prev_obs,
-                runner.start, runner.ep_return, runner.ep_length, runner.arrived)
+                runner.start, runner.ep_return, runner.ep_length, runner.arrived, scaling)
         carry, traj = jax.lax.scan(body, init, jax.random.split(key, s.num_steps))
-        env_state, obs, hidden, prev_action, prev_tobs, start, ep_ret, ep_len, arrived = carry
+        (env_state, obs, hidden, prev_action, prev_tobs, start, ep_ret, ep_len, arrived,
+         scaling) = carry
         feat_last = self.features(self.preprocess(self.to_rows(obs)), prev_tobs, start)
         x_last = self.net_input(feat_last, stats, prev_action, start)
         _, _, last_value = self.step_net(params, hidden, x_last, start)
         runner = runner.replace(env_state=env_state, obs=obs, hidden=hidden,
                                 prev_action=prev_action, prev_obs=prev_tobs, start=start,
                                 ep_return=ep_ret, ep_length=ep_len, arrived=arrived)
+        if scaling is not None:
+            runner = runner.replace(return_stats=scaling[0], discounted_return=scaling[1])
         return runner, traj, last_value
 
     # ------------------------------------------------------------ loss
@@ -712,7 +743,8 @@ class PPO(Algorithm):
         key = typed_key(runner.key)
         key, k_roll, k_train = jax.random.split(key, 3)
         h0 = runner.hidden
-        new_runner, traj, last_value = self.rollout(runner, env_params, k_roll, vmapped)
+        new_runner, traj, last_value = self.rollout(runner, env_params, k_roll, vmapped,
+                                                    gamma=hp.gamma)
         adv, target = gae(traj.reward, traj.value, traj.terminated, traj.truncated,
                           traj.final_value, last_value, hp.gamma, hp.gae_lambda)
 
@@ -780,6 +812,49 @@ class PPO(Algorithm):
                 "collisions_mean": per_episode(traj.blocked.sum().astype(jnp.float32)),
             })
         return metrics
+
+
+def clip_then_l2(max_norm: Any, weight_decay: Any) -> optax.GradientTransformation:
+    """The gradient clipped to global norm ``max_norm``, then
+    ``weight_decay x params`` added: what PyTorch's
+    ``Adam(weight_decay=...)`` sees after ``clip_grad_norm_`` (coupled L2,
+    not AdamW's decoupled decay). One stage with ``clip_by_global_norm``'s
+    (empty) state, so the optimiser state, and the checkpoints written
+    before ``algo.weight_decay`` existed, keep their structure."""
+    clip = optax.clip_by_global_norm(max_norm)
+
+    def update(updates: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
+        clipped, state = clip.update(updates, state, params)
+        return jax.tree.map(lambda g, p: g + weight_decay * p, clipped, params), state
+
+    return optax.GradientTransformation(clip.init, update)
+
+
+#: Scaled rewards are clipped to ``[-REWARD_CLIP, REWARD_CLIP]`` (VecNormalize's ``clip_reward``).
+REWARD_CLIP = 10.0
+
+
+def scale_rewards(reward: jax.Array, done: jax.Array, scaling: Any, gamma: Any
+                  ) -> tuple[jax.Array, Any]:
+    """One step of reward scaling by the spread of the discounted return
+    (``normalize_rewards``, as baselines' and Stable-Baselines3's
+    ``VecNormalize``): each row's return ``G <- gamma G + r`` joins the
+    running statistics, the reward is divided by their ``sqrt(var + EPS)``
+    and clipped to ``+-REWARD_CLIP``, and ``G`` restarts where the episode
+    ended (``done`` bool[R]). The mean is not subtracted, so the sign of
+    every reward is kept.
+
+    ``scaling``: ``(return_stats, discounted_return f32[R])``, or None
+    (no scaling: ``reward`` comes back as it is).
+    Returns ``(scaled reward f32[R], new scaling)``.
+    """
+    if scaling is None:
+        return reward, None
+    stats, ret = scaling
+    ret = ret * gamma + reward
+    stats = stats.update(ret[:, None])
+    scaled = jnp.clip(reward / jnp.sqrt(stats.var[0] + EPS), -REWARD_CLIP, REWARD_CLIP)
+    return scaled.astype(jnp.float32), (stats, jnp.where(done, 0.0, ret))
 
 
 def resolve_gamma(env: Any, env_params: Any, gamma: float | None) -> float:
