@@ -23,6 +23,12 @@ Model, per simulator step, in this order (their ``manual_integrator``):
   ``puff_radius`` (first moved on the next step). A sparse plume (their
   puffs dropped at random, a thinned Poisson process) is a lower
   ``birth_rate``.
+- Per-episode sparsity (their training's ``birthx``): each episode's
+  readings leave out a random fraction of the puffs, each slot dropped with
+  probability ``1 - keep``, ``keep ~ U(episode_keep_min, 1)`` drawn at the
+  episode's start (``init``, ``reinit``). The puffs themselves move as
+  without it (the draw comes from the reset's key folded with a salt);
+  ``episode_keep_min`` 1 (the default) drops none.
 
 Concentration (their ``load_plume`` and ``get_concentration_at_tidx``): each
 puff counts ``(puff_radius / r)^3`` (1 at birth) at points inside the
@@ -103,6 +109,8 @@ class SinghParams(Pytree):
         switch_time, switch_angle: ``switch_once``.
         switch_period, switch_jitter, switch_std, switch_max: ``switch_many``.
         stray_limit: the episode ends farther than this from every puff, m (0: never).
+        episode_keep_min: each episode keeps a fraction ``U(episode_keep_min, 1)``
+            of the puffs (their per-episode ``birthx``; 1: all).
     """
 
     source: jax.Array = setting(None, grid_position(none_means_centre=True),
@@ -159,6 +167,11 @@ class SinghParams(Pytree):
                                      doc="the episode ends when the agent is farther than this "
                                          "from every puff centre, metres (0: never), in "
                                          f"[0, {MAX_LENGTH:g}]")
+    episode_keep_min: jax.Array = setting(
+        1.0, real(low=0.0, high=1.0),
+        doc="each episode keeps a random fraction U(episode_keep_min, 1) of the puffs in its "
+            "readings (concentration, puff centres, stray distance; their birthx); 1: all, "
+            "in [0, 1]")
 
 
 @chex.dataclass(frozen=True)
@@ -176,6 +189,9 @@ class SinghState(Pytree):
         clock: i32[], simulator steps since the episode started.
         next_switch: i32[], the clock of the next switch.
         next_base: i32[], ``switch_many``: the un-jittered clock of the next switch.
+        dropped: bool[capacity], slots whose puffs this episode's readings
+            leave out (``episode_keep_min``; drawn at each episode start, a
+            slot's later puffs share its draw).
     """
 
     positions: jax.Array
@@ -189,6 +205,12 @@ class SinghState(Pytree):
     clock: jax.Array
     next_switch: jax.Array
     next_base: jax.Array
+    dropped: jax.Array
+
+
+#: Folded into a reset's key for the episode's dropped puffs, so that the
+#: puffs' own draws are those of a plume without them.
+_DROP_SALT = 0x5EED
 
 
 def _seconds_to_steps(seconds: jax.Array, params: SinghParams) -> jax.Array:
@@ -240,7 +262,7 @@ class SinghPlume(Plume[SinghParams, SinghState]):
             radii=jnp.full((n,), params.puff_radius, jnp.float32),
             active=jnp.zeros((n,), bool), head=zero, released=zero, overwritten=zero,
             offset=jnp.zeros((), jnp.float32), target=jnp.asarray(params.switch_angle, jnp.float32),
-            clock=zero, next_switch=zero, next_base=zero)
+            clock=zero, next_switch=zero, next_base=zero, dropped=jnp.zeros((n,), bool))
 
     def _start_clock(self, key: jax.Array, state: SinghState, clock: jax.Array,
                      params: SinghParams) -> SinghState:
@@ -272,13 +294,26 @@ class SinghPlume(Plume[SinghParams, SinghState]):
                 return self.advance(k, s, params), None
 
             state, _ = jax.lax.scan(body, state, jax.random.split(k_run, self.warmup_steps))
-        return state
+        return state.replace(dropped=self._drop(key, params))
+
+    def _drop(self, key: jax.Array, params: SinghParams) -> jax.Array:
+        """bool[capacity]: an episode's dropped slots, each with probability
+        ``1 - keep``, ``keep ~ U(episode_keep_min, 1)`` (their per-episode
+        ``birthx``: a fraction of the puff numbers dropped at random); none
+        when ``episode_keep_min`` is 1. From ``key`` folded with a salt."""
+        k_keep, k_slots = jax.random.split(jax.random.fold_in(key, _DROP_SALT))
+        keep = jax.random.uniform(k_keep, (), jnp.float32, params.episode_keep_min, 1.0)
+        return jax.random.uniform(k_slots, (self.capacity,), jnp.float32) >= keep
+
+    def _live(self, plume_state: SinghState) -> jax.Array:
+        """bool[capacity]: the puffs the readings count (live, not dropped)."""
+        return plume_state.active & ~plume_state.dropped
 
     def reinit(self, key: jax.Array, plume_state: SinghState, params: SinghParams) -> SinghState:
         """The next episode under auto-reset: the puffs keep running, the
         wind's clock restarts at 0 (``switch_once``: from the direction it
         switched to, switching back; ``switch_many``: the schedule goes on)."""
-        s = plume_state
+        s = plume_state.replace(dropped=self._drop(key, params))
         if self.wind_kind == "switch_once":
             back = jnp.where(s.offset == 0.0, params.switch_angle, 0.0).astype(jnp.float32)
             nxt = _seconds_to_steps(params.switch_time, params)
@@ -371,7 +406,7 @@ class SinghPlume(Plume[SinghParams, SinghState]):
         points = jnp.asarray(points, jnp.float32)
         flat = jnp.reshape(points, (-1, 2))
         r = self._reading_radii(plume_state, params)
-        weight = jnp.where(plume_state.active, (params.puff_radius / r) ** 3, 0.0)
+        weight = jnp.where(self._live(plume_state), (params.puff_radius / r) ** 3, 0.0)
         gap = jnp.abs(flat[:, None, :] - plume_state.positions[None, :, :])
         inside = jnp.all(gap < r[None, :, None], axis=-1)
         c = jnp.sum(jnp.where(inside, weight[None, :], 0.0), axis=-1).reshape(points.shape[:-1])
@@ -386,9 +421,9 @@ class SinghPlume(Plume[SinghParams, SinghState]):
 
     def puff_centres(self, plume_state: SinghState, params: SinghParams
                      ) -> tuple[jax.Array, jax.Array]:
-        """``(positions f32[capacity, 2], active bool[capacity])``: the puff
-        centres, metres (= cells), and the live slots."""
-        return plume_state.positions, plume_state.active
+        """``(positions f32[capacity, 2], live bool[capacity])``: the puff
+        centres, metres (= cells), and the live slots this episode counts."""
+        return plume_state.positions, self._live(plume_state)
 
     def nearest_puff_distance(self, plume_state: SinghState, points: jax.Array,
                               params: SinghParams) -> jax.Array:
@@ -396,7 +431,7 @@ class SinghPlume(Plume[SinghParams, SinghState]):
         puff centre (``inf`` without one)."""
         points = jnp.asarray(points, jnp.float32)
         d2 = squared_norm(points[..., None, :] - plume_state.positions)
-        d2 = jnp.where(plume_state.active, d2, jnp.inf)
+        d2 = jnp.where(self._live(plume_state), d2, jnp.inf)
         return jnp.sqrt(jnp.min(d2, axis=-1)).astype(jnp.float32)
 
     def strayed(self, plume_state: SinghState, points: jax.Array, params: SinghParams
