@@ -2,7 +2,9 @@
 
 The interface every reward implements is :class:`plume_jax.rewards.base.Reward`:
 
-- ``compute(prev_agent, next_agent, goal, goal_reached, params) -> f32[]``;
+- ``compute(prev_agent, next_agent, goal, goal_reached, params) -> f32[]``
+  (a reward whose ``reads_plume`` is True also gets the keyword ``probe``,
+  the plume at the step's end);
 - ``potential(agent, goal, params) -> f32[]``: the shaping potential ``Φ``
   this reward adds as ``γ Φ(s') - Φ(s)`` (0 for unshaped rewards);
 - ``discount(params) -> f32[]``: the ``γ`` that shaping assumes (1 for
