@@ -1145,11 +1145,14 @@ def test_potential_shaping_return_is_sparse_return_plus_potential_difference():
     assert float(reward_of(s1, p1, (2.0, 8.0), (1.0, 8.0), False)) == pytest.approx(-1.0)
 
 
-def test_weighted_sum_is_the_weighted_sum_of_its_components():
-    cfg = REWARD_CASES[-1][1]
+@pytest.mark.parametrize("cfg", [c for n, c in REWARD_CASES if n == "weighted_sum" and c],
+                         ids=["shaped", "reads the plume"])
+def test_weighted_sum_is_the_weighted_sum_of_its_components(cfg):
     total, params = build(REWARDS, "weighted_sum", cfg, "reward")
-    for p, q, reached in [((1.0, 1.0), (2.0, 3.0), False), ((8.0, 6.0), (8.0, 7.0), True)]:
+    for p, q, reached in [((1.0, 1.0), (2.0, 3.0), False), ((8.0, 6.0), (8.0, 7.0), True),
+                          ((12.0, 2.0), (13.0, 1.0), False)]:
         expected = sum(float(w) * float(reward_of(c, cp, p, q, reached)) for c, cp, w in
                        zip(total.components, params.components, params.weights))
         assert float(reward_of(total, params, p, q, reached)) == pytest.approx(expected, abs=1e-5)
-    assert float(total.discount(params)) == pytest.approx(0.8)
+    # the discount of its shaped component (gamma 0.8), else 1
+    assert float(total.discount(params)) == pytest.approx(0.8 if total.shaped else 1.0)
