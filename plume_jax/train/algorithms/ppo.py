@@ -548,7 +548,7 @@ class PPO(Algorithm):
 
         return runner.replace(**{name: constrain_batch(getattr(runner, name), self.mesh,
                                                        self.axis)
-                                 for name in BATCH_FIELDS if name in runner.keys()})
+                                 for name in BATCH_FIELDS if hasattr(runner, name)})
 
     # ------------------------------------------------------------ init
     def init(self, key: jax.Array, hp: Hparams, env_params: Any) -> Runner:
@@ -564,11 +564,8 @@ class PPO(Algorithm):
             prev_action = jnp.zeros(rows, jnp.int32)
         else:
             prev_action = jnp.zeros((rows, self.action_dim), jnp.float32)
-        scaling = ({"return_stats": ObsStats.create(1),
-                    "discounted_return": jnp.zeros(rows, jnp.float32)}
-                   if s.normalize_rewards else {})
-        runner = (RewardScalingRunner if s.normalize_rewards else Runner)(
-            **scaling, params=params, opt_state=opt_state, obs_stats=ObsStats.create(self.feat_dim),
+        runner = Runner(
+            params=params, opt_state=opt_state, obs_stats=ObsStats.create(self.feat_dim),
             env_state=env_state, obs=obs,
             hidden=jnp.zeros((rows, self.hidden_dim), jnp.float32),
             prev_action=prev_action,
@@ -578,6 +575,11 @@ class PPO(Algorithm):
             ep_length=jnp.zeros(s.num_envs, jnp.int32),
             arrived=jnp.zeros(rows, bool),
             key=jax.random.key_data(k_run), update=jnp.asarray(0, jnp.int32))
+        if s.normalize_rewards:
+            runner = RewardScalingRunner(**{f.name: getattr(runner, f.name)
+                                            for f in dataclasses.fields(Runner)},
+                                         return_stats=ObsStats.create(1),
+                                         discounted_return=jnp.zeros(rows, jnp.float32))
         return self.constrain(runner)
 
     # ------------------------------------------------------------ rollout
@@ -644,8 +646,9 @@ class PPO(Algorithm):
                      jnp.where(out["episode_done"], 0, ep_len), out["arrived"], scaling)
             return carry, tr
 
-        scaling = ((runner.return_stats, runner.discounted_return) if s.normalize_rewards
-                   else None)
+        # normalize_rewards: init made a RewardScalingRunner
+        scaling = ((runner.return_stats, runner.discounted_return)
+                   if isinstance(runner, RewardScalingRunner) else None)
         init = (runner.env_state, runner.obs, runner.hidden, runner.prev_action, runner.prev_obs,
                 runner.start, runner.ep_return, runner.ep_length, runner.arrived, scaling)
         carry, traj = jax.lax.scan(body, init, jax.random.split(key, s.num_steps))
