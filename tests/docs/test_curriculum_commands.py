@@ -37,11 +37,14 @@ def _option(argv: list[str], flag: str) -> str:
 def test_stage_two_continues_from_where_stage_one_is_written(page):
     from plume_jax.train.sweep import load_sweep_config
 
-    stage1, stage2 = curriculum_sweeps(page)
-    assert "stage1" in _option(stage1, "--config") and "stage1" not in _option(stage2, "--config")
-    sweep = load_sweep_config(ROOT / _option(stage2, "--config"))
-    assert {c.run["init_from"] for c in sweep.configs} == {_option(stage1, "--out")}
-    assert load_sweep_config(ROOT / _option(stage1, "--config")).names == sweep.names
+    commands = curriculum_sweeps(page)
+    assert commands and len(commands) % 2 == 0, "the curriculum's commands come in stage pairs"
+    for stage1, stage2 in zip(commands[::2], commands[1::2]):
+        assert "stage1" in _option(stage1, "--config")
+        assert "stage1" not in _option(stage2, "--config")
+        sweep = load_sweep_config(ROOT / _option(stage2, "--config"))
+        assert {c.run["init_from"] for c in sweep.configs} == {_option(stage1, "--out")}
+        assert load_sweep_config(ROOT / _option(stage1, "--config")).names == sweep.names
 
 
 def test_every_curriculum_sweep_config_chains_its_own_stage_one():
@@ -66,13 +69,15 @@ def test_the_evaluation_loop_adds_labels_the_script_accepts():
     from scripts.bench import singh_recipes as recipes
 
     text = (ROOT / "docs" / "singh2023.md").read_text()
-    loop = re.search(r"for regime in ([a-z_0-9 ]+); do\n\s+python scripts/bench/singh_recipes.py "
-                     r"--add \$regime-(\w+)-(\w+)=(\S+)", text)
-    assert loop, "the evaluation loop of 'Their curriculum' is not where the test reads it"
-    regimes, net, variant, _ = loop.groups()
-    assert sorted(regimes.split()) == sorted(recipes.REGIMES)
-    for regime in regimes.split():
-        assert recipes.regime_of(f"{regime}-{net}-{variant}") == regime
+    loops = list(re.finditer(r"for regime in ([a-z_0-9 ]+); do\n\s+python "
+                             r"scripts/bench/singh_recipes.py --add \$regime-(\w+)-([\w-]+)=(\S+)",
+                             text))
+    assert len(loops) >= 2, "the evaluation loops of 'Their curriculum' are not where the test reads them"
+    for loop in loops:
+        regimes, net, variant, _ = loop.groups()
+        assert sorted(regimes.split()) == sorted(recipes.REGIMES)
+        for regime in regimes.split():
+            assert recipes.regime_of(f"{regime}-{net}-{variant}") == regime
 
 
 @pytest.mark.slow
