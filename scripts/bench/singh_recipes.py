@@ -272,7 +272,8 @@ def figure(rows: list[dict[str, Any]], path: pathlib.Path) -> None:
     ax.grid(axis="x", alpha=0.3)
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    # the legend sits above the axes: a tight box keeps its right end in the picture
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
 

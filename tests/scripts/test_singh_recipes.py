@@ -148,3 +148,16 @@ def test_a_tiny_sweep_is_evaluated_on_the_240_starts_and_tabulated(tmp_path):
         assert sum(member["homings_by_start"].values()) == member["homings"] <= 240
     assert doc.read_text() == f"head\n{recipes.BEGIN}\n{recipes.table([row])}{recipes.END}\ntail\n"
     assert (tmp_path / "fig.png").is_file()
+
+
+def test_figure_legend_is_not_cut_off_at_the_right_edge(tmp_path):
+    """The legend above the axes ran off the picture's right edge ("Singh et
+    al.'s best age...") once the recipe labels grew long: nothing may touch
+    the picture's right-most pixel columns."""
+    import matplotlib.image
+
+    rows = recipes.build()
+    rows[0] = {**rows[0], "label": "a-very-long-recipe-label-" * 2}
+    recipes.figure(rows, tmp_path / "fig.png")
+    pixels = matplotlib.image.imread(tmp_path / "fig.png")[..., :3]
+    assert pixels[:, -3:].min() > 0.9, "something is drawn on the picture's right edge"
