@@ -605,8 +605,9 @@ def test_gaussian_config_with_the_swarm_id_trains_instead_of_crashing():
 
 
 @pytest.mark.slow
-# the full swarm training: 481-499 s on an idle machine, 1,120 s beside the other xdist worker
-# (2026-12-06), too near the suite's 1,200 s limit, whose kill takes the worker down
+# the full 1M-step training took 481-499 s idle and 1,120 s beside the other xdist worker
+# (2026-12-06), the slow suite's longest test. 40 % of the budget is not enough: 980 vs 999
+# of 1000 successes (intervals apart), 32.9 vs 58.8 mean steps, in 335 s (2026-12-06)
 @pytest.mark.timeout(3000)
 def test_shipped_swarm_config_against_cast_and_surge(tmp_path):
     """configs/train_swarm.yaml against the README's cast-and-surge swarm on the
@@ -620,8 +621,9 @@ def test_shipped_swarm_config_against_cast_and_surge(tmp_path):
     from plume_jax.evaluate.scenario import load_scenario
 
     out = tmp_path / "run"
+    # the run's own final evaluation is cut to 8 episodes: the test evaluates 1000 itself
     code, stdout = _cli(["train", "--config", str(CONFIGS / "train_swarm.yaml"), "--out",
-                         str(out), "--quiet"])
+                         str(out), "--set", "eval.num_envs=8", "--quiet"])
     assert code == 0, stdout
     scenario = load_scenario(CONFIGS / "scenarios" / "swarm_cast_and_surge_8.yaml")
     env, params = plume_jax.make(scenario["env"]["preset"], **scenario["env"]["overrides"])
@@ -638,8 +640,11 @@ def test_shipped_swarm_config_against_cast_and_surge(tmp_path):
 
     _, trained_upper = wilson_interval(int(np.sum(trained.success)), n)
     baseline_lower, _ = wilson_interval(int(np.sum(baseline.success)), n)
-    assert trained_upper >= baseline_lower
-    assert mean_steps(trained) < 0.75 * mean_steps(baseline)
+    report = (f"success {int(np.sum(trained.success))} vs {int(np.sum(baseline.success))} of {n}, "
+              f"mean steps {mean_steps(trained):.1f} vs {mean_steps(baseline):.1f}")
+    print(report)
+    assert trained_upper >= baseline_lower, report
+    assert mean_steps(trained) < 0.75 * mean_steps(baseline), report
 
 
 def test_a_sweep_over_the_number_of_agents_runs_each_count_as_its_own_program():
