@@ -31,10 +31,20 @@ is within 10 % of theirs or within 2 combined standard errors (SE over
 seeds). The table goes to ``--table`` and, between its markers, into
 docs/plumes.md.
 
+How many statistics two runs of one simulator leave outside that rule by
+chance (``--null PAIRS``): the script also runs ``2 x PAIRS`` further groups
+of ``--runs`` seeds of the ``singh`` plume (seeds disjoint from the compared
+ones) and applies the same rule between the groups of each pair, one group
+standing where Singh et al.'s simulator stands. Its counts calibrate the
+comparison's: with five seeds a side, some hundreds of statistics and the
+off-axis probes' rare, heavy-tailed readings, a few outside are expected
+of identical simulators.
+
 Usage::
 
     python scripts/validation/singh_validation.py              # 5 runs, as stored
     python scripts/validation/singh_validation.py --runs 2 --frames 100 --no-docs  # a quick look
+    python scripts/validation/singh_validation.py --null 4     # and 4 plume_jax-vs-itself pairs
 """
 
 from __future__ import annotations
@@ -175,6 +185,73 @@ def compare(reference: dict[str, Any], ours: dict[str, Any]) -> list[dict[str, A
     return rows
 
 
+def as_reference(reference: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]:
+    """plume_jax's own runs ``ours`` (as :func:`run_plume_jax` returns them,
+    per regime and kept fraction) summarised in the layout of Singh et al.'s
+    stored statistics ``reference`` (its probes, means and SEs over runs), so
+    that :func:`compare` can put them where theirs stand."""
+    regimes: dict[str, Any] = {}
+    for regime, per_fraction in ours.items():
+        template = reference["regimes"][regime]["summary"]
+        summaries: dict[str, Any] = {}
+        for fraction, result in per_fraction.items():
+            counts = np.asarray(result["puff_count"], np.float64)
+            for d in DIFFUSIONS:
+                key = f"b{float(fraction):g}_d{d:g}"
+                entry: dict[str, Any] = {"puff_count": {
+                    "mean": float(counts.mean()),
+                    "se": float(counts.std(ddof=1) / math.sqrt(len(counts)))}}
+                for stat in ("mean_concentration", "intermittency"):
+                    mean, se = mean_se(result["variants"][f"d{d:g}"][stat])
+                    entry[stat] = [{**probe, "mean": float(mean[i]), "se": float(se[i])}
+                                   for i, probe in enumerate(template[key][stat])]
+                summaries[key] = entry
+        regimes[regime] = {"summary": summaries}
+    return {"settings": reference["settings"], "regimes": regimes}
+
+
+def run_group(ours: dict[str, Any], group: int, runs: int) -> dict[str, Any]:
+    """Runs ``group * runs`` to ``(group + 1) * runs - 1`` of every plume of
+    ``ours`` (the layout :func:`run_plume_jax` returns, per regime and
+    fraction)."""
+    part = slice(group * runs, (group + 1) * runs)
+    return {regime: {fraction: {
+        "variants": {d: {stat: values[part] for stat, values in stats.items()}
+                     for d, stats in result["variants"].items()},
+        "puff_count": result["puff_count"][part]}
+        for fraction, result in per_fraction.items()} for regime, per_fraction in ours.items()}
+
+
+def null_comparisons(reference: dict[str, Any], ours: dict[str, Any], runs: int,
+                     pairs: int) -> list[dict[str, Any]]:
+    """The match rule between plume_jax and itself: for each of ``pairs``
+    pairs of disjoint groups of ``runs`` runs in ``ours`` (``2 * pairs *
+    runs`` runs per plume), the first group's statistics stand where Singh et
+    al.'s do. Per pair: the statistics compared, how many lie outside the
+    rule, and the largest ``|z|`` among those more than 10 % apart."""
+    out = []
+    for pair in range(pairs):
+        rows = compare(as_reference(reference, run_group(ours, 2 * pair, runs)),
+                       run_group(ours, 2 * pair + 1, runs))
+        apart = [abs(r["z"]) for r in rows if abs(r["relative"]) > 0.10]
+        out.append({"statistics": len(rows), "outside": sum(not r["matches"] for r in rows),
+                    "more_than_10_percent_apart": len(apart),
+                    "largest_z_beyond_10_percent": max(apart, default=0.0)})
+    return out
+
+
+def null_sentence(null: list[dict[str, Any]], runs: int) -> str:
+    """One sentence with the counts of :func:`null_comparisons`."""
+    # each pair counts the statistics defined in both of its groups (a far
+    # cross-section point that no puff reached in either has no ratio)
+    counts = ", ".join(f"{n['outside']} of {n['statistics']}" for n in null)
+    largest = max(n["largest_z_beyond_10_percent"] for n in null)
+    return (f"The same rule between two independent groups of {runs} seeds of the `singh` "
+            f"plume itself ({len(null)} pair{'s' if len(null) > 1 else ''} of groups, seeds "
+            f"disjoint from the above): {counts} statistics outside, the largest at "
+            f"{largest:.1f} SE.")
+
+
 def _row(variant: str, label: str, ref: tuple[float, float], ours: tuple[float, float]
          ) -> dict[str, Any]:
     rel, z, ok = verdict(ref, ours)
@@ -239,6 +316,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="frames (0.04 s) read per run (theirs: 1500, 60 s)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--regimes", nargs="*", default=list(REGIMES), choices=list(REGIMES))
+    parser.add_argument("--null", type=int, default=0, metavar="PAIRS",
+                        help="also compare plume_jax with itself: PAIRS pairs of disjoint "
+                             "groups of --runs seeds each (0: none)")
     parser.add_argument("--out", default=os.path.join("benchmarks", "singh_validation.json"))
     parser.add_argument("--table", default=os.path.join("benchmarks", "singh_validation.md"))
     parser.add_argument("--no-docs", action="store_true",
@@ -248,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--runs must be at least 2 (the standard errors are over runs)")
     if args.frames < 1:
         parser.error("--frames must be at least 1")
+    if args.null < 0:
+        parser.error(f"--null must be 0 (no self-comparison) or a number of pairs, not {args.null}")
     try:
         with open(args.reference) as f:
             reference = json.load(f)
@@ -261,19 +343,32 @@ def main(argv: list[str] | None = None) -> int:
             ours[regime][f"{fraction:g}"] = run_plume_jax(
                 regime, fraction, args.runs, args.frames, args.seed + 100 * i + j, reference)
             print(f"{regime} x{fraction:g} done ({time.perf_counter() - t0:.0f} s)", flush=True)
+    null: list[dict[str, Any]] = []
+    if args.null:
+        own: dict[str, dict[str, Any]] = {}
+        for i, regime in enumerate(args.regimes):  # seeds + 50: none of the above's
+            own[regime] = {f"{fraction:g}": run_plume_jax(
+                regime, fraction, 2 * args.null * args.runs, args.frames,
+                args.seed + 100 * i + j + 50, reference)
+                for j, fraction in enumerate(REGIMES[regime][1])}
+            print(f"{regime}: plume_jax's own groups done ({time.perf_counter() - t0:.0f} s)",
+                  flush=True)
+        null = null_comparisons(reference, own, args.runs, args.null)
     rows = compare(reference, ours)
     matching = sum(r["matches"] for r in rows)
     header = (f"Singh et al.'s simulator (their code, {len(reference['settings']['seeds'])} "
               f"seeds, benchmarks/singh_reference.json) against the `singh` plume "
               f"({args.runs} seeds x {args.frames} frames after 60 s): {matching} of "
               f"{len(rows)} statistics within 10 % or 2 SE.")
+    if null:
+        header += " " + null_sentence(null, args.runs)
     payload = {"settings": {"runs": args.runs, "frames": args.frames, "seed": args.seed,
                             "regimes": args.regimes, "reference": args.reference,
                             "statistics": "mean over seeds; se = std over seeds / sqrt(seeds)"},
                "machine": machine_info("jax", ("device", "device_kind"), "cpu_count",
                                        "plume_jax"),
                "seconds": time.perf_counter() - t0, "rows": rows, "plume_jax": ours,
-               "matching": matching, "statistics": len(rows)}
+               "matching": matching, "statistics": len(rows), "null": null}
     for path in (args.out, args.table):
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(args.out, "w") as f:

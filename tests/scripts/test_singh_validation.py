@@ -42,3 +42,53 @@ def test_a_tiny_run_writes_the_json_and_the_table(tmp_path):
     assert payload["statistics"] == len(payload["rows"]) > 60
     assert all(r["variant"].startswith("switch-once") for r in payload["rows"])
     assert "| live puffs |" in table.read_text()
+
+
+def _stored_runs(regime: str) -> dict:
+    stored = json.loads((ROOT / "benchmarks" / "singh_validation.json").read_text())
+    return {regime: stored["plume_jax"][regime]}
+
+
+def _concatenated(first: dict, second: dict) -> dict:
+    """The runs of ``second`` appended to those of ``first``, per plume."""
+    return {regime: {fraction: {
+        "variants": {d: {stat: values + second[regime][fraction]["variants"][d][stat]
+                         for stat, values in stats.items()}
+                     for d, stats in result["variants"].items()},
+        "puff_count": result["puff_count"] + second[regime][fraction]["puff_count"]}
+        for fraction, result in per_fraction.items()} for regime, per_fraction in first.items()}
+
+
+def test_plume_jax_against_itself_counts_what_lies_outside_the_rule():
+    """--null's pairs: a group against an identical one leaves nothing
+    outside; a group whose live puffs are 50 % more, with the same spread,
+    leaves exactly that statistic outside (per diffusion variant: 2)."""
+    reference = json.loads((ROOT / "benchmarks" / "singh_reference.json").read_text())
+    runs = _stored_runs("switch-once")
+    rows = sv.compare(sv.as_reference(reference, runs), runs)
+    assert rows and all(r["matches"] and r["z"] == 0.0 for r in rows)
+
+    same = sv.null_comparisons(reference, _concatenated(runs, runs), runs=5, pairs=1)
+    assert same == [{"statistics": len(rows), "outside": 0, "more_than_10_percent_apart": 0,
+                     "largest_z_beyond_10_percent": 0.0}]
+
+    more = json.loads(json.dumps(runs))
+    more["switch-once"]["1"]["puff_count"] = [c * 1.5 for c in more["switch-once"]["1"]["puff_count"]]
+    (shifted,) = sv.null_comparisons(reference, _concatenated(runs, more), runs=5, pairs=1)
+    assert shifted["outside"] == shifted["more_than_10_percent_apart"] == 2
+    assert shifted["largest_z_beyond_10_percent"] > 2.0
+    assert "(1 pair of groups," in sv.null_sentence([shifted], 5)
+    assert sv.null_sentence([same[0], shifted], 5).startswith(
+        "The same rule between two independent groups of 5 seeds")
+    n = len(rows)
+    assert f"0 of {n}, 2 of {n} statistics outside" in sv.null_sentence([same[0], shifted], 5)
+    fewer = {**shifted, "statistics": n - 3}
+    assert f"0 of {n}, 2 of {n - 3} statistics outside" in sv.null_sentence([same[0], fewer], 5)
+
+
+def test_a_negative_null_is_refused_before_anything_runs(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit):
+        sv.main(["--null", "-1", "--no-docs"])
+    assert "--null must be 0" in capsys.readouterr().err
