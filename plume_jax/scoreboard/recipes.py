@@ -189,30 +189,47 @@ def stored_sweep_results(entry: Any, spread_dir: pathlib.Path = SPREAD_DIR
             for m in results["results"] if all(m[k] == _setting(own, k) for k in others)] or None
 
 
-def evaluate_seeds(entry: Any, protocol: Mapping[str, Any],
-                   progress: Callable[[str], None] = lambda text: None
-                   ) -> list[dict[str, Any]]:
-    """Every kept seed of ``entry`` run on its own preset under ``protocol``
-    (a section's: its episodes and seed, so the baselines' episodes; its
-    fixed starts, for a fixed-start family), one board row each
-    (:func:`plume_jax.scoreboard.board.plan`)."""
-    from plume_jax.evaluate import scenario as sc
-    from plume_jax.scoreboard.board import plan
+def _seed_contender(entry: Any, reference: str) -> Any:
     from plume_jax.scoreboard.contenders import Contender
 
+    return Contender(label=reference, kind="zoo", agent=reference, source=str(entry.folder),
+                     env_overrides=entry.env_overrides)
+
+
+def runs_on(entry: Any, preset: str, protocol: Mapping[str, Any]) -> str | None:
+    """Why ``entry``'s policies cannot run on ``preset`` under ``protocol``
+    (the board's reason, :func:`plume_jax.scoreboard.board.plan`), or
+    ``None`` when they can (checked on its headline policy: its seeds share
+    its config, so its observations and actions)."""
+    from plume_jax.scoreboard.board import plan
+
+    planned, reason = plan(preset, _seed_contender(entry, entry.reference), protocol["episodes"],
+                           protocol["seed"], fixed_starts=protocol.get("fixed_starts"))
+    return None if planned is not None else str(reason)
+
+
+def evaluate_seeds(entry: Any, protocol: Mapping[str, Any],
+                   progress: Callable[[str], None] = lambda text: None,
+                   preset: str | None = None) -> list[dict[str, Any]]:
+    """Every kept seed of ``entry`` run on ``preset`` (default its own)
+    under ``protocol`` (a section's: its episodes and seed, so the
+    baselines' episodes; its fixed starts, for a fixed-start family), one
+    board row each (:func:`plume_jax.scoreboard.board.plan`)."""
+    from plume_jax.evaluate import scenario as sc
+    from plume_jax.scoreboard.board import plan
+
+    preset = entry.preset if preset is None else preset
     out = []
     for k in entry.seeds:
         reference = f"{entry.reference}#{k}"
-        progress(f"{entry.preset} / {reference}")
-        contender = Contender(label=reference, kind="zoo", agent=reference,
-                              source=str(entry.folder), env_overrides=entry.env_overrides)
-        planned, reason = plan(entry.preset, contender, protocol["episodes"], protocol["seed"],
-                               fixed_starts=protocol.get("fixed_starts"))
+        progress(f"{preset} / {reference}")
+        planned, reason = plan(preset, _seed_contender(entry, reference), protocol["episodes"],
+                               protocol["seed"], fixed_starts=protocol.get("fixed_starts"))
         if planned is None:
             from plume_jax.core.errors import ValidationError
 
             raise ValidationError.for_parameter("agent", reference,
-                                                f"a policy that runs on {entry.preset} ({reason})")
+                                                f"a policy that runs on {preset} ({reason})")
         m = sc.execute_run(planned)["metrics"]
         out.append({"seed": k, "success_rate": m["success_rate"], "mean_steps": m["mean_steps"],
                     "episodes": m["episodes"]})
@@ -228,9 +245,14 @@ def family_recipes(family: Any, section: Mapping[str, Any], zoo_entries: Sequenc
     run under the section's protocol; else the stored sweep evaluation; else
     its headline row in the section, as a recipe of one seed. In a section
     of Singh et al.'s protocol each row also holds their best on the preset
-    (:func:`published_best`) and the recipe's verdict against it."""
+    (:func:`published_best`) and the recipe's verdict against it, and every
+    recipe with kept seeds also runs on the family's other presets where
+    its policies can (:func:`every_regime`; ``trained_on`` names its own
+    preset on every row of such a section). Rows go by preset, each
+    preset's own recipes first."""
     rows = []
     order = {preset: i for i, preset in enumerate(family.presets)}
+    cross = every_regime(section)
     for entry in sorted((e for e in zoo_entries if e.preset in order),
                         key=lambda e: (order[e.preset], e.name, e.version)):
         per_seed: list[dict[str, Any]] | None = None
@@ -251,7 +273,32 @@ def family_recipes(family: Any, section: Mapping[str, Any], zoo_entries: Sequenc
         rows.append(recipe_row(family.name, entry.preset, entry.reference, per_seed,
                                best_baseline(section["rows"], entry.preset), source,
                                paper_best=published_best(section, entry.preset)))
+        if cross:
+            rows[-1]["trained_on"] = entry.preset
+    if cross:
+        for entry in sorted((e for e in zoo_entries if e.preset in order and e.seeds),
+                            key=lambda e: (order[e.preset], e.name, e.version)):
+            for preset in family.presets:
+                if preset == entry.preset or runs_on(entry, preset, section["protocol"]):
+                    continue
+                per_seed = evaluate_seeds(entry, section["protocol"], progress, preset=preset)
+                rows.append({**recipe_row(family.name, preset, entry.reference, per_seed,
+                                          best_baseline(section["rows"], preset), FROM_BOARD,
+                                          paper_best=published_best(section, preset)),
+                             "trained_on": entry.preset})
+        # stable: within a preset, the entries keep their order
+        rows.sort(key=lambda r: (order[r["preset"]], r["trained_on"] != r["preset"]))
     return rows
+
+
+def every_regime(section: Mapping[str, Any]) -> bool:
+    """Whether the section's recipes also run on their family's other
+    presets: in a section of Singh et al.'s protocol, as they evaluated
+    every agent on every regime (their best on a regime, the column maximum
+    of their table, may be an agent trained on another)."""
+    from plume_jax.evaluate import singh_protocol
+
+    return section["protocol"].get("fixed_starts") == singh_protocol.PROTOCOL
 
 
 def published_best(section: Mapping[str, Any], preset: str) -> dict[str, int] | None:
@@ -280,22 +327,72 @@ def profile_figure(name: str, recipes: Sequence[Mapping[str, Any]]) -> Any:
     95 % bootstrap band; each recipe's best baseline's rate as a dashed
     line of the same colour. For a fixed-start family with a published best
     (Singh et al.'s) the x axis reads homings out of the starts run, and
-    each recipe's published best is a dotted line."""
+    each recipe's published best is a dotted line. Where recipes also ran
+    on presets they were not trained on (``trained_on``), one panel per
+    preset, a recipe keeping its colour across panels."""
     from matplotlib.figure import Figure
 
+    starts = _homings_scale(recipes)
+    presets = list(dict.fromkeys(r["preset"] for r in recipes))
+    if not any(r.get("trained_on", r["preset"]) != r["preset"] for r in recipes):
+        fig = Figure(figsize=(7.5, 4.4 + 0.2 * ((len(recipes) + 1) // 2)), layout="constrained")
+        ax = fig.subplots()
+        _profile_panel(ax, recipes, [f"C{i % 10}" for i in range(len(recipes))], starts,
+                       legend_preset=True)
+        ax.set_title(f"{name}: performance profiles of the zoo recipes (95 % bootstrap bands)",
+                     fontsize=9)
+        fig.legend(fontsize=7, loc="outside lower center", ncol=2)
+        return fig
+    def key(r: Mapping[str, Any]) -> str:
+        return f"{r['label']} (trained on {_short(r.get('trained_on', r['preset']))})"
+
+    labels = list(dict.fromkeys(key(r) for r in recipes))
+    colour = {label: f"C{i % 10}" for i, label in enumerate(labels)}
+    cols = 2 if len(presets) > 1 else 1
+    rows_n = (len(presets) + cols - 1) // cols
+    fig = Figure(figsize=(10.0, 3.4 * rows_n + 0.25 * ((len(labels) + 1) // 2)),
+                 layout="constrained")
+    axes = np.atleast_1d(fig.subplots(rows_n, cols, squeeze=False)).ravel()
+    for ax, preset in zip(axes, presets):
+        here = [r for r in recipes if r["preset"] == preset]
+        keys = [key(r) for r in here]
+        _profile_panel(ax, here, [colour[k] for k in keys], starts, legend_preset=False,
+                       labels=keys)
+        ax.set_title(_short(preset), fontsize=8)
+    for ax in axes[len(presets):]:
+        ax.set_visible(False)
+    fig.suptitle(f"{name}: performance profiles of the zoo recipes on each preset "
+                 "(95 % bootstrap bands)", fontsize=9)
+    handles: dict[str, Any] = {}
+    for ax in axes[:len(presets)]:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, h)
+    fig.legend(list(handles.values()), list(handles), fontsize=7, loc="outside lower center",
+               ncol=2)
+    return fig
+
+
+def _short(preset: str) -> str:
+    """``PlumeNav-Singh2023-Constant-v0`` -> ``Singh2023-Constant``."""
+    return preset.removeprefix("PlumeNav-").removesuffix("-v0")
+
+
+def _profile_panel(ax: Any, recipes: Sequence[Mapping[str, Any]], colours: Sequence[str],
+                   starts: int | None, legend_preset: bool,
+                   labels: Sequence[str] | None = None) -> None:
+    """One axes of :func:`profile_figure`: ``recipes``' profiles in
+    ``colours``, their best baselines dashed and published bests dotted."""
     from plume_jax.scoreboard.recipe_stats import performance_profile
 
-    starts = _homings_scale(recipes)
     scale = 1.0 if starts is None else float(starts)
-    fig = Figure(figsize=(7.5, 4.4 + 0.2 * ((len(recipes) + 1) // 2)), layout="constrained")
-    ax = fig.subplots()
-    for i, r in enumerate(recipes):
-        colour = f"C{i % 10}"
+    for i, (r, colour) in enumerate(zip(recipes, colours)):
         profile = performance_profile([s["success_rate"] for s in r["per_seed"]], PROFILE_TAUS)
         tau = scale * np.asarray(profile["tau"])
+        seeds = f"{r['seeds']} seed{'s' if r['seeds'] != 1 else ''}"
+        label = (f"{r['label']} ({r['preset'].removeprefix('PlumeNav-')}, {seeds})"
+                 if legend_preset or labels is None else f"{labels[i]}, {seeds}")
         ax.step(tau, np.asarray(profile["fraction"], float), where="post", color=colour,
-                label=f"{r['label']} ({r['preset'].removeprefix('PlumeNav-')}, "
-                      f"{r['seeds']} seed{'s' if r['seeds'] != 1 else ''})")
+                label=label)
         if r["seeds"] > 1:
             low = np.array([np.nan if v is None else v for v in profile["low"]], float)
             high = np.array([np.nan if v is None else v for v in profile["high"]], float)
@@ -314,13 +411,9 @@ def profile_figure(name: str, recipes: Sequence[Mapping[str, Any]]) -> Any:
         ax.set_ylabel("fraction of seeds with success > τ")
     else:
         ax.set_xlabel(f"homings threshold τ, of {starts} starts\n(dashed: the best baseline's "
-                      "homings on that preset; dotted: Singh et al.'s best)")
-        ax.set_ylabel("fraction of seeds with homings > τ")
-    ax.set_title(f"{name}: performance profiles of the zoo recipes (95 % bootstrap bands)",
-                 fontsize=9)
-    fig.legend(fontsize=7, loc="outside lower center", ncol=2)
+                      "homings on that preset; dotted: Singh et al.'s best)", fontsize=8)
+        ax.set_ylabel("fraction of seeds with homings > τ", fontsize=8)
     ax.grid(alpha=0.3)
-    return fig
 
 
 def estimate_text(estimate: Mapping[str, Any] | None, scale: float = 1.0, spec: str = ".1f"
@@ -367,6 +460,16 @@ def recipe_lines(recipes: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+def trained_on_text(row: Mapping[str, Any]) -> str:
+    """``own preset``, or ``<regime> (cross-regime)`` for a recipe row run on
+    another preset than the one it was trained on (the board rows' wording,
+    :func:`plume_jax.scoreboard.report.trained_on_text`; a row without
+    ``trained_on`` ran on its own preset)."""
+    from plume_jax.scoreboard.report import trained_on_text as board_text
+
+    return board_text({**row, "trained_on": row.get("trained_on", row["preset"])})
+
+
 #: How :func:`paper_verdict` reads on the page.
 PAPER_SAID = {"above": "IQM interval lies above it", "below": "IQM interval lies below it",
               "includes": "IQM interval includes it",
@@ -380,11 +483,14 @@ def homings_recipe_lines(recipes: Sequence[Mapping[str, Any]]) -> list[str]:
     verdict against the baseline, and the paper's best with the verdict
     against it."""
     n = _homings_scale(recipes) or 0
-    lines = [f"| preset | recipe | seeds | homings of {n}: IQM [95 % CI] | homings mean "
+    trained = any("trained_on" in r for r in recipes)
+    lines = [f"| preset | recipe | {'trained on | ' if trained else ''}seeds | homings of {n}: "
+             "IQM [95 % CI] | homings mean "
              "[95 % CI] | steps IQM [95 % CI] | steps mean [95 % CI] | best baseline: "
              "homings, steps | P(seed > baseline) [95 % CI] | verdict | Singh et al.'s best "
              "| against their best | seed results |",
-             "|---|---|---:|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|" + ("---|" if trained else "") + "---:|---|---|---|---|---|---|---|---|"
+             "---|---|"]
     for r in recipes:
         b, paper = r["baseline"], r["paper"]
         base = "—" if b is None else (
@@ -392,7 +498,8 @@ def homings_recipe_lines(recipes: Sequence[Mapping[str, Any]]) -> list[str]:
             f"{'—' if b['mean_steps'] is None else format(b['mean_steps'], '.1f')}")
         steps = r["steps"] or {}
         lines.append(
-            f"| {r['preset']} | {r['label']} | {r['seeds']} | "
+            f"| {r['preset']} | {r['label']} | "
+            + (f"{trained_on_text(r)} | " if trained else "") + f"{r['seeds']} | "
             f"{estimate_text(r['success']['iqm'], n)} | "
             f"{estimate_text(r['success']['mean'], n)} | {estimate_text(steps.get('iqm'))} | "
             f"{estimate_text(steps.get('mean'))} | {base} | "
@@ -404,6 +511,6 @@ def homings_recipe_lines(recipes: Sequence[Mapping[str, Any]]) -> list[str]:
 
 __all__ = ["FROM_BOARD", "FROM_HEADLINE", "FROM_SWEEP", "OTHER_SWEEPS", "PAPER_SAID",
            "PROFILE_TAUS", "SOURCES", "SPREAD_DIR", "VERDICTS", "best_baseline", "estimate_text",
-           "evaluate_seeds", "family_recipes", "homings_recipe_lines", "paper_verdict",
-           "profile_figure", "published_best", "recipe_lines", "recipe_row",
-           "stored_sweep_results", "verdict"]
+           "evaluate_seeds", "every_regime", "family_recipes", "homings_recipe_lines",
+           "paper_verdict", "profile_figure", "published_best", "recipe_lines", "recipe_row",
+           "runs_on", "stored_sweep_results", "trained_on_text", "verdict"]

@@ -158,6 +158,8 @@ _RECIPE = {
                  "baseline", "improvement", "verdict"],
     "properties": {
         "family": _TEXT, "preset": _TEXT, "label": _TEXT,
+        # the entry's own preset, in a section whose recipes run on every regime
+        "trained_on": _TEXT,
         "seeds": {"type": "integer", "minimum": 1},
         "seed_results": {"enum": list(SEED_RESULTS)},
         "per_seed": {"type": "array", "minItems": 1, "items": {

@@ -176,7 +176,9 @@ def recipe_verdict_lines(recipes: Sequence[Mapping[str, Any]]) -> list[str]:
                 "no clear difference": f"shows **no clear difference** from {b['label']}",
                 "one seed: no verdict": f"one seed: **no verdict** against {b['label']}",
                 }[r["verdict"]]
-        lines.append(f"- {r['preset']}: {r['label']} ({seeds}) {said}{p}")
+        where = "" if r.get("trained_on", r["preset"]) == r["preset"] else \
+            f", trained on {_regime(r['trained_on'])}"
+        lines.append(f"- {r['preset']}: {r['label']} ({seeds}{where}) {said}{p}")
     return lines
 
 
@@ -191,8 +193,12 @@ def recipe_section(name: str, section: Mapping[str, Any], figure_dir: str) -> li
             f"{at['wall_seconds'] / 60:.1f} min (`plume-jax bench --recipes --family {name}`)."
             if at else "")
     used = dict.fromkeys(r["seed_results"] for r in section["recipes"])
+    every = any("trained_on" in r for r in section["recipes"])
+    where = ("on every regime it runs on (its own preset, then the others, *cross-regime*, "
+             "as Singh et al. evaluated every agent on every regime)" if every else
+             "on its own preset")
     lines = ["### Zoo recipes over seeds", "",
-             "Each zoo recipe on its own preset over its training seeds: IQM and mean with "
+             f"Each zoo recipe {where} over its training seeds: IQM and mean with "
              "95 % bootstrap intervals over the seeds, the probability that a seed's success "
              "rate exceeds the best baseline's (ties count half), and the verdict taken on the "
              f"recipe's intervals.{when} Seed results: "
@@ -342,7 +348,8 @@ def fixed_starts_text(section: Mapping[str, Any]) -> list[str]:
         "*own preset* marks an entry on the regime it was trained on, *cross-regime* one "
         "trained on another. **What you may conclude:** a policy's homings and success "
         "interval on these 240 starts, against the baseline's and the paper's figure; a "
-        "recipe's verdict against their best below is taken on its IQM interval over "
+        "recipe's verdict against their best below (on every regime, as their best is a "
+        "maximum over agents that each flew every regime) is taken on its IQM interval over "
         "seeds. **What you may not:** that a difference inside the intervals is real, or "
         "that plume_jax's re-implementation of their task is their simulator (the plume "
         "is validated against theirs, docs/plumes.md, but episodes are not theirs)."]

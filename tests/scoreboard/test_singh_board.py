@@ -164,6 +164,87 @@ def test_a_recipe_is_compared_with_their_best_on_its_iqm_interval():
     check_record(json.loads(report.dump_record(record)), "<test>")  # it reads back
 
 
+@dataclasses.dataclass
+class _Entry:
+    """What family_recipes reads of a zoo entry."""
+    name: str
+    preset: str
+    seeds: list
+    version: int = 1
+    info: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def reference(self):
+        return f"zoo:{self.name}@{self.version}"
+
+
+def test_recipes_run_on_every_regime_their_policies_run_on_as_the_paper_evaluated(monkeypatch):
+    """In a section of Singh et al.'s protocol a recipe with kept seeds also
+    runs on the family's other presets (their best on a regime may be an
+    agent trained on another); rows go by preset, own recipes first, each
+    saying where it was trained; a preset its policies cannot run on is left
+    out, and a recipe without kept seeds stays on its own preset."""
+    switch_many = "PlumeNav-Singh2023-SwitchMany-v0"
+    ran = []
+
+    def evaluate(entry, protocol, progress=lambda text: None, preset=None):
+        preset = entry.preset if preset is None else preset
+        ran.append((entry.name, preset))
+        return [{"seed": k, "success_rate": 0.5 + 0.1 * k, "mean_steps": 100.0,
+                 "episodes": 240} for k in entry.seeds]
+
+    monkeypatch.setattr(recipes, "evaluate_seeds", evaluate)
+    monkeypatch.setattr(recipes, "runs_on", lambda entry, preset, protocol: (
+        "needs something" if preset == "PlumeNav-Singh2023-Sparse40-v0" else None))
+    monkeypatch.setattr(recipes, "stored_sweep_results", lambda entry, spread_dir=None: None)
+    curriculum = _Entry("singh2023-curriculum-rnn", switch_many, [0, 1, 2])
+    constant = _Entry("singh2023-constant-gru", CONSTANT, [0, 1])
+    headline_only = _Entry("singh2023-switchonce-gru", SWITCH_ONCE, [])
+    baseline_rows = [_ran(p, "cast_and_surge", "baseline", 50) for p in SINGH.presets]
+    section = _section(baseline_rows + [_ran(SWITCH_ONCE, headline_only.reference, "zoo", 90,
+                                             SWITCH_ONCE)])
+    rows = recipes.family_recipes(SINGH, section, [curriculum, constant, headline_only])
+    assert [(r["preset"], r["label"], r["trained_on"]) for r in rows] == [
+        (CONSTANT, constant.reference, CONSTANT),
+        (CONSTANT, curriculum.reference, switch_many),
+        (SWITCH_ONCE, headline_only.reference, SWITCH_ONCE),
+        (SWITCH_ONCE, constant.reference, CONSTANT),
+        (SWITCH_ONCE, curriculum.reference, switch_many),
+        (switch_many, curriculum.reference, switch_many),
+        (switch_many, constant.reference, CONSTANT)]
+    assert ("singh2023-constant-gru", "PlumeNav-Singh2023-Sparse40-v0") not in ran
+    cross = rows[1]
+    assert cross["seeds"] == 3 and cross["paper"]["homings"] == 176
+    assert cross["baseline"]["label"] == "cast_and_surge" and cross["seed_results"] == "board"
+
+    record = {"format": report.RECORD_FORMAT, "families": {"singh2023": {**section,
+                                                                         "recipes": rows}}}
+    check_record(json.loads(report.dump_record(record)), "<test>")
+    page = report.render(record, "intro", "fig")
+    assert "| recipe | trained on | seeds | homings of 240" in page
+    assert (f"| {CONSTANT} | {curriculum.reference} | Singh2023-SwitchMany (cross-regime) | 3 |"
+            in page)
+    assert f"| {CONSTANT} | {constant.reference} | own preset | 2 |" in page
+    assert f"{curriculum.reference} (3 seeds, trained on Singh2023-SwitchMany)" in page
+    assert "on every regime it runs on" in page
+    fig = recipes.profile_figure("singh2023", rows)
+    shown = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in shown] == [
+        "Singh2023-Constant", "Singh2023-SwitchOnce", "Singh2023-SwitchMany"]
+    assert len(shown[0].lines) == 2 * 3  # two recipes: profile, baseline, their best
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == [  # one per recipe, not per panel
+        f"{constant.reference} (trained on Singh2023-Constant), 2 seeds",
+        f"{curriculum.reference} (trained on Singh2023-SwitchMany), 3 seeds",
+        f"{headline_only.reference} (trained on Singh2023-SwitchOnce), 1 seed"]
+
+    # a section of seeded episodes keeps its recipes on their own presets, as before
+    seeded = {**section, "protocol": FULL.as_dict()}
+    own = recipes.family_recipes(SINGH, seeded, [curriculum, constant])
+    assert [(r["preset"], "trained_on" in r) for r in own] == [(CONSTANT, False),
+                                                               (switch_many, False)]
+
+
 def test_publish_refuses_a_subset_of_the_starts_unless_allowed(tmp_path):
     folder = tmp_path / "run"
     section = _section([_ran(CONSTANT, "cast_and_surge", "baseline", 2, episodes=4)],
@@ -196,7 +277,7 @@ def _zoo(root: pathlib.Path, name: str, preset: str, seeds=()):
         (folder / "seeds" / str(k) / "seed.yaml").write_text(yaml.safe_dump({"seed": k}))
 
 
-@pytest.mark.slow  # 4 presets x 2 agents x 3 starts and 2 recipe seeds: about 2 min on 2 cores
+@pytest.mark.slow  # 4 presets x 2 agents x 3 starts, 2 recipe seeds on each preset: about 2 min
 def test_bench_runs_the_family_then_its_recipes_on_a_tiny_zoo(tmp_path, monkeypatch):
     from agents import zoo
 
@@ -219,12 +300,15 @@ def test_bench_runs_the_family_then_its_recipes_on_a_tiny_zoo(tmp_path, monkeypa
                      "--markdown", str(md), "--figures", str(fig)]) == 0
     assert cli.main(["bench", "--recipes", "--family", "singh2023", "--json", str(board_json),
                      "--markdown", str(md), "--figures", str(fig), "--quiet"]) == 0
-    (row,) = json.loads(board_json.read_text())["families"]["singh2023"]["recipes"]
-    assert (row["preset"], row["seeds"], row["seed_results"]) == (CONSTANT, 2, "board")
-    assert [s["episodes"] for s in row["per_seed"]] == [3, 3]
-    assert row["baseline"]["label"] == "cast_and_surge"
-    assert row["paper"]["homings"] == 176 and row["paper"]["verdict"] in (
-        "above", "includes", "below")
+    rows = json.loads(board_json.read_text())["families"]["singh2023"]["recipes"]
+    # its own preset, then the other three regimes, as Singh et al. evaluated every agent
+    assert [(r["preset"], r["trained_on"]) for r in rows] == [(p, CONSTANT) for p in SINGH.presets]
+    for row in rows:
+        assert (row["seeds"], row["seed_results"]) == (2, "board")
+        assert [s["episodes"] for s in row["per_seed"]] == [3, 3]
+        assert row["baseline"]["label"] == "cast_and_surge"
+        assert row["paper"]["homings"] == sp.paper_best(row["preset"]) and \
+            row["paper"]["verdict"] in ("above", "includes", "below")
     assert (fig / "singh2023_recipes.png").is_file() and "against their best" in md.read_text()
 
 
