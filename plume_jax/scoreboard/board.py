@@ -133,6 +133,8 @@ def run_family(family: Any, contenders: list[Contender], protocol: Protocol,
         contender order; and the scenario reports of the pairs that ran
         (for the figure).
     """
+    import jax
+
     from plume_jax.evaluate import scenario as sc
 
     rows, reports = [], []
@@ -151,6 +153,11 @@ def run_family(family: Any, contenders: list[Contender], protocol: Protocol,
             rows.append(row(preset, family.name, contender, report, None,
                             time.perf_counter() - t0))
             reports.append(report)
+        # nothing compiled for this preset is reused on the next (``built`` starts
+        # afresh), and XLA's CPU backend keeps every compiled program mapped: a
+        # run of every family would reach Linux's 65,530 memory maps (see
+        # plume_jax.scoreboard.recipes.evaluate_seeds, where it did)
+        jax.clear_caches()
     return rows, reports
 
 

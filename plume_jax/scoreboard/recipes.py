@@ -215,6 +215,8 @@ def evaluate_seeds(entry: Any, protocol: Mapping[str, Any],
     under ``protocol`` (a section's: its episodes and seed, so the
     baselines' episodes; its fixed starts, for a fixed-start family), one
     board row each (:func:`plume_jax.scoreboard.board.plan`)."""
+    import jax
+
     from plume_jax.evaluate import scenario as sc
     from plume_jax.scoreboard.board import plan
 
@@ -233,6 +235,11 @@ def evaluate_seeds(entry: Any, protocol: Mapping[str, Any],
         m = sc.execute_run(planned)["metrics"]
         out.append({"seed": k, "success_rate": m["success_rate"], "mean_steps": m["mean_steps"],
                     "episodes": m["episodes"]})
+        # Each seed's policy compiles a rollout of its own that nothing reuses, and
+        # XLA's CPU backend keeps every compiled program mapped (some 500 to 1,000
+        # memory maps each): 69 Singh seed rollouts reached Linux's limit of 65,530
+        # maps and the next compile failed ("Cannot allocate memory"), then crashed.
+        jax.clear_caches()
     return out
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
 
 import pytest
@@ -193,6 +194,29 @@ def test_bench_recipes_runs_the_kept_seeds_and_writes_the_rows(tiny_board, capsy
     assert (tmp_path / "fig" / section["recipe_figure"]).is_file()
     assert "### Zoo recipes over seeds" in (tmp_path / "board.md").read_text()
     report.load_record(record)  # what it wrote reads back
+
+
+def _memory_maps() -> int:
+    with open("/proc/self/maps") as maps:
+        return sum(1 for _ in maps)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux's /proc")
+def test_recipe_seed_rollouts_do_not_pile_up_compiled_programs_until_the_map_limit(tiny_board):
+    """`bench --recipes --family singh2023` crashed after 69 seed rollouts:
+    every compiled program stayed mapped (hundreds of memory maps each) until
+    Linux's per-process limit of 65,530 made the next compile fail ("LLVM
+    compilation error: Cannot allocate memory") and the process segfaulted.
+    Evaluating a recipe's seeds again must not add maps."""
+    entry = zoo.resolve("zoo:gaussian-mlp@1")
+    assert entry.seeds == [0, 1]
+    protocol = {"episodes": 4, "seed": 31000031}
+    recipes.evaluate_seeds(entry, protocol)
+    after_one = _memory_maps()
+    for _ in range(2):
+        recipes.evaluate_seeds(entry, protocol)
+    # without clearing, each of these 4 compiles added about 460 maps
+    assert _memory_maps() - after_one < 200
 
 
 @pytest.mark.parametrize("extra, says", [

@@ -5,6 +5,7 @@ and the command end to end on a tiny run."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pathlib
 
@@ -108,6 +109,28 @@ def test_verdicts_name_the_baselines_a_zoo_agent_does_not_beat():
             r("zoo:a@1", "zoo", _metrics(1.0, 100, 70.0))]
     assert board.verdicts(rows)["P"] == {"best_zoo": "zoo:a@1", "beats_all": False,
                                          "not_beaten": ["klinotaxis"]}
+
+
+@pytest.mark.skipif(not pathlib.Path("/proc/self/maps").exists(), reason="needs Linux's /proc")
+def test_a_family_run_does_not_pile_up_compiled_programs_preset_after_preset():
+    """Each (preset, agent) pair compiles a rollout that the next preset
+    does not reuse, and XLA's CPU backend keeps every compiled program
+    mapped: a run of every family would reach Linux's 65,530 memory maps,
+    as the recipes of one family did. Running a family again adds none."""
+    def maps():
+        return len(pathlib.Path("/proc/self/maps").read_text().splitlines())
+
+    gaussian = families.FAMILIES["gaussian"]
+    family = dataclasses.replace(gaussian, presets=gaussian.presets[:2])
+    # trained policies: each run loads them afresh, so their rollouts compile again
+    agents = [c for c in contenders.zoo_contenders()
+              if c.label in ("zoo:gaussian-mlp@1", "zoo:gaussian-gru@1")]
+    assert len(agents) == 2
+    tiny = protocol.get_protocol("quick", 4)
+    board.run_family(family, agents, tiny)
+    after_one = maps()
+    board.run_family(family, agents, tiny)
+    assert maps() - after_one < 200  # without clearing, about 950 more
 
 
 def test_noisy_sensor_keeps_the_observation_labels_trained_policies_check():
