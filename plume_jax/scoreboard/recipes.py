@@ -351,7 +351,7 @@ def profile_figure(name: str, recipes: Sequence[Mapping[str, Any]]) -> Any:
         fig.legend(fontsize=7, loc="outside lower center", ncol=2)
         return fig
     def key(r: Mapping[str, Any]) -> str:
-        return f"{r['label']} (trained on {_short(r.get('trained_on', r['preset']))})"
+        return f"{r['label']} (trained on {regime_name(r.get('trained_on', r['preset']))})"
 
     labels = list(dict.fromkeys(key(r) for r in recipes))
     colour = {label: f"C{i % 10}" for i, label in enumerate(labels)}
@@ -365,7 +365,7 @@ def profile_figure(name: str, recipes: Sequence[Mapping[str, Any]]) -> Any:
         keys = [key(r) for r in here]
         _profile_panel(ax, here, [colour[k] for k in keys], starts, legend_preset=False,
                        labels=keys)
-        ax.set_title(_short(preset), fontsize=8)
+        ax.set_title(regime_name(preset), fontsize=8)
     for ax in axes[len(presets):]:
         ax.set_visible(False)
     fig.suptitle(f"{name}: performance profiles of the zoo recipes on each preset "
@@ -379,7 +379,7 @@ def profile_figure(name: str, recipes: Sequence[Mapping[str, Any]]) -> Any:
     return fig
 
 
-def _short(preset: str) -> str:
+def regime_name(preset: str) -> str:
     """``PlumeNav-Singh2023-Constant-v0`` -> ``Singh2023-Constant``."""
     return preset.removeprefix("PlumeNav-").removesuffix("-v0")
 
@@ -468,13 +468,11 @@ def recipe_lines(recipes: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def trained_on_text(row: Mapping[str, Any]) -> str:
-    """``own preset``, or ``<regime> (cross-regime)`` for a recipe row run on
-    another preset than the one it was trained on (the board rows' wording,
-    :func:`plume_jax.scoreboard.report.trained_on_text`; a row without
-    ``trained_on`` ran on its own preset)."""
-    from plume_jax.scoreboard.report import trained_on_text as board_text
-
-    return board_text({**row, "trained_on": row.get("trained_on", row["preset"])})
+    """``own preset``, or ``<regime> (cross-regime)`` for a row run on another
+    preset than the one it was trained on (a board row's or a recipe row's;
+    a recipe row without ``trained_on`` ran on its own preset)."""
+    trained = row.get("trained_on", row["preset"])
+    return "own preset" if trained == row["preset"] else f"{regime_name(trained)} (cross-regime)"
 
 
 #: How :func:`paper_verdict` reads on the page.
@@ -520,4 +518,4 @@ __all__ = ["FROM_BOARD", "FROM_HEADLINE", "FROM_SWEEP", "OTHER_SWEEPS", "PAPER_S
            "PROFILE_TAUS", "SOURCES", "SPREAD_DIR", "VERDICTS", "best_baseline", "estimate_text",
            "evaluate_seeds", "every_regime", "family_recipes", "homings_recipe_lines",
            "paper_verdict", "profile_figure", "published_best", "recipe_lines", "recipe_row",
-           "runs_on", "stored_sweep_results", "trained_on_text", "verdict"]
+           "regime_name", "runs_on", "stored_sweep_results", "trained_on_text", "verdict"]

@@ -81,17 +81,18 @@ def main_table(section: Mapping[str, Any]) -> list[str]:
 
 def _regime(preset: str) -> str:
     """``PlumeNav-Singh2023-Constant-v0`` -> ``Singh2023-Constant``."""
-    return preset.removeprefix("PlumeNav-").removesuffix("-v0")
+    from plume_jax.scoreboard.recipes import regime_name
+
+    return regime_name(preset)
 
 
 def trained_on_text(r: Mapping[str, Any]) -> str:
     """Where a row's agent was trained, against the row's preset: ``—`` for
     an agent without a training preset, ``own preset``, or ``<regime>
     (cross-regime)``."""
-    trained = r.get("trained_on")
-    if trained is None:
-        return "—"
-    return "own preset" if trained == r["preset"] else f"{_regime(trained)} (cross-regime)"
+    from plume_jax.scoreboard.recipes import trained_on_text as where
+
+    return "—" if r.get("trained_on") is None else where(r)
 
 
 def homings_table(section: Mapping[str, Any]) -> list[str]:
