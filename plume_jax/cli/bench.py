@@ -13,7 +13,8 @@ finished run on the published board (``benchmarks/scoreboard.json``,
 ``docs/scoreboard.md``, ``docs/scoreboard/``), refusing a quick-mode run
 without ``--allow-quick`` and a partial one without ``--force``.
 ``--recipes`` runs the kept per-seed policies of the zoo's recipes
-(``zoo:<name>@<version>#<seed>``) on their own presets under a recorded
+(``zoo:<name>@<version>#<seed>``) on their own presets (in a section of
+Singh et al.'s protocol, on every regime they fly) under a recorded
 section's protocol and writes the recipe rows (IQM, mean, intervals,
 probability of improvement, verdicts; :mod:`plume_jax.scoreboard.recipes`)
 into that record (``--json``, by default the published one), its page and a
@@ -97,7 +98,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        "zoo's current entries)")
     bench.add_argument("--recipes", action="store_true",
                        help="run each zoo recipe's kept seed policies (zoo:NAME@VERSION#SEED) "
-                       "on its own preset under the recorded section's protocol and write the "
+                       "on its own preset (on every regime it flies, for singh2023) under the "
+                       "recorded section's protocol and write the "
                        "recipe rows into --json, --markdown and --figures (default the "
                        "published board; --family picks families)")
     bench.add_argument("--quiet", action="store_true", help="no progress lines")

@@ -167,7 +167,8 @@ def run_recipes(record: dict[str, Any], families: list[Family],
                 ) -> list[str]:
     """Put the zoo recipes over seeds into each recorded section of
     ``families`` (:func:`plume_jax.scoreboard.recipes.family_recipes`: the
-    kept seeds of the newest version of each zoo entry, on its own preset,
+    kept seeds of the newest version of each zoo entry, on its own preset
+    (and, in a section of Singh et al.'s protocol, on the family's others),
     under the section's protocol, against the section's baselines) and draw
     each family's performance-profile figure; returns the families done
     (those on the record)."""

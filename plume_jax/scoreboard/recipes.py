@@ -350,6 +350,7 @@ def profile_figure(name: str, recipes: Sequence[Mapping[str, Any]]) -> Any:
                      fontsize=9)
         fig.legend(fontsize=7, loc="outside lower center", ncol=2)
         return fig
+
     def key(r: Mapping[str, Any]) -> str:
         return f"{r['label']} (trained on {regime_name(r.get('trained_on', r['preset']))})"
 
