@@ -99,13 +99,16 @@ def verdict(success: Mapping[str, Any], steps: Mapping[str, Any] | None,
 
 def recipe_row(family: str, preset: str, label: str, per_seed: Sequence[Mapping[str, Any]],
                baseline: Mapping[str, Any] | None, seed_results: str, seed: int = 0,
-               paper_best: Mapping[str, int] | None = None) -> dict[str, Any]:
+               paper_best: Mapping[str, int] | None = None,
+               trained_on: str | None = None) -> dict[str, Any]:
     """One recipe's row: ``per_seed`` holds one ``{"seed", "success_rate",
     "mean_steps", "episodes"}`` per training seed (``mean_steps`` ``None``
     for a seed that never reached the source); ``baseline`` is the best
     baseline's row (:func:`best_baseline`) or ``None``; ``paper_best``
     (``{"homings", "episodes"}``, a fixed-start family's published best on
-    this preset) adds ``paper``: it and :func:`paper_verdict`."""
+    this preset) adds ``paper``: it and :func:`paper_verdict`; ``trained_on``
+    (the entry's own preset, in a section whose recipes run on every regime)
+    is kept as given."""
     runs = sorted(per_seed, key=lambda r: r["seed"])
     success = recipe_estimates([r["success_rate"] for r in runs], seed=seed)
     reached = [r["mean_steps"] for r in runs if r["mean_steps"] is not None]
@@ -132,6 +135,8 @@ def recipe_row(family: str, preset: str, label: str, per_seed: Sequence[Mapping[
     if paper_best is not None:
         row["paper"] = {**paper_best, "verdict": paper_verdict(
             row["success"]["iqm"], paper_best["homings"] / paper_best["episodes"], len(runs))}
+    if trained_on is not None:
+        row["trained_on"] = trained_on
     return row
 
 
@@ -279,9 +284,8 @@ def family_recipes(family: Any, section: Mapping[str, Any], zoo_entries: Sequenc
                                 ], FROM_HEADLINE
         rows.append(recipe_row(family.name, entry.preset, entry.reference, per_seed,
                                best_baseline(section["rows"], entry.preset), source,
-                               paper_best=published_best(section, entry.preset)))
-        if cross:
-            rows[-1]["trained_on"] = entry.preset
+                               paper_best=published_best(section, entry.preset),
+                               trained_on=entry.preset if cross else None))
     if cross:
         for entry in sorted((e for e in zoo_entries if e.preset in order and e.seeds),
                             key=lambda e: (order[e.preset], e.name, e.version)):
@@ -289,10 +293,10 @@ def family_recipes(family: Any, section: Mapping[str, Any], zoo_entries: Sequenc
                 if preset == entry.preset or runs_on(entry, preset, section["protocol"]):
                     continue
                 per_seed = evaluate_seeds(entry, section["protocol"], progress, preset=preset)
-                rows.append({**recipe_row(family.name, preset, entry.reference, per_seed,
-                                          best_baseline(section["rows"], preset), FROM_BOARD,
-                                          paper_best=published_best(section, preset)),
-                             "trained_on": entry.preset})
+                rows.append(recipe_row(family.name, preset, entry.reference, per_seed,
+                                       best_baseline(section["rows"], preset), FROM_BOARD,
+                                       paper_best=published_best(section, preset),
+                                       trained_on=entry.preset))
         # stable: within a preset, the entries keep their order
         rows.sort(key=lambda r: (order[r["preset"]], r["trained_on"] != r["preset"]))
     return rows
@@ -344,8 +348,7 @@ def profile_figure(name: str, recipes: Sequence[Mapping[str, Any]]) -> Any:
     if not any(r.get("trained_on", r["preset"]) != r["preset"] for r in recipes):
         fig = Figure(figsize=(7.5, 4.4 + 0.2 * ((len(recipes) + 1) // 2)), layout="constrained")
         ax = fig.subplots()
-        _profile_panel(ax, recipes, [f"C{i % 10}" for i in range(len(recipes))], starts,
-                       legend_preset=True)
+        _profile_panel(ax, recipes, [f"C{i % 10}" for i in range(len(recipes))], starts)
         ax.set_title(f"{name}: performance profiles of the zoo recipes (95 % bootstrap bands)",
                      fontsize=9)
         fig.legend(fontsize=7, loc="outside lower center", ncol=2)
@@ -364,8 +367,7 @@ def profile_figure(name: str, recipes: Sequence[Mapping[str, Any]]) -> Any:
     for ax, preset in zip(axes, presets):
         here = [r for r in recipes if r["preset"] == preset]
         keys = [key(r) for r in here]
-        _profile_panel(ax, here, [colour[k] for k in keys], starts, legend_preset=False,
-                       labels=keys)
+        _profile_panel(ax, here, [colour[k] for k in keys], starts, labels=keys)
         ax.set_title(regime_name(preset), fontsize=8)
     for ax in axes[len(presets):]:
         ax.set_visible(False)
@@ -386,10 +388,10 @@ def regime_name(preset: str) -> str:
 
 
 def _profile_panel(ax: Any, recipes: Sequence[Mapping[str, Any]], colours: Sequence[str],
-                   starts: int | None, legend_preset: bool,
-                   labels: Sequence[str] | None = None) -> None:
+                   starts: int | None, labels: Sequence[str] | None = None) -> None:
     """One axes of :func:`profile_figure`: ``recipes``' profiles in
-    ``colours``, their best baselines dashed and published bests dotted."""
+    ``colours`` (legend: ``labels``, else each recipe's label and preset),
+    their best baselines dashed and published bests dotted."""
     from plume_jax.scoreboard.recipe_stats import performance_profile
 
     scale = 1.0 if starts is None else float(starts)
@@ -398,7 +400,7 @@ def _profile_panel(ax: Any, recipes: Sequence[Mapping[str, Any]], colours: Seque
         tau = scale * np.asarray(profile["tau"])
         seeds = f"{r['seeds']} seed{'s' if r['seeds'] != 1 else ''}"
         label = (f"{r['label']} ({r['preset'].removeprefix('PlumeNav-')}, {seeds})"
-                 if legend_preset or labels is None else f"{labels[i]}, {seeds}")
+                 if labels is None else f"{labels[i]}, {seeds}")
         ax.step(tau, np.asarray(profile["fraction"], float), where="post", color=colour,
                 label=label)
         if r["seeds"] > 1:

@@ -79,13 +79,6 @@ def main_table(section: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _regime(preset: str) -> str:
-    """``PlumeNav-Singh2023-Constant-v0`` -> ``Singh2023-Constant``."""
-    from plume_jax.scoreboard.recipes import regime_name
-
-    return regime_name(preset)
-
-
 def trained_on_text(r: Mapping[str, Any]) -> str:
     """Where a row's agent was trained, against the row's preset: ``—`` for
     an agent without a training preset, ``own preset``, or ``<regime>
@@ -155,7 +148,7 @@ def verdict_lines(section: Mapping[str, Any]) -> list[str]:
 def recipe_verdict_lines(recipes: Sequence[Mapping[str, Any]]) -> list[str]:
     """One line per recipe: its verdict against the best baseline, with its
     number of seeds and probability of improvement."""
-    from plume_jax.scoreboard.recipes import estimate_text
+    from plume_jax.scoreboard.recipes import estimate_text, regime_name
 
     lines = []
     for r in recipes:
@@ -178,7 +171,7 @@ def recipe_verdict_lines(recipes: Sequence[Mapping[str, Any]]) -> list[str]:
                 "one seed: no verdict": f"one seed: **no verdict** against {b['label']}",
                 }[r["verdict"]]
         where = "" if r.get("trained_on", r["preset"]) == r["preset"] else \
-            f", trained on {_regime(r['trained_on'])}"
+            f", trained on {regime_name(r['trained_on'])}"
         lines.append(f"- {r['preset']}: {r['label']} ({seeds}{where}) {said}{p}")
     return lines
 

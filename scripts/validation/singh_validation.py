@@ -168,9 +168,8 @@ def compare(reference: dict[str, Any], ours: dict[str, Any]) -> list[dict[str, A
                 theirs = summary[key]
                 variant = f"{regime}, puffs x{float(fraction):g}, diffusion x{d:g}"
                 ref = (theirs["puff_count"]["mean"], theirs["puff_count"]["se"])
-                counts = np.asarray(result["puff_count"], np.float64)  # one per run
-                rows.append(_row(variant, "live puffs", ref, (
-                    float(counts.mean()), float(counts.std(ddof=1) / math.sqrt(len(counts))))))
+                count, count_se = mean_se(result["puff_count"])  # one per run
+                rows.append(_row(variant, "live puffs", ref, (float(count), float(count_se))))
                 for stat in ("mean_concentration", "intermittency"):
                     mine, mine_se = mean_se(result["variants"][f"d{d:g}"][stat])
                     for i, e in enumerate(theirs[stat]):
@@ -195,12 +194,11 @@ def as_reference(reference: dict[str, Any], ours: dict[str, Any]) -> dict[str, A
         template = reference["regimes"][regime]["summary"]
         summaries: dict[str, Any] = {}
         for fraction, result in per_fraction.items():
-            counts = np.asarray(result["puff_count"], np.float64)
+            count, count_se = mean_se(result["puff_count"])
             for d in DIFFUSIONS:
                 key = f"b{float(fraction):g}_d{d:g}"
-                entry: dict[str, Any] = {"puff_count": {
-                    "mean": float(counts.mean()),
-                    "se": float(counts.std(ddof=1) / math.sqrt(len(counts)))}}
+                entry: dict[str, Any] = {"puff_count": {"mean": float(count),
+                                                        "se": float(count_se)}}
                 for stat in ("mean_concentration", "intermittency"):
                     mean, se = mean_se(result["variants"][f"d{d:g}"][stat])
                     entry[stat] = [{**probe, "mean": float(mean[i]), "se": float(se[i])}
