@@ -372,15 +372,106 @@ def test_envs_it_cannot_plan_on_are_refused():
         VI.BeliefValueIteration(env, params, **SMALL)
 
 
-def test_missing_env_params_and_sweeps_are_refused(tiny):
+def test_missing_env_params_are_refused(tiny):
     _, params, algo = tiny
     with pytest.raises(ValidationError, match=r"^env_params="):
         algo.init(jax.random.key(0), None, None)
     runner = algo.init(jax.random.key(0), None, params)
     with pytest.raises(ValidationError, match=r"^env_params="):
         algo.update(runner, None, None)
-    with pytest.raises(ValidationError, match=r"^algo\.algorithm="):
-        algo.run(runner, None, params, 2, batched=True)
+
+
+# --------------------------------------------------------------------------- 7. sweeps
+
+@pytest.fixture(scope="module")
+def two_seeds(tiny):
+    """Seeds 3 and 7 trained 4 iterations (evaluated at 2 and 4) as one
+    batched program, and each alone."""
+    from plume_jax.train.lanes import shared
+
+    _, params, algo = tiny
+    runners = [algo.init(jax.random.key(k), None, params) for k in (3, 7)]
+    stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *runners)
+    batched = jax.jit(lambda r: algo.run(r, None, shared(params), 4, batched=True))(stacked)
+    alone = jax.jit(lambda r: algo.run(r, None, params, 4))
+    return algo, shared(params), stacked, batched, [alone(r) for r in runners]
+
+
+def test_a_sweep_trains_each_seed_as_it_trains_alone(two_seeds):
+    """belief_value_iteration is sweepable: members vmapped in one program
+    train, evaluate and keep their best parameters as each does alone."""
+    algo, _, _, (runner, metrics), alone = two_seeds
+    assert algo.sweepable
+    for j, (one, m_one) in enumerate(alone):
+        for name in m_one:
+            np.testing.assert_allclose(np.asarray(metrics[name])[:, j], np.asarray(m_one[name]),
+                                       rtol=1e-4, atol=1e-6, err_msg=name)
+        member = jax.tree.map(lambda x: x[j], runner)
+        for a, b in zip(jax.tree.leaves(member.best_params), jax.tree.leaves(one.best_params)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
+        assert int(member.best_update) == int(one.best_update) > 0
+    steps = np.asarray(metrics["eval_mean_steps"])  # [iterations, members]
+    assert np.all(np.isnan(steps[[0, 2]])) and np.all(np.isfinite(steps[[1, 3]]))
+
+
+def test_a_sweep_evaluates_only_on_its_schedule_not_at_every_iteration(two_seeds):
+    """Under vmap, a lax.cond on each member's own iteration count becomes a
+    select that runs the evaluation (eval_searches searches) at every
+    iteration; the batched step evaluates once for all members, under a
+    cond whose branch holds the evaluation's while loop."""
+    algo, params, stacked, _, _ = two_seeds
+    jaxpr = jax.make_jaxpr(lambda r: algo.batched_step(r, None, params))(stacked)
+    conds = [e for e in jaxpr.jaxpr.eqns if e.primitive.name == "cond"]
+    assert len(conds) == 1
+    assert "while" in str(conds[0].params["branches"])
+    others = [e for e in jaxpr.jaxpr.eqns if e.primitive.name != "cond"]
+    assert "while" not in str(others)  # no evaluation outside the cond
+
+
+def test_a_sweeps_export_holds_each_members_own_policy(two_seeds):
+    """The policy of a batched runner: every array with the member axis,
+    each member's arrays those of its own export (the best evaluated
+    parameters), its spec's per-member figures as lists."""
+    algo, _, _, (runner, _), _ = two_seeds
+    spec, arrays = algo.policy(runner)
+    assert spec["best_update"] == [int(b) for b in np.asarray(runner.best_update)]
+    assert spec["parameters"] == ["best evaluated"] * 2
+    for j in range(2):
+        one_spec, one = algo.policy(jax.tree.map(lambda x: x[j], runner))
+        assert set(one) == set(arrays)
+        assert one_spec["best_update"] == spec["best_update"][j]
+        for k in one:
+            np.testing.assert_array_equal(arrays[k][j], one[k], err_msg=k)
+
+
+@pytest.mark.slow  # CI time: two trainings through the run driver, about 30 s
+def test_plume_jax_sweep_trains_the_seeds_of_a_searcher_as_one_program(tmp_path):
+    """A seed sweep of a belief_value_iteration config (the zoo searcher's
+    recipe, configs/sweep_seeds_poisson-iso19x19-searcher.yaml, in small) is
+    one vmapped program; each member's run folder holds its exported policy,
+    which loads as an agents.trained policy; and a single run with
+    ``run.lanes: 2`` trains member 0 bit for bit."""
+    from agents.trained import TrainedPolicy
+    from plume_jax.train.config import train_config
+    from plume_jax.train.sweep import program_groups, run_sweep, sweep_config
+    from plume_jax.train.trainer import train
+
+    sweep = sweep_config({"base": tiny_config(4).to_dict(), "grid": {"run.seed": [0, 1]}})
+    assert program_groups(sweep) == [[0, 1]]
+    result = run_sweep(sweep, tmp_path / "s", progress=False)
+    assert [p.setup.members for p in result.programs] == [[0, 1]]
+    for name in sweep.names:
+        folder = tmp_path / "s" / "members" / name
+        policy = TrainedPolicy.load(folder / "policy")
+        assert policy.spec["policy"] == "belief_lookahead" and policy.spec["best_update"] == 3
+        summary = json.loads((folder / "summary.json").read_text())
+        assert summary["evaluation"]["episodes"] == 4
+    raw = sweep.configs[0].to_dict()
+    raw["run"]["lanes"] = 2
+    single = train(train_config(raw), tmp_path / "lanes", progress=False, evaluate=False)
+    member = jax.tree.map(lambda x: x[0], result.programs[0].runner)
+    for a, b in zip(jax.tree.leaves(single.runner), jax.tree.leaves(member)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 def test_step_size_two_is_refused_because_the_env_clamps_where_the_lookahead_stays():

@@ -209,7 +209,7 @@ class Algorithm(abc.ABC):
                 f"(sweepable) for a sweep; {self.name!r} trains one run at a time")
         if batched:
             def step(r: Any) -> tuple[Any, dict[str, Any]]:
-                return vmap_members(self.batched_update, r, hp, env_params)
+                return self.batched_step(r, hp, env_params)
         else:
             def step(r: Any) -> tuple[Any, dict[str, Any]]:
                 return self.update(r, hp, env_params)
@@ -225,6 +225,16 @@ class Algorithm(abc.ABC):
         """The update :meth:`run` ``vmap``\\ s over sweep members (default:
         :meth:`update`)."""
         return self.update(runner, hp, env_params)
+
+    def batched_step(self, runner: Any, hp: Any, env_params: Any) -> tuple[Any, dict]:
+        """One update of every member of a batched program (every argument
+        with a leading member axis but ``env_params``' shared leaves):
+        :meth:`batched_update` ``vmap``\\ ped (the default). An algorithm
+        overrides it to run part of its update once for all members: work
+        whose schedule every member shares (a periodic evaluation) under a
+        ``lax.cond`` that ``vmap`` would turn into a ``select``, running it at
+        every update."""
+        return vmap_members(self.batched_update, runner, hp, env_params)
 
     # ------------------------------------------------------------ export
     @abc.abstractmethod

@@ -100,6 +100,7 @@ from plume_jax.core.seeding import seed_key
 from plume_jax.train.algorithms.lookahead import BeliefSearchAlgorithm, _apply_symmetry, _symmetries, \
     belief_searcher
 from plume_jax.train.algorithms.base import algo_setting, typed_key
+from plume_jax.train.members import vmap_members
 from plume_jax.settings.checks import boolean, count, optional, real
 from plume_jax.settings import resolve_keys
 
@@ -299,8 +300,9 @@ VALUE_ITERATION_SETTINGS = {
 class BeliefValueIteration(BeliefSearchAlgorithm):
     """Loisy & Eloy's model-based value iteration on the belief (module
     docstring), an :class:`~plume_jax.train.algorithms.base.Algorithm`
-    (``algo.algorithm: belief_value_iteration``; one run at a time: not
-    sweepable); ``hp`` is accepted and unused (every setting is static).
+    (``algo.algorithm: belief_value_iteration``; ``hp`` is accepted and
+    unused: every setting is static). Sweepable: the members of a seed sweep
+    train together as one vmapped program (:meth:`batched_step`).
 
     Args:
         env, env_params: a ``PlumeEnv`` with a ``belief`` sensor (centred, full
@@ -335,7 +337,6 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
 
     name = "belief_value_iteration"
     SETTINGS = VALUE_ITERATION_SETTINGS
-    sweepable = False
 
     @classmethod
     def from_config(cls, config: Any, env: Any, env_params: Any, mesh: Any = None
@@ -654,34 +655,68 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
             best_score=jnp.asarray(jnp.inf, jnp.float32), best_update=jnp.asarray(0, jnp.int32),
             key=jax.random.key_data(k_run))
 
-    def _keep_best(self, runner: SearcherRunner, params: dict, update: jax.Array,
-                   env_params: Any) -> tuple[jax.Array, jax.Array, Any, jax.Array, jax.Array]:
-        """The evaluation of iteration ``update`` (every ``eval_every``; NaN
-        otherwise) and the best parameters so far: ``(score, p_not_found,
-        best_params, best_score, best_update)``."""
+    def scheduled_evaluation(self, params: dict, update: jax.Array, env_params: Any
+                             ) -> tuple[jax.Array, jax.Array]:
+        """``(score, p_not_found)`` of :meth:`evaluate` when iteration
+        ``update`` is a multiple of ``eval_every``, else ``(NaN, NaN)`` (a
+        ``lax.cond``: the evaluation runs only on those iterations, as long
+        as ``update`` is not batched)."""
         nan = jnp.float32(jnp.nan)
+        if self.eval_every == 0:
+            return nan, nan
+        return jax.lax.cond(update % self.eval_every == 0,
+                            lambda _: self.evaluate(params, env_params),
+                            lambda _: (nan, nan), None)
 
-        def do_eval(_):
-            return self.evaluate(params, env_params)
+    def keep_best(self, runner: SearcherRunner, metrics: dict, score: jax.Array,
+                  p_nf: jax.Array) -> tuple[SearcherRunner, dict]:
+        """The runner of an iteration whose parameters scored ``score``
+        (NaN: not evaluated) with the best parameters so far kept, and its
+        metrics with the evaluation's (``eval_*``, ``best_*``)."""
+        better = score < runner.best_score  # False for NaN: not evaluated
+        best_score = jnp.where(better, score, runner.best_score)
+        best_update = jnp.where(better, runner.update, runner.best_update)
+        runner = runner.replace(
+            best_params=jax.tree.map(lambda new, old: jnp.where(better, new, old),
+                                     runner.params, runner.best_params),
+            best_score=best_score, best_update=best_update)
+        return runner, {**metrics, "eval_mean_steps": score, "eval_p_not_found": p_nf,
+                        "best_eval_mean_steps": best_score,
+                        "best_update": best_update.astype(jnp.float32)}
 
-        if self.eval_every > 0:
-            evaluated = update % self.eval_every == 0
-            score, p_nf = jax.lax.cond(evaluated, do_eval, lambda _: (nan, nan), None)
-        else:
-            evaluated = jnp.asarray(False)
-            score, p_nf = nan, nan
-        better = evaluated & (score < runner.best_score)
-        best_params = jax.tree.map(lambda new, old: jnp.where(better, new, old), params,
-                                   runner.best_params)
-        return (score, p_nf, best_params, jnp.where(better, score, runner.best_score),
-                jnp.where(better, update, runner.best_update))
-
-    def update(self, runner: SearcherRunner, hp: Any = None, env_params: Any = None,
-               vmapped: bool = False) -> tuple[SearcherRunner, dict]:
+    def update(self, runner: SearcherRunner, hp: Any = None, env_params: Any = None
+               ) -> tuple[SearcherRunner, dict]:
         """One otto iteration (module docstring); returns the runner and the
         scalar metrics :data:`METRIC_NAMES` (``loss`` the mean squared Bellman
         error over the iteration's gradient steps; ``eval_*`` NaN when not
         evaluated)."""
+        new, metrics = self.iterate(runner, env_params)
+        score, p_nf = self.scheduled_evaluation(new.params, new.update, env_params)
+        return self.keep_best(new, metrics, score, p_nf)
+
+    def batched_step(self, runner: SearcherRunner, hp: Any, env_params: Any
+                     ) -> tuple[SearcherRunner, dict]:
+        """One iteration of every member of a sweep: :meth:`iterate` vmapped,
+        then the evaluation once for all members, outside the vmap (their
+        iteration counts are equal, so it stays a ``lax.cond`` rather than a
+        ``select`` that would evaluate at every iteration), vmapped over
+        their parameters."""
+        new, metrics = vmap_members(self.iterate, runner, env_params)
+        nan = jnp.full(new.update.shape, jnp.nan, jnp.float32)
+        if self.eval_every == 0:
+            score, p_nf = nan, nan
+        else:
+            score, p_nf = jax.lax.cond(
+                new.update[0] % self.eval_every == 0,
+                lambda _: vmap_members(self.evaluate, new.params, env_params),
+                lambda _: (nan, nan), None)
+        return vmap_members(self.keep_best, new, metrics, score, p_nf)
+
+    def iterate(self, runner: SearcherRunner, env_params: Any) -> tuple[SearcherRunner, dict]:
+        """Steps 1-4 of an iteration (module docstring: the walkers' steps,
+        the memory, the frozen copy, the gradient steps), no evaluation:
+        the runner (its ``best_*`` fields unchanged) and the metrics but
+        the evaluation's."""
         if env_params is None:
             raise ValidationError.for_parameter("env_params", None, "the env's params")
         key = typed_key(runner.key)
@@ -736,8 +771,6 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
                 (xb.reshape(g, b, rows, cols), runner_w.memory_moves[idx].reshape(g, b, -1)))
         update = runner.update + 1
         nan = jnp.float32(jnp.nan)
-        score, p_nf, best_params, best_score, best_update = self._keep_best(
-            runner, params, update, env_params)
 
         stops = stops.astype(jnp.float32)
         finished = jnp.sum(stops)
@@ -745,8 +778,7 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
         transitions = runner.transitions + n_new
         new_runner = runner_w.replace(
             params=params, frozen=frozen, opt_state=opt_state, update=update, epsilon=eps,
-            transitions=transitions, episodes=episodes, best_params=best_params,
-            best_score=best_score, best_update=best_update, key=jax.random.key_data(key))
+            transitions=transitions, episodes=episodes, key=jax.random.key_data(key))
         metrics = {
             "update": update,
             "env_steps": transitions.astype(jnp.float32),
@@ -758,10 +790,6 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
             "value_mean": jnp.mean(vmeans),
             "epsilon": eps,
             "memory_fill": runner_w.memory_count.astype(jnp.float32) / self.memory_size,
-            "eval_mean_steps": score,
-            "eval_p_not_found": p_nf,
-            "best_eval_mean_steps": best_score,
-            "best_update": best_update.astype(jnp.float32),
         }
         return new_runner, metrics
 
@@ -781,22 +809,46 @@ def _copy(tree: Any) -> Any:
     return jax.tree.map(lambda x: jnp.array(x, copy=True), tree)
 
 
+def _evaluated(runner: SearcherRunner) -> np.ndarray:
+    """bool[] (bool[N] for a runner of N sweep members): whether the
+    parameters were evaluated at least once (a finite best score)."""
+    return np.isfinite(np.asarray(runner.best_score))
+
+
 def export_arrays(algo: BeliefValueIteration, runner: SearcherRunner) -> dict[str, np.ndarray]:
     """The exported policy's arrays (:func:`policy_scores`): the best
     evaluated parameters (the current ones if none was evaluated yet) and
-    the look-ahead's model, as NumPy arrays."""
-    evaluated = bool(np.isfinite(np.asarray(runner.best_score)))
-    params = runner.best_params if evaluated else runner.params
-    out = {k: np.asarray(v) for k, v in params.items()}
-    out.update({k: np.asarray(v) for k, v in algo.model_arrays().items()})
+    the look-ahead's model, as NumPy arrays. For a runner of N sweep members
+    (a leading member axis) every array has that axis, the model's repeated."""
+    evaluated = _evaluated(runner)
+
+    def pick(best: Any, current: Any) -> np.ndarray:
+        best, current = np.asarray(best), np.asarray(current)
+        return np.where(evaluated.reshape(evaluated.shape + (1,) * (best.ndim
+                                                                    - evaluated.ndim)),
+                        best, current)
+
+    out = {k: pick(runner.best_params[k], runner.params[k]) for k in runner.params}
+    out.update({k: np.broadcast_to(np.asarray(v), evaluated.shape + np.shape(v))
+                for k, v in algo.model_arrays().items()})
     return out
 
 
 def policy_spec(algo: BeliefValueIteration, runner: SearcherRunner,
                 env_config: dict | None = None) -> dict[str, Any]:
     """The exported policy's JSON side: format, settings, where the
-    parameters come from, the env's action names."""
-    evaluated = bool(np.isfinite(np.asarray(runner.best_score)))
+    parameters come from, the env's action names. For a runner of N sweep
+    members, ``parameters``, ``best_eval_mean_steps``, ``best_update`` and
+    ``updates`` are lists of N (the members are exported one by one)."""
+    evaluated = _evaluated(runner)
+    score, best, updates = (np.asarray(runner.best_score), np.asarray(runner.best_update),
+                            np.asarray(runner.update))
+
+    def each(fn: Any) -> Any:
+        if evaluated.ndim == 0:
+            return fn(bool(evaluated), score, best, updates)
+        return [fn(bool(e), s, b, u) for e, s, b, u in zip(evaluated, score, best, updates)]
+
     network = {"type": algo.network_type, "hidden_sizes": list(algo.hidden_sizes),
                "activation": "relu", "critic": "none"}
     if algo.network_type == "cnn":  # agents.trained passes the strides to the forward pass
@@ -810,10 +862,11 @@ def policy_spec(algo: BeliefValueIteration, runner: SearcherRunner,
             "num_agents": 1,
             "settings": algo.settings(), "hidden_sizes": list(algo.hidden_sizes),
             "image_shape": list(algo.image_shape), "action_names": list(algo.env.action_names),
-            "parameters": "best evaluated" if evaluated else "latest (never evaluated)",
-            "best_eval_mean_steps": float(np.asarray(runner.best_score)) if evaluated else None,
-            "best_update": int(np.asarray(runner.best_update)) if evaluated else None,
-            "updates": int(np.asarray(runner.update)), "env": env_config}
+            "parameters": each(lambda e, s, b, u: "best evaluated" if e
+                               else "latest (never evaluated)"),
+            "best_eval_mean_steps": each(lambda e, s, b, u: float(s) if e else None),
+            "best_update": each(lambda e, s, b, u: int(b) if e else None),
+            "updates": each(lambda e, s, b, u: int(u)), "env": env_config}
 
 
 __all__ = ["BeliefValueIteration", "SearcherRunner", "METRIC_NAMES", "NETWORK_TYPES",
