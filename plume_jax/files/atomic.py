@@ -23,6 +23,9 @@ from typing import Any, Callable, Union
 #: What :func:`atomic_write` writes: bytes, text (UTF-8), or a function that
 #: writes the temporary file at the path it is given.
 Content = Union[bytes, str, Callable[[pathlib.Path], Any]]
+#: What a temporary file's name holds after ``.<target name>`` (then the
+#: writer's pid and a random tag).
+TEMPORARY_INFIX = ".tmp-"
 
 
 def fsync_folder(folder: str | os.PathLike) -> None:
@@ -64,16 +67,18 @@ def _fsync_file(path: pathlib.Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: str | os.PathLike, content: Content) -> pathlib.Path:
-    """Write ``content`` to ``path`` whole or not at all (module docstring):
-    ``bytes``, ``str`` (written as UTF-8) or ``content(tmp)``, a function
-    that writes the file at the temporary path ``tmp`` (matplotlib's
-    ``savefig``, pyarrow, ``json.dump`` into ``open(tmp, "w")``, ...). The
-    folder is made if missing; the file gets the mode a new file gets (the
-    umask applies). Returns ``path``."""
-    path = pathlib.Path(path)
+def _temporary(path: pathlib.Path) -> pathlib.Path:
+    """A new hidden temporary file name beside ``path``
+    (``.<name>`` + :data:`TEMPORARY_INFIX` + pid and a random tag)."""
+    return path.with_name(f".{path.name}{TEMPORARY_INFIX}{os.getpid()}_{secrets.token_hex(4)}")
+
+
+def _write_temporary(path: pathlib.Path, content: Content) -> pathlib.Path:
+    """``content`` written, flushed and fsynced to a new temporary file beside
+    ``path`` (the folder made if missing); returns it. On any error it is
+    removed."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}_{secrets.token_hex(4)}")
+    tmp = _temporary(path)
     # created here, exclusively, with the mode a new file gets (0o666 less the umask)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
@@ -89,14 +94,63 @@ def atomic_write(path: str | os.PathLike, content: Content) -> pathlib.Path:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
-        os.replace(tmp, path)
     except BaseException:
         if fd >= 0:
             os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def atomic_write(path: str | os.PathLike, content: Content) -> pathlib.Path:
+    """Write ``content`` to ``path`` whole or not at all (module docstring):
+    ``bytes``, ``str`` (written as UTF-8) or ``content(tmp)``, a function
+    that writes the file at the temporary path ``tmp`` (matplotlib's
+    ``savefig``, pyarrow, ``json.dump`` into ``open(tmp, "w")``, ...). The
+    folder is made if missing; the file gets the mode a new file gets (the
+    umask applies). Returns ``path``."""
+    path = pathlib.Path(path)
+    tmp = _write_temporary(path, content)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     fsync_folder(path.parent)
     return path
 
 
-__all__ = ["Content", "atomic_write", "fsync_folder", "new_folder"]
+def atomic_create(path: str | os.PathLike, content: Content) -> bool:
+    """Write ``content`` to ``path`` whole, only if no file is there: ``True``
+    when this call created it, ``False`` when one already was (left as it
+    is; another process may have made it a moment before). Of several
+    processes creating one path at once exactly one gets ``True`` and the
+    others find its file whole: the content is written beside it, then
+    hard-linked in (``os.link`` fails on an existing name). Where the
+    filesystem has no hard links, an atomic rename onto a path still absent
+    (two processes racing there may both get ``True``)."""
+    path = pathlib.Path(path)
+    tmp = _write_temporary(path, content)
+    try:
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        except OSError:  # no hard links on this filesystem
+            if path.exists():
+                return False
+            os.replace(tmp, path)
+        fsync_folder(path.parent)
+        return True
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def is_temporary(name: str) -> bool:
+    """Whether a file name is one of this module's temporary files (a write
+    in progress, or one a kill interrupted)."""
+    return name.startswith(".") and TEMPORARY_INFIX in name
+
+
+__all__ = ["Content", "TEMPORARY_INFIX", "atomic_create", "atomic_write", "fsync_folder",
+           "is_temporary", "new_folder"]

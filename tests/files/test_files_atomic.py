@@ -11,7 +11,7 @@ import pathlib
 import pytest
 
 import plume_jax
-from plume_jax.files import atomic_write, new_folder
+from plume_jax.files import atomic_create, atomic_write, is_temporary, new_folder
 from plume_jax.train.checkpoint import remove_temporaries
 
 PACKAGE = pathlib.Path(plume_jax.__file__).parent
@@ -91,3 +91,33 @@ def test_new_folder_is_a_fresh_folder_with_the_umask_s_mode(tmp_path):
         os.umask(old)
     assert a != b and a.name.startswith(".x.partial-") and list(a.iterdir()) == []
     assert a.stat().st_mode & 0o777 == 0o775
+
+
+def test_atomic_create_writes_only_where_no_file_is_and_leaves_no_temporary(tmp_path):
+    path = tmp_path / "record.json"
+    assert atomic_create(path, "first") is True
+    assert atomic_create(path, "second") is False
+    assert path.read_text() == "first"
+    assert [p.name for p in tmp_path.iterdir()] == ["record.json"]
+    assert is_temporary(".record.json.tmp-1234_deadbeef") and not is_temporary("record.json")
+
+
+def test_of_threads_creating_one_file_at_once_exactly_one_creates_it_and_all_read_it_whole(
+        tmp_path):
+    import threading
+
+    path, barrier, results = tmp_path / "record.json", threading.Barrier(8), {}
+
+    def create(i):
+        barrier.wait()
+        results[i] = (atomic_create(path, f"writer {i} " * 1000), path.read_text())
+
+    threads = [threading.Thread(target=create, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    winners = [i for i, (created, _) in results.items() if created]
+    assert len(winners) == 1
+    assert {text for _, text in results.values()} == {f"writer {winners[0]} " * 1000}
+    assert [p.name for p in tmp_path.iterdir()] == ["record.json"]

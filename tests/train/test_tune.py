@@ -360,6 +360,39 @@ def test_best_config_sets_a_width_a_schedule_or_no_lanes_and_says_which():
     assert base["run"] == {"seed": 0}  # the trial's config is not changed in place
 
 
+# --------------------------------------------------------------- one folder, several processes
+def test_a_process_joining_while_the_first_writes_the_record_is_not_refused(tmp_path):
+    """`plume-jax tune --storage journal` started twice at once: the second
+    process found the folder holding only the first's record being written
+    (its temporary file) and refused it as "a folder holding other files"
+    (the slow two-process test failed so under load). A record in progress
+    is not a file; the one record is created once, whole, and both join."""
+    from plume_jax.train.tune import RECORD, claim_folder
+
+    config, space = _files(tmp_path)
+    out = tmp_path / "out"
+    record = new_record(config, space, trials=4, out=out, storage="journal",
+                        study_name="shared")
+    out.mkdir()
+    in_progress = out / f".{RECORD}.tmp-4242_0badf00d"  # the first process, mid-write
+    in_progress.write_text(json.dumps(record)[:40])
+    claim_folder(out, record, resume=False)
+    assert json.loads((out / RECORD).read_text()) == record
+    claim_folder(out, record, resume=False)  # and the first, when its turn comes, joins
+    assert sorted(p.name for p in out.iterdir()) == sorted([RECORD, in_progress.name])
+
+
+def test_a_folder_holding_another_study_is_still_refused(tmp_path):
+    from plume_jax.train.tune import claim_folder
+
+    config, space = _files(tmp_path)
+    out = tmp_path / "out"
+    claim_folder(out, new_record(config, space, trials=4, out=out, study_name="one"), False)
+    other = new_record(config, space, trials=4, out=out, study_name="two")
+    with pytest.raises(ValidationError, match="new or empty folder"):
+        claim_folder(out, other, resume=False)
+
+
 def _tune_process(args: list[str], kill_at: int | None = None) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     # -P: the script's folder (tests/, with its own agents/) stays off sys.path

@@ -34,6 +34,7 @@ from plume_jax.core.errors import ValidationError
 from plume_jax.progress import ProgressBar
 from plume_jax.train.chunks import Interrupted, stop_on_signals
 from plume_jax.train.config import read_yaml, with_overrides
+from plume_jax.files.atomic import atomic_create, is_temporary
 from plume_jax.train.driver import write_text
 from plume_jax.train.tune import study as studies
 from plume_jax.train.tune.programs import TrialRun, groups, train_group
@@ -85,14 +86,32 @@ def _space(record: dict[str, Any]) -> Space:
 
 def _check_out(out: pathlib.Path, record: dict[str, Any], resume: bool) -> None:
     """A new study needs a new or empty folder, or one holding this very
-    study (a second process joining it); ``resume`` needs the record."""
+    study (a second process joining it); ``resume`` needs the record. A
+    record another process is writing at this moment (its temporary file)
+    does not count as a file."""
     path = out / RECORD
     if resume or (path.is_file() and _same_study(json.loads(path.read_text()), record)):
         return
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    if out.exists() and (not out.is_dir() or any(not is_temporary(f.name)
+                                                 for f in out.iterdir())):
         raise ValidationError.for_parameter(
             "--out", str(out), "a new or empty folder (this one holds other files; continue "
             f"a study in it with plume-jax tune --resume {out})")
+
+
+def claim_folder(out: pathlib.Path, record: dict[str, Any], resume: bool) -> None:
+    """Make ``out`` this study's folder, or join the study in it: checked
+    (:func:`_check_out`), then its record written (``resume``: replaced) or,
+    for a new study, created only where none is. Several processes starting
+    one study at once (``--storage journal``) each find the folder empty or
+    holding that study's record, whole: one of them creates it and the
+    others check it as a second process joining."""
+    _check_out(out, record, resume)
+    text = json.dumps(record, indent=2)
+    if resume:
+        write_text(out / RECORD, text)
+    elif not atomic_create(out / RECORD, text):  # another process made it first
+        _check_out(out, record, resume=False)
 
 
 def _same_study(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -164,10 +183,7 @@ def tune(record: dict[str, Any], *, resume: bool = False, progress: bool = True,
     out = pathlib.Path(record["out"])
     space = _space(record)
     first = space.config({p.name: p.lowest() for p in space.params})
-    _check_out(out, record, resume)
-    out.mkdir(parents=True, exist_ok=True)
-    if not (out / RECORD).is_file() or resume:
-        write_text(out / RECORD, json.dumps(record, indent=2))
+    claim_folder(out, record, resume)
     study = studies.open_study(record["storage"], record["study_name"], space,
                                first.num_updates, first.eval["every"])
     studies.requeue_orphans(study)
@@ -198,4 +214,5 @@ def tune(record: dict[str, Any], *, resume: bool = False, progress: bool = True,
     return write_report(study, out, record, timing)
 
 
-__all__ = ["RECORD", "TuneStopped", "new_record", "read_record", "trial_folder", "tune"]
+__all__ = ["RECORD", "TuneStopped", "claim_folder", "new_record", "read_record",
+           "trial_folder", "tune"]
