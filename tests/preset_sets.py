@@ -28,8 +28,16 @@ SAME_CODE_AS_ANOTHER_PRESET = frozenset({
 })
 
 
-def per_preset(presets):
-    """``presets`` as pytest params, those in SAME_CODE_AS_ANOTHER_PRESET
-    marked slow."""
-    return [pytest.param(p, marks=pytest.mark.slow) if p in SAME_CODE_AS_ANOTHER_PRESET
-            else p for p in presets]
+#: Presets whose Gymnasium interface (spaces, reset and step signatures, render
+#: modes) is another preset's, differing only in the plume's wind code: the
+#: API checkers (Gymnasium's, SB3's) run them with the slow tests.
+SAME_INTERFACE_AS_ANOTHER_PRESET = SAME_CODE_AS_ANOTHER_PRESET | frozenset({
+    "PlumeNav-Singh2023-SwitchOnce-v0",  # = PlumeNav-Singh2023-Constant-v0's interface
+    "PlumeNav-Singh2023-SwitchMany-v0",
+})
+
+
+def per_preset(presets, same=SAME_CODE_AS_ANOTHER_PRESET):
+    """``presets`` as pytest params, those in ``same`` (default
+    SAME_CODE_AS_ANOTHER_PRESET) marked slow."""
+    return [pytest.param(p, marks=pytest.mark.slow) if p in same else p for p in presets]

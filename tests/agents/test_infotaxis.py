@@ -400,6 +400,7 @@ def test_registry_builds_both_rules_hashable_and_stateful():
 
 # -- scenarios ---------------------------------------------------------------
 
+@pytest.mark.slow
 def test_short_scenario_run_on_a_tiny_poisson_grid_and_rollouts_are_deterministic(iso):
     """``run_scenario`` on the tiny isotropic grid succeeds; the same
     batched rollout (compiled once by the scenario run) is bit-identical

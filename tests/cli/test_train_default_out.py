@@ -62,6 +62,7 @@ def test_a_best_config_default_folder_that_holds_files_is_refused_as_any_other(t
     assert messages[0] == messages[1] and "a new or empty folder" in messages[0]
 
 
+@pytest.mark.slow
 def test_train_best_config_writes_its_run_to_a_folder_named_after_its_study(tmp_path,
                                                                            monkeypatch,
                                                                            capsys):

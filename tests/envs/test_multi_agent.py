@@ -205,6 +205,7 @@ def test_collision_free_starts(base):
 @settings(max_examples=6, deadline=None)  # each example compiles its own reset
 @given(width=st.integers(1, 7), height=st.integers(2, 7), crowd=st.floats(0.0, 1.0),
        goal_radius=st.sampled_from([0.5, 1.0, 1.5]), seed=st.integers(0, 2**31 - 1))
+@pytest.mark.slow
 def test_no_two_agents_ever_start_on_one_cell(width, height, crowd, goal_radius, seed):
     """Issue 26 defect 11: with collisions=True agents below the agents-vs-cells
     limit still started on shared cells (start cells were redrawn only

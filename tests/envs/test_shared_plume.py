@@ -106,6 +106,7 @@ def test_one_agent_per_plume_is_step_batch_bit_for_bit(preset, overrides):
     assert truncated.any(), "no episode ended: the reset path went untested"
 
 
+@pytest.mark.slow
 def test_static_plume_shared_by_four_agents_changes_nothing_but_cost():
     """A Gaussian plume has no state: four agents per plume run exactly
     the episodes of ``step_batch`` (same keys)."""

@@ -29,6 +29,7 @@ def _small():
     return env, params, make_agent("klinotaxis", env)
 
 
+@pytest.mark.slow
 def test_capture_does_not_change_the_rollout_and_scan_and_while_loop_agree():
     env, params, policy = _small()
     key = jax.random.key(3)
@@ -60,6 +61,7 @@ def test_capture_does_not_change_the_rollout_and_scan_and_while_loop_agree():
                                    rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_host_rollout_captures_the_same_transitions():
     env, params = plume_jax.make("PlumeNav-Gaussian-v0", grid_size=[24, 24], sigma=5.0,
                                  max_steps=30)
@@ -588,6 +590,7 @@ def test_a_batch_of_envs_draws_the_keys_of_the_whole_run():
     np.testing.assert_array_equal(env_keys(legacy, 4, 9, 5), jax.random.split(legacy, 9)[5:9])
 
 
+@pytest.mark.slow
 def test_host_rollout_in_batches_gives_the_whole_runs_episodes():
     from plume_jax.evaluate.rollout import join_results
 
@@ -613,6 +616,7 @@ def test_host_rollout_in_batches_gives_the_whole_runs_episodes():
     np.testing.assert_array_equal(a["x"], b["x"][rows])
 
 
+@pytest.mark.slow
 def test_host_batches_that_end_at_different_steps_join_as_one_batch():
     """A host agent's batches stop when their own episodes have ended, so
     their paths differ in length: they join (the shorter padded, invalid)

@@ -32,6 +32,7 @@ def _write(tmp_path, name, agent, expect=None, episodes=64):
     return path
 
 
+@pytest.mark.slow
 def test_chemotaxis_beats_random_walk_and_outputs_are_written(tmp_path, capsys):
     k = _write(tmp_path, "small_klino", "klinotaxis", {"min_success_rate": 0.9})
     r = _write(tmp_path, "small_random", "random_walk")
@@ -396,6 +397,7 @@ def test_evaluate_into_a_folder_with_earlier_reports_is_refused_unless_overwrite
     assert "random_walk" not in (out / "summary.md").read_text()
 
 
+@pytest.mark.slow
 def test_a_policy_trained_on_another_grid_is_warned_and_env_from_run_uses_its_own(tmp_path,
                                                                                 capsys):
     """Regression: a policy trained on a 32 x 32 grid ran on a 128 x 128

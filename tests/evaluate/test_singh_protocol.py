@@ -171,6 +171,7 @@ def test_fixed_start_rollout_matches_stepping_one_env_by_hand(constant):
     np.testing.assert_allclose(float(result.path_length[i]), path, rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_evaluate_episodes_on_a_singh240_scenario_runs_that_many_starts_not_240(tmp_path,
                                                                                capsys):
     """Regression: ``plume-jax evaluate --episodes 8`` on a singh240 scenario

@@ -11,7 +11,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import plume_jax
-from tests.preset_sets import per_preset
+from tests.preset_sets import SAME_INTERFACE_AS_ANOTHER_PRESET, per_preset
 from plume_jax.core.errors import ValidationError
 from plume_jax.gym import PlumeGymEnv, PlumeVectorEnv, gym_id, register_presets
 
@@ -26,7 +26,7 @@ def _checked(fn):
     return [f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})" for w in caught]
 
 
-@pytest.mark.parametrize("preset", per_preset(PRESET_IDS))
+@pytest.mark.parametrize("preset", per_preset(PRESET_IDS, SAME_INTERFACE_AS_ANOTHER_PRESET))
 def test_gymnasium_check_env_passes_without_warnings(preset):
     env = gymnasium.make(gym_id(preset))
     # The raw env, as Gymnasium recommends; it has a spec, so the checker
@@ -34,7 +34,7 @@ def test_gymnasium_check_env_passes_without_warnings(preset):
     assert _checked(lambda: check_env(env.unwrapped)) == []
 
 
-@pytest.mark.parametrize("preset", per_preset(PRESET_IDS))
+@pytest.mark.parametrize("preset", per_preset(PRESET_IDS, SAME_INTERFACE_AS_ANOTHER_PRESET))
 def test_sb3_check_env_passes_without_warnings(preset):
     sb3_checker = pytest.importorskip("stable_baselines3.common.env_checker")
     env = gymnasium.make(gym_id(preset))

@@ -55,6 +55,7 @@ def test_noise_transition_is_the_exact_exponential(damping, bandwidth):
     assert chol[0, 1] == 0.0
 
 
+@pytest.mark.slow
 def test_strongly_damped_gust_noise_stays_finite():
     """Regression: damping 100 with bandwidth π (both accepted) gave NaN
     observations on the Gusty/Farrell presets: e^{-ζω} underflowed to 0 and

@@ -201,6 +201,7 @@ def _memory_maps() -> int:
         return sum(1 for _ in maps)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux's /proc")
 def test_recipe_seed_rollouts_do_not_pile_up_compiled_programs_until_the_map_limit(tiny_board):
     """`bench --recipes --family singh2023` crashed after 69 seed rollouts:

@@ -111,6 +111,7 @@ def test_verdicts_name_the_baselines_a_zoo_agent_does_not_beat():
                                          "not_beaten": ["klinotaxis"]}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not pathlib.Path("/proc/self/maps").exists(), reason="needs Linux's /proc")
 def test_a_family_run_does_not_pile_up_compiled_programs_run_after_run():
     """Each (preset, agent) pair compiles a rollout that the next preset

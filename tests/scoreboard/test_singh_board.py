@@ -62,6 +62,7 @@ def test_a_subset_of_the_starts_is_spread_evenly_and_nothing_outside_1_to_240():
             sp.subset(bad)
 
 
+@pytest.mark.slow
 def test_a_pair_runs_on_the_scenario_files_env_with_its_baselines_parameters():
     own = scenario_for(CONSTANT, "singh240")
     planned, reason = board.plan(CONSTANT, SURGE, 2, 5, fixed_starts="singh240")

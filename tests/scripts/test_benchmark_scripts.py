@@ -188,6 +188,7 @@ def test_compile_benchmark_table_gives_first_update_compile_and_throughput():
     assert "- `plume-jax train --config c.yaml`" in text
 
 
+@pytest.mark.slow
 def test_compile_benchmark_runs_the_demo_through_the_cli(tmp_path, capsys):
     """The script runs ``plume-jax demo`` in a fresh process and records what
     the demo itself reports (its compile and run seconds)."""

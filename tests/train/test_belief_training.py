@@ -221,6 +221,7 @@ def test_lookahead_vi_refuses_a_sensor_it_cannot_predict():
         LookaheadVI(env, params, ppo_static(cfg))
 
 
+@pytest.mark.slow
 def test_a_sweep_of_lookahead_vi_runs_each_member_as_its_own_program(tmp_path):
     """lookahead_vi is not sweepable (no vmapped members): a sweep of it runs
     every member as a program of its own, unbatched, and each member equals
@@ -341,6 +342,7 @@ def test_lookahead_only_settings_are_refused_with_ppo():
             LookaheadVI(env, params, ppo_static(cfg), baseline_scale=bad)
 
 
+@pytest.mark.slow
 def test_baseline_lookahead_script_scores_are_the_untrained_lookahead_vi_scores():
     """scripts/bench/lookahead_baselines.py's policy is what ``lookahead_vi`` starts
     from: at depth 1 its scores equal the trainer's before any update (the

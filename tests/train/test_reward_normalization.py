@@ -121,6 +121,7 @@ RUN = {
 }
 
 
+@pytest.mark.slow
 def test_a_run_with_normalized_rewards_resumes_bit_for_bit(tmp_path):
     """The return statistics and each env's running return are in the
     checkpoint: a resume from update 2 trains as the uninterrupted run."""

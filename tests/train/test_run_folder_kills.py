@@ -294,6 +294,7 @@ def test_a_swap_folder_of_the_same_update_but_another_row_is_not_adopted(tmp_pat
     assert _only_best(run) == []  # nothing adopted: _restore_best exports it again
 
 
+@pytest.mark.slow
 def test_train_overwrite_does_not_adopt_a_best_old_a_killed_swap_left(finished, tmp_path):
     """Review item 2: --overwrite left .best.old/ (and .best.partial/) of the
     earlier run, and the new run adopted that run's policy as its best/

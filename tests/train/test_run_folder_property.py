@@ -358,6 +358,7 @@ def _walk(tmp_path: pathlib.Path, seed: int, actions: int,
     return log
 
 
+@pytest.mark.slow
 def test_kills_and_resumes_lose_nothing_short(tmp_path):
     """A short scripted walk: a run killed while its first best policy is
     swapped into best/, a resume from a kept checkpoint killed between its

@@ -38,6 +38,7 @@ def trained(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_resume_from_an_older_checkpoint_moves_the_later_state_aside_not_away(trained, tmp_path):
     """Defect 2: resuming from a kept checkpoint used to trim the metrics and
     delete the later kept checkpoints before anything durable was written."""
@@ -123,6 +124,7 @@ def test_an_unwritable_tensorboard_folder_is_refused_before_the_resume_changes_a
     assert (run / "metrics.jsonl").read_bytes() == before
 
 
+@pytest.mark.slow
 def test_an_evaluation_inherits_at_most_a_bounded_number_of_steps(tmp_path, monkeypatch):
     """Defect 8: max_steps=2**31-1 with eval.num_steps null asked for 34 GB.
     (The bound is lowered here so the test runs few steps; it is 100 000.)"""
@@ -208,6 +210,7 @@ def test_a_sweep_resume_from_a_damaged_checkpoint_writes_nothing(sweep_run, tmp_
     assert [k for k in before if before[k] != after.get(k)] == [] and after.keys() == before.keys()
 
 
+@pytest.mark.slow
 def test_sweep_resume_refuses_to_rewind_a_member_trained_further(sweep_run, tmp_path):
     """Defect 4: a member trained further with train --resume was silently
     reverted to the sweep's budget by sweep --resume."""
@@ -226,6 +229,7 @@ def test_sweep_resume_refuses_to_rewind_a_member_trained_further(sweep_run, tmp_
     assert (member / "metrics.jsonl").read_bytes() == before
 
 
+@pytest.mark.slow
 def test_train_seed_above_two_to_the_31_is_accepted_and_every_bit_counts():
     """Defect 12: run.seed stopped at 2**31 - 1 though every door takes
     [0, 2**63); and jax.random.key drops the bits above 32, so seeds that

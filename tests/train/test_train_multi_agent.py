@@ -415,6 +415,7 @@ def team_run(tmp_path_factory):
             "summary": json.loads((out / "summary.json").read_text())}
 
 
+@pytest.mark.slow
 def test_training_a_multi_agent_env_reports_team_metrics(team_run):
     """The crash of issue 15 (any multi-agent env in the trainer) is gone, and
     metrics.csv, summary.json and the printed summary speak of the team."""
@@ -438,6 +439,7 @@ def test_training_a_multi_agent_env_reports_team_metrics(team_run):
     assert spec["num_agents"] == 3 and spec["network"]["critic"] == "centralised"
 
 
+@pytest.mark.slow
 def test_exported_team_policy_acts_like_the_training_network(team_run):
     """Every agent's action from the exported policy (run per agent by
     ``make_agent("trained", env)``) is the argmax of the training network's
@@ -470,6 +472,7 @@ def test_exported_team_policy_acts_like_the_training_network(team_run):
         TrainedPolicy.load(team_run["out"] / "policy").value(carry, obs[0, 0])
 
 
+@pytest.mark.slow
 def test_plume_jax_evaluate_runs_the_trained_team_policy(team_run):
     """``plume-jax evaluate --agent trained`` on a multi-agent scenario gives
     the trainer's own greedy evaluation of the same seed: both reset the envs
@@ -494,6 +497,7 @@ def test_plume_jax_evaluate_runs_the_trained_team_policy(team_run):
                             rel_tol=1e-9)
 
 
+@pytest.mark.slow
 def test_trained_agents_act_in_the_pettingzoo_env(team_run):
     """docs/training.md's example: one ``TrainedAgent`` per PettingZoo agent,
     each from its own observation, until the episode is over for all of them

@@ -23,6 +23,7 @@ NETWORKS = {"gru": NetworkConfig(type="gru", hidden_sizes=(16, 16), gru_size=8),
             "mlp": NetworkConfig(type="mlp", hidden_sizes=(16, 16))}
 
 
+@pytest.mark.slow
 def test_vmapped_init_equals_one_member_at_a_time():
     net = networks.ActorCritic(config=NETWORKS["gru"], action_dim=3, discrete=True)
     keys = jax.random.split(jax.random.key(3), 4)

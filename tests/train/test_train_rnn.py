@@ -136,6 +136,7 @@ def test_rnn_training_exports_an_rnn_policy(run):
     assert run["summary"]["evaluation"]["success_rate"] > 0.5  # 3 cells from the source
 
 
+@pytest.mark.slow
 def test_rnn_training_is_deterministic(run):
     """The same config and seed train the same parameters, bit for bit."""
     again = train(run["config"], None, progress=False, evaluate=False)

@@ -84,18 +84,21 @@ def result():
     return _run(SINGLE_SCRIPT)
 
 
+@pytest.mark.slow
 def test_single_run_shards_the_env_batch_over_four_devices(result):
     assert result["single_devices"] == [4, 1]
     assert result["obs_sharding_devices"] == 4
     assert result["obs_shard_shape"][0] == 16 // 4
 
 
+@pytest.mark.slow
 def test_progress_callbacks_work_on_the_sharded_program(result):
     updates = [line.split("| update ")[1].split()[0] for line in result["progress_lines"]
                if "| update " in line]
     assert updates == ["1/3", "2/3", "3/3"]
 
 
+@pytest.mark.slow
 def test_sharded_and_unsharded_single_runs_agree(result):
     assert result["single_param_diff"] < 1e-4 * max(1.0, result["single_param_scale"])
     sharded, plain = result["single_loss"]

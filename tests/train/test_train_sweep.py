@@ -146,6 +146,7 @@ def test_every_member_has_its_own_tensorboard_run_with_the_metrics_csv_scalars(s
                                    rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_a_member_folder_resumes_as_a_training_run(sweep_run, tmp_path, capsys):
     """``plume-jax train --resume <member folder>`` continues the member (no
     --config: the member's own config.yaml), with a larger budget."""
@@ -165,6 +166,7 @@ def test_a_member_folder_resumes_as_a_training_run(sweep_run, tmp_path, capsys):
     assert json.loads((member / "summary.json").read_text())["resumed_at_update"] == 10
 
 
+@pytest.mark.slow
 def test_the_winner_is_compared_with_two_baselines_in_one_evaluate_call(sweep_run, tmp_path,
                                                                        capsys):
     """The researcher's next step: the best setting's first member (named in
@@ -191,6 +193,7 @@ def test_the_winner_is_compared_with_two_baselines_in_one_evaluate_call(sweep_ru
     assert (out / "summary.md").is_file() and (out / "trivial_gaussian.png").is_file()
 
 
+@pytest.mark.slow
 def test_a_killed_sweep_resumes_from_its_programs_checkpoints(sweep_run, tmp_path, capsys):
     """A sweep killed in its second program (its checkpoint at update 5, the
     members' metrics ahead of it with a torn line, no summary) resumes with

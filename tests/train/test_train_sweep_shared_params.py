@@ -79,6 +79,7 @@ def test_a_movie_sweep_keeps_one_copy_of_the_frames_not_one_per_member(movie_swe
     assert env_bytes < one_member + 1024  # not members x frames
 
 
+@pytest.mark.slow
 def test_a_movie_sweep_with_shared_frames_trains_as_the_stacked_one_did(movie_sweep,
                                                                         monkeypatch):
     shared = run_sweep(movie_sweep, None, progress=False, evaluate_members=False)

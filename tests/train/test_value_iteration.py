@@ -665,6 +665,7 @@ def test_the_shipped_searcher_config_keeps_otto_frozen_target_and_mlp():
 
 # --------------------------------------------------------------------------- shipped policy
 
+@pytest.mark.slow
 def test_shipped_searcher_runs_its_scenario_and_acts_as_the_trained_lookahead():
     """configs/scenarios/poisson_iso19x19_learned.yaml: the shipped policy
     (trained on a GPU) loads against its scenario's env, finds the sources of

@@ -74,6 +74,7 @@ def test_a_run_started_from_a_policy_begins_with_its_weights_and_statistics(stag
     assert int(runner.update) == 0
 
 
+@pytest.mark.slow
 def test_a_second_stage_keeps_what_the_first_learned(stage1, tmp_path):
     """One update from the stage-1 policy: its critic already predicts the
     returns (a fresh critic's first value loss is far larger) and its greedy
