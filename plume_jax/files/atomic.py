@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import secrets
 from typing import Any, Callable, Union
 
@@ -26,6 +27,8 @@ Content = Union[bytes, str, Callable[[pathlib.Path], Any]]
 #: What a temporary file's name holds after ``.<target name>`` (then the
 #: writer's pid and a random tag).
 TEMPORARY_INFIX = ".tmp-"
+#: A temporary file's whole name (:func:`is_temporary`).
+_TEMPORARY_NAME = re.compile(r"^\..+" + re.escape(TEMPORARY_INFIX) + r"[A-Za-z0-9_]+$")
 
 
 def fsync_folder(folder: str | os.PathLike) -> None:
@@ -149,7 +152,7 @@ def atomic_create(path: str | os.PathLike, content: Content) -> bool:
 def is_temporary(name: str) -> bool:
     """Whether a file name is one of this module's temporary files (a write
     in progress, or one a kill interrupted)."""
-    return name.startswith(".") and TEMPORARY_INFIX in name
+    return _TEMPORARY_NAME.match(name) is not None
 
 
 __all__ = ["Content", "TEMPORARY_INFIX", "atomic_create", "atomic_write", "fsync_folder",

@@ -61,7 +61,7 @@ import numpy as np
 from flax import serialization, traverse_util
 
 from plume_jax.core.errors import ValidationError
-from plume_jax.files import atomic_write, fsync_folder, new_folder
+from plume_jax.files import atomic_write, fsync_folder, is_temporary, new_folder
 from plume_jax.files.safe_io import load_json_bounded, load_json_file, read_bytes_bounded
 
 #: The largest checkpoint metadata read (bytes).
@@ -76,10 +76,11 @@ _FORMAT_WITHOUT_CHECKSUM = "plume_jax.checkpoint/2"
 MAX_CHECKPOINT_BYTES = 16 << 30
 POLICY_FORMAT = "plume_jax.trained_policy/1"
 
-#: Temporary files of an interrupted write: ours (``.NAME.tmp-XXXX``) and
-#: those of earlier versions (``NAME.XXXXXXXX``, ``tmpXXXXXXXX.npz``).
-_TEMPORARY = re.compile(r"^(\..+\.tmp-[A-Za-z0-9_]+|(runner\.msgpack|meta\.json|policy\.json)"
-                        r"\.[A-Za-z0-9_]{8}|tmp[A-Za-z0-9_]{8}\.npz)$")
+#: Temporary files of an interrupted write by earlier versions
+#: (``NAME.XXXXXXXX``, ``tmpXXXXXXXX.npz``); ours (``.NAME.tmp-XXXX``) are
+#: :func:`plume_jax.files.is_temporary`.
+_OLD_TEMPORARY = re.compile(r"^((runner\.msgpack|meta\.json|policy\.json)"
+                            r"\.[A-Za-z0-9_]{8}|tmp[A-Za-z0-9_]{8}\.npz)$")
 
 
 def partial_folder_prefix(name: str) -> str:
@@ -102,12 +103,13 @@ def remove_partial_folders(directory: pathlib.Path) -> None:
 
 def remove_temporaries(directory: str | pathlib.Path) -> list[pathlib.Path]:
     """Delete the temporary files an interrupted write left in ``directory``
-    (see :data:`_TEMPORARY`); returns what was removed."""
+    (:func:`~plume_jax.files.is_temporary`, :data:`_OLD_TEMPORARY`); returns
+    what was removed."""
     directory = pathlib.Path(directory)
     removed = []
     if directory.is_dir():
         for path in directory.iterdir():
-            if path.is_file() and _TEMPORARY.match(path.name):
+            if path.is_file() and (is_temporary(path.name) or _OLD_TEMPORARY.match(path.name)):
                 path.unlink(missing_ok=True)
                 removed.append(path)
     return removed
