@@ -58,17 +58,17 @@ def run_demo(preset: str, num_envs: int, num_steps: int | None, seed: int, out: 
     """
     import jax
 
-    import plume_jax
     from plume_jax.core.agents_package import check_agents_package
 
     check_agents_package()
     from agents import KlinotaxisPolicy
     from plume_jax.evaluate import rollout
     from plume_jax.evaluate.figures import outcome_text, run_figure
+    from plume_jax.envs.presets import make
     from plume_jax.evaluate.scenario import summarise
     from plume_jax.progress import ProgressBar
 
-    env, params = plume_jax.make(preset, **overrides)
+    env, params = make(preset, **overrides)
     num_steps = int(params.max_steps) if num_steps is None else num_steps
     policy = KlinotaxisPolicy.for_env(env)
     key = seed_key(seed)

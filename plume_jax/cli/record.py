@@ -95,11 +95,10 @@ def _check_video_writer(out: str) -> None:
 def _env_for(spec: dict[str, Any], preset: str | None, overrides: dict[str, Any]):
     """``(env, params)``: ``preset`` with ``overrides``, else the policy's
     training env (its recorded settings) with ``overrides``."""
-    import plume_jax
-    from plume_jax.envs.presets import build_env, merge_overrides
+    from plume_jax.envs.presets import build_env, make, merge_overrides
 
     if preset is not None:
-        return plume_jax.make(preset, **overrides)
+        return make(preset, **overrides)
     settings = spec.get("env") or {}
     if not settings:
         raise ValidationError.for_parameter(
@@ -111,21 +110,20 @@ def _agent_and_env(args: argparse.Namespace) -> tuple[str, dict[str, Any], Any, 
     """``(agent name, agent params, env, params)`` for ``RUN``: the
     registry's ``trained`` agent for a policy folder, the zoo reference, or
     ``sb3`` for a ``.zip``, with the env it runs on."""
-    import plume_jax
     from agents.zoo import is_zoo_reference, resolve
+    from plume_jax.envs.presets import make
 
     overrides = parse_overrides(args.set)
     if is_zoo_reference(args.run):
         entry = resolve(args.run)
-        env, params = plume_jax.make(args.preset or entry.preset,
-                                     **{**entry.env_overrides, **overrides})
+        env, params = make(args.preset or entry.preset, **{**entry.env_overrides, **overrides})
         return args.run, {"greedy": not args.sample}, env, params
     if args.run.lower().endswith(".zip") and not os.path.isdir(args.run):
         if args.preset is None:
             raise ValidationError.for_parameter(
                 "--preset", None, f"a preset id for the SB3 model {args.run} (an SB3 model "
                 "records its spaces, not its env)")
-        env, params = plume_jax.make(args.preset, **overrides)
+        env, params = make(args.preset, **overrides)
         return "sb3", {"path": args.run, "deterministic": not args.sample}, env, params
     from agents.trained import load_policy_files
 

@@ -251,7 +251,7 @@ def make_gym_env(preset: str, *, render_mode: str | None = None, render_scale: i
     """Entry point: ``PlumeGymEnv`` over ``plume_jax.make(preset, **overrides)``,
     with ``max_steps`` made equal to ``gymnasium.make``'s ``TimeLimit``."""
     _refuse_forking()
-    import plume_jax
+    from plume_jax.envs.presets import make
     from plume_jax.gym.env import PlumeGymEnv
 
     time_limit = _gymnasium_make_time_limit()
@@ -259,7 +259,7 @@ def make_gym_env(preset: str, *, render_mode: str | None = None, render_scale: i
         limit, given = time_limit
         overrides = _one_episode_limit(overrides, limit, given,
                                        (preset_spec(preset) or {}).get("max_steps"))
-    env, params = plume_jax.make(preset, **overrides)
+    env, params = make(preset, **overrides)
     return PlumeGymEnv(env, params, render_mode=render_mode, render_scale=render_scale,
                        trail_length=trail_length)
 
@@ -275,7 +275,7 @@ def make_vector_env(preset: str, num_envs: int = 1, *, max_episode_steps: int | 
     Gymnasium's) or ``"SameStep"`` (or an ``AutoresetMode``).
     """
     _refuse_forking()
-    import plume_jax
+    from plume_jax.envs.presets import make
     from plume_jax.gym.vector import PlumeVectorEnv
 
     registered = (preset_spec(preset) or {}).get("max_steps")
@@ -283,7 +283,7 @@ def make_vector_env(preset: str, num_envs: int = 1, *, max_episode_steps: int | 
         given = max_episode_steps != registered
         if given or "max_steps" not in overrides:
             overrides = _one_episode_limit(overrides, max_episode_steps, given, registered)
-    env, params = plume_jax.make(preset, **overrides)
+    env, params = make(preset, **overrides)
     return PlumeVectorEnv(env, params, num_envs, autoreset_mode=autoreset_mode,
                           render_mode=render_mode, render_scale=render_scale,
                           trail_length=trail_length)

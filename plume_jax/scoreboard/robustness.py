@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from plume_jax.core.errors import ValidationError
 from plume_jax.scoreboard.board import ROW_METRICS, reason_of
 from plume_jax.scoreboard.contenders import Contender
 from plume_jax.scoreboard.protocol import Protocol
@@ -76,9 +77,9 @@ def noisy_sensor(sensor: dict[str, Any], std: float) -> dict[str, Any]:
 def variations(preset: str) -> list[Variation]:
     """The columns of the robustness table of ``preset`` (nominal first);
     axes that do not apply carry the reason."""
-    import plume_jax
+    from plume_jax.envs.presets import PRESETS, make
 
-    settings = plume_jax.PRESETS[preset]
+    settings = PRESETS[preset]
     plume = settings["plume"]
     out = [Variation("nominal", "preset", {})]
     if plume["type"] == "gaussian":
@@ -92,7 +93,7 @@ def variations(preset: str) -> list[Variation]:
             "a static, windless plume: its concentration does not depend on wind")))
         noise_levels = (0.001, 0.01)
     elif plume["type"] == "filament":
-        defaults = plume_jax.make(preset)[1].plume
+        defaults = make(preset)[1].plume
         mass, radius, growth = (float(getattr(defaults, k)) for k in
                                 ("puff_mass", "puff_radius", "growth"))
         speed, direction = float(defaults.wind_speed), float(defaults.wind_direction)
@@ -136,7 +137,7 @@ def run_robustness(preset: str, family: str, contenders: list[Contender],
                    protocol: Protocol, progress: Any = None) -> list[dict[str, Any]]:
     """A row per (contender, variation): the variation's metrics, or why it
     does not apply (the axis, or the agent on that env)."""
-    import plume_jax
+    from plume_jax.envs.presets import make
     from plume_jax.evaluate.scenario import check_policy_traces, summarise
     from plume_jax.core.seeding import seed_key
 
@@ -145,7 +146,7 @@ def run_robustness(preset: str, family: str, contenders: list[Contender],
     first: dict[Any, Any] = {}
     for index, column in enumerate(columns):
         if column.not_applicable is None:
-            env, params = plume_jax.make(preset, **column.overrides)
+            env, params = make(preset, **column.overrides)
             env = first.setdefault(env.structure, env)
             groups.setdefault(env, []).append((index, params))
     rows = []
@@ -159,7 +160,7 @@ def run_robustness(preset: str, family: str, contenders: list[Contender],
                     raise _host_refused()
                 policy = contender.build(env)
                 check_policy_traces(env, members[0][1], policy, contender.label)
-            except plume_jax.ValidationError as error:
+            except ValidationError as error:
                 for index, _ in members:
                     found[index] = {**base, "status": "not applicable",
                                      "reason": reason_of(error)}
@@ -209,25 +210,25 @@ def start_cell_map(preset: str, contender: Contender, protocol: Protocol
         "episodes_per_cell", "heading"}`` (``None`` for cells inside the goal
         region), or ``{"label", "status": "not applicable", "reason"}``.
     """
-    import plume_jax
+    from plume_jax.envs.presets import PRESETS, make
     from plume_jax.evaluate.scenario import check_policy_traces
     from plume_jax.core.seeding import seed_key
 
-    _, nominal = plume_jax.make(preset)
-    width, height = (int(v) for v in plume_jax.PRESETS[preset]["grid_size"])
+    _, nominal = make(preset)
+    width, height = (int(v) for v in PRESETS[preset]["grid_size"])
     source = np.asarray(nominal.plume.source, np.float32)
     radius = float(nominal.goal_radius)
     xs, ys = _lattice(width, protocol.map_stride), _lattice(height, protocol.map_stride)
     cells = [(x, y) for y in ys for x in xs if math.dist((x, y), source) > radius]
     heading = math.pi
-    env, params = plume_jax.make(preset, start={"type": "fixed", "position": list(cells[0]),
+    env, params = make(preset, start={"type": "fixed", "position": list(cells[0]),
                                                 "heading": heading})
     try:
         if contender.host:
             raise _host_refused()
         policy = contender.build(env)
         check_policy_traces(env, params, policy, contender.label)
-    except plume_jax.ValidationError as error:
+    except ValidationError as error:
         return {"label": contender.label, "status": "not applicable", "reason": reason_of(error)}
     batch = [params.replace(start=params.start.replace(
         position=jnp.asarray(cell, jnp.float32))) for cell in cells]

@@ -343,12 +343,13 @@ class TrainConfig:
 
 
 def make_env(env_section: Mapping[str, Any]):
-    import plume_jax
+    from plume_jax.envs.config_files import make_from_config
+    from plume_jax.envs.presets import make
 
     overrides = dict(env_section.get("overrides") or {})
     if env_section.get("config"):
-        return plume_jax.make_from_config(env_section["config"], **overrides)
-    return plume_jax.make(env_section["id"], **overrides)
+        return make_from_config(env_section["config"], **overrides)
+    return make(env_section["id"], **overrides)
 
 
 def train_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None = None
