@@ -14,11 +14,8 @@ from plume_jax.core.errors import StateError, ValidationError
 from plume_jax.envs.config_files import load_config, make_from_config, save_config
 from plume_jax.envs.presets import PRESETS, build_env, list_presets, make
 from plume_jax.core.types import AgentState, EnvParams, EnvState, Grid
+from plume_jax.core.version import __version__
 import plume_jax.gym.registration  # noqa: E402,F401  registers plume_jax/<PresetId> with Gymnasium
-
-# The one place the version is written: pyproject.toml reads it (setuptools dynamic
-# version), so importlib.metadata.version("plume-jax") agrees once installed.
-__version__ = "0.1.0"
 
 __all__ = [
     "AgentState",

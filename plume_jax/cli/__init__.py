@@ -3,7 +3,10 @@
 One module per subcommand, each with ``add_parser(s)`` and ``run``:
 
 - ``plume-jax demo`` (:mod:`.demo`): the main job on its embedded default;
-- ``plume-jax list`` (:mod:`.presets`): the presets;
+- ``plume-jax list`` (:mod:`.presets`): the presets (``--zoo``: the zoo,
+  ``--scenarios``: the shipped evaluation scenarios);
+- ``plume-jax configs`` (:mod:`.configs`): the shipped ``configs/`` folder,
+  written out for the docs' commands;
 - ``plume-jax train`` / ``plume-jax sweep`` (:mod:`.train`): training (PPO,
   value iteration, ..., or a user's algorithm) and sweeps from YAML configs;
 - ``plume-jax tune`` (:mod:`.tune`): hyperparameter search with Optuna;
@@ -23,7 +26,7 @@ command that resumes; a second Ctrl-C stops at once, without a new checkpoint, w
 one line and exit status 130 (so does Ctrl-C in any other command). Output piped into a
 reader that stops early (``plume-jax list | head -1``) ends quietly with
 exit status 141 (128 + SIGPIPE, as a shell reports a command SIGPIPE
-stopped). ``plume-jax --version`` prints ``plume_jax.__version__``.
+stopped). ``plume-jax --version`` prints ``plume_jax.__version__`` (:mod:`plume_jax.core.version`).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import argparse
 import os
 import sys
 
-from plume_jax.cli import bench, data, demo, evaluate, presets, record, train, tune
+from plume_jax.cli import bench, configs, data, demo, evaluate, presets, record, train, tune
 from plume_jax.cli.demo import DEMO_DEFAULTS, run_demo
 
 __all__ = ["DEMO_DEFAULTS", "main", "run_demo"]
@@ -40,6 +43,7 @@ __all__ = ["DEMO_DEFAULTS", "main", "run_demo"]
 _COMMANDS = {
     "demo": demo.run,
     "list": presets.run,
+    "configs": configs.run,
     "train": train.run_train,
     "sweep": train.run_sweep,
     "tune": tune.run,
@@ -54,12 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="plume-jax", description="plume_jax: odour-plume navigation in JAX — demo, "
         "presets, training and sweeps, evaluation scenarios, datasets, the scoreboard.")
-    from plume_jax import __version__
+    from plume_jax.core.version import __version__
 
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     demo.add_parser(sub)
     presets.add_parser(sub)
+    configs.add_parser(sub)
     train.add_parsers(sub)
     tune.add_parser(sub)
     evaluate.add_parser(sub)

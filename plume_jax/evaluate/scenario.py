@@ -101,7 +101,33 @@ def load_scenario(path: str | os.PathLike) -> dict[str, Any]:
     aliases are expanded)."""
     from plume_jax.files.safe_io import load_yaml_file
 
-    return validate_scenario(load_yaml_file(path, "scenario"), source=str(path))
+    scenario = validate_scenario(load_yaml_file(path, "scenario"), source=str(path))
+    return _shipped_agent_path(scenario, pathlib.Path(path))
+
+
+def _shipped_agent_path(scenario: dict[str, Any], path: pathlib.Path) -> dict[str, Any]:
+    """A scenario shipped with plume_jax (a file under
+    :func:`plume_jax.files.shipped.configs_root`) names its agent's policy as
+    ``path: configs/policies/...``, relative to the folder that holds
+    ``configs/``; where that path does not exist from the working folder (a
+    scenario run by name outside the checkout), it is read from the shipped
+    folder. Other scenarios' paths stay relative to the working folder."""
+    from plume_jax.files.shipped import configs_root
+
+    root = configs_root()
+    params = scenario["agent"].get("params") or {}
+    named = params.get("path")
+    if not isinstance(named, str) or os.path.isabs(named) or os.path.exists(named):
+        return scenario
+    try:
+        path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return scenario
+    shipped = root.parent / named
+    if not shipped.exists():
+        return scenario
+    agent = {**scenario["agent"], "params": {**params, "path": str(shipped)}}
+    return {**scenario, "agent": agent}
 
 
 # ----------------------------------------------------------------- the file's keys
@@ -404,12 +430,12 @@ class PlannedRun:
 
 def scenario_env(scenario: Mapping[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
     """``(env, params, overrides)`` of a scenario (``max_steps`` applied)."""
-    import plume_jax
+    from plume_jax.envs.presets import make
 
     overrides = dict(scenario["env"]["overrides"])
     if scenario.get("max_steps") is not None:
         overrides["max_steps"] = scenario["max_steps"]
-    env, params = plume_jax.make(scenario["env"]["preset"], **overrides)
+    env, params = make(scenario["env"]["preset"], **overrides)
     return env, params, overrides
 
 
@@ -562,10 +588,10 @@ def plan_run(scenario: Mapping[str, Any], agent: AgentChoice | None = None, *,
             raise ValidationError.for_parameter(
                 "--env-from-run", agent.label, "trained agents only (trained with path=..., or "
                 "zoo:<name>) whose policy.json records the env they were trained on")
-        import plume_jax
+        from plume_jax.envs.presets import make
 
         overrides = {k: v for k, v in trained.items() if k != "id"}
-        env, params = plume_jax.make(trained["id"], **overrides)
+        env, params = make(trained["id"], **overrides)
     defaults = default_params(agent.name)
     is_own = agent.name == own["name"] and \
         {**defaults, **agent_params} == {**defaults, **own["params"]}
@@ -609,15 +635,18 @@ def plan_run(scenario: Mapping[str, Any], agent: AgentChoice | None = None, *,
 
 
 class _BatchProgress:
-    """``progress`` of a run evaluated in batches of envs: adds the envs of
-    the batches before (``base``) to a batch's finished episodes. One object
-    per run, hashable by identity (a static argument of the rollout)."""
+    """``progress`` of a run evaluated in batches of envs: the envs of the
+    batches before (``base``) plus a batch's finished episodes less the
+    ``skip`` envs it shares with the batch before (already counted; the
+    count is then a lower bound until the batch ends, never above the
+    episodes run, never going back). One object per run, hashable by
+    identity (a static argument of the rollout)."""
 
     def __init__(self, progress: Callable[[int, int], None]):
-        self.progress, self.base = progress, 0
+        self.progress, self.base, self.skip = progress, 0, 0
 
     def __call__(self, steps: Any, finished: Any) -> None:
-        self.progress(steps, self.base + int(finished))
+        self.progress(steps, self.base + max(0, int(finished) - self.skip))
 
 
 def _captured_rollout(run: PlannedRun, key: jax.Array,
@@ -645,7 +674,7 @@ def _captured_rollout(run: PlannedRun, key: jax.Array,
     for start in range(0, n, size):
         offset = min(start, n - size)  # the last batch: the run's last `size` envs
         if batch_progress is not None:
-            batch_progress.base = offset
+            batch_progress.base, batch_progress.skip = start, start - offset
         t0 = time.perf_counter()
         if host:
             result = host_rollout(env, params, run.policy, key, size, run.num_steps,

@@ -389,7 +389,7 @@ class CaptureWriter:
                argv: Sequence[str] | None = None) -> dict[str, Any]:
         """Close the tables, write ``run.json`` and rename the folder into
         place. Returns the run.json content."""
-        import plume_jax
+        from plume_jax.core.version import __version__
 
         for writer in self._writers.values():
             writer.close()
@@ -404,7 +404,7 @@ class CaptureWriter:
                 "rows": rows, "sha256": file_sha256(os.path.join(self.tmp, f"{name}.parquet"))}
         meta = {
             "schema": CAPTURE_MARK, "schema_version": SCHEMA_VERSION,
-            "plume_jax_version": plume_jax.__version__,
+            "plume_jax_version": __version__,
             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "command": list(sys.argv if argv is None else argv),
             "git_revision": git_revision(), "machine": machine(),

@@ -142,12 +142,12 @@ def draw_figures(name: str, section: dict[str, Any], figure_dir: pathlib.Path,
     ``section``; a figure that fails is reported and loses nothing else."""
     import numpy as np
 
-    import plume_jax
+    from plume_jax.envs.presets import make
 
     jobs = [("figure", f"{name}.png", lambda: report.family_figure(name, section))]
     if any(m["status"] == "ok" for m in section["maps"]):
         preset = section["robustness"][0]["preset"]
-        source = np.asarray(plume_jax.make(preset)[1].plume.source)
+        source = np.asarray(make(preset)[1].plume.source)
         jobs.append(("map_figure", f"{name}_start_cells.png",
                      lambda: report.map_figure(name, section["maps"], source)))
     for key, file_name, draw in jobs:

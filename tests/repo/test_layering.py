@@ -25,6 +25,10 @@ LAYER_OF_FOLDER = {
 }
 #: The top-level modules: the package entry points and the progress bar of the tools.
 LAYER_OF_TOP_MODULE = {"__init__.py": 5, "__main__.py": 5, "progress.py": 5}
+#: The package root (``import plume_jax``, ``from plume_jax import NAME``) is the top
+#: layer: what ``plume_jax/__init__.py`` gathers for users; no module of the package
+#: imports it (each takes a name from the module that defines it).
+ROOT_LAYER = 6
 COMPONENT_FOLDERS = tuple(f for f, layer in LAYER_OF_FOLDER.items() if layer == 1)
 
 
@@ -40,8 +44,10 @@ def layer_of_module(name: str) -> int | None:
     parts = name.split(".")
     if parts[0] == "agents":
         return 4
-    if parts[0] != "plume_jax" or len(parts) == 1:
+    if parts[0] != "plume_jax":
         return None
+    if len(parts) == 1:
+        return ROOT_LAYER
     if parts[1] in LAYER_OF_FOLDER:
         return LAYER_OF_FOLDER[parts[1]]
     return LAYER_OF_TOP_MODULE.get(parts[1] + ".py")
@@ -70,9 +76,18 @@ def _imports(path: pathlib.Path) -> list[str]:
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Import):
             names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module == "plume_jax" and node.level == 0:
+            # ``from plume_jax import datasets`` imports a subpackage; ``from plume_jax
+            # import make`` (or ``__version__``) imports the root
+            names += [f"plume_jax.{alias.name}" if _is_submodule(alias.name) else "plume_jax"
+                      for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.append(node.module)
     return names
+
+
+def _is_submodule(name: str) -> bool:
+    return (PACKAGE / name).is_dir() or (PACKAGE / f"{name}.py").is_file()
 
 
 def test_core_module_list_is_not_empty():
@@ -132,6 +147,17 @@ def test_imports_point_downward(path):
     upward = [n for n in _imports(path)
               if (layer := layer_of_module(n)) is not None and layer > own]
     assert not upward, f"{path.relative_to(PACKAGE)} (layer {own}) imports {upward}"
+
+
+def test_the_checker_catches_a_module_importing_the_package_root(tmp_path):
+    """``import plume_jax`` from inside the package drew an arrow from a low layer
+    (files/, gym/) to the top, which the layer table did not see: the root had no layer."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("import plume_jax\nfrom plume_jax import __version__\n"
+                   "from plume_jax import datasets\n")
+    assert _imports(bad) == ["plume_jax", "plume_jax", "plume_jax.datasets"]
+    assert layer_of_module("plume_jax") == ROOT_LAYER > max(LAYER_OF_FOLDER.values())
+    assert layer_of_module("plume_jax.datasets") == 0
 
 
 def test_the_downward_checker_catches_an_upward_import():

@@ -172,7 +172,7 @@ def test_ci_installs_with_the_constraints_file():
 def test_version_is_single_sourced_from_the_package():
     assert "version" in PROJECT["dynamic"] and "version" not in PROJECT
     assert PYPROJECT["tool"]["setuptools"]["dynamic"]["version"] == \
-        {"attr": "plume_jax.__version__"}
+        {"attr": "plume_jax.core.version.__version__"}
     from setuptools.config.pyprojecttoml import read_configuration
 
     # what setuptools will write into the wheel's metadata
