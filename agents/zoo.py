@@ -1,7 +1,8 @@
 """The zoo: trained agents shipped with plume_jax, loaded by name.
 
-An entry is a folder ``configs/zoo/<name>/<version>/`` (of the checkout, or of
-the folder ``$PLUME_JAX_ZOO`` names) holding
+An entry is a folder ``configs/zoo/<name>/<version>/`` (of the checkout, else of
+the copy an installed wheel carries: :func:`plume_jax.files.shipped.shipped_path`;
+or of the folder ``$PLUME_JAX_ZOO`` names) holding
 
 - ``config.yaml``: the training config that produced it
   (``plume-jax train --config configs/zoo/<name>/<version>/config.yaml``);
@@ -47,14 +48,15 @@ import re
 from typing import Any
 
 from plume_jax.core.errors import ValidationError
+from plume_jax.files.shipped import describe_root, shipped_path
 
 #: What starts a zoo reference.
 ZOO_PREFIX = "zoo:"
-#: The shipped zoo (the checkout's ``configs/zoo``).
-ZOO_ROOT = pathlib.Path(__file__).resolve().parent.parent / "configs" / "zoo"
-#: The environment variable that points at another zoo folder (e.g. a clone's
-#: ``configs/zoo`` when plume-jax was installed from a wheel, which has no
-#: ``configs/``).
+#: The shipped zoo: the checkout's ``configs/zoo``, else the installed wheel's
+#: copy (``plume_jax/data/configs/zoo``); :mod:`plume_jax.files.shipped` decides.
+ZOO_ROOT = shipped_path("zoo")
+#: The environment variable that points at another zoo folder (e.g. a zoo of
+#: one's own, laid out as ``configs/zoo``).
 ZOO_ENV = "PLUME_JAX_ZOO"
 
 
@@ -172,10 +174,11 @@ def missing_zoo(root: pathlib.Path) -> str:
     named = os.environ.get(ZOO_ENV)
     if named and pathlib.Path(named) == pathlib.Path(root):
         return (f"the zoo folder {root} named by {ZOO_ENV} does not exist: point {ZOO_ENV} at "
-                f"a copy of configs/zoo, or unset it to use the checkout's ({ZOO_ROOT})")
-    return (f"the zoo folder {root} does not exist: the zoo ships with the source checkout "
-            f"(git clone, then pip install -e .); or set {ZOO_ENV} to a copy of its "
-            "configs/zoo")
+                f"a copy of configs/zoo, or unset it to use the shipped one ({ZOO_ROOT})")
+    if pathlib.Path(root) == ZOO_ROOT:
+        return (f"the shipped zoo folder {root} does not exist ({describe_root()} has no zoo/: "
+                f"reinstall plume-jax, or set {ZOO_ENV} to a copy of configs/zoo)")
+    return f"the zoo folder {root} does not exist"
 
 
 def is_zoo_reference(name: Any) -> bool:

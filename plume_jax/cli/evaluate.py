@@ -53,7 +53,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Run evaluation scenarios and compare agents: a table and a figure per "
         "scenario. Scenario files and SB3 models may run code: use only ones you trust.")
     ev.add_argument("--scenario", nargs="+", required=True,
-                    help="scenario YAML file(s) or folder(s) of them (configs/scenarios/)")
+                    help="scenario YAML file(s), folder(s) of them, or the name(s) of shipped "
+                    "scenarios (singh2023_constant: a file of configs/scenarios/, found in "
+                    "the checkout or in the installed package; plume-jax list --scenarios)")
     ev.add_argument("--agent", nargs="+", action="extend", default=None, metavar="[LABEL=]NAME",
                     help="agent(s) to run instead of each scenario's own (repeatable); "
                     "LABEL=NAME runs NAME under another label, e.g. gru=trained")
@@ -127,14 +129,21 @@ def clear_earlier_outputs(out: pathlib.Path, keep: Sequence[str | None] = ()) ->
 
 
 def scenario_files(paths: list[str]) -> list[str]:
-    """The YAML files named, folders expanded (sorted).
+    """The YAML files named, folders expanded (sorted); a name that is no
+    file or folder here but a shipped scenario's (``singh2023_constant``)
+    becomes that file (:func:`plume_jax.files.shipped.scenario_path`).
 
     Raises:
-        ValidationError: a folder without YAML files.
+        ValidationError: a folder without YAML files, or a name that is
+            neither a path nor a shipped scenario.
     """
+    from plume_jax.files.shipped import is_scenario_name, scenario_path
+
     files = []
     for path in paths:
-        if os.path.isdir(path):
+        if not os.path.exists(path) and is_scenario_name(path):
+            files.append(str(scenario_path(path)))
+        elif os.path.isdir(path):
             found = sorted(os.path.join(path, f) for f in os.listdir(path)
                            if f.endswith((".yaml", ".yml")))
             if not found:

@@ -1,5 +1,6 @@
 """``plume-jax list``: the registered presets; ``plume-jax list --zoo``: the
-trained agents of the zoo (:mod:`agents.zoo`), one line per version."""
+trained agents of the zoo (:mod:`agents.zoo`), one line per version;
+``plume-jax list --scenarios``: the shipped evaluation scenarios by name."""
 
 from __future__ import annotations
 
@@ -14,9 +15,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        "preset each was trained on, its own evaluation's success, its "
                        "training and evaluation seeds, and how many per-seed policies of its "
                        "recipe it keeps (zoo:NAME@VERSION#SEED).")
-    p.add_argument("--zoo", action="store_true",
-                   help="list the zoo's trained agents (usable as zoo:NAME, zoo:NAME@VERSION or "
-                   "zoo:NAME@VERSION#SEED wherever an agent is named) instead of the presets")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--zoo", action="store_true",
+                       help="list the zoo's trained agents (usable as zoo:NAME, "
+                       "zoo:NAME@VERSION or zoo:NAME@VERSION#SEED wherever an agent is named) "
+                       "instead of the presets")
+    which.add_argument("--scenarios", action="store_true",
+                       help="list the shipped evaluation scenarios by name (plume-jax evaluate "
+                       "--scenario NAME) instead of the presets")
 
 
 def _cell(value: Any, spec: str = "") -> str:
@@ -44,7 +50,30 @@ def zoo_table(entries: list[Any]) -> list[str]:
             for row in [header, *rows]]
 
 
+def scenario_table() -> list[str]:
+    """One line per shipped scenario: its name (what ``evaluate --scenario``
+    takes) and its description."""
+    from plume_jax.evaluate.scenario import load_scenario
+    from plume_jax.files.shipped import scenario_names
+
+    found = scenario_names()
+    width = max((len(name) for name in found), default=0)
+    lines = []
+    for name, path in found.items():
+        description = load_scenario(path).get("description") or ""
+        lines.append(f"{name.ljust(width)}  {' '.join(str(description).split())}".rstrip())
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "scenarios", False):
+        from plume_jax.files.shipped import describe_root
+
+        print(f"scenarios shipped in {describe_root()}/scenarios "
+              "(plume-jax evaluate --scenario NAME):")
+        for line in scenario_table():
+            print(line)
+        return 0
     if getattr(args, "zoo", False):
         from agents.zoo import entries, zoo_root
 

@@ -27,10 +27,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from plume_jax.core.errors import ValidationError
+from plume_jax.files.shipped import shipped_path
 from plume_jax.scoreboard.protocol import FULL, Protocol
 
-#: Where the scenario files live (the checkout's ``configs/scenarios``).
-SCENARIO_DIR = pathlib.Path(__file__).resolve().parents[2] / "configs" / "scenarios"
+#: Where the scenario files live (the checkout's ``configs/scenarios``, else the
+#: installed package's copy: :func:`plume_jax.files.shipped.shipped_path`).
+SCENARIO_DIR = shipped_path("scenarios")
 
 
 def protocol_episodes(name: str) -> int:
