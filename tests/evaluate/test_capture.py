@@ -456,8 +456,10 @@ def test_capture_memory_does_not_grow_with_episodes(captured, tmp_path, monkeypa
 
     plan = _plan(64)
     per_transition = cap.transition_bytes(plan.env, plan.params)
-    budget = 24 * plan.num_steps * per_transition  # 24 envs per batch
-    assert cap.plan_batches(64, plan.num_steps, 1, per_transition, budget) == 24
+    budget = 24 * plan.num_steps * per_transition  # at most 24 envs per batch
+    # 64 envs need three batches: three of 22 (not 24, 24 and 24 of which the
+    # last reran 8 envs)
+    assert cap.plan_batches(64, plan.num_steps, 1, per_transition, budget) == 22
     assert cap.plan_batches(10**6, plan.num_steps, 1, per_transition, budget) == 24
     assert cap.plan_batches(64, plan.num_steps, 1, per_transition) == 64  # the default
     seen, added = [], []
@@ -477,13 +479,17 @@ def test_capture_memory_does_not_grow_with_episodes(captured, tmp_path, monkeypa
         return real_run_add(result, offset, skip)
 
     run.add = record_shape
-    report = sc.execute_run(plan, capture=run)
+    finished = []
+    report = sc.execute_run(plan, capture=run, progress=lambda steps, done: finished.append(done))
     recorder.end_run(report)
     meta = recorder.finish()
-    # three batches of 24 envs, each written before the next ran (the last
-    # one overlaps: envs 40..63, 16 new)
-    assert seen == [24, 24, 24] and [e for _, e in added] == [24, 24, 16]
-    assert meta["runs"][0]["batch_envs"] == 24
+    # three batches of 22 envs, each written before the next ran (the last
+    # one overlaps: envs 42..63, 20 new)
+    assert seen == [22, 22, 22] and [e for _, e in added] == [22, 22, 20]
+    assert meta["runs"][0]["batch_envs"] == 22
+    # the progress counts each episode once: never back, never past the run's 64
+    assert finished and finished[-1] == 64 and max(finished) == 64
+    assert finished == sorted(finished)
     # the same episodes, report and rows as the capture taken in one batch
     whole = json.loads((captured / "ev" / "gaussian_klinotaxis__klinotaxis.json").read_text())
     for name in ("success_rate", "mean_steps", "path_efficiency"):
@@ -497,6 +503,25 @@ def test_capture_memory_does_not_grow_with_episodes(captured, tmp_path, monkeypa
     result = report["_rollout"]
     valid = np.asarray(result.trajectories_valid)
     assert valid.shape[0] == 4 and valid[:, 0].all()
+
+
+def test_a_captured_run_in_batches_does_not_rerun_most_of_a_batch():
+    """The learned searcher's 2,048 captured searches of 642 steps ran in two
+    batches of 2,010 envs (the largest that fit), the second rerunning 1,972
+    envs of the first: 4,020 searches for 2,048, twice the 11-27 time. A
+    run's batches now rerun fewer envs than there are batches."""
+    per_transition = 120
+    budget = cap.CAPTURE_BATCH_BYTES
+    for episodes in (1, 7, 64, 2048, 2049, 5000, 10**5):
+        for max_steps in (50, 642, 5000):
+            size = cap.plan_batches(episodes, max_steps, 1, per_transition, budget)
+            batches = -(-episodes // size)
+            assert 1 <= size <= episodes
+            assert size * max_steps * per_transition <= budget or size == 1
+            assert batches * size - episodes < batches, (episodes, max_steps, size)
+    fits = budget // (642 * 52)  # 2,010 envs of 642 steps fit in the default budget
+    assert fits == 2010
+    assert cap.plan_batches(2048, 642, 1, 52) == 1024
 
 
 def test_the_capture_limit_is_per_command():
