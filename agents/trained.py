@@ -228,54 +228,71 @@ MAX_POLICY_NPZ_BYTES = 1 << 30
 INDEX_ARRAYS = frozenset({"move_deltas", "move_ids", "symmetry_perm"})
 
 
-def load_policy_files(path: str | pathlib.Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """``(spec, arrays)`` from an exported policy folder.
+def load_policy_files(path: str | pathlib.Path, parameter: str = "path", *,
+                      max_bytes: int = MAX_POLICY_NPZ_BYTES
+                      ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """``(spec, arrays)`` from an exported policy folder: the one reader of
+    policy folders (the ``trained`` and ``zoo:`` agents, ``plume-jax
+    record``, warm starts: :mod:`plume_jax.train.warm_start`).
 
     ``policy.json`` is read with the bounds of
     :func:`plume_jax.files.safe_io.load_json_file` (1 MiB, 64 levels) and
-    ``policy.npz`` with :func:`plume_jax.files.safe_io.load_npz_bounded` (no
-    pickle, at most :data:`MAX_POLICY_NPZ_BYTES` unpacked, a zip bomb
+    must be a mapping of the trained-policy format; ``policy.npz`` with
+    :func:`plume_jax.files.safe_io.load_npz_bounded` (no pickle, at most
+    ``max_bytes`` unpacked, default :data:`MAX_POLICY_NPZ_BYTES`; a zip bomb
     refused). Every weight must be a finite real floating-point array
-    (float16/32/64); the index tables of :data:`INDEX_ARRAYS` must be
-    32- or 64-bit signed integers.
+    (float16/32/64; not complex, integer or bool); the index tables of
+    :data:`INDEX_ARRAYS` must be 32- or 64-bit signed integers; ``obs_var``
+    (the observation variance) must be ``>= 0``.
+
+    Args:
+        path: the policy folder.
+        parameter: the name errors give (``"path"``; a warm start's
+            ``"run.init_from"``).
+        max_bytes: the most array data ``policy.npz`` may unpack to.
 
     Raises:
-        ValidationError: (parameter ``path``) the folder, ``policy.json`` or
-            ``policy.npz`` is missing, unreadable, too big or too deep, the
-            spec is not a trained-policy spec, or an array (named) has another
-            dtype or holds NaN or infinity.
+        ValidationError: (parameter ``parameter``) the folder,
+            ``policy.json`` or ``policy.npz`` is missing, unreadable, too big
+            or too deep, the spec is not a trained-policy spec, or an array
+            (named) has another dtype, holds NaN or infinity, or is a
+            negative variance.
     """
     from plume_jax.files.safe_io import load_json_file, load_npz_bounded
 
     folder = pathlib.Path(path)
     allowed = "a policy folder written by `plume-jax train` (policy.json and policy.npz)"
     if not folder.is_dir():
-        raise ValidationError.for_parameter("path", str(path), f"{allowed}; no such folder")
+        raise ValidationError.for_parameter(parameter, str(path), f"{allowed}; no such folder")
     if not (folder / "policy.json").exists() and (folder / "policy" / "policy.json").is_file():
         raise ValidationError.for_parameter(
-            "path", str(path), f"{allowed}; this is a run folder (or a sweep member's or tune "
+            parameter, str(path), f"{allowed}; this is a run folder (or a sweep member's or tune "
             f"trial's), which keeps its exported policy in policy/: path={folder / 'policy'}")
-    spec = load_json_file(folder / "policy.json", "path")
+    spec = load_json_file(folder / "policy.json", parameter)
     try:
         check_spec(spec)
     except ValueError as error:
-        raise ValidationError.for_parameter("path", str(path), f"{allowed}; {error}") from None
-    arrays = load_npz_bounded(folder / "policy.npz", "path", max_bytes=MAX_POLICY_NPZ_BYTES)
+        raise ValidationError.for_parameter(parameter, str(path), f"{allowed}; {error}") from None
+    arrays = load_npz_bounded(folder / "policy.npz", parameter, max_bytes=max_bytes)
     for name, array in arrays.items():
         where = f"{folder / 'policy.npz'}: array {name[:100]!r}"
         if name.rsplit("/", 1)[-1] in INDEX_ARRAYS:
             if array.dtype.kind != "i" or array.dtype.itemsize < 4:
                 raise ValidationError.for_parameter(
-                    "path", str(path), f"{allowed}; {where} has dtype {array.dtype}, an index "
+                    parameter, str(path), f"{allowed}; {where} has dtype {array.dtype}, an index "
                     "table must be int32 or int64")
         elif array.dtype.kind != "f" or array.dtype.itemsize > 8:
             raise ValidationError.for_parameter(
-                "path", str(path), f"{allowed}; {where} has dtype {array.dtype}, weights must "
+                parameter, str(path), f"{allowed}; {where} has dtype {array.dtype}, weights must "
                 "be real floating point (float16, float32 or float64)")
         elif not np.isfinite(array).all():
             raise ValidationError.for_parameter(
-                "path", str(path), f"{allowed}; {where} holds "
+                parameter, str(path), f"{allowed}; {where} holds "
                 f"{int(np.size(array) - np.isfinite(array).sum())} NaN or infinite values")
+        elif name == "obs_var" and (array < 0).any():
+            raise ValidationError.for_parameter(
+                parameter, str(path), f"{allowed}; {where} (a variance) holds "
+                f"{int((array < 0).sum())} negative values")
     return spec, arrays
 
 

@@ -88,6 +88,15 @@ def string_or_none(name: str, value: Any, grid: Any = None) -> str | None:
     return value
 
 
+def path_or_none(name: str, value: Any, grid: Any = None) -> str | None:
+    """A path (a string that is not empty or only spaces) or ``None``: an
+    empty path would name the current folder, or nothing, without a word."""
+    value = string_or_none(name, value, grid)
+    if value is not None and not value.strip():
+        raise ValidationError.for_parameter(name, value, "a path (not empty) or null")
+    return value
+
+
 # --------------------------------------------------------------------- sections
 # Every setting is a plume_jax.settings.Setting (default, checker, static, doc),
 # made by algo_setting; "static" marks settings compiled into the program (they
@@ -203,7 +212,7 @@ RUN_SCHEMA: dict[str, Setting] = {
                       "auto | cluster | off: join a multi-process run "
                       "(plume_jax.train.distributed); auto: when the launcher's environment "
                       "says so (SLURM srun, multi-host Cloud TPU, JAX_* variables)"),
-    "init_from": _s(None, string_or_none, False,
+    "init_from": _s(None, path_or_none, False,
                     "a trained policy to start from instead of a fresh network (a curriculum's "
                     "next stage): a policy folder, a run folder (its policy/) or a sweep folder "
                     "(each member takes the policy of its namesake, members/<name>/policy); "

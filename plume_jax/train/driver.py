@@ -65,7 +65,7 @@ from plume_jax.train.evaluation import MAX_INHERITED_EVAL_STEPS, eval_num_steps,
     member_evaluation
 from plume_jax.train.lane_schedule import LaneSchedule
 from plume_jax.train.lanes import Lanes, evaluate_in_lanes, init_in_lanes
-from plume_jax.train.warm_start import check_source, warm_start_program
+from plume_jax.train.warm_start import check_member, warm_start_program
 from plume_jax.train.loggers import RunLoggers
 from plume_jax.train.members import member_of, stack_members, vmap_members
 from plume_jax.train.periodic_eval import best_row, periodic_evaluator
@@ -226,8 +226,7 @@ def build_program(runs: list[Member], *, batched: bool, folder: pathlib.Path | N
         env_params = first.env_params
         keys = seed_key(first.config.run["seed"])
     for m in runs:  # refused now, before a folder is written
-        if m.config.run.get("init_from"):
-            check_source(algo, m.config.run["init_from"], m.name)
+        check_member(algo, m.config, m.env_params, m.name)
     return Program(algo=algo, runs=list(runs), hp=hp, env_params=env_params, keys=keys,
                    batched=batched, mesh=mesh, folder=folder,
                    members=list(range(len(runs))) if members is None else list(members),

@@ -43,6 +43,7 @@ from plume_jax.train.loggers import RunLoggers, check_wandb
 from plume_jax.train.plots import plot_learning_curves
 from plume_jax.train.progress import read_jsonl
 from plume_jax.train.run_folder import FolderLock, RunFolders
+from plume_jax.train.warm_start import start_notes
 
 
 @dataclasses.dataclass
@@ -173,10 +174,11 @@ def _train_program(folders: RunFolders, p: Program, started: tuple[Any, pathlib.
     for loggers in start.loggers:
         if loggers is not None:
             logs.callback(loggers.close)
-    for note in start.notes:
+    notes = list(start.notes) + (start_notes(p) if checkpoint is None else [])
+    for note in notes:
         bar.update(offset + len(p.runs) * start_update * p.config.steps_per_update,
                    message=f"note: {note}")
-    result.notes.extend(start.notes)
+    result.notes.extend(notes)
     trained = run_program(p, runner, start.rows, bar=bar, offset=offset, init_seconds=init_s,
                           loggers=start.loggers, stop=stop)
     if trained.interrupted:  # checkpointed: the folder resumes where it stopped

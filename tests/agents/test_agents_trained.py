@@ -233,3 +233,22 @@ def test_a_run_folder_given_as_path_names_its_policy_folder(tmp_path):
         "this is a run folder (or a sweep member's or tune trial's), which keeps its exported "
         f"policy in policy/: path={tmp_path / 'run' / 'policy'}")
     assert TrainedPolicy.load(tmp_path / "run" / "policy") is not None
+
+
+def test_a_policy_with_a_negative_observation_variance_is_refused_naming_the_array(
+        gaussian_policy, tmp_path):
+    """Issue 54 item 12: a negative ``obs_var`` (a square root of it
+    normalises every observation) was accepted."""
+    import shutil
+
+    folder = tmp_path / "copy"
+    shutil.copytree(gaussian_policy, folder)
+    with np.load(folder / "policy.npz") as data:
+        arrays = {k: data[k] for k in data.files}
+    if "obs_var" not in arrays:
+        pytest.skip("this policy does not normalise observations")
+    arrays["obs_var"] = -np.abs(arrays["obs_var"]) - 1.0
+    np.savez(folder / "policy.npz", **arrays)
+    with pytest.raises(ValidationError, match="'obs_var' .a variance. holds .* negative") as info:
+        TrainedPolicy.load(folder)
+    assert info.value.parameter == "path"

@@ -7,6 +7,7 @@ naming what differs, before anything trains."""
 
 from __future__ import annotations
 
+import json
 import pathlib
 import shutil
 
@@ -153,3 +154,23 @@ def test_an_algorithm_that_cannot_start_from_a_policy_is_refused_before_a_folder
     with pytest.raises(ValidationError, match="cannot start from a trained policy") as info:
         train(cfg, out, progress=False)
     assert info.value.parameter == "run.init_from" and not out.exists()
+
+
+def test_a_warm_start_says_on_the_console_what_it_started_from(stage1, tmp_path, capsys):
+    """Issue 55 claim 1: stage 2 of a warm start never said what it started
+    from; the console (even with --quiet) and the summary's notes name the
+    policy folder."""
+    import yaml
+
+    from plume_jax.cli import main
+
+    source = stage1["out"] / "policy"
+    path = tmp_path / "stage2.yaml"
+    data = config(updates=1, init_from=str(stage1["out"]))
+    data["eval"] = {"num_envs": 8}
+    path.write_text(yaml.safe_dump(data))
+    assert main(["train", "--config", str(path), "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert f"note: started from the policy in {source}" in out, out
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert any(f"started from the policy in {source}" in n for n in summary["notes"]), summary
