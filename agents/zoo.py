@@ -66,8 +66,9 @@ def zoo_root(root: str | os.PathLike | None = None) -> pathlib.Path:
     if root is not None:
         return pathlib.Path(root)
     return pathlib.Path(os.environ[ZOO_ENV]) if os.environ.get(ZOO_ENV) else ZOO_ROOT
-#: An entry name: lower-case letters, digits and ``-``.
-ENTRY_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+#: An entry name: lower-case letters, digits and ``-`` (matched whole,
+#: with ``fullmatch``: ``$`` would also take a name ending in a newline).
+ENTRY_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 #: A version folder's name: a positive integer in ASCII digits, no leading
 #: zero (``str.isdigit`` also takes ``²`` and ``١``, which ``int`` refuses or
 #: reads as another version's number).
@@ -227,7 +228,7 @@ def _seeds(folder: pathlib.Path) -> list[int]:
 def _names(root: pathlib.Path) -> list[str]:
     """The entry names that have at least one trained version."""
     return sorted(child.name for child in _children(root)
-                  if ENTRY_NAME.match(child.name) and _versions(child))
+                  if ENTRY_NAME.fullmatch(child.name) and _versions(child))
 
 
 def _load(root: pathlib.Path, name: str, version: int) -> ZooEntry:

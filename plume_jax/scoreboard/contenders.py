@@ -34,7 +34,7 @@ from plume_jax.core.errors import ValidationError
 #: The hand-coded agents of the registry, in the board's order.
 BASELINES = ("random_walk", "klinotaxis", "chemotaxis", "cast_and_surge", "infotaxis",
              "space_aware_infotaxis")
-_LABEL = re.compile(r"^[A-Za-z0-9_.@:#-]+$")
+_LABEL = re.compile(r"[A-Za-z0-9_.@:#-]+")  # fullmatch: `$` takes a trailing newline
 _TARGETS = ("a policy folder (policy.json + policy.npz) or a run folder holding policy/, an SB3 "
             "model .zip, module:attribute (a functional policy or a function env -> policy), "
             "or an agent name (plume-jax evaluate --agent)")
@@ -157,7 +157,7 @@ def user_contender(spec: str) -> Contender:
         target, label = spec, pathlib.Path(spec.rstrip("/")).name or spec
     if not target:
         raise ValidationError.for_parameter("--add", spec, f"LABEL=TARGET with TARGET {_TARGETS}")
-    if not _LABEL.match(label):
+    if not _LABEL.fullmatch(label):
         raise ValidationError.for_parameter(
             "--add", spec, "LABEL=TARGET with LABEL made of letters, digits and _ . @ : # -")
     path = pathlib.Path(target)

@@ -269,7 +269,7 @@ def _write_entry(folder: pathlib.Path, policy: pathlib.Path, info: dict[str, Any
 def _check_name(name: Any) -> None:
     from agents.zoo import ENTRY_NAME
 
-    if not isinstance(name, str) or not ENTRY_NAME.match(name):
+    if not isinstance(name, str) or not ENTRY_NAME.fullmatch(name):
         raise ValidationError.for_parameter(
             "name", name, "a zoo name of lower-case letters, digits and '-', e.g. filament-gru")
 

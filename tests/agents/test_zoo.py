@@ -381,3 +381,21 @@ def test_a_missing_zoo_named_by_plume_jax_zoo_says_to_fix_that_variable(tmp_path
         zoo.resolve("zoo:gaussian-gru@1#3")
     monkeypatch.delenv(zoo.ZOO_ENV)
     assert zoo.missing_zoo(missing) == f"the zoo folder {missing} does not exist"
+
+
+def test_a_zoo_name_ending_in_a_newline_is_neither_listed_nor_published(tmp_path):
+    """Issue 54 item 15: ENTRY_NAME ended in ``$``, which also matches before
+    a trailing newline: a folder ``e\\n`` was listed as ``zoo:e\\n`` and
+    publishing took such a name."""
+    env, params = plume_jax.make("PlumeNav-Gaussian-v0")
+    _entry(tmp_path, "e\n", env, params, "PlumeNav-Gaussian-v0")
+    _entry(tmp_path, "e", env, params, "PlumeNav-Gaussian-v0")
+    assert zoo.references(tmp_path) == ["zoo:e", "zoo:e@1"]
+    with pytest.raises(ValidationError, match=r"one of \['zoo:e'\]"):
+        zoo.resolve("zoo:e\n", tmp_path)
+    run = _fake_run(tmp_path / "run", CONFIG, env, params)
+    for name in ("toy\n", "toy\n\n"):
+        with pytest.raises(ValidationError, match="lower-case letters") as info:
+            zoo_publish.publish(run, name, root=tmp_path / "zoo")
+        assert info.value.parameter == "name"
+    assert not (tmp_path / "zoo").exists()

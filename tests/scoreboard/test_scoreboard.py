@@ -72,6 +72,15 @@ def test_user_agents_in_every_form(tmp_path, monkeypatch):
         contenders.board_contenders(added=["klinotaxis=klinotaxis"])
 
 
+@pytest.mark.parametrize("label", ["mine\n", "a|b", "<script>"])
+def test_a_contender_label_ending_in_a_newline_or_holding_markup_is_refused(label):
+    """Issue 54 item 15 (the ``$`` class): ``--add 'mine\n=klinotaxis'``
+    passed the label check, whose pattern ended in ``$``."""
+    with pytest.raises(ValidationError, match="LABEL made of letters") as info:
+        contenders.user_contender(f"{label}=klinotaxis")
+    assert info.value.parameter == "--add"
+
+
 def test_unknown_family_and_mode_say_what_is_known():
     with pytest.raises(ValidationError, match=r"did you mean 'gaussian'"):
         families.get_family("gausian")
