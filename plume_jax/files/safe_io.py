@@ -164,7 +164,10 @@ class _BoundedLoader(yaml.SafeLoader):
       dot (``3e-4``, ``1e6``) and ``.inf``/``.nan``; ``null``, ``~`` and an
       empty value are null; dates are text. ``<<`` merge keys still merge
       (a widely used extension that YAML 1.2 readers such as ruamel.yaml keep).
-    - A mapping that holds a key twice is refused (:class:`_DuplicateKey`).
+    - A mapping that holds a key twice is refused (:class:`_DuplicateKey`),
+      ``<<`` included (PyYAML would keep the first ``<<`` and drop the
+      second without a word); several mappings merge with one
+      ``<<: [*a, *b]``.
     - The composer refuses nesting deeper than ``max_depth`` as it composes
       (before Python's recursion limit)."""
 
@@ -189,8 +192,13 @@ class _BoundedLoader(yaml.SafeLoader):
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         if isinstance(node, yaml.MappingNode):
             first_line: dict[Any, int] = {}
+            merge_line = 0
             for key_node, _ in node.value:
-                if key_node.tag == _MERGE:  # merged keys may be overridden
+                if key_node.tag == _MERGE:  # merged keys may be overridden; one << a mapping
+                    line = key_node.start_mark.line + 1
+                    if merge_line:  # PyYAML keeps the first and drops the second silently
+                        raise _DuplicateKey("<<", merge_line, line)
+                    merge_line = line
                     continue
                 key = self.construct_object(key_node, deep=True)
                 try:
@@ -329,7 +337,8 @@ def load_yaml_bounded(text: str, parameter: str, *, value: Any = _TEXT, what: st
         raise ValidationError.for_parameter(
             parameter, value, f"{what} with each key once in a mapping (the key "
             f"{bounded_repr(twice.key, 80)} is on line {twice.first} and again on line "
-            f"{twice.again})") from None
+            f"{twice.again}" + ("; merge several mappings with one <<: [*a, *b]"
+                                if twice.key == "<<" else "") + ")") from None
     except yaml.YAMLError as error:
         raise ValidationError.for_parameter(
             parameter, value, f"{what} ({' '.join(str(error).split())[:300]}; tags that build "

@@ -73,6 +73,21 @@ def test_ordinary_yaml_still_loads_with_anchors_and_merge_keys():
     assert load_yaml_bounded("[" * MAX_DEPTH + "]" * MAX_DEPTH, "x") is not None
 
 
+def test_a_repeated_merge_key_is_refused_not_silently_dropped():
+    """Issue 54 item 17: ``{<<: {x: 1}, <<: {x: 2}}`` read as ``{x: 1}``
+    (PyYAML keeps the first ``<<``); merge keys are kept, one per mapping."""
+    text = "a: &a {x: 1}\nb: &b {x: 2, y: 3}\nc:\n  <<: *a\n  <<: *b\n"
+    with pytest.raises(ValidationError, match=r"the key '<<' is on line 4 and again on line 5; "
+                                              r"merge several mappings with one") as info:
+        load_yaml_bounded(text, "--config")
+    assert info.value.parameter == "--config"
+    with pytest.raises(ValidationError, match="the key '<<'"):
+        load_yaml_bounded("{<<: {x: 1}, <<: {x: 2}}", "--set")
+    # one << per mapping, with a list of mappings, still merges (the first listed wins)
+    merged = load_yaml_bounded("a: &a {x: 1}\nb: &b {x: 2, y: 3}\nc: {<<: [*a, *b], z: 0}\n", "x")
+    assert merged["c"] == {"x": 1, "y": 3, "z": 0}
+
+
 @pytest.mark.parametrize("text, message", [
     ("!!python/object/apply:os.system ['echo owned']", "tags that build Python objects"),
     ("1" * 5000, "whose values can be read"),
