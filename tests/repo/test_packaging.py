@@ -195,9 +195,54 @@ def test_installed_metadata_reports_the_package_version():
     assert dist.version == plume_jax.__version__
 
 
+def _release_headings() -> list[str]:
+    """The versions of CHANGELOG.md's release headings (``## [0.2.0] - date``),
+    newest first, as written; ``Unreleased`` is not a release."""
+    import re
+
+    headings = re.findall(r"^## \[([^\]]+)\]", (ROOT / "CHANGELOG.md").read_text(), flags=re.M)
+    return [h for h in headings if h != "Unreleased"]
+
+
 def test_changelog_starts_at_this_version():
-    changelog = (ROOT / "CHANGELOG.md").read_text()
-    assert f"## [{plume_jax.__version__}]" in changelog
+    """Regression (issue 55, item 6): modules moved and the version stayed
+    0.1.0, the break noted only in the changelog's Unreleased section. The
+    newest release in CHANGELOG.md is the package's version, and releases are
+    listed newest first."""
+    releases = _release_headings()
+    assert releases and releases[0] == plume_jax.__version__, \
+        f"CHANGELOG.md's newest release is {releases[:1]}, the package is {plume_jax.__version__}"
+    versions = [Version(v) for v in releases]
+    assert versions == sorted(versions, reverse=True) and len(set(versions)) == len(versions)
+
+
+def _changelog_section(version: str) -> str:
+    text = (ROOT / "CHANGELOG.md").read_text()
+    start = text.index(f"## [{version}]")
+    end = text.find("\n## [", start + 1)
+    return text[start:end if end >= 0 else len(text)]
+
+
+def test_changelog_lists_breaking_changes_first():
+    """A release that moved modules says so before anything else."""
+    section = _changelog_section("0.2.0")
+    subsections = [line for line in section.splitlines() if line.startswith("### ")]
+    assert subsections[0] == "### Breaking changes"
+
+
+def test_changelog_moved_modules_are_gone_and_their_new_paths_import():
+    """Each ``old -> new`` module path in 0.2.0's breaking changes: the new
+    one imports, the old one is gone (so the list is neither stale nor
+    invented)."""
+    import importlib
+    import re
+
+    section = _changelog_section("0.2.0").split("### ", 2)[1]
+    moves = re.findall(r"^- `(plume_jax[\w.]*)` -> `(plume_jax[\w.]*)`$", section, flags=re.M)
+    assert len(moves) >= 20 and ("plume_jax.legacy_step", "plume_jax.envs.legacy_step") in moves
+    for old, new in moves:
+        importlib.import_module(new)
+        assert importlib.util.find_spec(old) is None, f"{old} still imports"
 
 
 # --- python -m plume_jax ------------------------------------------------------------
@@ -259,6 +304,10 @@ def test_wheel_carries_the_typing_marker_data_and_both_packages(wheel):
                      "agents/__init__.py", "plume_jax/core/agents_package.py"):
         assert required in names, required
     assert any(n.startswith("plume_jax/data/") and n.endswith(".npz") for n in names)
+    # issue 55: the zoo and the scenarios come with the wheel (setup.py copies configs/)
+    assert "plume_jax/data/configs/scenarios/singh2023_constant.yaml" in names
+    assert "plume_jax/data/configs/zoo/gaussian-gru/1/entry.yaml" in names
+    assert "plume_jax/data/configs/train_gaussian.yaml" in names
     top_level = {n.split("/")[0] for n in names if "/" in n and ".dist-info" not in n}
     assert top_level == {"plume_jax", "agents"}, "the wheel installs other import names"
 
