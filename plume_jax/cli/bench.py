@@ -11,7 +11,10 @@ fixed starts instead of seeded episodes
 published board. ``--publish RUN_DIR`` is the explicit step that puts a
 finished run on the published board (``benchmarks/scoreboard.json``,
 ``docs/scoreboard.md``, ``docs/scoreboard/``), refusing a quick-mode run
-without ``--allow-quick`` and a partial one without ``--force``.
+without ``--allow-quick``, a partial one without ``--force``, and one that
+would remove published results it did not measure again (rows of other
+agents, robustness cells, start-cell maps, zoo recipe rows) without
+``--drop-unmeasured``.
 ``--recipes`` runs the kept per-seed policies of the zoo's recipes
 (``zoo:<name>@<version>#<seed>``) on their own presets (in a section of
 Singh et al.'s protocol, on every regime they fly) under a recorded
@@ -84,6 +87,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        help="--publish a partial run (stopped early, without the baselines, "
                        "the zoo or the robustness table, with --add agents, or a rerun of "
                        "sections no longer published)")
+    bench.add_argument("--drop-unmeasured", action="store_true",
+                       help="--publish a run that does not measure everything the published "
+                       "sections hold (rows of other agents, robustness cells, start-cell "
+                       "maps, zoo recipe rows) and remove what it did not measure (without "
+                       "it, --publish refuses and names them)")
     bench.add_argument("--markdown", default=None,
                        help=f"--publish / --render-only: the page written (default "
                        f"{PUBLISHED['markdown']})")
@@ -134,7 +142,8 @@ def _check_options(args: argparse.Namespace) -> None:
             raise ValidationError.for_parameter(
                 f"--{dest}", getattr(args, dest), f"--{dest} only with --publish, "
                 "--render-only or --recipes (a run writes into its own folder, --out DIR)")
-    for option, value in (("--allow-quick", args.allow_quick), ("--force", args.force)):
+    for option, value in (("--allow-quick", args.allow_quick), ("--force", args.force),
+                          ("--drop-unmeasured", args.drop_unmeasured)):
         if value:
             raise ValidationError.for_parameter(option, True, f"{option} only with --publish "
                                                 "RUN_DIR")
@@ -171,7 +180,8 @@ def run(args: argparse.Namespace) -> int:
 
         done = runs.publish(args.publish, args.json, args.markdown, args.figures,
                             allow_quick=args.allow_quick, force=args.force,
-                            check_outputs=check_outputs)
+                            drop_unmeasured=args.drop_unmeasured,
+                            check_outputs=check_outputs, say=print)
         print(f"published {', '.join(done)} from {args.publish}: wrote {args.markdown}, "
               f"{args.json} and figures in {args.figures}/")
         return 0

@@ -10,7 +10,12 @@ its ``number`` is a finite real number (the record is written with
 ``allow_nan=False``, so a ``NaN`` read back could never be written again).
 What it asks for is what the renderer, the rerun merge and the verdicts
 read: a row that ran has its metrics, one that did not has its reason, a
-start-cell map that ran has at least one cell with a success rate.
+start-cell map that ran has at least one cell with a success rate. Names
+that become paths stay inside the record's folder: a family's name is
+letters, digits, ``_`` and ``-``, and a figure (``figure``,
+``map_figure``, ``recipe_figure``) is a plain ``.png`` file name. Text
+the page shows (labels, reasons, machine descriptions) is escaped where it
+is written into the markdown (:func:`plume_jax.scoreboard.report.render`).
 """
 
 from __future__ import annotations
@@ -21,6 +26,16 @@ from typing import Any
 
 from plume_jax.core.errors import ValidationError, bounded_repr
 
+#: The end of the text (``(?![\s\S])``, read alike by Python's ``re`` and
+#: ECMA-262): a pattern ending in ``$`` would also take a trailing newline.
+_END = r"(?![\s\S])"
+#: A family's name: it names its figures (``<family>.png``) and its section
+#: of the page, so it stays inside the record's folder.
+FAMILY_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*" + _END
+#: A figure a section names: a plain ``.png`` file name in the figures
+#: folder (no folder part, no ``..``: never a path that leaves the folder).
+FIGURE_NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\.png" + _END
+_FIGURE = {"type": "string", "pattern": FIGURE_NAME_PATTERN}
 _NUMBER = {"type": "number"}
 _MAYBE_NUMBER = {"type": ["number", "null"]}
 _TEXT = {"type": "string"}
@@ -197,8 +212,8 @@ _SECTION = {
         "maps": {"type": "array", "items": _MAP},
         "reruns": {"type": "array", "items": _RERUN},
         "wall_seconds": _NUMBER, "finished_at": _TEXT, "machine_text": _TEXT,
-        "git_revision": {"type": ["string", "null"]}, "figure": _TEXT, "map_figure": _TEXT,
-        "recipes": {"type": "array", "items": _RECIPE}, "recipe_figure": _TEXT,
+        "git_revision": {"type": ["string", "null"]}, "figure": _FIGURE, "map_figure": _FIGURE,
+        "recipes": {"type": "array", "items": _RECIPE}, "recipe_figure": _FIGURE,
         "recipes_at": {"type": "object", "required": ["finished_at", "machine_text",
                                                       "wall_seconds"],
                        "properties": {"finished_at": _TEXT, "machine_text": _TEXT,
@@ -213,7 +228,8 @@ RECORD_SCHEMA = {
     "type": "object",
     "required": ["format", "families"],
     "properties": {"format": _TEXT,
-                   "families": {"type": "object", "additionalProperties": _SECTION}},
+                   "families": {"type": "object", "additionalProperties": _SECTION,
+                                "propertyNames": {"pattern": FAMILY_NAME_PATTERN}}},
 }
 
 
@@ -257,6 +273,11 @@ def _describe(error: Any) -> str:
         return f"{shown} has {len(got)} items ({kind} {expected})"
     if kind in ("minimum", "maximum"):
         return f"{shown} is {'below' if kind == 'minimum' else 'above'} {expected}"
+    if kind == "pattern":
+        what = ("a plain .png file name in the figures folder" if expected == FIGURE_NAME_PATTERN
+                else "a family name of letters, digits, _ and - (a name that stays inside the "
+                "record's folder)")
+        return f"{shown} is not {what}"
     if kind == "contains":
         return f"{shown} has no start cell with a success rate"
     return f"{shown} fails the record's {kind!r} rule"

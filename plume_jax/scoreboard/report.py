@@ -49,6 +49,28 @@ def load_record(path: str | os.PathLike) -> dict[str, Any]:
     return record
 
 
+def md_text(text: Any) -> str:
+    """``text`` as it may go into the page's markdown (a table cell or a
+    line): whitespace runs (newlines included) as one space, ``|`` escaped
+    (it would end a table cell) and ``<``, ``>`` as ``&lt;``, ``&gt;`` (no
+    HTML passes). Text without those reads the same."""
+    text = " ".join(str(text).split())
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def escaped(value: Any) -> Any:
+    """``value`` (a record, a section, a row) with every string in it, keys
+    included, passed through :func:`md_text`: what :func:`render` writes
+    from. Numbers, booleans and ``None`` are kept."""
+    if isinstance(value, str):
+        return md_text(value)
+    if isinstance(value, Mapping):
+        return {md_text(k) if isinstance(k, str) else k: escaped(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [escaped(v) for v in value]
+    return value
+
+
 def _fmt(value: Any, spec: str) -> str:
     return "—" if value is None else format(value, spec)
 
@@ -369,16 +391,17 @@ def zoo_lines(zoo_entries: list[Any]) -> list[str]:
         info, train = e.info, e.info.get("training", {})
         ev = info.get("evaluation", {})
         own = (f"{ev['success_rate']:.3f}, {_fmt(ev.get('mean_steps_to_goal'), '.1f')} "
-               f"({ev.get('episodes', '?')}, {ev.get('seed', '?')})"
+               f"({md_text(ev.get('episodes', '?'))}, {md_text(ev.get('seed', '?'))})"
                if "success_rate" in ev else "—")
         sensor = " (own sensor)" if e.env_overrides else ""
-        lines.append(f"| {e.reference} | {e.preset}{sensor} | {info.get('network', '?')} | "
-                     f"{info.get('seed', '?')} | {train.get('device', '?')} | "
+        lines.append(f"| {md_text(e.reference)} | {md_text(e.preset)}{sensor} | "
+                     f"{md_text(info.get('network', '?'))} | "
+                     f"{md_text(info.get('seed', '?'))} | {md_text(train.get('device', '?'))} | "
                      f"{_fmt(train.get('wall_seconds'), '.0f')} s | "
                      f"{train.get('env_steps', 0):,} | "
                      f"{info.get('policy_bytes', 0) / 1024:.0f} KiB | {own} |")
         if info.get("reproducibility"):
-            notes.append(f"- {e.reference}: {' '.join(str(info['reproducibility']).split())}")
+            notes.append(f"- {md_text(e.reference)}: {md_text(info['reproducibility'])}")
     if notes:
         lines += ["", "Reproducibility checks:", ""] + notes
     return lines + [""]
@@ -390,6 +413,7 @@ def render(record: Mapping[str, Any], intro: str, figure_dir: str,
     board's order, then the zoo's table."""
     from plume_jax.scoreboard.families import FAMILIES
 
+    record = escaped(record)  # labels, reasons, machine texts: no table cell or HTML breaks out
     lines = [intro.rstrip(), ""]
     names = [n for n in FAMILIES if n in record["families"]] + \
         [n for n in record["families"] if n not in FAMILIES]

@@ -20,7 +20,11 @@ or with ``--episodes`` (unless ``allow_quick``; a fixed-start family's
 section must have run all its starts), and a partial one — stopped
 before every family finished, without the baselines, the zoo agents or the
 robustness table, with agents of one's own, or an ``--agent`` rerun whose
-published sections changed since it started — unless ``force``.
+published sections changed since it started — unless ``force``. A
+family's section is replaced whole, so a run that does not measure again
+everything its published section holds (rows of other agents, robustness
+cells, start-cell maps, zoo recipe rows) is refused, naming what would go,
+unless ``drop_unmeasured`` (``--drop-unmeasured``) says to remove it.
 """
 
 from __future__ import annotations
@@ -191,20 +195,76 @@ def publish_command(run_dir: str | os.PathLike, info: Mapping[str, Any],
             f"{command} would publish it anyway")
 
 
+def _named(items: list[str], limit: int = 4) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def unmeasured(name: str, published: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
+    """What publishing the section ``new`` of family ``name`` over the
+    published section ``published`` would remove, in words (``None``:
+    nothing): results the published section holds that the new one does
+    not measure again: rows that ran (by preset and agent), the zoo's
+    verdicts (by preset), robustness cells (agent, axis, level), start-cell
+    maps (agent) and zoo recipe rows (preset, recipe). Rows and reasons of
+    agents that did not apply are not results and are not counted."""
+    def ran(section: Mapping[str, Any], key: str, ident: Callable[[Any], Any]) -> list[Any]:
+        return list(dict.fromkeys(ident(x) for x in section.get(key) or []
+                                  if x.get("status", "ok") == "ok"))
+
+    def every(section: Mapping[str, Any], key: str, ident: Callable[[Any], Any]) -> set[Any]:
+        return {ident(x) for x in section.get(key) or []}
+
+    row = (lambda r: (r["preset"], r["label"]))
+    lost = []
+    rows = [k for k in ran(published, "rows", row) if k not in every(new, "rows", row)]
+    if rows:
+        labels = list(dict.fromkeys(label for _, label in rows))
+        lost.append(f"{len(rows)} row{'s' if len(rows) > 1 else ''} of {_named(labels)}")
+    verdicts = [preset for preset, v in (published.get("verdicts") or {}).items()
+                if v.get("best_zoo") and preset not in (new.get("verdicts") or {})]
+    if verdicts:
+        lost.append(f"the zoo verdicts on {_named(verdicts)}")
+    cell = (lambda r: (r["label"], r["axis"], str(r["level"])))
+    cells = [k for k in ran(published, "robustness", cell)
+             if k not in every(new, "robustness", cell)]
+    if cells:
+        lost.append(f"{len(cells)} robustness cell{'s' if len(cells) > 1 else ''} "
+                    f"(of {_named(list(dict.fromkeys(c[0] for c in cells)))})")
+    maps = [k for k in ran(published, "maps", lambda m: m["label"])
+            if k not in every(new, "maps", lambda m: m["label"])]
+    if maps:
+        lost.append(f"the start-cell map{'s' if len(maps) > 1 else ''} of {_named(maps)}")
+    recipes = [k for k in ran(published, "recipes", row) if k not in every(new, "recipes", row)]
+    if recipes:
+        lost.append(f"{len(recipes)} zoo recipe row{'s' if len(recipes) > 1 else ''} "
+                    f"(`plume-jax bench --recipes --family {name}` measures them again)")
+    return f"{name}: {', '.join(lost)}" if lost else None
+
+
 def publish(run_dir: str | os.PathLike, json_path: str | os.PathLike,
             markdown_path: str | os.PathLike, figure_dir: str | os.PathLike, *,
-            allow_quick: bool = False, force: bool = False,
-            check_outputs: Callable[[], None] = lambda: None) -> list[str]:
+            allow_quick: bool = False, force: bool = False, drop_unmeasured: bool = False,
+            check_outputs: Callable[[], None] = lambda: None,
+            say: Callable[[str], None] = lambda text: None) -> list[str]:
     """Publish the finished families of the run folder ``run_dir`` into the
     record ``json_path``, the page ``markdown_path`` and the figures in
     ``figure_dir``; returns the families published. Every check is made
     before anything is written: the run's, then ``check_outputs()`` (the
     caller's checks of the paths written).
 
+    A family's published section is replaced by the run's; results it
+    holds that the run did not measure again (:func:`unmeasured`: rows of
+    agents the run left out, robustness cells, start-cell maps, zoo recipe
+    rows) are never dropped silently: the call is refused, naming them,
+    unless ``drop_unmeasured``, and then ``say`` is told what was removed.
+
     Raises:
         ValidationError: (parameter ``--publish``) not a run folder, nothing
             finished, a quick-mode run without ``allow_quick``, a partial run
-            without ``force`` (each with what to pass), a figure missing.
+            without ``force``, a run that would remove published results
+            without ``drop_unmeasured`` (each with what to pass), a figure
+            missing.
     """
     from plume_jax.scoreboard.bench import write_markdown
     from plume_jax.files import atomic_write
@@ -228,6 +288,13 @@ def publish(run_dir: str | os.PathLike, json_path: str | os.PathLike,
         raise ValidationError.for_parameter(
             "--publish", path, f"a whole board of its families, but {'; '.join(reasons)}: "
             "pass --force to publish it anyway")
+    removed = [text for text in (unmeasured(f, published["families"][f], record["families"][f])
+                                 for f in done if f in published["families"]) if text]
+    if removed and not drop_unmeasured:
+        raise ValidationError.for_parameter(
+            "--publish", path, f"a run that measures again what the published sections hold; "
+            f"publishing this one would remove {'; '.join(removed)}: pass --drop-unmeasured "
+            "to publish it and remove them")
     source = pathlib.Path(run_dir) / FIGURES_NAME
     names = [section[key] for section in (record["families"][f] for f in done)
              for key in ("figure", "map_figure") if section.get(key)]
@@ -255,4 +322,6 @@ def publish(run_dir: str | os.PathLike, json_path: str | os.PathLike,
     atomic_write(json_path, lambda tmp: tmp.write_text(dump_record(published),
                                                        encoding="utf-8"))
     write_markdown(published, markdown_path, figure_dir)
+    for text in removed:
+        say(f"removed from the published board (--drop-unmeasured): {text}")
     return done

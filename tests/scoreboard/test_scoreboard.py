@@ -226,7 +226,7 @@ def test_publish_refuses_figure_names_that_leave_the_figures_folder_and_linked_f
         runs.write_run_info(folder, {"families": ["gaussian"], "done": ["gaussian"],
                                      "baselines": True, "zoo": True, "robustness": True,
                                      "added": [], "bases": None})
-        with pytest.raises(ValidationError, match="plain .png file names"):
+        with pytest.raises(ValidationError, match="plain .png file name"):
             runs.publish(folder, board_json, page, figures)
     secret = tmp_path / "secret.txt"
     secret.write_text("not a figure")
@@ -553,3 +553,57 @@ def test_publish_refuses_a_quick_or_partial_run_and_writes_nothing_then(tmp_path
     fresh = _run_folder(tmp_path / "fresh", {"gaussian": full}, bases={
         "gaussian": runs.base_fingerprint(record["families"]["gaussian"])})
     assert publish(fresh) == ["gaussian"]  # a rerun of the section now published
+
+
+def test_publish_never_silently_drops_the_published_sections_rows(tmp_path, capsys):
+    """Issue 55 claim 2: ``bench --publish DIR --allow-quick --force`` of a
+    quick gaussian run replaced the published section whole, dropping its
+    recipe rows, zoo verdicts, robustness table and start-cell maps without
+    a word. It is now refused, naming what would go, unless
+    --drop-unmeasured, which says what it removed."""
+    import copy
+
+    from plume_jax.scoreboard import runs
+
+    published = copy.deepcopy(json.loads(pathlib.Path("benchmarks/scoreboard.json").read_text(
+        encoding="utf-8"))["families"]["gaussian"])
+    board_json, page, figures = tmp_path / "board.json", tmp_path / "board.md", tmp_path / "figs"
+    board_json.write_text(report.dump_record({"format": report.RECORD_FORMAT,
+                                              "families": {"gaussian": published}}))
+    before = board_json.read_bytes()
+    row = _shown_row("PlumeNav-Gaussian-v0", "klinotaxis")
+    quick = _run_folder(tmp_path / "quick", {"gaussian": {**_section([row]),
+                                                          "figure": "gaussian.png"}},
+                        zoo=False, robustness=False)
+    with pytest.raises(ValidationError, match="pass --drop-unmeasured") as info:
+        runs.publish(quick, board_json, page, figures, allow_quick=True, force=True)
+    message = str(info.value)
+    for lost in ("rows of", "the zoo verdicts on", "robustness cells", "start-cell maps of",
+                 f"{len(published['recipes'])} zoo recipe rows"):
+        assert lost in message, (lost, message)
+    assert "\n" not in message and len(message) < 1500
+    assert board_json.read_bytes() == before and not page.exists() and not figures.exists()
+    # the same through the command line: one line, exit 2
+    assert cli.main(["bench", "--publish", str(quick), "--allow-quick", "--force", "--json",
+                     str(board_json), "--markdown", str(page), "--figures", str(figures)]) == 2
+    assert "--drop-unmeasured" in capsys.readouterr().err
+    # asked for: published, and what went is said
+    said = []
+    assert runs.publish(quick, board_json, page, figures, allow_quick=True, force=True,
+                        drop_unmeasured=True, say=said.append) == ["gaussian"]
+    assert len(said) == 1 and said[0].startswith(
+        "removed from the published board (--drop-unmeasured): gaussian: ")
+    assert json.loads(board_json.read_text())["families"]["gaussian"]["rows"] == [row]
+    # a run that measures again everything the section holds needs no flag
+    again = _run_folder(tmp_path / "again", {"gaussian": {
+        **copy.deepcopy(published), "figure": "gaussian.png", "finished_at": "later"}})
+    (again / "scoreboard" / published["map_figure"]).write_bytes(b"png")
+    board_json.write_text(report.dump_record({"format": report.RECORD_FORMAT,
+                                              "families": {"gaussian": published}}))
+    assert runs.publish(again, board_json, page, figures) == ["gaussian"]
+    assert runs.unmeasured("gaussian", published, published) is None
+
+
+def test_drop_unmeasured_is_only_taken_with_publish(capsys):
+    assert cli.main(["bench", "--family", "gaussian", "--drop-unmeasured"]) == 2
+    assert "--drop-unmeasured only with --publish" in capsys.readouterr().err

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 import pytest
 
@@ -88,6 +89,15 @@ MALFORMED = {
                               r"reruns\[0\]\.robustness: 'yes' is not a boolean or a null"),
     "rerun agents text": (_set("reruns.0.agents", "zoo:x"),
                           r"reruns\[0\]\.agents: 'zoo:x' is not an array"),
+    # issue 54 item 16: figure paths that leave the figures folder
+    "figure outside its folder": (_set("figure", "../../../../etc/passwd"),
+                                  r"\.figure: '../../../../etc/passwd' is not a plain \.png file"),
+    "map figure in a subfolder": (_set("map_figure", "sub/x.png"),
+                                  r"\.map_figure: 'sub/x.png' is not a plain \.png file"),
+    "recipe figure absolute": (_set("recipe_figure", "/tmp/x.png"),
+                               r"\.recipe_figure: '/tmp/x.png' is not a plain \.png file"),
+    "figure name ending in a newline": (_set("figure", "x.png\n"),
+                                        r"\.figure: 'x.png\\n' is not a plain \.png file"),
 }
 
 
@@ -135,3 +145,46 @@ def test_a_bad_section_of_another_family_stops_bench_before_any_run(tmp_path, ca
     assert "families.filament.reruns[0].agents" in captured.err
     assert "PlumeNav" not in captured.out  # no pair ran
     assert path.read_bytes() == before and not out.exists()
+
+
+@pytest.mark.parametrize("name", ["../../x", "a/b", "gaussian\n", "", ".."])
+def test_a_family_name_that_is_not_a_plain_name_is_refused(tmp_path, name):
+    """Issue 54 item 16: a family named ``../../x`` was accepted; its name
+    becomes its figures' file names and its section of the page."""
+    record = _small_record()
+    record["families"][name] = record["families"].pop("filament")
+    path = tmp_path / "board.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    with pytest.raises(ValidationError, match=r"at \$\.families: .* is not a family name") as info:
+        report.load_record(path)
+    assert "\n" not in str(info.value)
+
+
+def test_text_from_a_record_cannot_break_the_pages_tables_or_carry_html(tmp_path):
+    """Issue 54 item 16: labels holding ``|``, a newline or ``<script>`` went
+    straight into the generated markdown (a ``|`` adds a table column, a
+    newline ends the row, ``<script>`` is HTML on the page)."""
+    record = _small_record()
+    section = record["families"]["gaussian"]
+    hostile = "evil|col\n| x |<script>alert(1)</script>"
+    section["rows"][0]["label"] = hostile
+    section["rows"][1]["reason"] = hostile
+    section["machine_text"] = hostile
+    section["maps"][0]["label"] = hostile
+    section["robustness"][0]["label"] = hostile
+    page = report.render(record, "intro", "fig")
+    assert "<script>" not in page and "</script>" not in page
+    assert "evil\\|col \\| x \\|&lt;script&gt;" in page
+    for line in page.splitlines():  # every table row has its header's number of cells
+        if line.startswith("|"):
+            cells = len(re.findall(r"(?<!\\)\|", line))
+            assert cells in header_cells(page), line
+    # text without those characters reads as before
+    assert report.md_text("zoo:gaussian-mlp@1 (own x, y)") == "zoo:gaussian-mlp@1 (own x, y)"
+
+
+def header_cells(page: str) -> set[int]:
+    """The number of unescaped ``|`` of each table's header row."""
+    lines = page.splitlines()
+    return {len(re.findall(r"(?<!\\)\|", lines[i - 1])) for i, line in enumerate(lines)
+            if line.startswith("|---")}
