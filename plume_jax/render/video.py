@@ -94,16 +94,45 @@ def write_video(path: str | os.PathLike, frames: Any, fps: float = 10.0, *,
         return path
     frames = _pad_even(frames)
     if importlib.util.find_spec("imageio_ffmpeg") is not None:
-        import imageio.v2 as iio2
-
-        iio2.mimwrite(path, list(frames), format="FFMPEG", fps=float(fps), codec="libx264",
-                      macro_block_size=1, pixelformat="yuv420p")
+        _write_mp4_ffmpeg(path, frames, float(fps))
     elif importlib.util.find_spec("av") is not None:
         iio.imwrite(path, frames, plugin="pyav", codec="libx264", fps=float(fps))
     else:
         raise ImportError("writing MP4 needs an ffmpeg backend for imageio: pip install "
                           "imageio-ffmpeg (or av); GIF output needs neither")
     return path
+
+
+def _write_mp4_ffmpeg(path: Path, frames: np.ndarray, fps: float) -> None:
+    """H.264 MP4 through imageio-ffmpeg's ``ffmpeg`` binary, with the
+    command imageio's FFMPEG writer built for the same settings (``libx264``,
+    ``yuv420p``, ffmpeg's default quality), so the file is the same.
+
+    ffmpeg is started here rather than through imageio: imageio-ffmpeg keeps
+    a terminal's Ctrl-C away from ffmpeg with ``preexec_fn=os.setpgrp``, and
+    any ``preexec_fn`` makes CPython run ``os.fork``'s hooks, where JAX warns
+    ``RuntimeWarning: os.fork() was called ... deadlock`` (JAX is
+    multithreaded). ``start_new_session=True`` keeps ffmpeg out of the
+    terminal's process group as well, set up by the child itself after the
+    fork (no Python code runs there, no hooks, no warning)."""
+    import subprocess
+    from fractions import Fraction
+
+    import imageio_ffmpeg
+
+    _, height, width, _ = frames.shape
+    command = [imageio_ffmpeg.get_ffmpeg_exe(), "-y", "-f", "rawvideo", "-vcodec", "rawvideo",
+               "-s", f"{width}x{height}", "-pix_fmt", "rgb24",
+               "-r", str(Fraction(fps).limit_denominator()), "-i", "-", "-an",
+               "-vcodec", "libx264", "-pix_fmt", "yuv420p", "-v", "warning",
+               str(path)]
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, start_new_session=True)
+    _, errors = process.communicate(np.ascontiguousarray(frames, dtype=np.uint8).tobytes())
+    if process.returncode != 0:
+        lines = errors.decode(errors="replace").strip().splitlines()
+        raise OSError(f"ffmpeg could not write {path} (exit status {process.returncode}): "
+                      f"{lines[-1] if lines else 'no message'}")
 
 
 def tile_frames(frames: Any, columns: int | None = None, gap: int = 2,
