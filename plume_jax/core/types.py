@@ -13,7 +13,9 @@ from typing import Any
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from plume_jax.core.errors import ValidationError
 from plume_jax.core.pytree import Pytree
 
 
@@ -125,6 +127,67 @@ class EnvParams(Pytree):
         params, and the pytree (what checkpoints store) is unchanged.
         """
         return self.max_steps
+
+
+#: gymnax's names for :class:`EnvParams` fields, taken by ``EnvParams.replace``
+#: (gymnax's ``RolloutWrapper(env=env, env_params={"max_steps_in_episode": 50})``
+#: replaces the env's default params by them).
+GYMNAX_NAMES = {"max_steps_in_episode": "max_steps"}
+_MAX_STEPS_HIGH = 2**31 - 1
+
+
+def _max_steps_leaf(name: str, value: Any) -> Any:
+    """A plain integer as ``make`` stores it (``i32[]``, in ``[1, 2**31)``);
+    arrays and tracers (a batch of them, a traced value) are left as given."""
+    if isinstance(value, (bool, np.bool_)) or (
+            isinstance(value, (float, np.floating)) and not float(value).is_integer()):
+        raise ValidationError.for_parameter(name, value, f"an integer in [1, {_MAX_STEPS_HIGH}]")
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        if not 1 <= value <= _MAX_STEPS_HIGH:
+            raise ValidationError.for_parameter(name, value,
+                                                f"an integer in [1, {_MAX_STEPS_HIGH}]")
+        return jnp.asarray(int(value), jnp.int32)
+    return value
+
+
+def _env_params_replace(self: EnvParams, **changes: Any) -> EnvParams:
+    """A copy with ``changes`` applied (chex's ``replace``), that also takes
+    gymnax's field names (:data:`GYMNAX_NAMES`: ``max_steps_in_episode`` is
+    ``max_steps``), stores a plain ``max_steps`` as ``make`` does (``i32[]``),
+    and refuses any other name in one line naming the fields it accepts
+    (chex said ``__init__() got unexpected kwargs``). Nothing is applied when
+    any change is refused.
+
+    Raises:
+        ValidationError: an unknown field, both ``max_steps`` and its gymnax
+            name, or a ``max_steps`` that is not an integer in ``[1, 2**31)``.
+    """
+    fields = list(self.__dataclass_fields__)
+    given = {}  # field -> the name the caller used
+    for alias, name in GYMNAX_NAMES.items():
+        if alias in changes:
+            if name in changes:
+                raise ValidationError.for_parameter(
+                    alias, changes[alias], f"either {alias} (gymnax's name) or {name}, not both")
+            changes = {name if key == alias else key: value for key, value in changes.items()}
+            given[name] = alias
+    unknown = [key for key in changes if key not in fields]
+    if unknown:
+        aliases = ", ".join(f"{alias} (gymnax's name for {name})"
+                            for alias, name in GYMNAX_NAMES.items())
+        raise ValidationError.for_parameter(
+            unknown[0], changes[unknown[0]],
+            f"a field of plume_jax's EnvParams: one of {fields}, or {aliases}; a component's "
+            "setting (sigma, ...) is set with plume_jax.make(id, sigma=...) or "
+            "params.replace(plume=params.plume.replace(...))")
+    if "max_steps" in changes and not isinstance(changes["max_steps"], jax.Array):
+        changes["max_steps"] = _max_steps_leaf(given.get("max_steps", "max_steps"),
+                                               changes["max_steps"])
+    return dataclasses.replace(self, **changes)
+
+
+# chex.dataclass sets ``replace`` on the class it makes; this one replaces it.
+EnvParams.replace = _env_params_replace  # type: ignore[method-assign, assignment]
 
 
 @chex.dataclass(frozen=True)

@@ -72,7 +72,7 @@ def scenario_names() -> dict[str, pathlib.Path]:
     """Every shipped scenario by name (the file's stem), ``configs/scenarios``
     and its sub-folders (``recorded/``), sorted by name."""
     folder = shipped_path("scenarios")
-    found = {}
+    found: dict[str, pathlib.Path] = {}
     if folder.is_dir():
         for path in sorted(folder.rglob("*.yaml")):
             found.setdefault(path.stem, path)
