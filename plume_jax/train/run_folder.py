@@ -375,21 +375,16 @@ def resume_point(resume: str | pathlib.Path, config: TrainConfig) -> ResumePoint
                        num_updates=old_updates, config=saved)
 
 
-def learning_rate_note(config: TrainConfig, point: ResumePoint) -> str | None:
-    """What a changed budget does to an annealed learning rate (the linear
-    decay runs to 0 over the *current* total, so the rate jumps), or None."""
+def resume_notes(config: TrainConfig, point: ResumePoint) -> list[str]:
+    """What resuming at ``point`` under ``config``'s budget does to the
+    algorithm's own settings (:meth:`Algorithm.resume_notes
+    <plume_jax.train.algorithms.base.Algorithm.resume_notes>`: an annealed
+    learning rate jumps when the budget changed); ``[]`` when nothing."""
     from plume_jax.train.algorithms.base import algorithm_class
 
-    anneals = "anneal_lr" in algorithm_class(config.algo["algorithm"], "algo.algorithm").SETTINGS
-    if not anneals or not config.algo.get("anneal_lr") or point.num_updates == config.num_updates:
-        return None  # only an algorithm that declares anneal_lr anneals
-    lr = config.algo["learning_rate"]
-    u = point.update
-    before = lr * (1.0 - u / point.num_updates)
-    after = lr * (1.0 - u / config.num_updates)
-    return (f"algo.anneal_lr: the learning rate decays linearly to 0 over the whole budget, now "
-            f"{config.num_updates} updates instead of {point.num_updates}: at update {u + 1} it "
-            f"is {after:.3g} (it would have been {before:.3g} under the old budget)")
+    algorithm = algorithm_class(config.algo["algorithm"], "algo.algorithm")
+    return algorithm.resume_notes(config.algo, point.update, point.num_updates,
+                                  config.num_updates)
 
 
 def check_metrics_cover(point: ResumePoint) -> None:
@@ -672,8 +667,7 @@ class SingleRun(RunFolders):
             check_best(point.run_dir)  # everything the resume reads, before anything moves
 
     def notes(self) -> list[str]:
-        note = learning_rate_note(self.config, self.point) if self.point else None
-        return [note] if note else []
+        return resume_notes(self.config, self.point) if self.point else []
 
     def checkpoint_of(self, p: Program) -> pathlib.Path | None:
         return self.point.checkpoint if self.point is not None else None

@@ -587,7 +587,7 @@ def test_a_resume_says_nothing_of_anneal_lr_for_an_algorithm_that_does_not_annea
     `anneal_lr: true` (PPO's default) sat in a belief_value_iteration config
     too, and resuming it with a new budget printed a note about annealing
     that algorithm never does."""
-    from plume_jax.train.run_folder import ResumePoint, learning_rate_note
+    from plume_jax.train.run_folder import ResumePoint, resume_notes
 
     def note(algo):
         cfg = train_config({"env": {"id": "PlumeNav-Poisson-Iso19x19-v0"},
@@ -595,7 +595,8 @@ def test_a_resume_says_nothing_of_anneal_lr_for_an_algorithm_that_does_not_annea
         assert ("anneal_lr" in cfg.algo) == (algo == "ppo")  # only the algorithm's own settings
         point = ResumePoint(checkpoint=None, run_dir=None, update=5, num_updates=10,
                             config=None)
-        return learning_rate_note(cfg, point)
+        return resume_notes(cfg, point)
 
-    assert note("belief_value_iteration") is None
-    assert "algo.anneal_lr: the learning rate decays linearly" in note("ppo")
+    assert note("belief_value_iteration") == []
+    (said,) = note("ppo")
+    assert "algo.anneal_lr: the learning rate decays linearly" in said

@@ -341,13 +341,13 @@ def test_resume_refuses_a_config_that_changes_the_problem_or_the_algorithm(run, 
 
 
 def test_resume_allows_a_new_budget_and_says_what_it_does_to_the_annealed_rate(run):
-    from plume_jax.train.run_folder import learning_rate_note, resume_point
+    from plume_jax.train.run_folder import resume_notes, resume_point
 
     cfg = load_train_config(run["out"] / "config.yaml").replace(
         algo={"total_steps": 16 * 32 * 48}, eval={"num_envs": 8}, run={"log_every": 1})
     point = resume_point(run["out"], cfg)
     assert (point.update, point.num_updates) == (NUM_UPDATES, NUM_UPDATES)
-    note = learning_rate_note(cfg, point)
+    (note,) = resume_notes(cfg, point)
     # the linear decay now runs over 48 updates: at update 25 the rate is 3e-3 * (1 - 24/48)
     assert "48 updates instead of 24" in note and "0.0015" in note and "0 under" in note
     shorter = cfg.replace(algo={"total_steps": 16 * 32 * 12})

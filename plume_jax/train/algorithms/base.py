@@ -258,6 +258,28 @@ class Algorithm(abc.ABC):
         """Whether this algorithm implements :meth:`warm_start`."""
         return cls.warm_start is not Algorithm.warm_start
 
+    @classmethod
+    def resume_notes(cls, algo: Mapping[str, Any], update: int, old_updates: int,
+                     new_updates: int) -> list[str]:
+        """What resuming a run at update ``update`` under a new budget
+        (``new_updates`` updates where the checkpoint's run had
+        ``old_updates``) does to this algorithm's own settings, one line each
+        for the console and the summary; ``algo``: the new config's ``algo``
+        section. The resume code knows no setting: it asks here.
+
+        Default: for an algorithm that declares ``anneal_lr`` (with
+        ``learning_rate``) and anneals, the linear decay runs to 0 over the
+        new budget, so the rate jumps; say to what. Else nothing."""
+        if "anneal_lr" not in cls.SETTINGS or not algo.get("anneal_lr") \
+                or old_updates == new_updates:
+            return []
+        lr = algo["learning_rate"]
+        before = lr * (1.0 - update / old_updates)
+        after = lr * (1.0 - update / new_updates)
+        return [f"algo.anneal_lr: the learning rate decays linearly to 0 over the whole budget, "
+                f"now {new_updates} updates instead of {old_updates}: at update {update + 1} it "
+                f"is {after:.3g} (it would have been {before:.3g} under the old budget)"]
+
 
 def cannot_continue(algo_name: str, source: Any = "(set)") -> ValidationError:
     """The error for ``run.init_from`` on an algorithm that has no
