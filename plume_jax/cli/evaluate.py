@@ -44,7 +44,7 @@ from plume_jax.core.errors import ValidationError
 from plume_jax.train.run_folder import check_out_dir, clear_outputs
 
 #: ``--agent`` labels: what ``--agent-param LABEL.KEY=VALUE`` refers to.
-_LABEL = re.compile(r"^[A-Za-z0-9_-]+$")
+_LABEL = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -185,7 +185,7 @@ def parse_agent_choices(agents: list[str] | None, params: list[str]) -> list[Any
             raise ValidationError.for_parameter(
                 "--agent", item, f"[LABEL=]NAME with NAME a known agent"
                 f"{did_you_mean(name, agent_names())}: one of {agent_names()}")
-        if sep and not _LABEL.match(label):  # a bare name labels itself (zoo:<name>@<v>)
+        if sep and not _LABEL.fullmatch(label):  # a bare name labels itself (zoo:<name>@<v>)
             raise ValidationError.for_parameter(
                 "--agent", item, "LABEL=NAME with LABEL made of letters, digits, '_' and '-'")
         if label in named:

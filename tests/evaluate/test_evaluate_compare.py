@@ -385,3 +385,11 @@ def test_run_scenario_keeps_its_keyword_form(windy_scenario):
     scenario, _ = windy_scenario
     with pytest.raises(ValidationError, match="seed"):
         sc.run_scenario(scenario, seed=2**63)
+
+
+def test_an_agent_label_ending_in_a_newline_is_refused():
+    """``_LABEL.match`` with ``$`` took ``"a\\n"`` (``$`` matches before a final
+    newline), so the label went into file names and the table with it."""
+    with pytest.raises(ValidationError, match="LABEL made of letters"):
+        parse_agent_choices(["a\n=random_walk"], [])
+    assert parse_agent_choices(["a-1=random_walk"], [])[0].label == "a-1"
