@@ -74,7 +74,9 @@ from plume_jax.settings import (
 )
 
 #: Evaluation protocols a scenario may name instead of seeded episodes.
-PROTOCOLS = ("singh240",)
+PROTOCOLS = ("singh240", "singh240_paper")
+#: Observation normalisation under a protocol (``singh_protocol.NORMALISATIONS``).
+NORMALISATIONS = ("saved", "online")
 #: The most episodes one run may ask for (one vmapped batch).
 MAX_EPISODES = 2**24
 #: The largest ``--baseline`` file read (a report is a few KiB per run).
@@ -246,7 +248,13 @@ SCENARIO_SETTINGS: dict[str, Setting] = {
                         doc="null: seeded episodes from the env's start distribution; "
                             "singh240: Singh et al. (2023)'s 240 fixed starts (240 episodes "
                             "whatever episodes says; --episodes N runs N of them, evenly "
-                            "spread; docs/singh2023.md)"),
+                            "spread), run as their evaluation code ran; singh240_paper: the "
+                            "paper's reading, each episode its own plume future "
+                            "(docs/singh2023.md)"),
+    "normalisation": Setting("saved", choice(NORMALISATIONS),
+                             doc="under protocol singh240: saved (the policy's own observation "
+                                 "statistics) or online (re-estimated from the evaluation, as "
+                                 "their evaluation scored their agents)"),
 }
 #: ``section -> key -> Setting`` of a scenario file (``""``: the top level).
 SCENARIO_SCHEMA: dict[str, dict[str, Setting]] = {
@@ -487,6 +495,11 @@ def env_differences(trained: Mapping[str, Any], used: Mapping[str, Any],
         a, b = plain(trained.get(name)), plain(used.get(name))
         if isinstance(a, Mapping) and isinstance(b, Mapping) and a.get("type") == b.get("type"):
             out += env_differences(a, b, f"{prefix}{name}.")
+        elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b) \
+                and all(isinstance(v, Mapping) for v in a + b):  # e.g. a composite's sensors
+            for i, (x, y) in enumerate(zip(a, b)):
+                part = x.get("name", i) if x.get("name") == y.get("name") else i
+                out += env_differences({part: x}, {part: y}, f"{prefix}{name}.")
         elif a != b:
             def shown(v: Any) -> Any:
                 return v.get("type", v) if isinstance(v, Mapping) else v
@@ -503,18 +516,40 @@ def env_note(trained: Mapping[str, Any] | None, env: Any, label: str,
     used = getattr(env, "settings", None)
     if not trained or not isinstance(used, Mapping):
         return None
-    diffs = env_differences(trained, used)
+    diffs = env_differences(_with_current_defaults(trained), used)
     if not diffs:
         return None
-    shown = "; ".join(diffs[:4]) + (f"; and {len(diffs) - 4} more" if len(diffs) > 4 else "")
+    limit = 3 if protocol else 4
+    shown = "; ".join(diffs[:limit]) + (f"; and {len(diffs) - limit} more"
+                                         if len(diffs) > limit else "")
     head = (f"agent {label!r} was trained on {trained['id']} with other settings than this "
             f"env ({shown})")
     if protocol:
-        return (f"{head}; expected under protocol {protocol}, which evaluates on its "
-                "scenario's env on purpose (singh240: halved diffusion, no odour gain; "
-                "docs/singh2023.md); --env-from-run would evaluate it on its training env "
-                "instead, which is not the protocol's evaluation")
+        return (f"{head}; expected: protocol {protocol} evaluates on its scenario's env "
+                "(docs/singh2023.md)")
     return f"{head}; --env-from-run evaluates it on its own training env"
+
+
+def _with_current_defaults(trained: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``trained`` with each setting its record lacks (one added since the
+    policy was trained) read as its preset's current value, so that a
+    setting the training env could not have had is no difference unless
+    this env moves it from that value."""
+    try:
+        from plume_jax.envs.presets import make
+
+        current = make(str(trained["id"]))[0].settings
+    except Exception:  # an id that is not a preset (today's or any): compare as recorded
+        return trained
+
+    def fill(record: Any, now: Any) -> Any:
+        if not (isinstance(record, Mapping) and isinstance(now, Mapping)) \
+                or record.get("type") != now.get("type"):
+            return record
+        return {**{k: v for k, v in now.items() if k not in record},
+                **{k: fill(v, now.get(k)) for k, v in record.items()}}
+
+    return fill(trained, current)
 
 
 def check_policy_traces(env: Any, params: Any, policy: Any, name: str) -> None:
@@ -610,7 +645,7 @@ def plan_run(scenario: Mapping[str, Any], agent: AgentChoice | None = None, *,
     if scenario.get("protocol"):
         from plume_jax.evaluate import singh_protocol
 
-        singh_protocol.check_env(env, params)
+        singh_protocol.check_env(env, params, scenario["protocol"])
         if is_host_agent(agent.name):
             raise ValidationError.for_parameter(
                 "agent", agent.name, f"a functional agent (protocol {scenario['protocol']} "
@@ -619,7 +654,14 @@ def plan_run(scenario: Mapping[str, Any], agent: AgentChoice | None = None, *,
             episodes = singh_protocol.EPISODES
         else:  # a quick look: that many of the fixed starts, evenly spread
             singh_protocol.subset(episodes)
+    if scenario.get("normalisation", "saved") != "saved" and not scenario.get("protocol"):
+        raise ValidationError.for_parameter(
+            "normalisation", scenario["normalisation"], "'saved' without a protocol (online "
+            "normalisation is the singh240 protocol's)")
     policy = make_agent(agent.name, env, **agent_params)
+    if scenario.get("protocol"):
+        singh_protocol.check_options(scenario["protocol"], scenario.get("normalisation", "saved"),
+                                     policy)
     if not is_host_agent(agent.name):
         check_policy_traces(env, params, policy, agent.name)
     return PlannedRun(
@@ -723,8 +765,10 @@ def execute_run(run: PlannedRun,
     if run.scenario.get("protocol"):
         from plume_jax.evaluate import singh_protocol
 
-        result, protocol = singh_protocol.run(env, params, run.policy, key, run.seed,
-                                              run.num_steps, episodes=n)
+        result, protocol = singh_protocol.run(
+            env, params, run.policy, key, run.seed, run.num_steps, episodes=n,
+            protocol=run.scenario["protocol"],
+            normalisation=run.scenario.get("normalisation", "saved"))
         protocol["paper_best"] = singh_protocol.paper_best(run.preset
                                                            or run.scenario["env"]["preset"])
         compile_s, run_s = 0.0, time.perf_counter() - t0

@@ -48,7 +48,13 @@ Wind (uniform, ``wind_speed`` m/s toward ``wind_direction`` plus an offset):
   whole number of simulator steps drawn uniformly in
   ``[-switch_jitter, switch_jitter)``) the offset is **set** to
   ``N(0, switch_std)`` clipped to ``+-switch_max`` (theirs: every 3 s +- 0.3 s,
-  N(0, 30 deg) clipped at +-60 deg).
+  N(0, 30 deg) clipped at +-60 deg). With ``wind_record`` set, no draws:
+  the offset replays a recorded history instead, ``record[clock + start]``
+  (``singh2023_switch_many``: the wind of their switch-many evaluation
+  dataset, made by their own generator with their seed,
+  ``plume_jax/data/singh2023_switch_many_wind.npz``, whose ``provenance``
+  says how; its clock 0 is their evaluation's first start time, 60.00 s,
+  and a warm-up of 1500 env steps starts the plume at their 0 s).
 
 ``init`` warms the plume up for ``warmup_steps`` env steps (20 s by
 default: a puff takes 20 s to cross 10 m at 0.5 m/s), with the wind's clock
@@ -64,11 +70,14 @@ on all of them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+import pathlib
 
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from plume_jax.core.errors import ValidationError
 from plume_jax.core.pytree import Pytree
@@ -89,6 +98,26 @@ from plume_jax.settings import (
 
 #: The wind kinds of the Singh plume (static: each is its own code path).
 SINGH_WIND_KINDS = ("constant", "switch_once", "switch_many")
+#: Recorded wind histories a ``switch_many`` plume may replay (``wind_record``;
+#: "" draws its own), each ``plume_jax/data/<name>_wind.npz``.
+WIND_RECORDS = ("", "singh2023_switch_many")
+_DATA = pathlib.Path(__file__).resolve().parent.parent / "data"
+
+
+@functools.lru_cache(maxsize=None)
+def wind_record(name: str) -> tuple[np.ndarray, int]:
+    """``(offsets f32[L], start)``: a recorded wind history, the direction
+    (radians, counter-clockwise) of each simulator step, and the step the
+    plume's clock 0 reads (``plume_jax/data/<name>_wind.npz``: the steps at
+    which the direction changes and the directions; its ``provenance``)."""
+    with np.load(_DATA / f"{name}_wind.npz", allow_pickle=False) as f:
+        steps, degrees = np.asarray(f["steps"]), np.asarray(f["degrees"])
+        offsets = np.zeros(int(f["length"]), np.float64)
+        for step, value in zip(steps, degrees):
+            offsets[int(step):] = np.radians(value)
+        return offsets.astype(np.float32), int(f["episode_start_step"])
+
+
 #: The largest number of puffs released in one simulator step.
 MAX_RELEASE = 64
 #: A clock value never reached (a switch that does not happen).
@@ -238,6 +267,9 @@ class SinghPlume(Plume[SinghParams, SinghState]):
                                    f"[1, {MAX_RELEASE}]")
     wind_kind: str = setting("constant", choice(SINGH_WIND_KINDS),
                              doc="wind: constant, switch_once or switch_many")
+    wind_record: str = setting("", choice(WIND_RECORDS),
+                               doc="switch_many: '' draws its switches; singh2023_switch_many "
+                                   "replays Singh et al.'s evaluation wind history (their seed)")
 
     type_name = "singh"
     Params = SinghParams
@@ -247,6 +279,10 @@ class SinghPlume(Plume[SinghParams, SinghState]):
     def validate(cls, resolved: dict, grid: Grid, prefix: str) -> dict:
         """``switch_jitter`` must stay below half of ``switch_period`` (the
         switches keep their order)."""
+        if resolved.get("wind_record") and resolved.get("wind_kind") != "switch_many":
+            raise ValidationError.for_parameter(
+                f"{prefix}.wind_record", resolved["wind_record"],
+                "'' unless wind_kind is switch_many (a recorded history replaces its draws)")
         if resolved["switch_jitter"] * 2.0 >= resolved["switch_period"]:
             raise ValidationError.for_parameter(
                 f"{prefix}.switch_jitter", resolved["switch_jitter"],
@@ -334,6 +370,10 @@ class SinghPlume(Plume[SinghParams, SinghState]):
         if self.wind_kind == "switch_once":
             return state.replace(offset=jnp.where(due, state.target, state.offset),
                                  next_switch=jnp.where(due, NEVER, state.next_switch))
+        if self.wind_kind == "switch_many" and self.wind_record:
+            offsets, start = wind_record(self.wind_record)
+            index = jnp.clip(state.clock + start, 0, offsets.shape[0] - 1)
+            return state.replace(offset=jnp.asarray(offsets)[index])
         if self.wind_kind == "switch_many":
             new = jnp.clip(normal * params.switch_std, -params.switch_max, params.switch_max)
             base = state.next_base + jnp.where(due, _seconds_to_steps(params.switch_period,

@@ -37,7 +37,7 @@ def test_the_family_is_their_tables_four_regimes_and_the_sparsity_series_is_left
         reason = families.LEFT_OUT[f"PlumeNav-Singh2023-{name}-v0"]
         assert "sparse column is 0.4" in reason
         assert f"configs/scenarios/singh2023_{name.lower()}.yaml" in reason
-    assert FIXED_STARTS == sc.PROTOCOLS  # the record's names are the evaluation layer's
+    assert set(FIXED_STARTS) <= set(sc.PROTOCOLS)  # the record names the evaluation layer's
 
 
 def test_the_family_protocol_is_all_240_starts_under_the_full_board_and_a_subset_else():
