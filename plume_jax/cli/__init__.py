@@ -10,6 +10,8 @@ One module per subcommand, each with ``add_parser(s)`` and ``run``:
 - ``plume-jax train`` / ``plume-jax sweep`` (:mod:`.train`): training (PPO,
   value iteration, ..., or a user's algorithm) and sweeps from YAML configs;
 - ``plume-jax tune`` (:mod:`.tune`): hyperparameter search with Optuna;
+- ``plume-jax zoo publish`` (:mod:`.zoo`): a finished run, policy or seed sweep
+  into the zoo;
 - ``plume-jax evaluate`` (:mod:`.evaluate`): evaluation scenarios;
 - ``plume-jax record`` (:mod:`.record`): a video of a trained policy;
 - ``plume-jax data`` (:mod:`.data`): registered plume datasets;
@@ -35,7 +37,7 @@ import argparse
 import os
 import sys
 
-from plume_jax.cli import bench, configs, data, demo, evaluate, presets, record, train, tune
+from plume_jax.cli import bench, configs, data, demo, evaluate, presets, record, train, tune, zoo
 from plume_jax.cli.demo import DEMO_DEFAULTS, run_demo
 
 __all__ = ["DEMO_DEFAULTS", "main", "run_demo"]
@@ -47,6 +49,7 @@ _COMMANDS = {
     "train": train.run_train,
     "sweep": train.run_sweep,
     "tune": tune.run,
+    "zoo": zoo.run,
     "evaluate": evaluate.run,
     "record": record.run,
     "data": data.run,
@@ -67,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     configs.add_parser(sub)
     train.add_parsers(sub)
     tune.add_parser(sub)
+    zoo.add_parser(sub)
     evaluate.add_parser(sub)
     record.add_parser(sub)
     data.add_parser(sub)

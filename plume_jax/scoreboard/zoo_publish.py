@@ -1,6 +1,7 @@
-"""Put a finished training run into the zoo (:mod:`agents.zoo`).
+"""Put a finished training run into the zoo (:mod:`agents.zoo`); the command
+``plume-jax zoo publish`` (:mod:`plume_jax.cli.zoo`) calls it.
 
-``python -m plume_jax.scoreboard.zoo_publish RUN NAME [--device TEXT]``
+``plume-jax zoo publish RUN NAME [--device TEXT]``
 copies ``RUN/policy`` to ``configs/zoo/NAME/<version>/policy`` and writes
 ``entry.yaml`` beside it from the run's ``summary.json`` (preset, seed,
 algorithm, training cost: device, seconds, env steps; the greedy
@@ -14,7 +15,7 @@ An exported policy whose run folder is gone (only ``policy.json`` and
 ``policy.npz``, e.g. one trained on a lent GPU) is published with the
 config that trained it and its measured training facts::
 
-    python -m plume_jax.scoreboard.zoo_publish POLICY NAME --config CONFIG --facts FACTS
+    plume-jax zoo publish POLICY NAME --config CONFIG --facts FACTS
 
 ``FACTS`` is a YAML mapping: ``training`` (``device``, ``wall_seconds``,
 ``env_steps``, ``finished_at``, and any other measured facts, e.g.
@@ -31,7 +32,7 @@ A finished seed sweep of an entry's own config (``run.seed`` the only swept
 setting, e.g. ``configs/sweep_seeds_<name>.yaml``) keeps every member's
 policy under the entry, loadable as ``zoo:<name>@<version>#<seed>``::
 
-    python -m plume_jax.scoreboard.zoo_publish SWEEP NAME@VERSION --seeds
+    plume-jax zoo publish SWEEP NAME@VERSION --seeds
 
 (:func:`publish_seeds`: ``seeds/<seed>/policy`` and ``seeds/<seed>/seed.yaml``
 with the member's greedy evaluation; the members' policies only, no
@@ -49,12 +50,9 @@ entry's config is the one that produced it; otherwise the run's
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import pathlib
 import shutil
-import sys
 from typing import Any
 
 from plume_jax.core.errors import ValidationError
@@ -509,66 +507,3 @@ def publish_seeds(sweep: str | os.PathLike, reference: str,
         written.append(target)
     shutil.rmtree(staging, ignore_errors=True)
     return written
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run", help="a finished run folder of plume-jax train, or an exported "
-                        "policy folder (with --config and --facts), or a seed sweep (--seeds)")
-    parser.add_argument("name", help="the zoo name, e.g. filament-gru (with --seeds: "
-                        "NAME@VERSION)")
-    parser.add_argument("--seeds", action="store_true",
-                        help="RUN is a finished seed sweep of entry NAME@VERSION's config: keep "
-                        "every member's policy under it (zoo:NAME@VERSION#SEED)")
-    parser.add_argument("--device", default=None,
-                        help="what it was trained on (default: from the run's summary.json)")
-    parser.add_argument("--description", default="", help="one line saying what it is")
-    parser.add_argument("--config", default=None,
-                        help="an exported policy's training config (policy folders only)")
-    parser.add_argument("--facts", default=None,
-                        help="an exported policy's measured training facts, a YAML file "
-                        "(policy folders only; see the module docstring)")
-    parser.add_argument("--max-policy-bytes", type=int, default=MAX_POLICY_BYTES,
-                        help=f"the largest policy accepted (default {MAX_POLICY_BYTES}, at most "
-                        f"{POLICY_BYTES_CEILING})")
-    args = parser.parse_args(argv)
-    try:
-        if args.seeds:
-            given = [flag for flag, value in (("--config", args.config), ("--facts", args.facts),
-                                              ("--device", args.device)) if value is not None]
-            if given:
-                raise ValidationError.for_parameter(
-                    given[0], getattr(args, given[0][2:]), "nothing with --seeds (the sweep's "
-                    "own files hold the facts)")
-            written = publish_seeds(args.run, args.name)
-            print(json.dumps({"written": [str(p) for p in written]}))
-            return 0
-        if (pathlib.Path(args.run) / "policy.json").is_file():
-            if args.config is None or args.facts is None or args.device is not None:
-                raise ValidationError.for_parameter(
-                    "run", args.run, "with an exported policy folder: --config and --facts "
-                    "(its device goes in the facts), or a run folder of plume-jax train")
-            from plume_jax.train.config import read_yaml
-
-            folder = publish_policy(args.run, args.name, config=args.config,
-                                    facts=read_yaml(args.facts, "--facts"),
-                                    description=args.description,
-                                    max_policy_bytes=args.max_policy_bytes)
-        else:
-            if args.config is not None or args.facts is not None:
-                raise ValidationError.for_parameter(
-                    "--config", args.config or args.facts, "nothing with a run folder (its "
-                    "config.yaml and summary.json hold them); --config and --facts go with an "
-                    "exported policy folder")
-            folder = publish(args.run, args.name, device=args.device,
-                             description=args.description,
-                             max_policy_bytes=args.max_policy_bytes)
-    except ValidationError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(json.dumps({"written": str(folder)}))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -335,7 +335,9 @@ def test_an_exported_policy_is_published_with_its_config_and_measured_facts(tmp_
     assert info["reproducibility"] == FACTS["reproducibility"] and info["seed"] == 0
     assert info["env_overrides"]["sensor"]["type"] == "belief"
     assert (folder / "config.yaml").read_text() == open(SEARCHER_CONFIG).read()
-    assert zoo_publish.main([SEARCHER, "s", "--config", SEARCHER_CONFIG]) == 2
+    from plume_jax import cli
+
+    assert cli.main(["zoo", "publish", SEARCHER, "s", "--config", SEARCHER_CONFIG]) == 2
     assert "--config and --facts" in capsys.readouterr().err
     assert sorted(p.name for p in (root / "s").iterdir()) == ["1"]
 

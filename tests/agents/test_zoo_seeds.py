@@ -156,7 +156,9 @@ def test_publish_seeds_refuses_a_sweep_without_member_policies_or_over_more_than
     (grid / "results.json").write_text(json.dumps(results))
     with pytest.raises(ValidationError, match=r"a sweep of run.seed only"):
         zoo_publish.publish_seeds(grid, "gaussian-mlp@1")
-    assert zoo_publish.main([str(grid), "gaussian-mlp", "--seeds"]) == 2
+    from plume_jax import cli
+
+    assert cli.main(["zoo", "publish", str(grid), "gaussian-mlp", "--seeds"]) == 2
     assert "zoo:<name>@<version>" in capsys.readouterr().err
     assert zoo.resolve("zoo:gaussian-mlp@1").seeds == [0, 1, 2]
 

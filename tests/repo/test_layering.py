@@ -166,3 +166,15 @@ def test_the_downward_checker_catches_an_upward_import():
     assert layer_of_module("agents.zoo") == 4
     assert layer_of_module("plume_jax.core.types") == 0
     assert layer_of_module("numpy") is None
+
+
+def test_the_command_line_has_one_entry_point():
+    """Zoo publishing had its own argparse and ``__main__`` inside the library
+    (``python -m plume_jax.scoreboard.zoo_publish``): a second command line
+    beside ``plume-jax``. Only plume_jax/cli/ (and ``python -m plume_jax``)
+    parse arguments."""
+    others = [str(path.relative_to(PACKAGE)) for path in ALL_MODULES
+              if path.relative_to(PACKAGE).parts[0] not in ("cli", "__main__.py")
+              and ("ArgumentParser(" in (text := path.read_text())
+                   or '__name__ == "__main__"' in text)]
+    assert others == []
