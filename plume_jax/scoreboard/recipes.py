@@ -32,6 +32,7 @@ baselines'); a row says which it used (``seed_results``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pathlib
 from collections.abc import Callable, Mapping, Sequence
@@ -41,7 +42,7 @@ import numpy as np
 
 from plume_jax.scoreboard.record_schema import RECIPE_VERDICTS as VERDICTS
 from plume_jax.scoreboard.record_schema import SEED_RESULTS
-from plume_jax.scoreboard.recipe_stats import improvement_estimate, recipe_estimates
+from plume_jax.scoreboard.recipe_stats import improvement_estimate, iqm, recipe_estimates
 
 #: Where the seed sweeps' stored results live (``<name>/results.json`` and
 #: ``<name>/entry.txt``), the fallback for entries that keep no seed policies.
@@ -118,7 +119,9 @@ def recipe_row(family: str, preset: str, label: str, per_seed: Sequence[Mapping[
         "seed_results": seed_results,
         "per_seed": [{"seed": int(r["seed"]), "success_rate": float(r["success_rate"]),
                       "mean_steps": None if r["mean_steps"] is None else float(r["mean_steps"]),
-                      "episodes": int(r["episodes"])} for r in runs],
+                      "episodes": int(r["episodes"]),
+                      **({"per_eval": [float(v) for v in r["per_eval"]]}
+                         if r.get("per_eval") else {})} for r in runs],
         "success": {"iqm": success["iqm"], "mean": success["mean"]},
         "steps": None if steps is None else {"iqm": steps["iqm"], "mean": steps["mean"],
                                              "seeds": steps["runs"]},
@@ -137,6 +140,9 @@ def recipe_row(family: str, preset: str, label: str, per_seed: Sequence[Mapping[
             row["success"]["iqm"], paper_best["homings"] / paper_best["episodes"], len(runs))}
     if trained_on is not None:
         row["trained_on"] = trained_on
+    spread = over_eval_seeds(runs)
+    if spread is not None:
+        row["eval_seeds"] = spread
     return row
 
 
@@ -237,15 +243,52 @@ def evaluate_seeds(entry: Any, protocol: Mapping[str, Any],
 
             raise ValidationError.for_parameter("agent", reference,
                                                 f"a policy that runs on {preset} ({reason})")
-        m = sc.execute_run(planned)["metrics"]
-        out.append({"seed": k, "success_rate": m["success_rate"], "mean_steps": m["mean_steps"],
-                    "episodes": m["episodes"]})
+        seeds = eval_seeds(protocol)
+        ms = [sc.execute_run(dataclasses.replace(planned, seed=s))["metrics"] for s in seeds]
+        rates = [m["success_rate"] for m in ms]
+        steps = [m["mean_steps"] for m in ms if m["mean_steps"] is not None]
+        out.append({"seed": k, "success_rate": float(np.mean(rates)),
+                    "mean_steps": float(np.mean(steps)) if steps else None,
+                    "episodes": ms[0]["episodes"]})
+        if len(seeds) > 1:
+            out[-1]["per_eval"] = [float(r) for r in rates]
         # Each seed's policy compiles a rollout of its own that nothing reuses, and
         # XLA's CPU backend keeps every compiled program mapped (some 500 to 1,000
         # memory maps each): 69 Singh seed rollouts reached Linux's limit of 65,530
         # maps and the next compile failed ("Cannot allocate memory"), then crashed.
         jax.clear_caches()
     return out
+
+
+#: Evaluation seeds a fixed-start section's recipes run each policy under:
+#: the section's seed and the next ones (the starts' puff samples and the
+#: plume's draws differ by seed; the policies do not).
+EVAL_SEEDS = 3
+
+
+def eval_seeds(protocol: Mapping[str, Any]) -> list[int]:
+    """The evaluation seeds of a section's recipe rows: :data:`EVAL_SEEDS`
+    from the section's seed for a fixed-start (Singh et al.'s) section, else
+    the section's seed alone."""
+    seed = int(protocol["seed"])
+    return [seed + i for i in range(EVAL_SEEDS)] if protocol.get("fixed_starts") else [seed]
+
+
+def over_eval_seeds(per_seed: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """``{"seeds", "iqm_range", "best_seed"}`` for per-seed results run under
+    several evaluation seeds (``per_eval``, in order): the range over
+    evaluation seeds of the recipe's IQM, and the training seed of the
+    highest evaluation-seed mean with that mean and its range; else None.
+    (The row's ``success`` IQM is the IQM of the evaluation-seed means.)"""
+    if not per_seed or not all(r.get("per_eval") for r in per_seed):
+        return None
+    table = np.asarray([r["per_eval"] for r in per_seed], float)  # [training seed, eval seed]
+    iqms = [float(iqm(table[:, e])) for e in range(table.shape[1])]
+    best = int(np.argmax(table.mean(axis=1)))
+    return {"seeds": int(table.shape[1]), "iqm_range": [float(min(iqms)), float(max(iqms))],
+            "best_seed": {"seed": int(per_seed[best]["seed"]),
+                          "mean": float(table[best].mean()),
+                          "range": [float(table[best].min()), float(table[best].max())]}}
 
 
 def family_recipes(family: Any, section: Mapping[str, Any], zoo_entries: Sequence[Any],
@@ -514,11 +557,44 @@ def homings_recipe_lines(recipes: Sequence[Mapping[str, Any]]) -> list[str]:
             f"{estimate_text(r['improvement'], spec='.2f')} | {r['verdict']} | "
             f"{paper['homings']}/{paper['episodes']} | {PAPER_SAID[paper['verdict']]} | "
             f"{r['seed_results']} |")
+    return lines + eval_seed_lines(recipes, n)
+
+
+def eval_seed_lines(recipes: Sequence[Mapping[str, Any]], n: int) -> list[str]:
+    """Per regime, each recipe's IQM and best seed against the paper's best
+    agent, over the evaluation seeds (rows that ran under several,
+    :func:`over_eval_seeds`): the IQM of the evaluation-seed means with the
+    range of the IQM over evaluation seeds, and the best training seed's
+    mean with its range."""
+    rows = [r for r in recipes if r.get("eval_seeds")]
+    if not rows:
+        return []
+    k = rows[0]["eval_seeds"]["seeds"]
+    lines = ["", f"Over {k} evaluation seeds (homings of {n}): the recipe's IQM of its seeds' "
+             "evaluation-seed means [range of the IQM over evaluation seeds], and its best "
+             "seed's mean [range], beside Singh et al.'s best agent on the regime (a column "
+             "maximum of their table: each regime's best may be another of their 14 agents).",
+             "",
+             "| regime | recipe | trained on | IQM [range] | best seed: mean [range] | "
+             "Singh et al.'s best | IQM reaches it | best seed reaches it |",
+             "|---|---|---|---|---|---:|---|---|"]
+    for r in rows:
+        e, paper = r["eval_seeds"], r["paper"]
+        lo, hi = (n * v for v in e["iqm_range"])
+        b = e["best_seed"]
+        mean, (blo, bhi) = n * b["mean"], (n * v for v in b["range"])
+        iqm_value = n * r["success"]["iqm"]["value"]
+        lines.append(
+            f"| {regime_name(r['preset'])} | {r['label']} | {trained_on_text(r)} | "
+            f"{iqm_value:.1f} [{lo:.1f}, {hi:.1f}] | #{b['seed']}: {mean:.1f} [{blo:.0f}, "
+            f"{bhi:.0f}] | {paper['homings']} | "
+            f"{'yes' if iqm_value >= paper['homings'] else 'no'} | "
+            f"{'yes' if mean >= paper['homings'] else 'no'} |")
     return lines
 
 
 __all__ = ["FROM_BOARD", "FROM_HEADLINE", "FROM_SWEEP", "OTHER_SWEEPS", "PAPER_SAID",
            "PROFILE_TAUS", "SOURCES", "SPREAD_DIR", "VERDICTS", "best_baseline", "estimate_text",
-           "evaluate_seeds", "every_regime", "family_recipes", "homings_recipe_lines",
-           "paper_verdict", "profile_figure", "published_best", "recipe_lines", "recipe_row",
+           "eval_seed_lines", "eval_seeds", "evaluate_seeds", "every_regime", "family_recipes", "homings_recipe_lines",
+           "over_eval_seeds", "paper_verdict", "profile_figure", "published_best", "recipe_lines", "recipe_row",
            "regime_name", "runs_on", "stored_sweep_results", "trained_on_text", "verdict"]

@@ -10,8 +10,10 @@ import dataclasses
 import json
 import pathlib
 
+import numpy as np
 import pytest
 import yaml
+from scipy.stats import trim_mean
 
 import plume_jax
 from plume_jax import ValidationError, cli
@@ -278,6 +280,35 @@ def _zoo(root: pathlib.Path, name: str, preset: str, seeds=()):
         (folder / "seeds" / str(k) / "seed.yaml").write_text(yaml.safe_dump({"seed": k}))
 
 
+def test_a_recipe_over_evaluation_seeds_reports_its_iqm_and_best_seed_with_ranges():
+    """Their table is a maximum over agents: the page puts the recipe's IQM
+    of its seeds' evaluation-seed means and its best seed (each with the
+    range over evaluation seeds) beside their best agent."""
+    table = [[0.70, 0.74, 0.72], [0.60, 0.62, 0.58], [0.80, 0.78, 0.76], [0.50, 0.52, 0.54],
+             [0.66, 0.70, 0.68]]  # [training seed, evaluation seed] success rates
+    per_seed = [{"seed": k, "success_rate": float(np.mean(r)), "mean_steps": 100.0,
+                 "episodes": 240, "per_eval": r} for k, r in enumerate(table)]
+    section = _section([_ran(CONSTANT, "cast_and_surge", "baseline", 97)])
+    row = recipes.recipe_row("singh2023", CONSTANT, "zoo:singh2023-constant-gru@1", per_seed,
+                             recipes.best_baseline(section["rows"], CONSTANT), "board",
+                             paper_best=recipes.published_best(section, CONSTANT))
+    means = np.mean(table, axis=1)
+    assert row["success"]["iqm"]["value"] == pytest.approx(float(trim_mean(means, 0.25)))
+    iqms = [trim_mean(np.asarray(table)[:, e], 0.25) for e in range(3)]
+    assert row["eval_seeds"] == {
+        "seeds": 3, "iqm_range": [pytest.approx(min(iqms)), pytest.approx(max(iqms))],
+        "best_seed": {"seed": 2, "mean": pytest.approx(0.78), "range": [0.76, 0.80]}}
+    assert row["per_seed"][2]["per_eval"] == table[2]
+    lines = recipes.homings_recipe_lines([row])
+    assert f"| Singh2023-Constant | zoo:singh2023-constant-gru@1 | own preset | " \
+        f"{240 * float(trim_mean(means, 0.25)):.1f} [{240 * min(iqms):.1f}, " \
+        f"{240 * max(iqms):.1f}] | #2: 187.2 [182, 192] | 176 | no | yes |" in lines
+    assert recipes.eval_seeds({"seed": 7, "fixed_starts": "singh240"}) == [7, 8, 9]
+    assert recipes.eval_seeds({"seed": 7}) == [7]
+    assert recipes.over_eval_seeds([{k: v for k, v in r.items() if k != "per_eval"}
+                                    for r in per_seed]) is None
+
+
 @pytest.mark.slow  # 4 presets x 2 agents x 3 starts, 2 recipe seeds on each preset: about 2 min
 def test_bench_runs_the_family_then_its_recipes_on_a_tiny_zoo(tmp_path, monkeypatch):
     from agents import zoo
@@ -307,6 +338,7 @@ def test_bench_runs_the_family_then_its_recipes_on_a_tiny_zoo(tmp_path, monkeypa
     for row in rows:
         assert (row["seeds"], row["seed_results"]) == (2, "board")
         assert [s["episodes"] for s in row["per_seed"]] == [3, 3]
+        assert row["eval_seeds"]["seeds"] == 3  # each seed under three evaluation seeds
         assert row["baseline"]["label"] == "cast_and_surge"
         assert row["paper"]["homings"] == sp.paper_best(row["preset"]) and \
             row["paper"]["verdict"] in ("above", "includes", "below")
