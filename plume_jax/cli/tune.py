@@ -79,7 +79,9 @@ def run(args: argparse.Namespace) -> int:
     best = results.get("best")
     if best is not None:
         steps = best.get("mean_steps_to_goal")
-        where = f" ({record['out']}/{best['folder']})" if best.get("folder") else ""
+        home = record["out"] if best.get("out_id", record.get("out_id")) == \
+            record.get("out_id") else best.get("out")
+        where = f" ({home}/{best['folder']})" if best.get("folder") else ""
         print(f"best trial {best['trial']}{where}: greedy success {best['value']:.3f}"
               + (f", {steps:.1f} steps to the goal" if isinstance(steps, float) else "")
               + f"; params {best['params']}")

@@ -35,6 +35,19 @@ def _percent(rate: float, spec: str = ".1f") -> str:
     return "n/a" if rate is None or not math.isfinite(rate) else f"{format(100 * rate, spec)}%"
 
 
+def _ended(episodes: np.ndarray, batched: bool) -> str:
+    """How many episodes ended: of a run, or of a program's members (their
+    total, and how many members had one: the rates that follow are theirs;
+    a mean count rounded to "0 episodes ended" beside a success rate read
+    as a rate of nothing)."""
+    if not batched:
+        return f"{_fmt(float(episodes.reshape(-1)[0]), '.0f')} episodes ended: "
+    counts = np.nan_to_num(episodes.reshape(-1))
+    total, some = float(counts.sum()), int((counts > 0).sum())
+    return (f"{total:.0f} episode{'' if total == 1 else 's'} ended in {some} of "
+            f"{counts.size} members: ")
+
+
 class Progress:
     """The ``jax.debug.callback`` of a training program (module docstring).
 
@@ -91,7 +104,7 @@ class Progress:
         if "episodes" in m and not episodes[2] > 0:  # no rate without an ended episode
             message += "no episode ended in this update (return, success, length: n/a)"
         else:
-            ended = "" if "episodes" not in m else f"{_fmt(episodes[0], '.0f')} episodes ended: "
+            ended = "" if "episodes" not in m else _ended(m["episodes"], batched)
             message += (f"{ended}return {_fmt(ret[0], '.3f')} | "
                         f"success {_percent(succ[0])} (sampled actions) | "
                         f"length {_fmt(length[0], '.0f')}")

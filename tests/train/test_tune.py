@@ -55,7 +55,7 @@ def _study(out: pathlib.Path) -> optuna.Study:
     from plume_jax.train.tune.study import open_storage
 
     return optuna.load_study(study_name=record["study_name"],
-                             storage=open_storage(record["storage"]))
+                             storage=open_storage(record["storage"], out))
 
 
 # --------------------------------------------------------------- bad spaces
@@ -127,6 +127,7 @@ def test_a_killed_process_trial_is_rerun_once_and_counted_once(tmp_path):
         claim(trial)
         trial.suggest_float("x", 0.0, 1.0)
     orphan.set_user_attr("pid", dead.pid)  # a process that is gone
+    orphan.set_user_attr("nonce", "another process")
     assert counted(study) == 2
     assert requeue_orphans(study) == [0]
     assert requeue_orphans(study) == []  # once
@@ -146,9 +147,10 @@ def test_the_grid_sampler_runs_each_grid_point_once_at_most(tmp_path):
         "network.hidden_sizes": {"type": "categorical", "choices": [[8], [16, 16]]}}},
         BASE, str(tmp_path))
     assert budget(space, 100) == 6 and budget(space, 4) == 4
-    from plume_jax.train.tune.study import sampler
+    from plume_jax.train.tune.study import use_sampler
 
-    study = optuna.create_study(sampler=sampler(space))
+    study = optuna.create_study()
+    use_sampler(study, space, first=True)
     seen = [json.dumps(suggest(study.ask(), space), sort_keys=True) for _ in range(6)]
     assert len(set(seen)) == 6
 
@@ -377,7 +379,8 @@ def test_a_process_joining_while_the_first_writes_the_record_is_not_refused(tmp_
     in_progress = out / f".{RECORD}.tmp-4242_0badf00d"  # the first process, mid-write
     in_progress.write_text(json.dumps(record)[:40])
     claim_folder(out, record, resume=False)
-    assert json.loads((out / RECORD).read_text()) == record
+    assert json.loads((out / RECORD).read_text()) == {k: v for k, v in record.items()
+                                                      if k != "out"}
     claim_folder(out, record, resume=False)  # and the first, when its turn comes, joins
     assert sorted(p.name for p in out.iterdir()) == sorted([RECORD, in_progress.name])
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import pathlib
 import warnings
 from typing import Any
@@ -86,7 +87,9 @@ def plots(study: Any, out: pathlib.Path) -> list[str]:
             figure = ax.figure if hasattr(ax, "figure") else ax.flat[0].figure
             figure.set_size_inches(9, 5)
             figure.tight_layout()
-            figure.savefig(out / name, dpi=100)
+            partial = out / f".{name}.partial-{os.getpid()}.png"
+            figure.savefig(partial, dpi=100)  # whole or not at all (a kill here)
+            os.replace(partial, out / name)
             plt.close(figure)
             written.append(name)
     return written
@@ -113,7 +116,7 @@ def summary_markdown(study: Any, record: dict[str, Any], figures: list[str],
               for s in ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")}
     best = ranked(study)
     lines = [f"# Tuning: study `{record['study_name']}`", "",
-             f"Storage `{record['storage']}`; sampler {record['space'].get('sampler', 'tpe')}, "
+             f"Storage `{_shown(record)}`; sampler {record['space'].get('sampler', 'tpe')}, "
              f"pruner {record['space'].get('pruner', 'none')}, budget {record['trials']} trials; "
              + ", ".join(f"{n} {s.lower()}" for s, n in states.items() if n) + ".", "",
              "Objective: greedy success rate of the final evaluation (maximised); ties go to "
@@ -122,6 +125,13 @@ def summary_markdown(study: Any, record: dict[str, Any], figures: list[str],
         lines += ["## Best trials", "", *_best_lines(best), "",
                   f"Train the best again: `plume-jax train --config {record['out']}/"
                   "best_config.yaml`", ""]
+        elsewhere = best[0].user_attrs.get("out_id", record.get("out_id")) != \
+            record.get("out_id")
+        if elsewhere:
+            lines += [f"The best trial ({best[0].number}) was trained by a process of another "
+                      f"folder of this study: its run folder is "
+                      f"`{best[0].user_attrs.get('out', '?')}/{best[0].user_attrs.get('folder')}`"
+                      " (best_config.yaml is written from the config the study holds).", ""]
     if weights:
         lines += ["## Parameter importances (Optuna's get_param_importances)", "", "| parameter | importance |",
                   "|---|---|", *[f"| {k} | {v:.3f} |" for k, v in weights.items()], ""]
@@ -219,6 +229,27 @@ def best_config(config: dict[str, Any], tune: dict[str, Any], number: int, study
     return head + dump_yaml(config)
 
 
+def _shown(record: dict[str, Any]) -> str:
+    from plume_jax.train.tune.study import shown
+
+    return shown(record["storage"], pathlib.Path(record["out"]))
+
+
+def _best_files(t: Any, out: pathlib.Path, record: dict[str, Any]
+                ) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The best trial's config and ``tune`` section: from what the study
+    holds (a trial told by this version), else from its run folder here;
+    None where neither is."""
+    config, programs = t.user_attrs.get("config"), t.user_attrs.get("programs")
+    if isinstance(config, dict) and isinstance(programs, list):
+        return config, {"programs": programs}
+    folder = t.user_attrs.get("folder")
+    if t.user_attrs.get("out_id", record.get("out_id")) != record.get("out_id") or \
+            not isinstance(folder, str) or not (out / folder / "config.yaml").is_file():
+        return None
+    return read_yaml(out / folder / "config.yaml"), _trial_tune(out / folder)
+
+
 def write_report(study: Any, out: pathlib.Path, record: dict[str, Any],
                  timing: dict[str, float] | None = None) -> dict[str, Any]:
     """Write every result file of the module docstring into ``out``;
@@ -227,18 +258,19 @@ def write_report(study: Any, out: pathlib.Path, record: dict[str, Any],
     ``timing``). Returns ``results.json``'s content."""
     best = ranked(study)
     weights = importances(study)
-    results = {"study_name": record["study_name"], "storage": record["storage"],
+    results = {"study_name": record["study_name"], "storage": _shown(record),
                "timing": timing,
                "trials": trial_rows(study), "importances": weights,
                "best": None if not best else {"trial": best[0].number, "value": best[0].value,
                                               "params": best[0].params,
-                                              **best[0].user_attrs}}
+                                              **{k: v for k, v in best[0].user_attrs.items()
+                                                 if k != "config"}}}
     write_csv(out / "trials.csv", results["trials"])
     write_text(out / "results.json", json.dumps(results, indent=2, default=str))
-    if best and best[0].user_attrs.get("folder"):
-        folder = out / best[0].user_attrs["folder"]
-        text = best_config(read_yaml(folder / "config.yaml"), _trial_tune(folder),
-                           best[0].number, record["study_name"], float(best[0].value))
+    files = _best_files(best[0], out, record) if best else None
+    if files is not None:
+        text = best_config(files[0], files[1], best[0].number, record["study_name"],
+                           float(best[0].value))
         write_text(out / BEST_CONFIG, text)
     figures: list[str] = []
     try:

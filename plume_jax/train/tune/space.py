@@ -27,6 +27,7 @@ fails before anything is written or compiled.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -41,19 +42,37 @@ PRUNERS = ("none", "median", "successive_halving", "hyperband")
 PARAM_TYPES = ("float", "int", "categorical")
 
 
+#: The largest magnitude of a bound or step (a 400-digit integer or +-1e308
+#: would overflow the arithmetic of a range).
+MAX_MAGNITUDE = 1e15
+
+#: The most grid points (the grid sampler's, or any finite space's that tune
+#: enumerates), and the most choices of one categorical.
+GRID_MAX = 10_000
+
+
 def _number(name: str, value: Any, grid: Any) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValidationError.for_parameter(name, value, "a finite number")
+    allowed = f"a finite number of magnitude at most {MAX_MAGNITUDE:g}"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValidationError.for_parameter(name, value, allowed)
+    if isinstance(value, int) and abs(value) > MAX_MAGNITUDE:  # before float(): no overflow
+        raise ValidationError.for_parameter(name, f"{str(value)[:20]}... ({len(str(value))} "
+                                            "digits)" if len(str(value)) > 24 else value,
+                                            allowed)
+    if not math.isfinite(value) or abs(value) > MAX_MAGNITUDE:
+        raise ValidationError.for_parameter(name, value, allowed)
     return value
 
 
 def _choices(name: str, value: Any, grid: Any) -> list[Any] | None:
     if value is None:
         return None
-    if not isinstance(value, list) or not value:
-        raise ValidationError.for_parameter(name, value, "a non-empty list of values")
+    if not isinstance(value, list) or not value or len(value) > GRID_MAX:
+        raise ValidationError.for_parameter(
+            name, value if not isinstance(value, list) or len(value) <= 8 else
+            f"a list of {len(value)} values", f"a non-empty list of at most {GRID_MAX} values")
     return value
 
 
@@ -96,18 +115,43 @@ class Param:
     step: Any = None
     choices: tuple[Any, ...] = ()
 
+    def count(self) -> int | None:
+        """How many values the parameter takes (None: a float range without
+        step), computed without listing them."""
+        if self.type == "categorical":
+            return len(self.choices)
+        if self.type == "int":
+            return (int(self.high) - int(self.low)) // int(self.step or 1) + 1
+        if self.step is None:
+            return None
+        return int(math.floor((self.high - self.low) / self.step + 1e-9)) + 1
+
     def values(self) -> list[Any]:
         """The values the grid sampler visits (categorical choices, or every
-        step of an integer/stepped range)."""
+        step of an integer/stepped range, none past ``high``: the last step
+        that fits is the highest value, as Optuna's own ranges do)."""
         if self.type == "categorical":
             return list(self.choices)
-        if self.step is None and self.type == "float":
+        n = self.count()
+        if n is None:
             raise ValidationError.for_parameter(
                 f"params.{self.name}", {"type": self.type, "low": self.low, "high": self.high},
                 "with sampler grid: a categorical, an int range or a float range with step")
-        step = self.step or 1
-        n = int(round((self.high - self.low) / step)) + 1
-        return [self.low + k * step for k in range(n)]
+        if n > GRID_MAX:
+            raise ValidationError.for_parameter(
+                f"params.{self.name}.step", self.step or 1,
+                f"a step giving at most {GRID_MAX} values (this one gives {n})")
+        if self.type == "int":
+            return [int(self.low) + k * int(self.step or 1) for k in range(n)]
+        return [min(self.low + k * self.step, self.high) for k in range(n)]
+
+    def optuna_high(self) -> Any:
+        """The highest value Optuna samples: ``high``, or the last step that
+        fits below it."""
+        if self.type == "categorical" or self.step is None:
+            return self.high
+        return self.values()[-1] if self.count() <= GRID_MAX else \
+            self.low + (self.count() - 1) * self.step
 
     def lowest(self) -> Any:
         return self.choices[0] if self.type == "categorical" else self.low
@@ -145,6 +189,8 @@ def _param(name: str, spec: Any) -> Param:
                                             "false, unless low > 0 and there is no step")
     if s["step"] is not None and s["step"] <= 0:
         raise ValidationError.for_parameter(f"{where}.step", s["step"], "a positive number")
+    if s["type"] == "int" and s["step"] is not None and s["step"] != int(s["step"]):
+        raise ValidationError.for_parameter(f"{where}.step", s["step"], "a positive integer")
     cast = int if s["type"] == "int" else float
     return Param(name, s["type"], cast(s["low"]), cast(s["high"]), s["log"],
                  None if s["step"] is None else cast(s["step"]))
@@ -187,6 +233,37 @@ class Space:
     def grid(self) -> dict[str, list[Any]]:
         return {p.name: p.values() for p in self.params}
 
+    def size(self) -> int | None:
+        """The number of distinct points of the space (None: infinite, a
+        float range without step)."""
+        counts = [p.count() for p in self.params]
+        return None if None in counts else math.prod(c for c in counts if c is not None)
+
+    def points(self) -> list[dict[str, Any]]:
+        """Every point of a finite space, at most :data:`GRID_MAX` (the grid
+        sampler's grid), in the order of the parameters' values."""
+        for p in self.params:
+            if p.count() is None or p.count() > GRID_MAX:
+                p.values()  # the parameter's own error
+        size = self.size()
+        if size is None or size > GRID_MAX:
+            raise ValidationError.for_parameter(
+                "params", "a grid of " + ("infinitely many" if size is None else f"{size}")
+                + " points", f"with sampler grid: at most {GRID_MAX} points")
+        names = [p.name for p in self.params]
+        return [dict(zip(names, values)) for values in itertools.product(
+            *(p.values() for p in self.params))]
+
+    def refused(self, points: list[dict[str, Any]]) -> dict[int, str]:
+        """The points the training config refuses: index -> the error."""
+        out = {}
+        for k, point in enumerate(points):
+            try:
+                self.config(point)
+            except ValidationError as error:
+                out[k] = str(error)
+        return out
+
 
 def space_from_mapping(data: Any, base: Mapping[str, Any], base_dir: str,
                        overrides: Mapping[str, Any] | None = None) -> Space:
@@ -205,7 +282,7 @@ def space_from_mapping(data: Any, base: Mapping[str, Any], base_dir: str,
     space = Space(params, s["set"], s["sampler"], s["seed"], s["pruner"], s["batch_size"],
                   dict(base), base_dir)
     for p in params:  # every name is a setting, every bound a valid value
-        bounds = p.choices if p.type == "categorical" else (p.low, p.high)
+        bounds = p.choices if p.type == "categorical" else (p.low, p.optuna_high())
         for value in bounds:
             space.config({**{q.name: q.lowest() for q in params}, p.name: value})
     cfg = space.config({q.name: q.lowest() for q in params})
@@ -214,8 +291,14 @@ def space_from_mapping(data: Any, base: Mapping[str, Any], base_dir: str,
             "pruner", s["pruner"], "none unless eval.every is set (the periodic evaluations "
             "are the intermediate values a pruner reads): add it under set")
     if s["sampler"] == "grid":
-        space.grid()
+        points = space.points()
+        refused = space.refused(points)
+        if len(refused) == len(points):
+            first = next(iter(refused.values()))
+            raise ValidationError.for_parameter(
+                "params", f"a grid of {len(points)} points", "a grid with at least one point "
+                f"the training config accepts (the first refused: {first})")
     return space
 
 
-__all__ = ["PARAM_TYPES", "PRUNERS", "SAMPLERS", "Param", "Space", "space_from_mapping"]
+__all__ = ["GRID_MAX", "MAX_MAGNITUDE", "PARAM_TYPES", "PRUNERS", "SAMPLERS", "Param", "Space", "space_from_mapping"]
