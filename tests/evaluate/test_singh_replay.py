@@ -167,3 +167,27 @@ def test_online_normalisation_is_their_running_mean_and_variance(tmp_path):
         return np.asarray(forward(policy.spec, p, carry[0], jnp.asarray(xs[-1]))[1][0])
 
     assert not np.allclose(mean_action(policy.params), mean_action(ref))  # the statistics matter
+
+
+def test_no_wall_lies_within_reach_of_an_agent_that_has_not_strayed():
+    """Their agent is unbounded and leaves only by straying (more than 2 m
+    from every puff). The singh240 scenarios' arena reaches past the box
+    the puffs live in by more than the stray limit plus one step's flight
+    and drift, so the wall's clamp never moves an agent that is still in
+    its episode (one step ago it was within the stray limit of a puff
+    inside the box)."""
+    for path in sorted(SCENARIOS.glob("singh2023_*.yaml")):
+        scenario = sc.load_scenario(path)
+        if scenario["protocol"] != sp.PROTOCOL:
+            continue
+        env, params, _ = sc.scenario_env(scenario)
+        pp = params.plume
+        source = np.asarray(pp.source, float)
+        step = float(env.actions.max_speed) + float(pp.wind_speed) * float(
+            pp.substep_seconds) * env.plume.substeps
+        reach = float(pp.stray_limit) + step
+        upper = np.asarray(env.grid.upper, float) if hasattr(env.grid, "upper") else \
+            np.asarray(env.grid_size, float) - 1.0
+        low = source - [float(pp.trim_upwind), float(pp.trim_crosswind)]
+        high = source + [float(pp.trim_downwind), float(pp.trim_crosswind)]
+        assert np.all(low - reach > 0.0) and np.all(high + reach < upper), path.name
