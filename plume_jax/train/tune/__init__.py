@@ -406,26 +406,30 @@ def tune(record: dict[str, Any], *, resume: bool = False, progress: bool = True,
 
 
 def _check_policies(space: Space) -> None:
-    """Every ``run.init_from`` the space can give (fixed or a categorical
-    choice) names a policy folder: a missing one is refused before anything
-    is written, not when its batch's program is built."""
-    from plume_jax.train.warm_start import policy_folder
+    """Every ``run.init_from`` the space can give (fixed, or each choice of
+    a categorical) names a policy this trial's network can start from
+    (:func:`~plume_jax.train.warm_start.check_init_from`): a missing or
+    incompatible one is refused before anything is written, not when its
+    batch's program is built."""
+    from plume_jax.train.warm_start import check_init_from
 
     values = {q.name: q.lowest() for q in space.params}
     configs = [space.config(values)]
     for p in space.params:
         if p.name == "run.init_from":
             configs = [space.config({**values, p.name: c}) for c in p.choices]
+    seen = set()
     for config in configs:
         source = config.run.get("init_from")
-        if source is None:
+        if source is None or source in seen:
             continue
+        seen.add(source)
         try:
-            policy_folder(source)
+            check_init_from(config)
         except ValidationError as error:
             raise ValidationError.for_parameter(
-                "run.init_from", source, "a policy folder, for every value the search space "
-                f"gives ({error})") from None
+                "run.init_from", source, "a policy to start from, for every value the search "
+                f"space gives ({error})") from None
 
 
 __all__ = ["RECORD", "TuneStopped", "claim_folder", "new_record", "read_record",
