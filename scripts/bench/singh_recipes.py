@@ -6,7 +6,8 @@ Each regime's config (``configs/train_singh2023_<regime>_<net>.yaml``, their PPO
 recipe) trained with ``run.seed`` 0..4 as one sweep
 (``configs/sweep_seeds_singh2023-<regime>-<net>.yaml``); every member's greedy
 policy then runs the regime's 240-start scenario
-(``configs/scenarios/singh2023_<regime>.yaml``: halved diffusion, no odour
+(``configs/scenarios/singh2023_paper_<regime>.yaml``, the protocol its stored
+rows were measured with, now ``singh240_paper``: halved diffusion, no odour
 gain, the scenario's seed), and so does the scenario's own agent, the
 hand-coded ``cast_and_surge`` flier, on the same starts and plumes.
 
@@ -54,10 +55,10 @@ STAGE1 = "stage1_results.json"
 BEGIN, END = "<!-- singh-recipes -->", "<!-- /singh-recipes -->"
 #: The regimes, by the label's first part: (preset, scenario file).
 REGIMES = {
-    "constant": ("PlumeNav-Singh2023-Constant-v0", "singh2023_constant.yaml"),
-    "switch_once": ("PlumeNav-Singh2023-SwitchOnce-v0", "singh2023_switch_once.yaml"),
-    "switch_many": ("PlumeNav-Singh2023-SwitchMany-v0", "singh2023_switch_many.yaml"),
-    "sparse40": ("PlumeNav-Singh2023-Sparse40-v0", "singh2023_sparse40.yaml"),
+    "constant": ("PlumeNav-Singh2023-Constant-v0", "singh2023_paper_constant.yaml"),
+    "switch_once": ("PlumeNav-Singh2023-SwitchOnce-v0", "singh2023_paper_switch_once.yaml"),
+    "switch_many": ("PlumeNav-Singh2023-SwitchMany-v0", "singh2023_paper_switch_many.yaml"),
+    "sparse40": ("PlumeNav-Singh2023-Sparse40-v0", "singh2023_paper_sparse40.yaml"),
 }
 
 
