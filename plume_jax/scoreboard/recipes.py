@@ -573,7 +573,7 @@ def eval_seed_lines(recipes: Sequence[Mapping[str, Any]], n: int) -> list[str]:
     lines = ["", f"Over {k} evaluation seeds (homings of {n}): the recipe's IQM of its seeds' "
              "evaluation-seed means [range of the IQM over evaluation seeds], and its best "
              "seed's mean [range], beside Singh et al.'s best agent on the regime (a column "
-             "maximum of their table: each regime's best may be another of their 14 agents).",
+             "maximum of their table: each regime's best may be another of their agents).",
              "",
              "| regime | recipe | trained on | IQM [range] | best seed: mean [range] | "
              "Singh et al.'s best | IQM reaches it | best seed reaches it |",
