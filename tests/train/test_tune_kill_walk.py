@@ -38,6 +38,9 @@ BASE = {
 SPACE = {"params": {"algo.learning_rate": {"type": "float", "low": 1e-4, "high": 1e-2,
                                            "log": True}},
          "sampler": "random", "seed": 0, "batch_size": 2}
+GRID = {"params": {"algo.learning_rate": {"type": "float", "low": 1e-3, "high": 8e-3,
+                                          "step": 1e-3}},
+        "sampler": "grid", "seed": 0, "batch_size": 2}
 
 #: ``python KILLER POINT N ARGS...``: ``plume-jax ARGS``, SIGKILLed the N-th
 #: time it reaches POINT.
@@ -98,10 +101,11 @@ def _study(out: pathlib.Path) -> optuna.Study:
 
 
 @pytest.mark.slow
-def test_tune_kill_walk(tmp_path):
+@pytest.mark.parametrize("space", [SPACE, GRID], ids=["random", "grid"])
+def test_tune_kill_walk(tmp_path, space):
     (tmp_path / "killer.py").write_text(KILLER)
     (tmp_path / "base.yaml").write_text(yaml.safe_dump(BASE))
-    (tmp_path / "space.yaml").write_text(yaml.safe_dump(SPACE))
+    (tmp_path / "space.yaml").write_text(yaml.safe_dump(space))
     out = tmp_path / "study"
     args = ["--config", str(tmp_path / "base.yaml"), "--space", str(tmp_path / "space.yaml"),
             "--trials", str(TRIALS), "--out", str(out), "--storage", "journal",
@@ -136,7 +140,7 @@ def test_tune_kill_walk(tmp_path):
     assert len(complete) == TRIALS, [(t.number, t.state.name, t.user_attrs) for t in trials]
     assert not [t for t in trials if t.state.name in ("RUNNING", "WAITING")]
     rates = [t.params["algo.learning_rate"] for t in complete]
-    assert len(set(rates)) == TRIALS  # no value trained twice
+    assert len(set(rates)) == TRIALS  # no value (no grid point) trained twice
     for t in complete:
         assert (moved / t.user_attrs["folder"] / "summary.json").is_file()
     results = json.loads((moved / "results.json").read_text())
