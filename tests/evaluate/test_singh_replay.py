@@ -128,6 +128,12 @@ def test_the_papers_reading_is_a_named_variant_and_online_normalisation_is_check
         sc.plan_run({**code, "normalisation": "online"}, sc.AgentChoice("cast_and_surge"))
     with pytest.raises(ValidationError, match="'saved' with protocol singh240_paper"):
         sp.check_options(sp.PAPER, "online")
+    with pytest.raises(ValidationError, match="normalisation='online' is invalid: expected "
+                       "'saved' without a protocol"):
+        sc.plan_run({**code, "protocol": None, "normalisation": "online"},
+                    sc.AgentChoice("cast_and_surge"))
+    with pytest.raises(ValidationError, match="normalisation"):
+        sc.validate_scenario({**code, "normalisation": "live"})
 
 
 def test_online_normalisation_is_their_running_mean_and_variance(tmp_path):
