@@ -273,7 +273,7 @@ def _ask(study: Any, space: Space, out: pathlib.Path, n: int, goal: int,
     (:func:`~.study.skip_reason`; a finite space's sampler that proposed a
     held point gets a free one enqueued); a sampled combination the config
     refuses is a failed trial (named)."""
-    runs = []
+    runs: list[TrialRun] = []
     for _ in range(n):
         trial = study.ask()
         studies.claim(trial)

@@ -39,13 +39,16 @@ def ranked(study: Any) -> list[Any]:
 
 
 def trial_rows(study: Any) -> list[dict[str, Any]]:
-    """One row per trial: number, state, value, steps, pruning, params."""
+    """One row per trial: number, state, value, steps, pruning, re-run,
+    why it was skipped (another trial's values, over budget) or refused,
+    folder, params."""
     rows = []
     for t in study.get_trials(deepcopy=False):
         rows.append({"trial": t.number, "state": t.state.name, "success_rate": t.value,
                      "mean_steps_to_goal": t.user_attrs.get("mean_steps_to_goal"),
                      "pruned_at_update": t.user_attrs.get("pruned_at_update"),
                      "rerun_of": t.user_attrs.get("rerun_of"),
+                     "skipped": t.user_attrs.get("skipped"), "error": t.user_attrs.get("error"),
                      "folder": t.user_attrs.get("folder"), **t.params})
     return rows
 

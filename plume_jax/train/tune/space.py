@@ -150,8 +150,8 @@ class Param:
         fits below it."""
         if self.type == "categorical" or self.step is None:
             return self.high
-        return self.values()[-1] if self.count() <= GRID_MAX else \
-            self.low + (self.count() - 1) * self.step
+        n = self.count() or 1
+        return self.values()[-1] if n <= GRID_MAX else self.low + (n - 1) * self.step
 
     def lowest(self) -> Any:
         return self.choices[0] if self.type == "categorical" else self.low
@@ -243,7 +243,8 @@ class Space:
         """Every point of a finite space, at most :data:`GRID_MAX` (the grid
         sampler's grid), in the order of the parameters' values."""
         for p in self.params:
-            if p.count() is None or p.count() > GRID_MAX:
+            n = p.count()
+            if n is None or n > GRID_MAX:
                 p.values()  # the parameter's own error
         size = self.size()
         if size is None or size > GRID_MAX:

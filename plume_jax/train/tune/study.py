@@ -185,6 +185,8 @@ def open_storage(url: str, out: pathlib.Path, *, must_exist: bool = False) -> An
         if not path.parent.is_dir():
             raise ValidationError.for_parameter("--storage", f"{kind}:{path}",
                                                 "a file in a folder that exists")
+    if path is None:
+        return url
     if kind == "journal":
         from optuna.storages.journal import JournalFileBackend
 
@@ -192,10 +194,8 @@ def open_storage(url: str, out: pathlib.Path, *, must_exist: bool = False) -> An
         if path.is_file():
             _repair_journal(path, backend)
         return optuna.storages.JournalStorage(backend)
-    if kind == "sqlite":
-        _check_sqlite(path)
-        return f"sqlite:///{path.resolve()}"
-    return url
+    _check_sqlite(path)
+    return f"sqlite:///{path.resolve()}"
 
 
 def open_study(url: str, out: pathlib.Path, name: str, space: Space, num_updates: int,
@@ -242,7 +242,7 @@ def _grid_sampler(space: Space, seed: int | None, first: bool) -> Any:
     valid = [p for k, p in enumerate(points) if k not in refused]
     rng = random.Random(seed)
 
-    class GridPoints(optuna.samplers.BaseSampler):  # type: ignore[misc]
+    class GridPoints(optuna.samplers.BaseSampler):  # type: ignore[misc,name-defined]
         def __init__(self) -> None:
             self.chosen: dict[int, dict[str, Any]] = {}
 
