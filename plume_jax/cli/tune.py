@@ -34,7 +34,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                       help="trials asked for and trained at once (default: the space's, else 8)")
     tune.add_argument("--storage", default=None,
                       help="sqlite (default: DIR/study.db), journal (DIR/study.journal, for "
-                      "several processes), journal:PATH, or an Optuna storage URL")
+                      "several processes), journal:PATH, sqlite:///PATH, or a postgresql:// / "
+                      "mysql:// URL (its driver installed); not an in-memory database")
     tune.add_argument("--study-name", default=None, help="default: the out folder's name")
     tune.add_argument("--resume", default=None, metavar="DIR",
                       help="continue (or join) the study in DIR, with its own tune.json")
