@@ -154,8 +154,18 @@ def declared_fields(cls: object) -> tuple[dataclasses.Field, ...]:
 def settings_of(cls: type[Configurable]) -> dict[str, Setting]:
     """``name -> Setting`` of a component class: its static settings (fields
     of the class, in order) then its dynamic ones (fields of ``cls.Params``)."""
+    return declared_settings(cls, cls.Params)
+
+
+def declared_settings(static_fields: object, dynamic_fields: object) -> dict[str, Setting]:
+    """``name -> Setting`` of the settings declared (with :func:`setting`) as
+    fields of the dataclass ``static_fields`` (static settings, in order), then
+    of ``dynamic_fields`` (dynamic ones: leaves of a pytree). A component's are its own
+    class and its ``Params`` (:func:`settings_of`); a training algorithm's, its
+    compiled-in settings and its hyperparameters
+    (:func:`plume_jax.train.algorithms.base.declared`)."""
     out: dict[str, Setting] = {}
-    for owner, static in ((cls, True), (cls.Params, False)):
+    for owner, static in ((static_fields, True), (dynamic_fields, False)):
         for f in declared_fields(owner):
             declared = f.metadata.get(SETTING)
             if declared is not None and f.name not in out:

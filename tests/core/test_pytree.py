@@ -59,8 +59,9 @@ def test_the_core_pytrees_are_pytree_subclasses():
 
 def test_the_training_pytrees_are_pytree_subclasses():
     names = {cls.__name__ for cls in PYTREES if cls.__module__.startswith("plume_jax.train")}
-    assert names == {"Hparams", "LookaheadRunner", "ObsStats", "RewardScalingRunner", "Runner",
-                     "SearcherRunner", "Transition"}
+    assert names == {"AdamHparams", "Hparams", "LookaheadRunner", "ObsStats",
+                     "RewardScalingRunner", "Runner", "SearcherRunner", "Transition",
+                     "ValueIterationHparams"}
 
 
 @pytest.mark.parametrize("cls", PYTREES, ids=lambda c: c.__qualname__)

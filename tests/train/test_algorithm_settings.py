@@ -79,7 +79,7 @@ def test_value_iteration_reads_its_evaluation_period_from_eval_every():
         env, params = cfg.make_env()
         algo = BeliefValueIteration.from_config(cfg, env, params)
         assert algo.eval_every == expected and algo.settings()["eval_every"] == expected
-        assert algo.memory_size == 1000 and algo.walkers == 192
+        assert algo.static.memory_size == 1000 and algo.walkers == 192
 
 
 def test_value_iteration_states_each_setting_once():

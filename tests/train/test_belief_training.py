@@ -7,6 +7,8 @@ on its scenario."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -19,6 +21,7 @@ from plume_jax.train.algorithms.base import network_spec
 from plume_jax.train.checkpoint import policy_arrays
 from plume_jax.train.config import NetworkConfig, train_config
 from plume_jax.train.normalize import ObsStats
+from plume_jax.train.algorithms.epochs import AdamHparams
 from plume_jax.train.algorithms.ppo import PPO, PPOStatic
 from tests.train.test_train_run import _agent_side, _ppo_side
 
@@ -173,13 +176,14 @@ def test_lookahead_vi_trains_and_exports_a_policy_that_acts_by_its_lookahead(loo
     from agents.trained import TrainedPolicy
     from plume_jax.train.checkpoint import load_checkpoint
     from plume_jax.train.algorithms.lookahead import LookaheadVI
-    from plume_jax.train.algorithms.ppo import ppo_hparams as hparams, ppo_static
+    from plume_jax.train.algorithms.lookahead import LookaheadStatic
 
     out, _ = lookahead_run
     cfg = train_config(LOOKAHEAD)
     env, params = cfg.make_env()
-    algo = LookaheadVI(env, params, ppo_static(cfg), epsilon=0.2)
-    template = jax.eval_shape(algo.init, jax.random.key(0), hparams(cfg, env, params), params)
+    algo = LookaheadVI(env, params, LookaheadStatic.from_config(cfg))
+    hp = AdamHparams.from_config(cfg, env, params)
+    template = jax.eval_shape(algo.init, jax.random.key(0), hp, params)
     runner, meta = load_checkpoint(out / "checkpoint", template)
     assert meta["update"] == 2
     policy = TrainedPolicy.for_env(env, out / "policy")
@@ -210,7 +214,7 @@ def test_lookahead_vi_refuses_a_sensor_it_cannot_predict():
     """Anything but a centred, full-window belief with the grid channel is a
     ValidationError naming env.sensor (here: no grid channel)."""
     from plume_jax.train.algorithms.lookahead import LookaheadVI
-    from plume_jax.train.algorithms.ppo import ppo_static
+    from plume_jax.train.algorithms.lookahead import LookaheadStatic
 
     raw = {**LOOKAHEAD, "env": {"id": "PlumeNav-Poisson-Iso19x19-v0", "overrides": {
         **TINY, "sensor": {**TINY["sensor"], "grid_channel": False}}},
@@ -218,7 +222,7 @@ def test_lookahead_vi_refuses_a_sensor_it_cannot_predict():
     cfg = train_config(raw)
     env, params = cfg.make_env()
     with pytest.raises(ValidationError, match=r"env\.sensor"):
-        LookaheadVI(env, params, ppo_static(cfg))
+        LookaheadVI(env, params, LookaheadStatic.from_config(cfg))
 
 
 @pytest.mark.slow
@@ -289,14 +293,14 @@ def test_lookahead_baseline_scale_reaches_the_exported_policy():
     from agents.trained import lookahead_scores, lookahead_successors
     from plume_jax.plumes.poisson_posterior import compressed_estimate
     from plume_jax.train.algorithms.lookahead import LookaheadVI
-    from plume_jax.train.algorithms.ppo import ppo_hparams as hparams, ppo_static
+    from plume_jax.train.algorithms.lookahead import LookaheadStatic
 
     raw = {**LOOKAHEAD, "algo": {**LOOKAHEAD["algo"], "baseline_scale": 3.3}}
     cfg = train_config(raw)
     assert cfg.algo["baseline_scale"] == 3.3
     env, params = cfg.make_env()
-    algo = LookaheadVI(env, params, ppo_static(cfg), baseline_scale=cfg.algo["baseline_scale"])
-    runner = algo.init(jax.random.key(0), hparams(cfg, env, params), params)
+    algo = LookaheadVI(env, params, LookaheadStatic.from_config(cfg))
+    runner = algo.init(jax.random.key(0), AdamHparams.from_config(cfg, env, params), params)
     arrays = policy_arrays(runner.params, None)
     assert float(arrays["lookahead/baseline_scale"]) == pytest.approx(3.3)
     spec = network_spec(algo, algo.static.network, algo.static.normalize_obs)
@@ -323,7 +327,7 @@ def test_lookahead_only_settings_are_refused_with_ppo():
     settings only); a bad scale is refused by the config and by LookaheadVI
     itself."""
     from plume_jax.train.algorithms.lookahead import LookaheadVI
-    from plume_jax.train.algorithms.ppo import ppo_static
+    from plume_jax.train.algorithms.lookahead import LookaheadStatic
 
     base = {"env": {"id": "PlumeNav-Poisson-Iso19x19-v0"}, "algo": {"total_steps": 10**6}}
     for key, value in (("baseline_scale", 3.3), ("epsilon", 0.2), ("epsilon", 0.1)):
@@ -339,7 +343,8 @@ def test_lookahead_only_settings_are_refused_with_ppo():
     env, params = cfg.make_env()
     for bad in (-1.0, True, "3"):
         with pytest.raises(ValidationError, match=r"algo\.baseline_scale"):
-            LookaheadVI(env, params, ppo_static(cfg), baseline_scale=bad)
+            LookaheadVI(env, params, dataclasses.replace(
+                LookaheadStatic.from_config(cfg), baseline_scale=bad))
 
 
 @pytest.mark.slow
@@ -348,14 +353,14 @@ def test_baseline_lookahead_script_scores_are_the_untrained_lookahead_vi_scores(
     from: at depth 1 its scores equal the trainer's before any update (the
     network's correction is exactly 0), for K = 0 and K = 3.3."""
     from plume_jax.train.algorithms.lookahead import LookaheadVI
-    from plume_jax.train.algorithms.ppo import ppo_hparams as hparams, ppo_static
+    from plume_jax.train.algorithms.lookahead import LookaheadStatic
     from scripts.bench.lookahead_baselines import BaselineLookahead
 
     for scale in (0.0, 3.3):
         cfg = train_config({**LOOKAHEAD, "algo": {**LOOKAHEAD["algo"], "baseline_scale": scale}})
         env, params = cfg.make_env()
-        algo = LookaheadVI(env, params, ppo_static(cfg), baseline_scale=scale)
-        runner = algo.init(jax.random.key(0), hparams(cfg, env, params), params)
+        algo = LookaheadVI(env, params, LookaheadStatic.from_config(cfg))
+        runner = algo.init(jax.random.key(0), AdamHparams.from_config(cfg, env, params), params)
         policy = BaselineLookahead.for_env(env, scale, 1)
         obs, state = env.reset(jax.random.key(7), params)
         for t in range(3):
@@ -371,13 +376,13 @@ def test_baseline_lookahead_script_moves_honour_the_step_size():
     """The script's policy once built its moves from unit displacements,
     ignoring ``actions.step_size``; its table is now lookahead_vi's."""
     from plume_jax.train.algorithms.lookahead import LookaheadVI
-    from plume_jax.train.algorithms.ppo import ppo_static
+    from plume_jax.train.algorithms.lookahead import LookaheadStatic
     from scripts.bench.lookahead_baselines import BaselineLookahead
 
     overrides = {**LOOKAHEAD["env"]["overrides"], "actions": {"step_size": 2}}
     cfg = train_config({**LOOKAHEAD, "env": {**LOOKAHEAD["env"], "overrides": overrides}})
     env, params = cfg.make_env()
-    algo = LookaheadVI(env, params, ppo_static(cfg))
+    algo = LookaheadVI(env, params, LookaheadStatic.from_config(cfg))
     policy = BaselineLookahead.for_env(env, 3.3, 1)
     np.testing.assert_array_equal(policy.move_deltas, algo.move_deltas)
     np.testing.assert_array_equal(policy.move_ids, algo.move_ids)

@@ -385,16 +385,35 @@ def test_missing_env_params_are_refused(tiny):
 
 @pytest.fixture(scope="module")
 def two_seeds(tiny):
-    """Seeds 3 and 7 trained 4 iterations (evaluated at 2 and 4) as one
-    batched program, and each alone."""
+    """Seeds 3 and 7, at learning rates 1e-3 and 3e-3, trained 4 iterations
+    (evaluated at 2 and 4) as one batched program, and each alone."""
     from plume_jax.train.lanes import shared
 
     _, params, algo = tiny
-    runners = [algo.init(jax.random.key(k), None, params) for k in (3, 7)]
+    hps = [VI.ValueIterationHparams(learning_rate=jnp.float32(lr)) for lr in (1e-3, 3e-3)]
+    runners = [algo.init(jax.random.key(k), hp, params) for k, hp in zip((3, 7), hps)]
     stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *runners)
-    batched = jax.jit(lambda r: algo.run(r, None, shared(params), 4, batched=True))(stacked)
-    alone = jax.jit(lambda r: algo.run(r, None, params, 4))
-    return algo, shared(params), stacked, batched, [alone(r) for r in runners]
+    hp = jax.tree.map(lambda *xs: jnp.stack(xs), *hps)
+    batched = jax.jit(lambda r, h: algo.run(r, h, shared(params), 4, batched=True))(stacked, hp)
+    alone = jax.jit(lambda r, h: algo.run(r, h, params, 4))
+    return algo, shared(params), stacked, batched, [alone(r, h) for r, h in zip(runners, hps)]
+
+
+def test_the_learning_rate_is_a_leaf_of_hp_not_compiled_in(tiny):
+    """belief_value_iteration's learning rate was a constant compiled into
+    the program, and ``hp`` was ignored: a sweep over it could not share a
+    program. It is now the leaf ``hp.learning_rate``: one compiled run
+    trains at either rate, and the rates train differently; ``hparams``
+    reads it from the config."""
+    _, params, algo = tiny
+    run = jax.jit(lambda r, h: algo.run(r, h, params, 2)[0].params)
+    start = algo.init(jax.random.key(3), None, params)
+    slow, fast = (run(start, VI.ValueIterationHparams(learning_rate=jnp.float32(lr)))
+                  for lr in (1e-4, 1e-1))
+    assert not all(np.allclose(a, b) for a, b in zip(jax.tree.leaves(slow),
+                                                      jax.tree.leaves(fast)))
+    hp = algo.hparams(tiny_config(2), params)
+    assert float(hp.learning_rate) == pytest.approx(0.003)
 
 
 def test_a_sweep_trains_each_seed_as_it_trains_alone(two_seeds):
@@ -514,7 +533,7 @@ def test_cnn_without_frozen_target_trains_and_its_export_acts_bit_for_bit_as_in_
     assert all(np.isfinite(r["loss"]) for r in rows) and np.isfinite(rows[-1]["eval_mean_steps"])
     env, params = cfg.make_env()
     algo = algorithm_class("belief_value_iteration").from_config(cfg, env, params)
-    assert algo.network_type == "cnn" and not algo.frozen_target
+    assert algo.network_type == "cnn" and not algo.static.frozen_target
     policy = TrainedPolicy.for_env(env, tmp_path / "run" / "policy")
     assert policy.spec["network"]["conv_strides"] == [2, 2]
     assert policy.params["conv_1/kernel"].shape == (3, 3, 4, 4)
@@ -587,7 +606,7 @@ def test_without_frozen_target_each_gradient_step_targets_the_current_parameters
     targets come from the parameters after the first (by hand)."""
     env, params, _ = tiny
     algo, runner, (after, metrics) = _iterate(env, params, 2, False)
-    b = algo.batch_size
+    b = algo.static.batch_size
     key = _typed(runner.key)
     _, _, k_batch = jax.random.split(key, 3)
     idx = jax.random.randint(k_batch, (2 * b,), 0, after.memory_count)
@@ -696,7 +715,7 @@ def test_an_eval_seed_the_config_accepts_builds_the_algorithm():
     cfg = tiny_config(2).replace(algo={"eval_seed": 2**40 + 5})
     env, params = cfg.make_env()
     algo = algorithm_class("belief_value_iteration").from_config(cfg, env, params)
-    assert algo.eval_seed == 2**40 + 5
+    assert algo.static.eval_seed == 2**40 + 5
 
 
 @pytest.mark.parametrize("name, window, symmetries", [
@@ -716,5 +735,5 @@ def test_the_larger_case_configs_build_the_reference_networks_and_symmetries(nam
     cfg = load_train_config(root / "configs" / name)
     env, params = cfg.make_env()
     algo = algorithm_class("belief_value_iteration").from_config(cfg, env, params)
-    assert algo.hidden_sizes == (1024, 1024, 1024) and algo.epsilon_decay == 20_000.0
+    assert algo.hidden_sizes == (1024, 1024, 1024) and algo.static.epsilon_decay == 20_000.0
     assert algo.image_shape == window and len(algo.symmetry_perm) == symmetries

@@ -11,9 +11,13 @@ folders, sweeps over members, policy export and evaluation.
 What an algorithm provides:
 
 - ``name`` (the value of ``algo.algorithm``) and ``SETTINGS``: its own
-  ``algo.*`` settings, each declared once as a
-  :class:`plume_jax.settings.Setting` made with :func:`algo_setting`
-  (default, checker, static or dynamic, one line of doc). A config's
+  ``algo.*`` settings, each declared once, as a component's are: a field
+  made with :func:`plume_jax.settings.setting` (default, checker, one line
+  of doc) of a frozen dataclass of the settings compiled into the program
+  (static) or of the ``chex.dataclass`` of its hyperparameters (dynamic:
+  f32[] leaves), ``SETTINGS = declared(Static, Hparams)``;
+  :func:`static_settings` and :func:`hyperparameters` fill the two from a
+  config (``algo_setting`` declares one in a plain mapping instead). A config's
   ``algo`` section is :data:`plume_jax.train.config.COMMON_ALGO` (the
   settings every algorithm shares: ``algorithm``, ``total_steps``,
   ``num_envs``, ``num_steps``) plus these, and nothing else: another
@@ -30,7 +34,8 @@ What an algorithm provides:
   attributes the driver and the export read (:class:`Algorithm`'s
   attribute list; :func:`set_spaces` sets the spaces);
 - :meth:`Algorithm.hparams`: its *dynamic* settings as a pytree of array
-  leaves (a sweep ``vmap``\\ s members that differ only in them);
+  leaves (a sweep ``vmap``\\ s members that differ only in them;
+  ``hyperparameters(Hparams, config.algo)``);
 - :meth:`Algorithm.init`: ``(key, hp, env_params) -> runner``, a pytree that
   carries everything from one update to the next and has an ``update``
   field (i32[], updates done);
@@ -50,7 +55,8 @@ dry run of ``hparams``, ``init`` (abstractly, :func:`jax.eval_shape`) and
 one-line ``ValidationError`` naming the method before training starts,
 never a traceback after it.
 
-The helpers every algorithm needs live here: :func:`obs_dim`,
+The helpers every algorithm needs live here: :func:`declared`,
+:func:`static_settings`, :func:`hyperparameters`, :func:`obs_dim`,
 :func:`action_spec`, :func:`num_agents_of`, :func:`set_spaces`,
 :func:`actor_critic` (the network the exported policy runs),
 :func:`network_policy`, :func:`typed_key` and :func:`scan_updates`.
@@ -71,7 +77,7 @@ import importlib
 import inspect
 import re
 from collections.abc import Mapping
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, TypeVar
 
 import os
 import sys
@@ -83,9 +89,12 @@ from gymnax.environments import spaces as gymnax_spaces
 
 from plume_jax.core.errors import ValidationError, bounded_text
 from plume_jax.settings import Checker, Setting
+from plume_jax.settings.schema import declared_settings
 from plume_jax.train import networks
 from plume_jax.train.checkpoint import POLICY_FORMAT, policy_arrays
 from plume_jax.train.members import vmap_members
+
+T = TypeVar("T")
 
 #: ``algo.algorithm`` value -> ``'module:Class'`` of every registered algorithm.
 ALGORITHMS: dict[str, str] = {
@@ -107,6 +116,45 @@ def algo_setting(default: Any, check: Checker, *, static: bool, doc: str = "") -
     ``static`` settings are compiled into the program (sweep members that
     differ in them run as separate programs)."""
     return Setting(default=default, check=check, static=static, doc=doc)
+
+
+def declared(static: type | None = None, hparams: type | None = None) -> dict[str, Setting]:
+    """An algorithm's ``SETTINGS`` from its two declarations, as a
+    component's come from its class and its ``Params``: each setting is a
+    field made with :func:`plume_jax.settings.setting` (default, checker,
+    doc) of ``static``, the frozen dataclass of the settings compiled into
+    the program (sweep members that differ in them run as separate
+    programs), or of ``hparams``, the ``chex.dataclass`` of its
+    hyperparameters (f32[] leaves: a sweep ``vmap``\\ s members that differ
+    only in them). Static settings first, each class's in field order.
+    Fields made otherwise (``num_envs``, ``network``) are not ``algo.*``
+    settings of its own: :func:`static_settings` is given them."""
+    return declared_settings(static, hparams)
+
+
+def static_settings(cls: type[T], algo: Mapping[str, Any], **given: Any) -> T:
+    """An instance of ``cls`` (an algorithm's static declaration,
+    :func:`declared`): each of its declared settings read from ``algo`` (a
+    config's ``algo`` section: already checked and defaulted), its other
+    fields from ``given``."""
+    names = declared_settings(cls, None)
+    return cls(**{name: algo[name] for name in names}, **given)
+
+
+def hyperparameters(cls: type[T], algo: Mapping[str, Any], **given: Any) -> T:
+    """An instance of ``cls`` (an algorithm's hyperparameter declaration,
+    :func:`declared`): each field an f32[] leaf of its value in ``given``,
+    else in ``algo`` (a config's ``algo`` section, or any mapping of the
+    values; a setting missing from both takes its declared default, which
+    must not be None)."""
+    values = {**algo, **given}
+    leaves = {}
+    for name, s in declared_settings(None, cls).items():
+        value = values.get(name, s.default)
+        if value is None:
+            raise ValidationError.for_parameter(f"algo.{name}", None, f"a number ({s.doc})")
+        leaves[name] = jnp.asarray(value, jnp.float32)
+    return cls(**leaves)
 
 
 class Algorithm(abc.ABC):
@@ -548,6 +596,6 @@ def readers(key: str) -> list[str]:
 
 
 __all__ = ["ALGORITHMS", "Algorithm", "action_spec", "actor_critic", "algo_setting",
-           "algorithm_class", "check_methods", "is_import_path", "network_policy",
-           "network_spec", "num_agents_of", "obs_dim", "readers", "scan_updates", "set_spaces",
-           "settings_for", "typed_key"]
+           "algorithm_class", "check_methods", "declared", "hyperparameters", "is_import_path",
+           "network_policy", "network_spec", "num_agents_of", "obs_dim", "readers",
+           "scan_updates", "set_spaces", "settings_for", "static_settings", "typed_key"]

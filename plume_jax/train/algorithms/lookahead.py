@@ -57,6 +57,7 @@ the greedy look-ahead (:func:`agents.trained.lookahead_scores`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from typing import Any
@@ -76,10 +77,10 @@ from plume_jax.core.pytree import Pytree
 from plume_jax.sensors.belief import BeliefSensor
 from plume_jax.train import networks as N
 from plume_jax.train.normalize import transform
-from plume_jax.train.algorithms.base import Algorithm, algo_setting, network_policy, typed_key
-from plume_jax.settings.checks import real
-from plume_jax.train.algorithms.ppo import PPO_SETTINGS, Hparams, PPOStatic, check_minibatches, \
-    ppo_hparams, ppo_static
+from plume_jax.train.algorithms.base import Algorithm, declared, network_policy, typed_key
+from plume_jax.train.algorithms.epochs import AdamHparams, EpochStatic, check_minibatches, \
+    learning_rate_at
+from plume_jax.settings import real, setting
 
 #: The parameters (under ``params["params"]``) that hold the look-ahead's model, not trained.
 MODEL_KEY = "lookahead"
@@ -135,19 +136,23 @@ def _apply_symmetry(images: jax.Array, transpose: bool, turns: int) -> jax.Array
     return jnp.rot90(images, turns, axes=(1, 2))
 
 
-#: The ``algo.*`` settings of look-ahead value iteration: PPO's where they
-#: mean the same, and its own.
-LOOKAHEAD_SETTINGS = {
-    **{k: PPO_SETTINGS[k] for k in ("update_epochs", "num_minibatches", "learning_rate",
-                                    "anneal_lr", "gamma", "max_grad_norm", "adam_eps",
-                                    "normalize_obs")},
-    "epsilon": algo_setting(0.1, real(low=0.0, high=1.0), static=True,
-                            doc="probability of a random move while collecting"),
-    "baseline_scale": algo_setting(
-        0.0, real(low=0.0, high=1e6), static=True,
+@dataclasses.dataclass(frozen=True)
+class LookaheadStatic(EpochStatic):
+    """The compiled-in settings of look-ahead value iteration: those it
+    shares with PPO where they mean the same
+    (:class:`~plume_jax.train.algorithms.epochs.EpochStatic`), and its own.
+    Its hyperparameters are :class:`~plume_jax.train.algorithms.epochs.AdamHparams`."""
+
+    epsilon: float = setting(0.1, real(low=0.0, high=1.0),
+                             doc="probability of a random move while collecting")
+    baseline_scale: float = setting(
+        0.0, real(low=0.0, high=1e6),
         doc="K (steps) of the baseline value K ln(1 + E/K) of the search-time estimate E "
-            "that the network corrects; 0: E itself"),
-}
+            "that the network corrects; 0: E itself")
+
+
+#: The ``algo.*`` settings of look-ahead value iteration.
+LOOKAHEAD_SETTINGS = declared(LookaheadStatic, AdamHparams)
 
 
 class BeliefSearchAlgorithm(Algorithm):
@@ -210,13 +215,13 @@ class LookaheadVI(BeliefSearchAlgorithm):
     Args:
         env: a ``PlumeEnv`` with a ``belief`` sensor (see the requirements).
         env_params: its params (the likelihood is the sensor's, static).
-        static: the compiled-in settings (``PPOStatic``; the PPO-only fields
-            are ignored).
-        epsilon: probability of a random valid move while collecting.
-        baseline_scale: ``K`` (steps) of the baseline value the network
-            corrects, ``K ln(1 + E/K)`` of the search-time estimate ``E``
-            (:func:`~plume_jax.plumes.poisson_posterior.compressed_estimate`);
-            0 for ``E`` itself.
+        static: the compiled-in settings (:class:`LookaheadStatic`), among
+            them ``epsilon``, the probability of a random valid move while
+            collecting, and ``baseline_scale``, ``K`` (steps) of the baseline
+            value the network corrects, ``K ln(1 + E/K)`` of the search-time
+            estimate ``E``
+            (:func:`~plume_jax.plumes.poisson_posterior.compressed_estimate`;
+            0 for ``E`` itself).
     """
 
     name = "lookahead_vi"
@@ -230,18 +235,17 @@ class LookaheadVI(BeliefSearchAlgorithm):
     @classmethod
     def from_config(cls, config: Any, env: Any, env_params: Any, mesh: Any = None
                     ) -> "LookaheadVI":
-        return cls(env, env_params, ppo_static(config), epsilon=config.algo["epsilon"],
-                   baseline_scale=config.algo["baseline_scale"])
+        return cls(env, env_params, LookaheadStatic.from_config(config))
 
-    def hparams(self, config: Any, env_params: Any) -> Hparams:
-        return ppo_hparams(config, self.env, env_params)
+    def hparams(self, config: Any, env_params: Any) -> AdamHparams:
+        return AdamHparams.from_config(config, self.env, env_params)
 
     def policy(self, runner: LookaheadRunner) -> tuple[dict[str, Any], dict[str, Any]]:
         return network_policy(self, runner.params, self.static.network)
 
-    def __init__(self, env: Any, env_params: Any, static: PPOStatic, epsilon: float = 0.1,
-                 baseline_scale: float = 0.0):
+    def __init__(self, env: Any, env_params: Any, static: LookaheadStatic):
         sensor = env.sensor
+        epsilon, baseline_scale = static.epsilon, static.baseline_scale
         net = static.network
         belief_searcher(self, env, env_params, "lookahead_vi")
         if net.recurrent or net.prev_action or net.obs_delta:
@@ -320,11 +324,11 @@ class LookaheadVI(BeliefSearchAlgorithm):
         return jnp.where(valid, q, jnp.inf), valid
 
     # ------------------------------------------------------------ training
-    def tx(self, hp: Hparams, lr: Any) -> optax.GradientTransformation:
+    def tx(self, hp: AdamHparams, lr: Any) -> optax.GradientTransformation:
         return optax.chain(optax.clip_by_global_norm(hp.max_grad_norm),
                            optax.scale_by_adam(eps=self.static.adam_eps), optax.scale(-lr))
 
-    def init(self, key: jax.Array, hp: Hparams, env_params: Any) -> LookaheadRunner:
+    def init(self, key: jax.Array, hp: AdamHparams, env_params: Any) -> LookaheadRunner:
         """A fresh runner: network init, env batch reset."""
         s = self.static
         k_net, k_env, k_run = jax.random.split(typed_key(key), 3)
@@ -353,7 +357,7 @@ class LookaheadVI(BeliefSearchAlgorithm):
             obs[:, :size], which)
         return jnp.concatenate([images.reshape(obs.shape[0], size), obs[:, size:]], axis=-1)
 
-    def update(self, runner: LookaheadRunner, hp: Hparams, env_params: Any,
+    def update(self, runner: LookaheadRunner, hp: AdamHparams, env_params: Any,
                vmapped: bool = False) -> tuple[LookaheadRunner, dict]:
         """One update (module docstring); returns the runner and the scalar
         metrics of :data:`plume_jax.train.algorithms.ppo.METRIC_NAMES` (``loss`` and
@@ -393,8 +397,7 @@ class LookaheadVI(BeliefSearchAlgorithm):
         ys = ys.reshape(total)
         residual = ys - model["baseline"] * self.baseline(xs, model["baseline_scale"])
 
-        frac = 1.0 - runner.update.astype(jnp.float32) / s.num_updates
-        lr = hp.learning_rate * frac if s.anneal_lr else hp.learning_rate
+        lr = learning_rate_at(hp, s, runner.update)
         tx = self.tx(hp, lr)
 
         def loss(net_params, x, y):
@@ -440,4 +443,5 @@ class LookaheadVI(BeliefSearchAlgorithm):
         return new_runner, metrics
 
 
-__all__ = ["LookaheadRunner", "LookaheadVI", "MODEL_KEY"]
+__all__ = ["LOOKAHEAD_SETTINGS", "LookaheadRunner", "LookaheadStatic", "LookaheadVI",
+           "MODEL_KEY"]

@@ -63,59 +63,47 @@ from typing import Any
 import chex
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 from plume_jax.envs.plume_env import batched_step
 from plume_jax.core.errors import ValidationError
 from plume_jax.core.pytree import Pytree
+from plume_jax.settings import boolean, real, setting
 from plume_jax.train import networks
 from plume_jax.train.algorithms.base import (  # noqa: F401 (action_spec, obs_dim, num_agents_of:
-    Algorithm, action_spec, actor_critic, algo_setting, network_policy,  # re-exported)
+    Algorithm, action_spec, actor_critic, declared, network_policy,  # re-exported)
     num_agents_of, obs_dim, set_spaces, typed_key)
-from plume_jax.settings.checks import boolean, count, optional, real
-from plume_jax.train.networks import NetworkConfig
+from plume_jax.train.algorithms.epochs import (  # noqa: F401 (resolve_gamma: re-exported)
+    AdamHparams, EpochStatic, check_minibatches, divide_batch, learning_rate_at, resolve_gamma)
 from plume_jax.train.normalize import EPS, ObsStats, normalize, transform
 
 
-@chex.dataclass(frozen=True)
-class Hparams(Pytree):
-    """Algorithm hyperparameters that are array leaves (sweepable under vmap)."""
-
-    learning_rate: jax.Array
-    ent_coef: jax.Array
-    vf_coef: jax.Array
-    gamma: jax.Array
-    gae_lambda: jax.Array
-    clip_eps: jax.Array
-    max_grad_norm: jax.Array
-    weight_decay: jax.Array
-
-    @classmethod
-    def create(cls, **values: float) -> "Hparams":
-        """f32[] leaves from Python numbers; ``weight_decay`` may be left
-        out (0: no L2 penalty)."""
-        values = {"weight_decay": 0.0, **values}
-        return cls(**{f.name: jnp.asarray(values[f.name], jnp.float32)
-                      for f in dataclasses.fields(cls)})
-
-
 @dataclasses.dataclass(frozen=True)
-class PPOStatic:
-    """Settings compiled into the program (shapes and code paths)."""
+class PPOStatic(EpochStatic):
+    """PPO's settings compiled into the program (shapes and code paths): the
+    shared ones (:class:`~plume_jax.train.algorithms.epochs.EpochStatic`) and these."""
 
-    num_envs: int
-    num_steps: int
-    update_epochs: int
-    num_minibatches: int
-    num_updates: int
-    anneal_lr: bool = True
-    clip_value: bool = True
-    adam_eps: float = 1e-5
-    normalize_obs: bool = False
-    normalize_rewards: bool = False
-    normalize_advantages: bool = True
-    network: NetworkConfig = NetworkConfig()
+    clip_value: bool = setting(True, boolean(), doc="PPO value clipping")
+    normalize_rewards: bool = setting(False, boolean(),
+                                      doc="rewards divided by the running std of the discounted "
+                                          "return, then clipped to +-10 (as VecNormalize does)")
+    normalize_advantages: bool = setting(True, boolean(), doc="advantages scaled per minibatch")
+
+
+@chex.dataclass(frozen=True)
+class Hparams(AdamHparams):
+    """PPO's hyperparameters, array leaves (sweepable under vmap): the shared
+    ones (:class:`~plume_jax.train.algorithms.epochs.AdamHparams`) and these."""
+
+    gae_lambda: jax.Array = setting(0.95, real(low=0.0, high=1.0), doc="GAE lambda")
+    clip_eps: jax.Array = setting(0.2, real(low=0.0, high=10.0, low_inclusive=False),
+                                  doc="PPO ratio clip")
+    ent_coef: jax.Array = setting(0.01, real(low=0.0, high=10.0), doc="entropy bonus weight")
+    vf_coef: jax.Array = setting(0.5, real(low=0.0, high=100.0), doc="value loss weight")
+    weight_decay: jax.Array = setting(0.0, real(low=0.0, high=1.0),
+                                      doc="L2 penalty: weight_decay x params added to the clipped "
+                                          "gradient before Adam (PyTorch Adam's weight_decay; "
+                                          "0: none)")
 
 
 @chex.dataclass(frozen=True)
@@ -281,81 +269,18 @@ def masked_mean(x: jax.Array, mask: jax.Array) -> jax.Array:
     return jnp.sum(x * mask) / jnp.maximum(jnp.sum(mask), 1.0)
 
 
-def _s(default: Any, check: Any, static: bool, doc: str) -> Any:
-    return algo_setting(default, check, static=static, doc=doc)
+#: The ``algo.*`` settings of PPO, as :class:`PPOStatic` and :class:`Hparams` declare them.
+PPO_SETTINGS = declared(PPOStatic, Hparams)
 
 
-#: The ``algo.*`` settings of PPO (shared with the algorithms that read them too).
-PPO_SETTINGS = {
-    "update_epochs": _s(4, count(low=1, high=1024), True, "passes over each update's batch"),
-    "num_minibatches": _s(4, count(low=1, high=1 << 20), True, "minibatches per pass"),
-    "learning_rate": _s(3e-4, real(low=0.0, high=1.0, low_inclusive=False), False, "Adam step size"),
-    "anneal_lr": _s(True, boolean(), True, "linear decay of the step size to 0 over the run"),
-    "gamma": _s(None, optional(real(low=0.0, high=1.0, low_inclusive=False)), False,
-                "discount; null: the reward's shaping discount, else 0.99"),
-    "gae_lambda": _s(0.95, real(low=0.0, high=1.0), False, "GAE lambda"),
-    "clip_eps": _s(0.2, real(low=0.0, high=10.0, low_inclusive=False), False, "PPO ratio clip"),
-    "clip_value": _s(True, boolean(), True, "PPO value clipping"),
-    "ent_coef": _s(0.01, real(low=0.0, high=10.0), False, "entropy bonus weight"),
-    "vf_coef": _s(0.5, real(low=0.0, high=100.0), False, "value loss weight"),
-    "max_grad_norm": _s(0.5, real(low=0.0, high=1e6, low_inclusive=False), False,
-                        "global gradient norm clip"),
-    "weight_decay": _s(0.0, real(low=0.0, high=1.0), False,
-                       "L2 penalty: weight_decay x params added to the clipped gradient "
-                       "before Adam (PyTorch Adam's weight_decay; 0: none)"),
-    "adam_eps": _s(1e-5, real(low=0.0, high=1.0, low_inclusive=False), True, "Adam epsilon"),
-    "normalize_obs": _s(False, boolean(), True, "running mean/std of observations"),
-    "normalize_rewards": _s(False, boolean(), True,
-                            "rewards divided by the running std of the discounted return, "
-                            "then clipped to +-10 (as VecNormalize does)"),
-    "normalize_advantages": _s(True, boolean(), True, "advantages scaled per minibatch"),
-}
+def ppo_static(config: Any) -> PPOStatic:
+    """The compiled-in settings of a ``TrainConfig`` (``PPOStatic.from_config``)."""
+    return PPOStatic.from_config(config)
 
 
-def check_minibatches(config: Any) -> None:
-    """``algo.num_minibatches`` divides the batch: whole env sequences
-    (``num_envs``) for a recurrent network, else ``num_envs * num_steps``
-    transitions (``ValidationError`` naming it otherwise)."""
-    a = config.algo
-    if config.network.recurrent:
-        if a["num_envs"] % a["num_minibatches"]:
-            raise ValidationError.for_parameter(
-                "algo.num_minibatches", a["num_minibatches"],
-                f"a divisor of algo.num_envs={a['num_envs']} (a recurrent policy trains on "
-                "whole env sequences, split into minibatches of envs)")
-    elif (a["num_envs"] * a["num_steps"]) % a["num_minibatches"]:
-        raise ValidationError.for_parameter(
-            "algo.num_minibatches", a["num_minibatches"],
-            f"a divisor of num_envs * num_steps = {a['num_envs'] * a['num_steps']}")
-
-
-def _ppo_settings(config: Any) -> dict[str, Any]:
-    """``config.algo`` with PPO's declared default for each PPO setting the
-    config's algorithm does not declare (LookaheadVI, built on PPO's
-    settings, declares only those it reads: the others are unused)."""
-    return {**{k: s.default for k, s in PPO_SETTINGS.items()}, **config.algo}
-
-
-def ppo_static(config: Any) -> "PPOStatic":
-    """The compiled-in settings of a ``TrainConfig`` (shared by the
-    algorithms built on PPO's settings)."""
-    a = _ppo_settings(config)
-    return PPOStatic(num_envs=a["num_envs"], num_steps=a["num_steps"],
-                     update_epochs=a["update_epochs"], num_minibatches=a["num_minibatches"],
-                     num_updates=config.num_updates, anneal_lr=a["anneal_lr"],
-                     clip_value=a["clip_value"], adam_eps=a["adam_eps"],
-                     normalize_obs=a["normalize_obs"], normalize_rewards=a["normalize_rewards"],
-                     normalize_advantages=a["normalize_advantages"], network=config.network)
-
-
-def ppo_hparams(config: Any, env: Any, env_params: Any) -> "Hparams":
-    """The dynamic settings of a ``TrainConfig`` as :class:`Hparams`."""
-    a = _ppo_settings(config)
-    return Hparams.create(learning_rate=a["learning_rate"], ent_coef=a["ent_coef"],
-                          vf_coef=a["vf_coef"], gamma=resolve_gamma(env, env_params, a["gamma"]),
-                          gae_lambda=a["gae_lambda"], clip_eps=a["clip_eps"],
-                          max_grad_norm=a["max_grad_norm"],
-                          weight_decay=a["weight_decay"])
+def ppo_hparams(config: Any, env: Any, env_params: Any) -> Hparams:
+    """The hyperparameters of a ``TrainConfig`` (``Hparams.from_config``)."""
+    return Hparams.from_config(config, env, env_params)
 
 
 class PPO(Algorithm):
@@ -404,14 +329,8 @@ class PPO(Algorithm):
         self.hidden_dim = networks.hidden_size(static.network)
         self.mesh = mesh
         self.axis = axis
-        s = static
-        if s.network.recurrent and s.num_envs % s.num_minibatches:
-            raise ValidationError.for_parameter("num_minibatches", s.num_minibatches,
-                                                f"a divisor of num_envs={s.num_envs}")
-        if not s.network.recurrent and (s.num_envs * s.num_steps) % s.num_minibatches:
-            raise ValidationError.for_parameter(
-                "num_minibatches", s.num_minibatches,
-                f"a divisor of num_envs * num_steps = {s.num_envs * s.num_steps}")
+        divide_batch("num_minibatches", static.num_envs, static.num_steps,
+                     static.num_minibatches, static.network.recurrent)
 
     @classmethod
     def check_config(cls, config: Any) -> None:
@@ -419,10 +338,10 @@ class PPO(Algorithm):
 
     @classmethod
     def from_config(cls, config: Any, env: Any, env_params: Any, mesh: Any = None) -> "PPO":
-        return cls(env, env_params, ppo_static(config), mesh=mesh)
+        return cls(env, env_params, PPOStatic.from_config(config), mesh=mesh)
 
     def hparams(self, config: Any, env_params: Any) -> Hparams:
-        return ppo_hparams(config, self.env, env_params)
+        return Hparams.from_config(config, self.env, env_params)
 
     def policy(self, runner: Runner) -> tuple[dict[str, Any], dict[str, Any]]:
         stats = runner.obs_stats if self.static.normalize_obs else None
@@ -677,7 +596,7 @@ class PPO(Algorithm):
                                                     mb["start"][None])
             dist = jax.tree.map(lambda a: a[0], dist)
             value = value[0]
-        mask = mb["mask"]
+        mask, eps = mb["mask"], hp.clip_eps
         logp = networks.log_prob(self.discrete, dist, mb["action"])
         ent = masked_mean(networks.entropy(self.discrete, dist), mask)
         log_ratio = logp - mb["logp"]
@@ -688,15 +607,15 @@ class PPO(Algorithm):
             std = jnp.sqrt(masked_mean(jnp.square(adv - mean), mask))
             adv = (adv - mean) / (std + 1e-8)
         pg = -masked_mean(jnp.minimum(
-            ratio * adv, jnp.clip(ratio, 1.0 - hp.clip_eps, 1.0 + hp.clip_eps) * adv), mask)
+            ratio * adv, jnp.clip(ratio, 1.0 - eps, 1.0 + eps) * adv), mask)
         err = jnp.square(value - mb["target"])
         if s.clip_value:
-            v_clip = mb["value"] + jnp.clip(value - mb["value"], -hp.clip_eps, hp.clip_eps)
+            v_clip = mb["value"] + jnp.clip(value - mb["value"], -eps, eps)
             err = jnp.maximum(err, jnp.square(v_clip - mb["target"]))
         vf = 0.5 * masked_mean(err, mask)
         total = pg + hp.vf_coef * vf - hp.ent_coef * ent
         approx_kl = masked_mean((ratio - 1.0) - log_ratio, mask)
-        clip_frac = masked_mean((jnp.abs(ratio - 1.0) > hp.clip_eps).astype(jnp.float32), mask)
+        clip_frac = masked_mean((jnp.abs(ratio - 1.0) > eps).astype(jnp.float32), mask)
         return total, (pg, vf, ent, approx_kl, clip_frac)
 
     def minibatches(self, batch: dict, h0: jax.Array, key: jax.Array) -> dict:
@@ -751,8 +670,7 @@ class PPO(Algorithm):
         adv, target = gae(traj.reward, traj.value, traj.terminated, traj.truncated,
                           traj.final_value, last_value, hp.gamma, hp.gae_lambda)
 
-        frac = 1.0 - runner.update.astype(jnp.float32) / s.num_updates
-        lr = hp.learning_rate * frac if s.anneal_lr else hp.learning_rate
+        lr = learning_rate_at(hp, s, runner.update)
         tx = self.tx(hp, lr)
         mask = traj.active.astype(jnp.float32)
         batch = {"x": traj.x, "start": traj.start, "action": traj.action, "logp": traj.logp,
@@ -858,25 +776,3 @@ def scale_rewards(reward: jax.Array, done: jax.Array, scaling: Any, gamma: Any
     stats = stats.update(ret[:, None])
     scaled = jnp.clip(reward / jnp.sqrt(stats.var[0] + EPS), -REWARD_CLIP, REWARD_CLIP)
     return scaled.astype(jnp.float32), (stats, jnp.where(done, 0.0, ret))
-
-
-def resolve_gamma(env: Any, env_params: Any, gamma: float | None) -> float:
-    """The training discount: ``gamma`` if given, else the reward's shaping
-    discount (``env.reward.discount``) when it is below 1, else 0.99.
-
-    Raises ``ValidationError`` when ``gamma`` contradicts a potential-based
-    shaping reward's discount (training with another γ would change the
-    optimal policy, Ng et al. 1999)."""
-    reward = getattr(env, "reward", None)
-    shaped = None
-    if reward is not None and hasattr(reward, "discount"):
-        d = float(np.asarray(reward.discount(env_params.reward)))
-        shaped = d if d < 1.0 else None
-    if gamma is None:
-        return shaped if shaped is not None else 0.99
-    if shaped is not None and abs(gamma - shaped) > 1e-6:
-        raise ValidationError.for_parameter(
-            "algo.gamma", gamma,
-            f"the shaping reward's gamma {shaped} (or null to use it): potential-based shaping "
-            "keeps the optimal policy only under its own discount")
-    return float(gamma)

@@ -82,6 +82,7 @@ to the edge, which the look-ahead does not model).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -99,10 +100,9 @@ from plume_jax.core.pytree import Pytree
 from plume_jax.core.seeding import seed_key
 from plume_jax.train.algorithms.lookahead import BeliefSearchAlgorithm, _apply_symmetry, _symmetries, \
     belief_searcher
-from plume_jax.train.algorithms.base import algo_setting, typed_key
+from plume_jax.train.algorithms.base import declared, hyperparameters, static_settings, typed_key
 from plume_jax.train.members import vmap_members
-from plume_jax.settings.checks import boolean, count, optional, real
-from plume_jax.settings import resolve_keys
+from plume_jax.settings import boolean, count, optional, real, resolve_keys, setting
 
 #: otto's ``agent_stuck``: more than this many consecutive steps back to the
 #: cell of two steps before ends a training search.
@@ -253,56 +253,72 @@ METRIC_NAMES = ("update", "env_steps", "episodes", "episode_length_mean", "loss"
                 "eval_p_not_found", "best_eval_mean_steps", "best_update")
 
 
-def _s(default: Any, check: Any, doc: str) -> Any:
-    return algo_setting(default, check, static=True, doc=doc)
+@dataclasses.dataclass(frozen=True)
+class ValueIterationStatic:
+    """The compiled-in ``algo.*`` settings of ``algorithm:
+    belief_value_iteration`` (otto's defaults for the 19x19 isotropic case).
+    The walkers are ``algo.num_envs``, their steps per iteration
+    ``algo.num_steps``, the iterations ``algo.total_steps / (num_envs x
+    num_steps)``, the iterations between evaluations ``eval.every`` (null:
+    never), the hidden layers ``network.hidden_sizes`` (ReLU:
+    ``network.activation: relu``); with ``network.type: cnn`` the value
+    network is ``network.conv_features`` / ``conv_kernels`` /
+    ``conv_strides`` convolution layers first. Each is declared here only;
+    the constructor reads these declarations (defaults and checks)."""
+
+    adam_eps: float = setting(1e-7, real(low=0.0, high=1.0, low_inclusive=False),
+                              doc="Adam epsilon (Keras' default)")
+    batch_size: int = setting(64, count(low=1, high=1 << 20), doc="beliefs per gradient step")
+    gd_steps: int = setting(12, count(low=1, high=10_000), doc="gradient steps per iteration")
+    memory_size: int = setting(1000, count(low=1, high=1 << 24),
+                               doc="beliefs in the replay memory")
+    epsilon_start: float = setting(1.0, real(low=0.0, high=1.0), doc="exploration at iteration 0")
+    epsilon_floor: float = setting(0.1, real(low=0.0, high=1.0), doc="exploration floor")
+    epsilon_decay: float = setting(10_000.0, real(low=0.0, high=1e12, low_inclusive=False),
+                                   doc="decay time of the exploration, iterations")
+    target_update_every: int = setting(1, count(low=1, high=10**9),
+                                       doc="iterations between refreshes of the frozen copy")
+    stop_p: float = setting(1e-6, real(low=0.0, high=1.0, low_inclusive=False),
+                            doc="a training search ends when P(not found) is below this")
+    max_episode_steps: int | None = setting(
+        None, optional(count(low=1, high=10**7)),
+        doc="steps after which a search ends; null: the env's max_steps")
+    symmetry_augment: bool = setting(True, boolean(),
+                                     doc="a random symmetry of the square per stored belief")
+    symmetry_average: bool = setting(
+        True, boolean(), doc="decisions on the value averaged over the square's symmetries")
+    frozen_target: bool = setting(
+        True, boolean(), doc="Bellman targets from the frozen copy, once per iteration (false: "
+        "from the current parameters under stop_gradient, recomputed at every gradient step; "
+        "the no-frozen-target ablation)")
+    eval_searches: int = setting(3200, count(low=1, high=1 << 20),
+                                 doc="searches per evaluation (every eval.every iterations)")
+    eval_seed: int = setting(1_000_003, count(low=0, high=2**63 - 1),
+                             doc="seed of the evaluation searches")
+
+
+@chex.dataclass(frozen=True)
+class ValueIterationHparams(Pytree):
+    """The hyperparameters of ``belief_value_iteration`` (f32[] leaves: a
+    sweep over them runs its members as one program)."""
+
+    learning_rate: jax.Array = setting(1e-3, real(low=0.0, high=1.0, low_inclusive=False),
+                                       doc="Adam step size")
 
 
 #: The ``algo.*`` settings of ``algorithm: belief_value_iteration``, its own
-#: (otto's defaults for the 19x19 isotropic case; all static). The walkers
-#: are ``algo.num_envs``, their steps per iteration ``algo.num_steps``, the
-#: iterations ``algo.total_steps / (num_envs x num_steps)``, the iterations
-#: between evaluations ``eval.every`` (null: never), the hidden layers
-#: ``network.hidden_sizes`` (ReLU: ``network.activation: relu``); with
-#: ``network.type: cnn`` the value network is ``network.conv_features`` /
-#: ``conv_kernels`` / ``conv_strides`` convolution layers first. The
-#: constructor reads these declarations (defaults and checks): each is
-#: stated here only.
-VALUE_ITERATION_SETTINGS = {
-    "learning_rate": _s(1e-3, real(low=0.0, high=1.0, low_inclusive=False), "Adam step size"),
-    "adam_eps": _s(1e-7, real(low=0.0, high=1.0, low_inclusive=False),
-                   "Adam epsilon (Keras' default)"),
-    "batch_size": _s(64, count(low=1, high=1 << 20), "beliefs per gradient step"),
-    "gd_steps": _s(12, count(low=1, high=10_000), "gradient steps per iteration"),
-    "memory_size": _s(1000, count(low=1, high=1 << 24), "beliefs in the replay memory"),
-    "epsilon_start": _s(1.0, real(low=0.0, high=1.0), "exploration at iteration 0"),
-    "epsilon_floor": _s(0.1, real(low=0.0, high=1.0), "exploration floor"),
-    "epsilon_decay": _s(10_000.0, real(low=0.0, high=1e12, low_inclusive=False),
-                        "decay time of the exploration, iterations"),
-    "target_update_every": _s(1, count(low=1, high=10**9),
-                              "iterations between refreshes of the frozen copy"),
-    "stop_p": _s(1e-6, real(low=0.0, high=1.0, low_inclusive=False),
-                 "a training search ends when P(not found) is below this"),
-    "max_episode_steps": _s(None, optional(count(low=1, high=10**7)),
-                            "steps after which a search ends; null: the env's max_steps"),
-    "symmetry_augment": _s(True, boolean(), "a random symmetry of the square per stored belief"),
-    "symmetry_average": _s(True, boolean(),
-                           "decisions on the value averaged over the square's symmetries"),
-    "frozen_target": _s(True, boolean(),
-                        "Bellman targets from the frozen copy, once per iteration (false: "
-                        "from the current parameters under stop_gradient, recomputed at "
-                        "every gradient step; the no-frozen-target ablation)"),
-    "eval_searches": _s(3200, count(low=1, high=1 << 20),
-                        "searches per evaluation (every eval.every iterations)"),
-    "eval_seed": _s(1_000_003, count(low=0, high=2**63 - 1), "seed of the evaluation searches"),
-}
+#: (:class:`ValueIterationStatic`, :class:`ValueIterationHparams`).
+VALUE_ITERATION_SETTINGS = declared(ValueIterationStatic, ValueIterationHparams)
 
 
 class BeliefValueIteration(BeliefSearchAlgorithm):
     """Loisy & Eloy's model-based value iteration on the belief (module
     docstring), an :class:`~plume_jax.train.algorithms.base.Algorithm`
-    (``algo.algorithm: belief_value_iteration``; ``hp`` is accepted and
-    unused: every setting is static). Sweepable: the members of a seed sweep
-    train together as one vmapped program (:meth:`batched_step`).
+    (``algo.algorithm: belief_value_iteration``; ``hp`` is a
+    :class:`ValueIterationHparams`, or None for the constructor's
+    ``learning_rate``). Sweepable: the members of a sweep over seeds or over
+    the learning rate train together as one vmapped program
+    (:meth:`batched_step`).
 
     Args:
         env, env_params: a ``PlumeEnv`` with a ``belief`` sensor (centred, full
@@ -372,8 +388,8 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
                 "centred window (rows, columns), one channel")
         return algo
 
-    def hparams(self, config: Any, env_params: Any) -> None:
-        return None
+    def hparams(self, config: Any, env_params: Any) -> ValueIterationHparams:
+        return hyperparameters(ValueIterationHparams, config.algo)
 
     def policy(self, runner: "SearcherRunner") -> tuple[dict[str, Any], dict[str, Any]]:
         return policy_spec(self, runner), export_arrays(self, runner)
@@ -398,17 +414,20 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
         self.steps_per_iteration = count(low=1, high=10_000)("steps_per_iteration",
                                                               steps_per_iteration, None)
         self.eval_every = count(low=0, high=10**9)("eval_every", eval_every, None)
-        #: the resolved :data:`VALUE_ITERATION_SETTINGS`, each also read as an
-        #: attribute (``self.memory_size``: :meth:`__getattr__`)
+        #: the resolved :data:`VALUE_ITERATION_SETTINGS` (a record of them)
         self.own_settings = resolve_keys("", VALUE_ITERATION_SETTINGS, settings,
                                          what="a setting of belief_value_iteration")
-        if self.walkers * self.steps_per_iteration > 0.8 * self.memory_size:
+        #: the compiled-in settings
+        self.static = static_settings(ValueIterationStatic, self.own_settings)
+        #: the hyperparameters :meth:`update` uses when it is given none
+        self.hp = hyperparameters(ValueIterationHparams, self.own_settings)
+        if self.walkers * self.steps_per_iteration > 0.8 * self.static.memory_size:
             raise ValidationError.for_parameter(
-                "memory_size", self.memory_size,
+                "memory_size", self.static.memory_size,
                 f"at least walkers x steps_per_iteration / 0.8 = "
                 f"{math.ceil(self.walkers * self.steps_per_iteration / 0.8)} (the new beliefs "
                 "of one iteration fill at most 80 % of the memory, as otto requires)")
-        steps = self.own_settings["max_episode_steps"]
+        steps = self.static.max_episode_steps
         #: steps after which a search ends (the setting, or the env's max_steps)
         self.max_episode_steps: int = int(env.settings["max_steps"]) if steps is None else steps
         self.num_updates = self.iterations
@@ -416,14 +435,6 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
         self.image_shape = (int(sensor.image_shape[0]), int(sensor.image_shape[1]))  # (R, K)
         self.symmetry_perm, self.symmetry_maps = symmetry_tables(sensor)
         self.in_dim = self.image_shape[0] * self.image_shape[1]
-
-    def __getattr__(self, name: str) -> Any:
-        """A setting of :data:`VALUE_ITERATION_SETTINGS` by name (from
-        :attr:`own_settings`: the declarations are the only list of them)."""
-        own = self.__dict__.get("own_settings", {})
-        if name in own:
-            return own[name]
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _network(self, hidden_sizes: Any, network_type: str, conv_features: Any,
                  conv_kernels: Any, conv_strides: Any) -> None:
@@ -466,8 +477,8 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
     def epsilon(self, iteration: Any) -> jax.Array:
         """f32[]: ``max(epsilon_start · exp(-iteration / epsilon_decay), epsilon_floor)``."""
         it = jnp.asarray(iteration, jnp.float32)
-        return jnp.maximum(self.epsilon_start * jnp.exp(-it / self.epsilon_decay),
-                           self.epsilon_floor).astype(jnp.float32)
+        return jnp.maximum(self.static.epsilon_start * jnp.exp(-it / self.static.epsilon_decay),
+                           self.static.epsilon_floor).astype(jnp.float32)
 
     def init_network(self, key: jax.Array) -> dict:
         """Fresh value-network parameters (:func:`init_network`)."""
@@ -481,12 +492,15 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
         (:func:`~agents.belief_lookahead.network_values`, no symmetry average)."""
         return network_values(params, x, self.image_shape, self.conv_strides)
 
-    def tx(self) -> optax.GradientTransformation:
-        return optax.adam(self.learning_rate, b1=0.9, b2=0.999, eps=self.adam_eps)
+    def tx(self, hp: ValueIterationHparams | None = None) -> optax.GradientTransformation:
+        """Adam (otto's Keras settings) at ``hp.learning_rate`` (``hp``: default
+        :attr:`hp`, the constructor's)."""
+        hp = self.hp if hp is None else hp
+        return optax.adam(hp.learning_rate, b1=0.9, b2=0.999, eps=self.static.adam_eps)
 
     def model_arrays(self) -> dict[str, np.ndarray]:
         """The look-ahead's model, for :func:`policy_scores`."""
-        perm = self.symmetry_perm if self.symmetry_average else self.symmetry_perm[:1]
+        perm = self.symmetry_perm if self.static.symmetry_average else self.symmetry_perm[:1]
         return {"likelihood": self.likelihood, "move_deltas": self.move_deltas,
                 "move_ids": self.move_ids, "symmetry_perm": perm}
 
@@ -528,7 +542,7 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
 
     def _transform(self, key: jax.Array, belief, grid, prev_disp):
         """Each walker under a random symmetry (``symmetry_augment``)."""
-        if not self.symmetry_augment or self.symmetry_perm.shape[0] == 1:
+        if not self.static.symmetry_augment or self.symmetry_perm.shape[0] == 1:
             return belief, grid, prev_disp
         w = belief.shape[0]
         rows, cols = self.image_shape
@@ -563,7 +577,7 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
         steps = runner.ep_steps + 1
         back = jnp.all(disp + prev_disp == 0, axis=-1)
         back_count = jnp.where(back, runner.back_count + 1, 0)
-        stop = (runner.p_not_found < self.stop_p) | (total < TINY_PROBABILITY) \
+        stop = (runner.p_not_found < self.static.stop_p) | (total < TINY_PROBABILITY) \
             | (steps >= self.max_episode_steps) | (back_count > STUCK_STEPS)
         p_nf = runner.p_not_found * (1.0 - p_end)
         fresh_belief, fresh_grid = self._starts(k_reset, env_params, w)
@@ -579,7 +593,7 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
 
     def _remember(self, runner: SearcherRunner, beliefs: jax.Array, valid: jax.Array):
         """The memory after writing ``beliefs`` f32[N, R, K] (oldest overwritten)."""
-        c = self.memory_size
+        c = self.static.memory_size
         n = beliefs.shape[0]
         slots = (runner.memory_next + jnp.arange(n)) % c
         return dict(memory=runner.memory.at[slots].set(beliefs),
@@ -593,8 +607,8 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
         evaluation searches: each search's ``E[min(T, max_episode_steps)]``
         on its posterior, as otto's ``compute_stats``; a search stops when
         ``P(not found) < stop_p``."""
-        n, horizon = self.eval_searches, self.max_episode_steps
-        k_reset, k_hits = jax.random.split(seed_key(self.eval_seed))
+        n, horizon = self.static.eval_searches, self.max_episode_steps
+        k_reset, k_hits = jax.random.split(seed_key(self.static.eval_seed))
         belief, grid = self._starts(k_reset, env_params, n)
         hit_keys = jax.random.split(k_hits, n)
         rows_ = jnp.arange(n)
@@ -622,7 +636,7 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
             sel = live[:, None, None]
             belief = jnp.where(sel, post[rows_, a, h], belief)
             grid = jnp.where(sel, jax.vmap(shift_centred)(grid, disp), grid)
-            done = done | (p_nf < self.stop_p) | (total < TINY_PROBABILITY)
+            done = done | (p_nf < self.static.stop_p) | (total < TINY_PROBABILITY)
             return t + 1, belief, grid, p_nf, expected, done
 
         init = (jnp.asarray(0, jnp.int32), belief, grid, jnp.ones(n, jnp.float32),
@@ -640,10 +654,10 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
         k_net, k_walk, k_run = jax.random.split(key, 3)
         params = self.init_network(k_net)
         rows, cols = self.image_shape
-        w, c, m = self.walkers, self.memory_size, self.move_ids.shape[0]
+        w, c, m = self.walkers, self.static.memory_size, self.move_ids.shape[0]
         belief, grid = self._starts(k_walk, env_params, w)
         return SearcherRunner(
-            params=params, frozen=_copy(params), opt_state=self.tx().init(params),
+            params=params, frozen=_copy(params), opt_state=self.tx(hp).init(params),
             memory=jnp.zeros((c, rows, cols), jnp.float32),
             memory_moves=jnp.zeros((c, m), bool),
             memory_count=jnp.asarray(0, jnp.int32), memory_next=jnp.asarray(0, jnp.int32),
@@ -690,7 +704,7 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
         scalar metrics :data:`METRIC_NAMES` (``loss`` the mean squared Bellman
         error over the iteration's gradient steps; ``eval_*`` NaN when not
         evaluated)."""
-        new, metrics = self.iterate(runner, env_params)
+        new, metrics = self.iterate(runner, hp, env_params)
         score, p_nf = self.scheduled_evaluation(new.params, new.update, env_params)
         return self.keep_best(new, metrics, score, p_nf)
 
@@ -701,7 +715,7 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
         iteration counts are equal, so it stays a ``lax.cond`` rather than a
         ``select`` that would evaluate at every iteration), vmapped over
         their parameters."""
-        new, metrics = vmap_members(self.iterate, runner, env_params)
+        new, metrics = vmap_members(self.iterate, runner, hp, env_params)
         nan = jnp.full(new.update.shape, jnp.nan, jnp.float32)
         if self.eval_every == 0:
             score, p_nf = nan, nan
@@ -712,7 +726,8 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
                 lambda _: (nan, nan), None)
         return vmap_members(self.keep_best, new, metrics, score, p_nf)
 
-    def iterate(self, runner: SearcherRunner, env_params: Any) -> tuple[SearcherRunner, dict]:
+    def iterate(self, runner: SearcherRunner, hp: ValueIterationHparams | None, env_params: Any
+                ) -> tuple[SearcherRunner, dict]:
         """Steps 1-4 of an iteration (module docstring: the walkers' steps,
         the memory, the frozen copy, the gradient steps), no evaluation:
         the runner (its ``best_*`` fields unchanged) and the metrics but
@@ -734,13 +749,13 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
         runner_w = runner_w.replace(**self._remember(
             runner_w, beliefs.reshape(n_new, rows, cols), valid.reshape(n_new, -1)))
 
-        refresh = runner.update % self.target_update_every == 0
+        refresh = runner.update % self.static.target_update_every == 0
         frozen = jax.tree.map(lambda p, f: jnp.where(refresh, p, f), runner.params, runner.frozen)
 
-        g, b = self.gd_steps, self.batch_size
+        g, b = self.static.gd_steps, self.static.batch_size
         idx = jax.random.randint(k_batch, (g * b,), 0, runner_w.memory_count)
         xb = runner_w.memory[idx]
-        tx = self.tx()
+        tx = self.tx(hp)
 
         def loss_fn(p, x, y):
             err = self.values(p, x) - y
@@ -753,7 +768,7 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
             upd, opt = tx.update(grads, opt, p)
             return (project_nonnegative(optax.apply_updates(p, upd)), opt), (mse, vmean)
 
-        if self.frozen_target:  # otto: one batch of targets from the frozen copy
+        if self.static.frozen_target:  # otto: one batch of targets from the frozen copy
             yb = self.targets(frozen, xb, runner_w.memory_moves[idx])
             (params, opt_state), (mses, vmeans) = jax.lax.scan(
                 gd, (runner.params, runner.opt_state),
@@ -789,7 +804,7 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
             "target_mean": jnp.mean(yb),
             "value_mean": jnp.mean(vmeans),
             "epsilon": eps,
-            "memory_fill": runner_w.memory_count.astype(jnp.float32) / self.memory_size,
+            "memory_fill": runner_w.memory_count.astype(jnp.float32) / self.static.memory_size,
         }
         return new_runner, metrics
 
