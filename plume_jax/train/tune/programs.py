@@ -39,6 +39,7 @@ from plume_jax.train.driver import Member, Program, ProgramResult, build_program
     write_member
 from plume_jax.train.driver import _place as place_runner  # the survivors on the new mesh
 from plume_jax.train.loggers import RunLoggers, hparams
+from plume_jax.train.members import is_shared
 from plume_jax.train.run_folder import FolderLock, make_out_dir
 from plume_jax.train.sweep import SweepConfig, program_groups
 
@@ -69,10 +70,13 @@ def reproducing_lanes(programs: list[dict[str, int]]) -> int | list[dict[str, in
     (:attr:`TrialRun.programs`): their width when the trial trained in one
     program, the width schedule ``[{from_update, lanes}, ...]`` of its
     programs when pruning rebuilds continued it in narrower ones; None when
-    any of them was sharded over several devices, or none is recorded (no
-    single run does that arithmetic; ``train`` then agrees with it to float
-    tolerance)."""
-    if not programs or any(p["devices"] != 1 for p in programs):
+    any of them was sharded over several devices, held env settings per
+    member (``env_per_member``: its members differed in an env setting,
+    such as ``env.reward.scale``; ``run.lanes`` holds the env settings once
+    for all lanes, other arithmetic: measured 6e-8 apart after one update),
+    or none is recorded (no single run does that arithmetic; ``train`` then
+    agrees with it to float tolerance)."""
+    if not programs or any(p["devices"] != 1 or p.get("env_per_member") for p in programs):
         return None
     if len(programs) == 1:
         return int(programs[0]["lanes"])
@@ -164,9 +168,12 @@ def _segment(runs: list[TrialRun], runner: Any, stop: PruneStop, prune: bool,
     p = build_program([_member(r) for r in runs], batched=True)
     runner = init_runner(p) if runner is None else place_runner(p, runner)
     init_s = time.perf_counter() - t0
+    per_member = any(not is_shared(x) for x in jax.tree.leaves(p.env_params,
+                                                                is_leaf=is_shared))
     for r in runs:
         r.programs.append({"from_update": update_of(runner), "lanes": len(runs),
-                           "devices": p.devices})
+                           "devices": p.devices,
+                           **({"env_per_member": True} if per_member else {})})
     reporters: list[Any] = [_Reporter(r, stop, prune) for r in runs]
     result = run_program(p, runner, [r.rows for r in runs], bar=bar, loggers=reporters,
                          stop=stop, init_seconds=init_s)

@@ -224,11 +224,15 @@ def best_config(config: dict[str, Any], tune: dict[str, Any], number: int, study
                            f"update {p.get('from_update')}" for p in
                            (recorded if isinstance(recorded, list) else [])
                            if isinstance(p, dict))
+        per_member = isinstance(recorded, list) and any(
+            isinstance(p, dict) and p.get("env_per_member") for p in recorded)
         head += ("# plume-jax train --config best_config.yaml trains it again, agreeing with "
                  "it to float tolerance, not bit for bit: no run.lanes reproduces the "
                  "programs it trained in ("
                  + (widths if widths else "its folder does not record them")
-                 + "; each on one device is needed).\n")
+                 + ("; its program's members differed in env settings, which it held per "
+                    "member, and run.lanes holds them once for all lanes" if per_member else
+                    "; each on one device is needed") + ").\n")
     return head + dump_yaml(config)
 
 
