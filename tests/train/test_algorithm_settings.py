@@ -93,8 +93,10 @@ def test_value_iteration_states_each_setting_once():
     algo = BeliefValueIteration(env, params, walkers=4)
     declared = {k: s.default for k, s in VALUE_ITERATION_SETTINGS.items()}
     assert algo.own_settings == declared
-    assert {k: getattr(algo, k) for k in declared if k != "max_episode_steps"} == {
-        k: v for k, v in declared.items() if k != "max_episode_steps"}
+    held = {k: getattr(algo.static if s.static else algo.hp, k)
+            for k, s in VALUE_ITERATION_SETTINGS.items()}
+    assert held == pytest.approx(declared)  # the learning rate: an f32[] leaf of algo.hp
+    assert algo.max_episode_steps == TINY["max_steps"]  # null: the env's
     with pytest.raises(ValidationError, match=r"^memory_siz=.*did you mean 'memory_size'"):
         BeliefValueIteration(env, params, walkers=4, memory_siz=10)
 
