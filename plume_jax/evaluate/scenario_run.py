@@ -146,7 +146,7 @@ def env_differences(trained: Mapping[str, Any], used: Mapping[str, Any],
         elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b) \
                 and all(isinstance(v, Mapping) for v in a + b):  # e.g. a composite's sensors
             for i, (x, y) in enumerate(zip(a, b)):
-                part = x.get("name", i) if x.get("name") == y.get("name") else i
+                part = str(x.get("name", i) if x.get("name") == y.get("name") else i)
                 out += env_differences({part: x}, {part: y}, f"{prefix}{name}.")
         elif a != b:
             def shown(v: Any) -> Any:
