@@ -86,3 +86,17 @@ def test_markdown_files_named_in_code_exist_in_the_repository(page):
     missing = [path for path in _MARKDOWN_PATH.findall(page.read_text())
                if not (ROOT / path).exists()]
     assert not missing, f"{page.name} names files that are not in the repository: {missing}"
+
+
+def test_architecture_names_every_training_module():
+    """docs/architecture.md gives each module of plume_jax/train/ one sentence
+    naming the need it serves (issue 56): a module added, removed or renamed
+    without that page changes this list."""
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    section = page.split("## The training package, module by module", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"^\| ((?:`[^`]+`(?:, )?)+) \|", section, flags=re.M))
+    listed = {name for cell in named for name in re.findall(r"`([^`]+)`", cell)}
+    train = ROOT / "plume_jax" / "train"
+    actual = {p.name for p in train.glob("*.py") if p.name != "__init__.py"} | \
+        {f"{p.name}/" for p in train.iterdir() if (p / "__init__.py").is_file()}
+    assert listed == actual, (sorted(actual - listed), sorted(listed - actual))
