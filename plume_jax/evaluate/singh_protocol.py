@@ -220,6 +220,20 @@ def restart(carry: Any, fresh: Any) -> Any:
     return (fresh[0],) + tuple(carry[1:])
 
 
+def _first_state(env: Any, params: Any, key: jax.Array, plume_state: Any,
+                 agent: AgentState) -> tuple[Any, EnvState]:
+    """``(obs, state)`` of an episode starting with ``agent`` in
+    ``plume_state`` (a fixed start: the sensor initialised with ``key``,
+    counters at an episode's first step)."""
+    probe = env.probe(plume_state, params)
+    obs, sensor_state = env.sensor.init(key, agent, probe, params.sensor)
+    return obs, EnvState(agent=agent, plume=plume_state, sensor=sensor_state,
+                         step_count=jnp.asarray(0, jnp.int32),
+                         episode_count=jnp.asarray(1, jnp.int32),
+                         total_reward=jnp.asarray(0.0, jnp.float32),
+                         goal_reached=jnp.asarray(False))
+
+
 @functools.partial(jax.jit, static_argnames=("env", "policy", "num_steps"))
 def replayed_rollout(env: Any, params: Any, policy: Any, keys: jax.Array, starts: Any,
                      times: jax.Array, agents: AgentState, k_evo: jax.Array, num_steps: int,
@@ -237,15 +251,7 @@ def replayed_rollout(env: Any, params: Any, policy: Any, keys: jax.Array, starts
     plume, pp = env.plume, params.plume
 
     def start(k: jax.Array, plume_state: Any, agent: AgentState):
-        probe = env.probe(plume_state, params)
-        obs, sensor_state = env.sensor.init(jax.random.fold_in(k, 1), agent, probe,
-                                            params.sensor)
-        state = EnvState(agent=agent, plume=plume_state, sensor=sensor_state,
-                         step_count=jnp.asarray(0, jnp.int32),
-                         episode_count=jnp.asarray(1, jnp.int32),
-                         total_reward=jnp.asarray(0.0, jnp.float32),
-                         goal_reached=jnp.asarray(False))
-        return obs, state
+        return _first_state(env, params, jax.random.fold_in(k, 1), plume_state, agent)
 
     def pick(shared: Any) -> Any:
         return jax.tree.map(lambda a: a[times], shared)
@@ -329,14 +335,7 @@ def fixed_start_rollout(env: Any, params: Any, policy: Any, key: jax.Array, plum
     k_sensor, k_policy, k_run = jax.random.split(key, 3)
 
     def start(k: jax.Array, plume_state: Any, agent: AgentState):
-        probe = env.probe(plume_state, params)
-        obs, sensor_state = env.sensor.init(k, agent, probe, params.sensor)
-        state = EnvState(agent=agent, plume=plume_state, sensor=sensor_state,
-                         step_count=jnp.asarray(0, jnp.int32),
-                         episode_count=jnp.asarray(1, jnp.int32),
-                         total_reward=jnp.asarray(0.0, jnp.float32),
-                         goal_reached=jnp.asarray(False))
-        return obs, state
+        return _first_state(env, params, k, plume_state, agent)
 
     obs, state = jax.vmap(start)(jax.random.split(k_sensor, n), plumes, agents)
     carry = jax.vmap(policy.init)(jax.random.split(k_policy, n))
