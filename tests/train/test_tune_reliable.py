@@ -26,18 +26,9 @@ from plume_jax.train.tune import read_record  # noqa: E402
 from plume_jax.train.tune import report as tune_report  # noqa: E402
 from plume_jax.train.tune import study as studies  # noqa: E402
 from plume_jax.train.tune.space import space_from_mapping  # noqa: E402
+from tests.train.test_tune import BASE  # noqa: E402
 
-BASE = {
-    "env": {"id": "PlumeNav-Gaussian-v0",
-            "overrides": {"grid_size": [16, 16], "sigma": 4.0, "goal_radius": 1.5,
-                          "max_steps": 40, "start": {"type": "fixed", "position": [4, 7]}}},
-    "algo": {"total_steps": 16 * 32 * 10, "num_envs": 16, "num_steps": 32,
-             "update_epochs": 2, "num_minibatches": 2, "learning_rate": 3e-3,
-             "normalize_obs": True, "ent_coef": 0.0},
-    "network": {"hidden_sizes": [8]},
-    "run": {"seed": 0, "log_every": 5},
-    "eval": {"num_envs": 32, "every": 5, "periodic_episodes": 16},
-}
+# the tiny training config of the tune tests (one definition: tests/train/test_tune.py)
 RANDOM = {"params": {"algo.learning_rate": {"type": "float", "low": 1e-4, "high": 1e-2,
                                             "log": True}},
           "sampler": "random", "seed": 0, "batch_size": 2}
