@@ -1,6 +1,6 @@
 """The actor-critic forward pass, one implementation (layer 4, jax only).
 
-Training (:class:`plume_jax.train.networks.ActorCritic`, a flax module that
+Training (:class:`plume_jax.train.algorithms.networks.ActorCritic`, a flax module that
 declares the parameters and their initialisers, then calls
 :func:`actor_critic`) and the exported policy (``agents.trained``, from the
 ``policy.npz`` arrays) run this same code, so an exported policy acts

@@ -16,7 +16,7 @@ import numpy as np
 def write_policy_folder(folder: pathlib.Path, env, params, hidden=(8,), seed: int = 0
                         ) -> pathlib.Path:
     """Write a policy for ``env`` into ``folder`` and return the folder."""
-    from plume_jax.train import networks
+    from plume_jax.train.algorithms import networks
     from plume_jax.train.algorithms.base import network_spec
     from plume_jax.train.checkpoint import policy_arrays
     from plume_jax.train.config import NetworkConfig

@@ -11,7 +11,7 @@ shard over all local devices, and several processes run one program.
 - :mod:`plume_jax.train.config`: YAML configs, validated.
 - :mod:`plume_jax.train.algorithms`: the ``Algorithm`` interface
   (``base``) and the algorithms (``ppo``, ``value_iteration``,
-  ``lookahead``); :mod:`plume_jax.train.networks`: the flax actor-critics.
+  ``lookahead``); :mod:`plume_jax.train.algorithms.networks`: the flax actor-critics.
 - :mod:`plume_jax.train.driver`: programs of members (build, init or load,
   train in chunks, evaluate, export, write a member's folder).
 - :mod:`plume_jax.train.run`: the one run function both front ends call

@@ -53,7 +53,7 @@ from plume_jax.settings import REQUIRED, Setting, resolve_keys, unknown_setting
 from plume_jax.settings.checks import boolean, choice, count, integer_list, optional, real
 from plume_jax.train.algorithms.base import algo_setting, algorithm_class, readers, settings_for
 from plume_jax.train.lane_schedule import lanes_check
-from plume_jax.train.networks import NetworkConfig
+from plume_jax.train.algorithms.networks import NetworkConfig
 
 
 # --------------------------------------------------------------------- checkers

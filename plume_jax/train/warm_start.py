@@ -73,7 +73,7 @@ _NPZ_SLACK_BYTES = 1 << 20
 
 
 def _network_defaults() -> dict[str, Any]:
-    from plume_jax.train.networks import NetworkConfig
+    from plume_jax.train.algorithms.networks import NetworkConfig
 
     net = {f.name: f.default for f in dataclasses.fields(NetworkConfig)}
     return json.loads(json.dumps(net))  # as policy.json holds it (tuples as lists)

@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from plume_jax.core.errors import ValidationError
-from plume_jax.train import networks
+from plume_jax.train.algorithms import networks
 from plume_jax.train.algorithms.base import (Algorithm, actor_critic, algo_setting,
                                              algorithm_class, network_policy, set_spaces,
                                              typed_key)

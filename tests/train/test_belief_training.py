@@ -16,11 +16,11 @@ import pytest
 
 import plume_jax
 from plume_jax.core.errors import ValidationError
-from plume_jax.train import networks as N
+from plume_jax.train.algorithms import networks as N
 from plume_jax.train.algorithms.base import network_spec
 from plume_jax.train.checkpoint import policy_arrays
 from plume_jax.train.config import NetworkConfig, train_config
-from plume_jax.train.normalize import ObsStats
+from plume_jax.train.algorithms.normalize import ObsStats
 from plume_jax.train.algorithms.epochs import AdamHparams
 from plume_jax.train.algorithms.ppo import PPO, PPOStatic
 from tests.train.test_train_run import _agent_side, _ppo_side

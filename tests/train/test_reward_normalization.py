@@ -16,8 +16,8 @@ import plume_jax
 from plume_jax.train.algorithms.ppo import (PPO, REWARD_CLIP, Hparams, PPOStatic,
                                             RewardScalingRunner, Runner, scale_rewards)
 from plume_jax.train.config import train_config
-from plume_jax.train.networks import NetworkConfig
-from plume_jax.train.normalize import ObsStats
+from plume_jax.train.algorithms.networks import NetworkConfig
+from plume_jax.train.algorithms.normalize import ObsStats
 
 
 def _vecnormalize_oracle(rewards: np.ndarray, dones: np.ndarray, gamma: float) -> np.ndarray:

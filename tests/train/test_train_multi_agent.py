@@ -24,7 +24,7 @@ import yaml
 import plume_jax
 from plume_jax.core.errors import ValidationError
 from plume_jax.envs.multi_agent import MultiAgentPlumeEnv
-from plume_jax.train import networks
+from plume_jax.train.algorithms import networks
 from plume_jax.train.config import NetworkConfig, train_config
 from plume_jax.train.algorithms.ppo import PPO, Hparams, PPOStatic, agent_boundaries, gae
 

@@ -2,7 +2,7 @@
 training): the same parameters as one member at a time, and no deadlock of
 XLA's CPU thread pool (jaxlib 0.10.2's batched LAPACK QR, used by the
 orthogonal initialiser, waits on the pool it runs in; see
-``plume_jax.train.networks.init_params``)."""
+``plume_jax.train.algorithms.networks.init_params``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import jax
 import numpy as np
 import pytest
 
-from plume_jax.train import networks
+from plume_jax.train.algorithms import networks
 from plume_jax.train.config import NetworkConfig
 
 # One network type is enough: the rule wraps whichever flax module init_params gets.

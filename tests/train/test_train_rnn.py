@@ -26,7 +26,7 @@ from agents import make_agent
 from agents.actor_critic import simple_cell
 from agents.trained import TrainedAgent, TrainedPolicy, initial_carry
 from plume_jax.cli import main
-from plume_jax.train import networks
+from plume_jax.train.algorithms import networks
 from plume_jax.train.algorithms.ppo import PPO, Hparams, ppo_static
 from plume_jax.train.checkpoint import load_checkpoint
 from plume_jax.train.config import NetworkConfig, load_train_config

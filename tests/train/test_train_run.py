@@ -17,11 +17,11 @@ import plume_jax
 from agents.trained import TrainedAgent, TrainedPolicy, forward, initial_carry, policy_step
 from plume_jax.cli import main
 from plume_jax.core.errors import ValidationError
-from plume_jax.train import networks
+from plume_jax.train.algorithms import networks
 from plume_jax.train.algorithms.base import network_spec
 from plume_jax.train.checkpoint import load_checkpoint, policy_arrays
 from plume_jax.train.config import NetworkConfig, load_train_config, train_config
-from plume_jax.train.normalize import ObsStats
+from plume_jax.train.algorithms.normalize import ObsStats
 from plume_jax.train.algorithms.ppo import PPO, Hparams, PPOStatic
 from plume_jax.train.trainer import train
 

@@ -12,7 +12,7 @@ import plume_jax
 from plume_jax.core.errors import ValidationError
 from plume_jax.train.algorithms.ppo import PPO, Hparams, PPOStatic
 from plume_jax.train.config import train_config
-from plume_jax.train.networks import NetworkConfig
+from plume_jax.train.algorithms.networks import NetworkConfig
 
 HP = dict(learning_rate=1e-2, ent_coef=0.0, vf_coef=0.5, gamma=0.99, gae_lambda=0.95,
           clip_eps=0.2, max_grad_norm=0.5)

@@ -90,7 +90,7 @@ from gymnax.environments import spaces as gymnax_spaces
 from plume_jax.core.errors import ValidationError, bounded_text
 from plume_jax.settings import Checker, Setting
 from plume_jax.settings.schema import declared_settings
-from plume_jax.train import networks
+from plume_jax.train.algorithms import networks
 from plume_jax.train.checkpoint import POLICY_FORMAT, policy_arrays
 from plume_jax.train.members import vmap_members
 
@@ -434,7 +434,7 @@ def set_spaces(algo: Algorithm, env: Any, env_params: Any) -> None:
 
 
 def actor_critic(algo: Algorithm, network: Any, value_only: bool = False) -> Any:
-    """The flax actor-critic (:class:`plume_jax.train.networks.ActorCritic`)
+    """The flax actor-critic (:class:`plume_jax.train.algorithms.networks.ActorCritic`)
     for ``algo``'s spaces and a ``NetworkConfig`` (``config.network``): the
     network :func:`network_policy` exports and ``agents.trained`` runs.
     ``networks.init_params(net, key, in_dim)`` initialises it;

@@ -23,7 +23,7 @@ from plume_jax.core.errors import ValidationError
 from plume_jax.core.pytree import Pytree
 from plume_jax.settings import boolean, count, optional, real, setting
 from plume_jax.train.algorithms.base import hyperparameters, static_settings
-from plume_jax.train.networks import NetworkConfig
+from plume_jax.train.algorithms.networks import NetworkConfig
 
 
 @dataclasses.dataclass(frozen=True)

@@ -75,8 +75,8 @@ from plume_jax.plumes.poisson_posterior import (belief_summaries, compressed_est
                                                 search_time_estimate)
 from plume_jax.core.pytree import Pytree
 from plume_jax.sensors.belief import BeliefSensor
-from plume_jax.train import networks as N
-from plume_jax.train.normalize import transform
+from plume_jax.train.algorithms import networks as N
+from plume_jax.train.algorithms.normalize import transform
 from plume_jax.train.algorithms.base import Algorithm, declared, network_policy, typed_key
 from plume_jax.train.algorithms.epochs import AdamHparams, EpochStatic, check_minibatches, \
     learning_rate_at

@@ -69,13 +69,13 @@ from plume_jax.envs.plume_env import batched_step
 from plume_jax.core.errors import ValidationError
 from plume_jax.core.pytree import Pytree
 from plume_jax.settings import boolean, real, setting
-from plume_jax.train import networks
+from plume_jax.train.algorithms import networks
 from plume_jax.train.algorithms.base import (  # noqa: F401 (action_spec, obs_dim, num_agents_of:
     Algorithm, action_spec, actor_critic, declared, network_policy,  # re-exported)
     num_agents_of, obs_dim, set_spaces, typed_key)
 from plume_jax.train.algorithms.epochs import (  # noqa: F401 (resolve_gamma: re-exported)
     AdamHparams, EpochStatic, check_minibatches, divide_batch, learning_rate_at, resolve_gamma)
-from plume_jax.train.normalize import EPS, ObsStats, normalize, transform
+from plume_jax.train.algorithms.normalize import EPS, ObsStats, normalize, transform
 
 
 @dataclasses.dataclass(frozen=True)

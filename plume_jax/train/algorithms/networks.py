@@ -197,8 +197,6 @@ def torso_size(config: NetworkConfig, in_dim: int) -> int:
     """Features out of the ``cnn`` torso for ``in_dim`` inputs: the last
     feature map ('SAME' padding: ``ceil(side / stride)`` per layer), then
     the inputs after the image."""
-    from plume_jax.core.errors import ValidationError
-
     channels, rows, cols = config.image_channels_rows_columns
     size = channels * rows * cols
     if in_dim < size:
