@@ -1,49 +1,39 @@
-"""Several processes training one run or sweep: ``jax.distributed`` for
-``plume-jax train`` and ``plume-jax sweep``.
+"""The devices and processes of one run or sweep: the device mesh, and
+``jax.distributed`` for several processes (``plume-jax train`` and ``sweep``).
 
-One process runs on each GPU (or each host); they form one JAX system, and
-``jax.devices()`` then lists the devices of all of them. Every process runs
-the same program on the global mesh (:mod:`plume_jax.train.sharding`) and
-keeps the shards its own devices hold.
+Devices (``run.devices``): a single run shards its *env batch* along the
+mesh axis ``"envs"`` (every runner leaf in :data:`BATCH_FIELDS`; parameters
+and optimiser state replicated; XLA inserts the collectives, so sharded and
+unsharded training agree to float tolerance); a sweep shards its *members*
+along ``"members"`` (nothing is communicated).
 
-Whether, and how, a process joins such a system (:func:`requested_launch`):
+Processes: one runs on each GPU (or host); once they form one JAX system,
+``jax.devices()`` lists the devices of all of them, the mesh spans them, and
+every process builds the same runner and keeps only its own shards. Whether
+a process joins such a system (:func:`requested_launch`):
 
 - command-line flags ``--coordinator HOST:PORT --num-processes N
   --process-id I`` (all three), always;
 - ``run.distributed: auto`` (the default) otherwise: the environment of a
-  launcher that started several processes —
-
-  * ``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES`` and
-    ``JAX_PROCESS_ID`` set (any launcher, e.g. a shell loop or mpirun with
-    a wrapper);
-  * a SLURM job step with more than one task (``srun``): ``SLURM_JOB_ID``,
-    ``SLURM_STEP_NODELIST``, ``SLURM_NTASKS`` > 1, ``SLURM_PROCID`` and
-    ``SLURM_LOCALID`` (JAX's own SLURM detection then derives the
-    coordinator, the first node of the step, and the process ids, and gives
-    each task the one GPU its ``SLURM_LOCALID`` numbers);
-  * a multi-host Cloud TPU VM: ``TPU_WORKER_HOSTNAMES`` listing more than
-    one host (JAX's own Cloud TPU detection fills in the rest);
-
-  and with none of these, a single process (nothing is initialised);
+  launcher that started several processes — ``JAX_COORDINATOR_ADDRESS``,
+  ``JAX_NUM_PROCESSES`` and ``JAX_PROCESS_ID``; a SLURM job step of more
+  than one task (``srun``: ``SLURM_JOB_ID``, ``SLURM_STEP_NODELIST``,
+  ``SLURM_NTASKS`` > 1, ``SLURM_PROCID``, ``SLURM_LOCALID``; JAX's SLURM
+  detection derives the rest); a multi-host Cloud TPU VM
+  (``TPU_WORKER_HOSTNAMES`` naming more than one host) — and with none of
+  these, a single process;
 - ``run.distributed: cluster``: ``jax.distributed.initialize()`` with no
-  arguments, so that JAX's cluster detection (SLURM, Cloud TPU, Open MPI,
-  Kubernetes, mpi4py) decides;
-- ``run.distributed: off``: never.
+  arguments (JAX's cluster detection decides); ``off``: never.
 
-:func:`join` must run before any other JAX computation in the process (the
-CLI calls it right after reading the config; a script calls it first
-thing); on CPU it selects the gloo cross-process collectives. Importing
-``plume_jax`` already starts JAX's CPU backend (gymnax, which it builds on,
-creates arrays when imported), so :func:`join` discards that backend
-before joining: arrays created before it are unusable afterwards.
-
-The helpers below keep host-side work consistent across processes:
-:func:`host_copy` gathers sharded arrays to every process (a collective:
-every process calls it), :func:`agree` makes every process use process 0's
-value of a host decision (chunk lengths, "is a checkpoint due"), and
-:func:`barrier` waits for all processes. Outputs are written by process 0
-only (:func:`is_main_process`); a resumed run reads its checkpoint on every
-process, so the run folder must be on a filesystem all hosts share.
+:func:`join` must run before any other JAX computation in the process; on
+CPU it selects the gloo collectives, and it discards the CPU backend that
+importing ``plume_jax`` started (gymnax creates arrays on import), so arrays
+created before it are unusable afterwards. :func:`host_copy` gathers
+sharded arrays (a collective: every process calls it), :func:`agree` gives
+every process process 0's host decision, :func:`barrier` waits for all.
+Process 0 writes the outputs (:func:`is_main_process`); a resumed run reads
+its checkpoint on every process, so the run folder must be on a filesystem
+all hosts share.
 """
 
 from __future__ import annotations
@@ -57,9 +47,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from plume_jax.core.errors import StateError, ValidationError
 from plume_jax.train.config import DISTRIBUTED_MODES
+from plume_jax.train.members import Shared, is_shared
 
 _JAX_VARIABLES = ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID")
 _SLURM_VARIABLES = ("SLURM_JOB_ID", "SLURM_STEP_NODELIST", "SLURM_NTASKS", "SLURM_PROCID",
@@ -288,3 +280,99 @@ def barrier(name: str) -> None:
         from jax.experimental import multihost_utils
 
         multihost_utils.sync_global_devices(name)
+
+
+# ------------------------------------------------------------------ devices
+def resolve_devices(requested: Any, batch: int, what: str) -> int:
+    """How many devices to use: ``requested`` (an int), or for ``"auto"`` the
+    largest count ``<= jax.local_device_count()`` that divides ``batch``.
+    With several processes every device of every process is used:
+    ``requested`` must be ``"auto"`` or ``jax.device_count()``, dividing
+    ``batch``."""
+    if jax.process_count() > 1:
+        total = jax.device_count()
+        if requested not in ("auto", total):
+            raise ValidationError.for_parameter(
+                "run.devices", requested, f"'auto' or {total}: a run of {jax.process_count()} "
+                f"processes uses all their {total} devices")
+        if batch % total:
+            raise ValidationError.for_parameter(
+                what, batch, f"a multiple of the {total} devices of the {jax.process_count()} "
+                "processes, so that it splits evenly")
+        return total
+    available = jax.local_device_count()
+    if requested == "auto":
+        return max(d for d in range(1, available + 1) if batch % d == 0)
+    if requested > available:
+        raise ValidationError.for_parameter("run.devices", requested,
+                                            f"at most the {available} local device(s)")
+    if batch % requested:
+        raise ValidationError.for_parameter(
+            "run.devices", requested, f"a divisor of the {what} ({batch}) so it splits evenly")
+    return int(requested)
+
+
+def mesh(num_devices: int, axis: str, devices: Any = None) -> Mesh:
+    """A 1-D mesh over the first ``num_devices`` devices (default
+    ``jax.devices()``: every process's)."""
+    devices = list(jax.devices() if devices is None else devices)[:num_devices]
+    return Mesh(np.asarray(devices), (axis,))
+
+
+def batch_sharding(m: Mesh, axis: str) -> NamedSharding:
+    """Split the leading axis along ``axis``."""
+    return NamedSharding(m, P(axis))
+
+
+def replicated(m: Mesh) -> NamedSharding:
+    return NamedSharding(m, P())
+
+
+def constrain_batch(tree: Any, m: Mesh, axis: str) -> Any:
+    """``with_sharding_constraint`` splitting the leading axis of every array
+    leaf of ``tree`` along ``axis`` (inside jit)."""
+    sharding = batch_sharding(m, axis)
+    return jax.tree.map(
+        lambda x: jax.lax.with_sharding_constraint(x, sharding) if np.ndim(x) >= 1 else x, tree)
+
+
+#: The runner fields (PPO's ``Runner`` and ``RewardScalingRunner``) with a
+#: leading env (or env x agent row) axis.
+BATCH_FIELDS = ("env_state", "obs", "hidden", "prev_action", "prev_obs", "start", "ep_return",
+                "ep_length", "arrived", "discounted_return")
+
+
+def runner_shardings(runner: Any, m: Mesh, axis: str) -> Any:
+    """A tree of ``NamedSharding``s matching ``runner``: env-batch leaves
+    split along ``axis``, everything else replicated."""
+    rep, split = replicated(m), batch_sharding(m, axis)
+    fields = {}
+    for name in runner.keys():
+        value = getattr(runner, name)
+        if name in BATCH_FIELDS:
+            fields[name] = jax.tree.map(lambda x: split if np.ndim(x) >= 1 else rep, value)
+        else:
+            fields[name] = jax.tree.map(lambda x: rep, value)
+    return runner.replace(**fields)
+
+
+def put(x: Any, sharding: NamedSharding) -> Any:
+    """``jax.device_put(x, sharding)``, also for typed PRNG keys on a mesh
+    of several processes (placed as their key data). Every process passes
+    the same global value and keeps its own shards."""
+    if _is_key(x):
+        return jax.random.wrap_key_data(jax.device_put(jax.random.key_data(x), sharding))
+    return jax.device_put(x, sharding)
+
+
+def shard_runner(runner: Any, m: Mesh, axis: str) -> Any:
+    """Place a runner on the mesh (see :func:`runner_shardings`)."""
+    return jax.tree.map(put, runner, runner_shardings(runner, m, axis))
+
+
+def shard_members(tree: Any, m: Mesh, axis: str) -> Any:
+    """Place every leaf (leading member axis) split along ``axis``; a
+    :class:`~plume_jax.train.members.Shared` leaf replicated."""
+    split, rep = batch_sharding(m, axis), replicated(m)
+    return jax.tree.map(lambda x: Shared(put(x.value, rep)) if is_shared(x) else put(x, split),
+                        tree, is_leaf=is_shared)

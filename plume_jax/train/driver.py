@@ -70,7 +70,7 @@ from plume_jax.train.loggers import RunLoggers
 from plume_jax.train.members import member_of, stack_members, vmap_members
 from plume_jax.train.periodic_eval import best_row, periodic_evaluator
 from plume_jax.train.progress import Progress, append_jsonl, metric_rows, write_csv
-from plume_jax.train.sharding import mesh as make_mesh, resolve_devices, shard_members, \
+from plume_jax.train.distributed import mesh as make_mesh, resolve_devices, shard_members, \
     shard_runner
 
 

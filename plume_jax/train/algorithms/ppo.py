@@ -296,7 +296,7 @@ class PPO(Algorithm):
         mesh, axis: optional ``jax.sharding.Mesh`` and axis name; the env
             batch (every leaf of ``Runner`` with a leading ``num_envs`` or
             row axis) is kept sharded along it (see
-            :mod:`plume_jax.train.sharding`).
+            :mod:`plume_jax.train.distributed`).
 
     Raises:
         ValidationError: settings this env cannot train with (an action or
@@ -463,7 +463,7 @@ class PPO(Algorithm):
         """Keep the env-batch leaves of ``runner`` sharded along the mesh axis."""
         if self.mesh is None:
             return runner
-        from plume_jax.train.sharding import BATCH_FIELDS, constrain_batch
+        from plume_jax.train.distributed import BATCH_FIELDS, constrain_batch
 
         return runner.replace(**{name: constrain_batch(getattr(runner, name), self.mesh,
                                                        self.axis)
