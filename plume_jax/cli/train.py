@@ -163,7 +163,8 @@ def run_train(args: argparse.Namespace) -> int:
 def run_sweep(args: argparse.Namespace) -> int:
     """``plume-jax sweep``: see :mod:`plume_jax.train.sweep`."""
     from plume_jax.train.run_folder import SWEEP_FILES, outputs_line
-    from plume_jax.train.sweep import load_sweep_config, print_results, run_sweep as sweep
+    from plume_jax.train.report import print_results
+    from plume_jax.train.sweep import load_sweep_config, run_sweep as sweep
 
     overrides = parse_overrides(args.set)
     if args.wandb is not None:

@@ -119,28 +119,6 @@ class Progress:
         self.bar.update(self.offset + self.members * steps, message=message)
 
 
-def episode_mean(rows: list[dict[str, Any]], metric: str) -> tuple[float | None, int | None]:
-    """The mean of a per-episode metric (``success_rate``, ``return_mean``,
-    ``length_mean``) over the episodes that ended in ``rows`` (metrics rows:
-    each row's value weighted by its ``episodes``), and that number of
-    episodes: ``(None, 0)`` when none ended. Rows of an algorithm that
-    reports no ``episodes`` give the plain mean of the rows' values and
-    ``None`` for the count (unknown)."""
-    if any("episodes" not in r for r in rows):
-        values = [r[metric] for r in rows if r.get(metric) is not None
-                  and math.isfinite(r[metric])]
-        return (float(np.mean(values)) if values else None), None
-    weighted: list[tuple[float, float]] = []
-    for r in rows:
-        value = r.get(metric)
-        if r["episodes"] and value is not None and math.isfinite(value):
-            weighted.append((float(r["episodes"]), float(value)))
-    episodes = sum(n for n, _ in weighted)
-    if episodes <= 0:
-        return None, 0
-    return sum(n * v for n, v in weighted) / episodes, int(round(episodes))
-
-
 def metric_rows(metrics: dict[str, Any]) -> list[dict[str, float | int | None]]:
     """Stacked per-update metrics (arrays [U] or [U, M]) -> one dict per
     update (and member): Python scalars, None where a value is NaN or infinite."""

@@ -40,7 +40,7 @@ from plume_jax.train.distributed import barrier, check_joined, is_main_process
 from plume_jax.train.driver import Program, ProgramResult, evaluate_members, export_member, \
     init_runner, machine_info, member_summary, run_program, update_of, write_member
 from plume_jax.train.loggers import RunLoggers, check_wandb
-from plume_jax.train.plots import plot_learning_curves
+from plume_jax.train.report import plot_learning_curves
 from plume_jax.train.progress import read_jsonl
 from plume_jax.train.run_folder import FolderLock, RunFolders
 from plume_jax.train.warm_start import start_notes

@@ -1,71 +1,48 @@
-"""Sweeps: a grid of training runs, one compiled program per static
-structure, every member a run folder you can evaluate, load and resume.
-A sweep trains through the one run function (:func:`plume_jax.train.run.run`),
-as a single run does, with the sweep's folder rules
-(:class:`plume_jax.train.run_folder.Sweep`); this module expands the grid,
-groups the members into programs and ranks the results.
+"""Sweeps (``plume-jax sweep``): a grid of training runs, one compiled
+program per static structure, every member a run folder you can evaluate,
+load and resume. This module validates the sweep, groups its members into
+programs and trains them through the one run function
+(:func:`plume_jax.train.run.run`) with the sweep's folder rules
+(:class:`plume_jax.train.run_folder.Sweep`); :mod:`plume_jax.train.report`
+ranks and reports the results.
 
-``Algorithm.update`` (for PPO, ``PPO.update``) is ``vmap``ped over a leading *member* axis of the runner, of
-the hyperparameters (:class:`~plume_jax.train.algorithms.ppo.Hparams`) and of the env
-params, and ``lax.scan``ned over updates: one XLA program trains every
-member of a *program group*. Members whose static settings (network shape,
-batch sizes, ``algo.total_steps``, grid size, component types, ...) and env
-structure are equal form one group; members that differ only in array
-leaves — the seed, the dynamic algorithm settings (``algo.learning_rate``,
-``algo.ent_coef``, ``algo.gamma``, ``algo.gae_lambda``, ``algo.clip_eps``,
-``algo.vf_coef``, ``algo.max_grad_norm``) and dynamic env settings
-(``env.sigma``, ``env.max_steps``, ``env.reward.scale``, ...) — share a
-program. A sweep over static settings runs one program per group, one after
-the other, and writes one summary for all; the output says which members
-shared a program.
+One program ``vmap``s ``Algorithm.update`` over a leading *member* axis of
+the runner, the hyperparameters and the env params. Members whose static
+settings (``static_signature``: network shape, batch sizes, ...) and env
+structure (grid size, component types) are equal share a program; they
+differ only in array leaves (the seed, the algorithm's dynamic settings,
+dynamic env settings). Programs run one after the other; one summary covers
+all. Sweep YAML::
 
-Sweep YAML::
-
-    base: train_gaussian.yaml      # a training config (path relative to
-                                   # this file), or an inline mapping
-    set:                           # optional: overrides of the base
-      algo.total_steps: 500000
-    grid:                          # the swept values (any setting by its
-      run.seed: [0, 1]             # dotted name, see config.apply_dotted)
-      algo.learning_rate: [0.0003, 0.001]
+    base: train_gaussian.yaml      # a training config (relative to this
+                                   # file), or an inline mapping
+    set: {algo.total_steps: 500000}  # optional: overrides of the base
+    grid:                          # any setting by its dotted name
+      run.seed: [0, 1]
       env.reward.scale: [0.05, 0.1]
       network.hidden_sizes: [[32], [64, 64]]    # static: two programs
     mode: product                  # product (every combination) | zip
 
-Output folder: the entries of :data:`plume_jax.train.run_folder.SWEEP_FILES`
-(``sweep.yaml``, ``summary.md`` with the settings ranked, ``results.csv`` /
-``results.json``, the figures, ``members/<name>/`` and ``programs/<k>/``).
-Each member's folder is a run folder (the entries of
-:data:`~plume_jax.train.run_folder.RUN_FILES` but the figure), named by its
-grid values (``learning_rate-0.001_seed-0``: no quotes needed in a shell,
-:mod:`plume_jax.train.member_names`); ``plume-jax train --resume`` continues
-it as a single run. ``programs/<k>/checkpoint/`` holds program k's members'
-stacked training state, which ``plume-jax sweep --resume DIR`` continues.
+The folder holds :data:`~plume_jax.train.run_folder.SWEEP_FILES`: member
+``members/<name>/`` (a run folder named by its grid values,
+:mod:`plume_jax.train.member_names`; ``plume-jax train --resume`` continues
+it as a single run) and ``programs/<k>/checkpoint/`` (program k's stacked
+state, continued by ``plume-jax sweep --resume``).
 
-Vmapped members run in lock-step: on a CPU with few cores a sweep of M
-members costs about M single runs (the work is the same and a single run
-already keeps the cores busy), but each group compiles once and runs as one
-program; with several devices the members are sharded across them
-(``run.devices``) and nothing is communicated, so the sweep scales with the
-device count. Across several processes (:mod:`plume_jax.train.distributed`)
-the members of a program shard over every device of every process (their
-number must be a multiple of the device count); process 0 writes the
-outputs, from the members' state gathered to every process. Because
-``vmap`` changes the order of floating-point reductions, a member agrees
-with the single run of the same seed and hyperparameters to float tolerance
-over the first updates; over long runs the two drift apart (PPO is chaotic
-in its parameters) and agree only statistically. A member resumed with
-``plume-jax train --resume`` continues as a single run.
+On a CPU with few cores a sweep of M members costs about M single runs, but
+each program compiles once; on several devices (or processes) the members
+shard across them (their number a multiple of the device count) and nothing
+is communicated. ``vmap`` changes the order of floating-point reductions, so
+a member matches the single run of its settings to float tolerance over the
+first updates and only statistically over long runs.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 import itertools
 import json
-import math
 import pathlib
 import time
 from collections.abc import Mapping
@@ -80,15 +57,14 @@ from plume_jax.train.config import TrainConfig, apply_dotted, current_form, read
 from plume_jax.train.distributed import is_main_process
 from plume_jax.train.driver import Member, Program, ProgramResult, build_program, \
     machine_info, write_text
-from plume_jax.train.member_names import member_label, member_names, short_key
-from plume_jax.train.plots import plot_setting_bars, plot_setting_curves
-from plume_jax.train.progress import episode_mean, write_csv, write_jsonl
+from plume_jax.train.member_names import member_names
+from plume_jax.train.progress import write_csv, write_jsonl
+from plume_jax.train.report import rank_settings, summary_markdown, sweep_figures, \
+    training_tail
 from plume_jax.train.run import RunResult, run
 from plume_jax.train.run_folder import Sweep
 
 SWEEP_KEYS = ("base", "set", "grid", "mode")
-
-SEED_KEY = "run.seed"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,14 +100,10 @@ def _split_sweep_overrides(overrides: Mapping[str, Any]) -> tuple[dict, dict, An
 def sweep_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None = None,
                  overrides: Mapping[str, Any] | None = None,
                  written: bool = False) -> SweepConfig:
-    """Validate a sweep mapping (see the module docstring).
-
-    ``overrides``: dotted ``--set`` items: a setting of the base config
-    (added to ``set``), ``grid.KEY`` (replaces or adds a grid entry) or
-    ``mode``. ``written``: the mapping is a sweep folder's own ``sweep.yaml``,
-    perhaps written by an earlier version (its base config is read in this
-    version's form, :func:`~plume_jax.train.config.current_form`).
-    """
+    """Validate a sweep mapping (module docstring). ``overrides``: dotted
+    ``--set`` items: a base setting (added to ``set``), ``grid.KEY`` or
+    ``mode``. ``written``: a sweep folder's own ``sweep.yaml`` (its base read
+    in this version's form, :func:`~plume_jax.train.config.current_form`)."""
     if not isinstance(data, Mapping):
         raise ValidationError.for_parameter("sweep", data, f"a mapping with keys {SWEEP_KEYS}")
     unknown = sorted(set(data) - set(SWEEP_KEYS))
@@ -228,15 +200,11 @@ def member_sweep(base: Mapping[str, Any], members: list[Mapping[str, Any]], *,
 
 
 # ------------------------------------------------------------------ programs
-def _env_structure(env: Any) -> Any:
-    """What members must share to run in one program: the env's static
-    structure (``PlumeEnv.structure``: everything but its default params)."""
-    return env.structure
-
-
 def _program_key(cfg: TrainConfig, env: Any) -> tuple[str, Any]:
+    """What members of one program share: static settings and the env's
+    structure (``PlumeEnv.structure``: everything but its default params)."""
     static = {**static_signature(cfg), **{f"eval.{k}": v for k, v in cfg.eval.items()}}
-    return json.dumps(static, sort_keys=True, default=str), _env_structure(env)
+    return json.dumps(static, sort_keys=True, default=str), env.structure
 
 
 def program_groups(sweep: SweepConfig) -> list[list[int]]:
@@ -246,16 +214,9 @@ def program_groups(sweep: SweepConfig) -> list[list[int]]:
     keys: list[tuple[str, Any]] = []
     groups: list[list[int]] = []
     for i, cfg in enumerate(sweep.configs):
-        env, _ = cfg.make_env()
-        key = _program_key(cfg, env)
-        if not algorithm_class(cfg.algo["algorithm"]).sweepable:
-            keys.append(key)
-            groups.append([i])
-            continue
-        for k, group in zip(keys, groups):
-            if k == key:
-                group.append(i)
-                break
+        key = _program_key(cfg, cfg.make_env()[0])
+        if algorithm_class(cfg.algo["algorithm"]).sweepable and key in keys:
+            groups[keys.index(key)].append(i)
         else:
             keys.append(key)
             groups.append([i])
@@ -322,20 +283,6 @@ class SweepResult:
 
 
 # ------------------------------------------------------------------ running
-def _training_tail(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """A member's training figures over the episodes that ended in the last
-    10% of its updates (``rows``; :func:`~plume_jax.train.progress.episode_mean`):
-    success rate (actions sampled from the policy), mean return and length
-    — None where no episode ended — and the number of those episodes
-    (None: the algorithm reports no ``episodes``)."""
-    tail = rows[-max(1, len(rows) // 10):]
-    success, episodes = episode_mean(tail, "success_rate")
-    return {"train_success_rate_last10pct": success,
-            "train_episodes_last10pct": episodes,
-            "train_return_last10pct": episode_mean(tail, "return_mean")[0],
-            "train_length_last10pct": episode_mean(tail, "length_mean")[0]}
-
-
 def _static_differences(sweep: SweepConfig, groups: list[list[int]]) -> list[dict[str, Any]]:
     """Per program: what sets it apart from the other programs — the static
     settings whose values differ between programs, and the swept env
@@ -357,24 +304,12 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
               evaluate_members: bool = True, overwrite: bool = False,
               resume: bool = False) -> SweepResult:
     """Train every member of ``sweep``, one compiled program per group of
-    :func:`program_groups`, through the one run function
-    (:func:`plume_jax.train.run.run`) with the sweep's folder rules
-    (:class:`plume_jax.train.run_folder.Sweep`); write the outputs of
-    :data:`~plume_jax.train.run_folder.SWEEP_FILES` to ``out_dir`` (new or
-    empty unless ``overwrite``: then the outputs of an earlier sweep there,
-    :data:`~plume_jax.train.run_folder.SWEEP_OUTPUTS`, are deleted first).
-
-    The sweep folder's lock and those of its existing member folders are
-    held from before the folder is checked until everything is written (a
-    ``plume-jax train --resume`` of a member at the same time is refused,
-    naming it). Each program checkpoints its members' stacked training
-    state to ``out_dir/programs/<k>/checkpoint`` every
-    ``run.checkpoint_minutes`` (and ``run.checkpoint_every`` updates);
-    ``resume`` continues the sweep in ``out_dir`` from them (programs that
-    finished are evaluated and written again, those that had not started
-    start; member folders of an older sweep are renamed first,
-    :func:`~plume_jax.train.member_names.rename_legacy_member_folders`).
-    Everything is checked before anything is written or compiled."""
+    :func:`program_groups`, and write :data:`~plume_jax.train.run_folder.SWEEP_FILES`
+    to ``out_dir`` (None: nothing written). The folder rules (new or empty,
+    ``overwrite``, ``resume`` from ``programs/<k>/checkpoint``, locks,
+    renaming an older sweep's member folders) are
+    :class:`~plume_jax.train.run_folder.Sweep`'s; everything is checked
+    before anything is written or compiled."""
     t_wall = time.perf_counter()
     out = pathlib.Path(out_dir) if out_dir is not None else None
     folders = Sweep(out, sweep, resume)
@@ -409,7 +344,7 @@ def _member_results(sweep: SweepConfig, result: RunResult
         for j, i in enumerate(p.setup.members):
             rows = p.rows[j]
             row = {"member": i, "name": sweep.names[i], "program": k + 1, **sweep.members[i],
-                   **_training_tail(rows)}
+                   **training_tail(rows)}
             evaluation = result.evaluations[i]
             if evaluation is not None:
                 row["eval_success_rate"] = evaluation["success_rate"]
@@ -478,234 +413,9 @@ def _write_sweep(out: pathlib.Path, sweep: SweepConfig, summary: dict[str, Any],
     write_text(out / "results.json", json.dumps(summary, indent=2))
     write_text(out / "summary.md", summary_markdown(summary, sweep))
     try:
-        _plots(out, sweep, summary, rows)
+        sweep_figures(out, summary, rows)
     except Exception as exc:  # a figure never loses the results
         import warnings
 
         warnings.warn(f"sweep figures were not written ({type(exc).__name__}: {exc}); "
                       "the results are in results.json", RuntimeWarning, stacklevel=2)
-
-
-# ------------------------------------------------------------------ summary
-def _stats(values: list[float | None]) -> dict[str, Any]:
-    v = np.asarray([x for x in values if x is not None], np.float64)
-    if v.size == 0:
-        return {"mean": None, "sd": None, "min": None, "max": None, "n": 0}
-    return {"mean": float(v.mean()), "sd": float(v.std(ddof=1)) if v.size > 1 else 0.0,
-            "min": float(v.min()), "max": float(v.max()), "n": int(v.size)}
-
-
-def rank_settings(sweep: SweepConfig, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One entry per setting (a grid point without ``run.seed``), ranked:
-    by greedy evaluation success (mean over seeds, highest first), then mean
-    steps to the goal (fewest first); by training success over the last 10%
-    of updates when there is no evaluation."""
-    settings: dict[str, dict[str, Any]] = {}
-    for i, assignment in enumerate(sweep.members):
-        point = {k: v for k, v in assignment.items() if k != SEED_KEY}
-        key = json.dumps(point, sort_keys=True, default=str)
-        entry = settings.setdefault(key, {"setting": point, "label": member_label(point)
-                                          or "(base config)", "members": []})
-        entry["members"].append(i)
-    ranked = []
-    for entry in settings.values():
-        rows = [results[i] for i in entry["members"]]
-        entry["seeds"] = [sweep.configs[i].run["seed"] for i in entry["members"]]
-        entry["member_names"] = [sweep.names[i] for i in entry["members"]]
-        entry["programs"] = sorted({r["program"] for r in rows})
-        entry["eval_success_rate"] = _stats([r.get("eval_success_rate") for r in rows])
-        entry["eval_mean_steps_to_goal"] = _stats([r.get("eval_mean_steps_to_goal") for r in rows])
-        entry["train_success_rate_last10pct"] = _stats(
-            [r.get("train_success_rate_last10pct") for r in rows])
-        counts = [r.get("train_episodes_last10pct") for r in rows]
-        entry["train_episodes_last10pct"] = None if None in counts else sum(counts)
-        ranked.append(entry)
-    evaluated = any(e["eval_success_rate"]["n"] for e in ranked)
-    primary = "eval_success_rate" if evaluated else "train_success_rate_last10pct"
-
-    def order(e: dict[str, Any]) -> tuple[float, float]:
-        success = e[primary]["mean"]
-        steps = e["eval_mean_steps_to_goal"]["mean"]
-        return (-(success if success is not None else -1.0),
-                steps if steps is not None else math.inf)
-
-    ranked.sort(key=order)
-    for rank, e in enumerate(ranked, 1):
-        e["rank"] = rank
-        e["ranked_by"] = primary
-    return ranked
-
-
-#: What the figures of a sweep's tables are (``summary.md``).
-FIGURES_EXPLAINED = (
-    "*Greedy success*: the share of the fresh evaluation episodes in which the trained "
-    "policy, taking its most likely action at every step, reached the goal; settings are "
-    "ranked by it. *Training success*: the share of the training episodes that ended in the "
-    "last 10% of updates that reached the goal, while the policy sampled its actions "
-    "(exploration included), with the number of those episodes. In a short run the episodes "
-    "that end are mostly the quick successes (the others are still running), so training "
-    "success can read 100 % beside a low greedy success; where no training episode ended "
-    "there is no rate.")
-
-
-def _pct(s: dict[str, Any], empty: str) -> str:
-    """Seed statistics of a rate (:func:`_stats`) in percent, ``empty``
-    where there is none."""
-    if s["mean"] is None:
-        return empty
-    text = f"{100 * s['mean']:.1f}"
-    if s["n"] > 1:
-        text += f" ± {100 * s['sd']:.1f} ({100 * s['min']:.1f}–{100 * s['max']:.1f})"
-    return text
-
-
-def _num(s: dict[str, Any], empty: str) -> str:
-    if s["mean"] is None:
-        return empty
-    return f"{s['mean']:.1f}" + (f" ± {s['sd']:.1f}" if s["n"] > 1 else "")
-
-
-def _greedy(success: dict[str, Any], steps: dict[str, Any]) -> tuple[str, str]:
-    """The greedy success (%) and mean steps to the goal: ``not
-    evaluated`` without an evaluation; no steps where no greedy episode
-    reached the goal."""
-    return (_pct(success, "not evaluated"),
-            _num(steps, "not evaluated" if success["mean"] is None else "none reached it"))
-
-
-def _training(success: dict[str, Any], episodes: int | None, unit: str = "") -> str:
-    """The training success (seed statistics, :func:`_stats`) with the
-    number of episodes it is over (``unit`` after the rate); no rate where
-    no episode ended."""
-    if success["mean"] is None or episodes == 0:
-        return "no episode ended"
-    count = "" if episodes is None else f", {episodes:,} episode{'s' if episodes != 1 else ''}"
-    return f"{_pct(success, '')}{unit}{count}"
-
-
-def best_setting_line(summary: dict[str, Any]) -> str:
-    """One sentence naming the best setting and its figures."""
-    best = summary["settings"][0]
-    if best["ranked_by"] == "eval_success_rate":
-        success, steps = _greedy(best["eval_success_rate"], best["eval_mean_steps_to_goal"])
-        what = f"greedy success {success} %, mean steps to the goal {steps}"
-    else:
-        what = ("training success (sampled actions, last 10% of updates) "
-                + _training(best["train_success_rate_last10pct"],
-                            best["train_episodes_last10pct"], " %")
-                + " (no evaluation was run)")
-    seeds = len(best["members"])
-    return (f"Best setting: {best['label']} — {what} (mean ± sd over {seeds} "
-            f"seed{'s' if seeds > 1 else ''})")
-
-
-def summary_markdown(summary: dict[str, Any], sweep: SweepConfig) -> str:
-    """``summary.md``: the ranked settings, the best named, what the figures
-    are, the programs and the members."""
-    lines = [f"# Sweep: {summary['members']} members, {len(summary['settings'])} settings, "
-             f"{len(summary['programs'])} compiled program"
-             f"{'s' if len(summary['programs']) > 1 else ''}", ""]
-    ev = summary.get("eval")
-    if ev:
-        lines.append(f"Greedy evaluation: {ev['episodes']} fresh episodes per member (evaluation "
-                     f"seed {ev['seed']}). Figures are mean ± sd over seeds (min–max).")
-    else:
-        lines.append("No evaluation was run: settings are ranked by training success.")
-    training = "training success % (sampled actions, last 10% of updates)"
-    lines += ["", FIGURES_EXPLAINED, "",
-              f"**{best_setting_line(summary)}.** Its members: "
-              + ", ".join(f"`members/{n}/`" for n in summary["settings"][0]["member_names"]), "",
-              "## Settings, ranked", "",
-              f"| rank | setting | seeds | greedy success % | mean steps to goal | {training} "
-              "| program |", "|---|---|---|---|---|---|---|"]
-    for e in summary["settings"]:
-        success, steps = _greedy(e["eval_success_rate"], e["eval_mean_steps_to_goal"])
-        tr = _training(e["train_success_rate_last10pct"], e["train_episodes_last10pct"])
-        lines.append(f"| {e['rank']} | {e['label']} | {len(e['members'])} | {success} | {steps} | "
-                     f"{tr} | {', '.join(map(str, e['programs']))} |")
-    lines += ["", "## Compiled programs", "",
-              "Members of one program were trained together, vmapped, by one compiled XLA "
-              "program.", "", "| program | static settings | members | compile s | train s |",
-              "|---|---|---|---|---|"]
-    for p in summary["programs"]:
-        static = ", ".join(f"{short_key(k)}={v}" for k, v in p["static_settings"].items()) \
-            or "(all the same)"
-        lines.append(f"| {p['program']} | {static} | {', '.join(p['members'])} | "
-                     f"{p['compile_seconds']:.1f} | {p['train_seconds']:.1f} |")
-    lines += ["", "## Members", "", "| member | folder | greedy success % | mean steps to goal | "
-              f"{training} | program |", "|---|---|---|---|---|---|"]
-    for r in summary["results"]:
-        success, steps = _greedy(_stats([r.get("eval_success_rate")]),
-                                 _stats([r.get("eval_mean_steps_to_goal")]))
-        tr = _training(_stats([r.get("train_success_rate_last10pct")]),
-                       r.get("train_episodes_last10pct"))
-        lines.append(f"| {r['member']} | `members/{r['name']}/` | {success} | {steps} | {tr} | "
-                     f"{r['program']} |")
-    lines += ["", "Each member folder is a run folder: `agents.trained.TrainedPolicy.load("
-              "\"<folder>/policy\")` loads its policy, `plume-jax evaluate --agent trained "
-              "--agent-param path=<folder>/policy` evaluates it, `plume-jax train --resume "
-              "<folder> --total-steps N` trains it further.", ""]
-    return "\n".join(lines)
-
-
-def _plots(out: pathlib.Path, sweep: SweepConfig, summary: dict[str, Any],
-           rows: list[dict[str, Any]]) -> None:
-    settings = summary["settings"]
-    labels = [e["label"] for e in settings]
-    results = summary["results"]
-    if "eval" in summary:
-        plot_setting_bars(out / "eval_success.png", labels,
-                          [[results[i]["eval_success_rate"] for i in e["members"]]
-                           for e in settings],
-                          "greedy evaluation success (%)", scale=100.0,
-                          title=f"Greedy success on {summary['eval']['episodes']} fresh episodes "
-                          "per member (bar: seed mean, dots: seeds)")
-        plot_setting_bars(out / "eval_steps.png", labels,
-                          [[results[i]["eval_mean_steps_to_goal"] for i in e["members"]]
-                           for e in settings],
-                          "mean steps to the goal (successful greedy episodes)",
-                          title="Steps to the goal (bar: seed mean, dots: seeds)")
-    by_member: dict[int, list[dict[str, Any]]] = {}
-    for r in rows:
-        by_member.setdefault(r["member"], []).append(r)
-    curves = {e["label"]: [by_member[i] for i in e["members"]] for e in settings}
-    plot_setting_curves(out / "train_success.png", curves, "success_rate",
-                        "training success, sampled actions (%)", scale=100.0,
-                        title="Training success per setting (line: seed mean, band: range)")
-    plot_setting_curves(out / "train_return.png", curves, "return_mean",
-                        "mean episode return (training reward)",
-                        title="Training return per setting (line: seed mean, band: range)")
-
-
-def print_results(summary: dict[str, Any], stream: TextIO | None = None) -> None:
-    """The programs, the settings ranked and the best setting."""
-    import sys
-
-    stream = stream or sys.stdout
-    p = functools.partial(print, file=stream)
-    n_prog = len(summary["programs"])
-    sps = summary["steps_per_second_excl_compile"]
-    p(f"sweep: {summary['members']} members in {n_prog} compiled program"
-      f"{'s' if n_prog > 1 else ''}: compile {summary['compile_seconds']:.1f} s, train "
-      f"{summary['train_seconds']:.1f} s"
-      + (f" ({sps:,.0f} env steps/s over all members)" if sps else "")
-      + f", wall {summary['wall_seconds']:.1f} s")
-    for prog in summary["programs"]:
-        static = ", ".join(f"{short_key(k)}={v}" for k, v in prog["static_settings"].items())
-        p(f"  program {prog['program']}{' (' + static + ')' if static else ''} shared by "
-          f"{len(prog['members'])} members: {', '.join(prog['members'])}")
-    evaluated = summary["settings"][0]["ranked_by"] == "eval_success_rate"
-    p("settings ranked" + (" by greedy evaluation success (mean ± sd over seeds; training "
-                          "success: sampled actions, the episodes that ended in the last 10% "
-                          "of updates):" if evaluated else
-                          " by training success (sampled actions, the episodes that ended in "
-                          "the last 10% of updates; no evaluation):"))
-    for e in summary["settings"]:
-        greedy = ""
-        if evaluated:
-            success, steps = _greedy(e["eval_success_rate"], e["eval_mean_steps_to_goal"])
-            greedy = f"greedy success {success} %, steps {steps}, "
-        p(f"  {e['rank']}. {e['label']}: {greedy}training success "
-          f"{_training(e['train_success_rate_last10pct'], e['train_episodes_last10pct'], ' %')}"
-          f" ({len(e['members'])} seed{'s' if len(e['members']) > 1 else ''})")
-    p(best_setting_line(summary))

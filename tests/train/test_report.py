@@ -15,10 +15,10 @@ import math
 import numpy as np
 import pytest
 
-from plume_jax.train import plots
-from plume_jax.train.progress import episode_mean
-from plume_jax.train.sweep import _training_tail, print_results, rank_settings, \
-    summary_markdown, sweep_config
+from plume_jax.train import report
+from plume_jax.train.report import episode_mean, print_results, rank_settings, \
+    summary_markdown, training_tail
+from plume_jax.train.sweep import sweep_config
 
 #: Episodes ended and training success per update: the first updates end a
 #: few quick successes, later ones many episodes at a lower rate.
@@ -51,10 +51,10 @@ def drawn(monkeypatch):
         figures.append(fig)
         return path
 
-    monkeypatch.setattr(plots, "_save", keep)
+    monkeypatch.setattr(report, "_save", keep)
     yield figures
     for fig in figures:
-        plots._pyplot().close(fig)
+        report._pyplot().close(fig)
 
 
 def _expected_curve(window=5):
@@ -63,13 +63,13 @@ def _expected_curve(window=5):
     for i in range(len(EPISODES)):
         n = EPISODES[max(0, i - window + 1): i + 1]
         s = SUCCESS[max(0, i - window + 1): i + 1]
-        out.append(100 * np.dot(n, s) / sum(n) if sum(n) >= plots.MIN_EPISODES_PER_POINT
+        out.append(100 * np.dot(n, s) / sum(n) if sum(n) >= report.MIN_EPISODES_PER_POINT
                    else math.nan)
     return np.asarray(out)
 
 
 def test_learning_curve_plots_no_success_rate_from_a_handful_of_episodes(drawn, tmp_path):
-    plots.plot_learning_curves(tmp_path / "curve.png", {"run": _rows()})
+    report.plot_learning_curves(tmp_path / "curve.png", {"run": _rows()})
     success, _, count = drawn[0].axes
     y = success.lines[0].get_ydata()
     assert np.isnan(y[:4]).all()  # 2, 4, 8, 16 episodes in the window: no point
@@ -82,11 +82,11 @@ def test_learning_curve_plots_no_success_rate_from_a_handful_of_episodes(drawn, 
 
 def test_sweep_training_curves_plot_no_rate_from_a_handful_of_episodes(drawn, tmp_path):
     other = _rows([n + 10 for n in EPISODES], SUCCESS)  # a second seed, more episodes
-    plots.plot_setting_curves(tmp_path / "s.png", {"lr=0.1": [_rows(), other]},
+    report.plot_setting_curves(tmp_path / "s.png", {"lr=0.1": [_rows(), other]},
                               "success_rate", "training success (%)", scale=100.0)
     ax, count_ax = drawn[0].axes[:2]
     mean = ax.lines[0].get_ydata()
-    seed_two = plots.episode_curve(other, "success_rate")
+    seed_two = report.episode_curve(other, "success_rate")
     assert np.isnan(mean[0]) and np.isnan(seed_two[0])  # 2 and 12 episodes: no point
     np.testing.assert_allclose(mean[4:], np.mean([_expected_curve()[4:], 100 * seed_two[4:]],
                                                  axis=0))
@@ -105,7 +105,7 @@ def _summary(evaluated: bool):
     results = []
     for i, rows in enumerate(member_rows):
         row = {"member": i, "name": sweep.names[i], "program": 1, **sweep.members[i],
-               **_training_tail(rows)}
+               **training_tail(rows)}
         if evaluated:
             row.update(eval_success_rate=[0.03, 0.05, 0.0, 0.0][i],
                        eval_mean_steps_to_goal=[80.0, 70.0, None, None][i])
