@@ -1,40 +1,27 @@
 """Training configuration: YAML in, validated frozen dataclasses out.
 
-A training config has five sections (``env``, ``algo``, ``network``,
-``run``, ``eval``); every key is optional except ``env.id`` (or
-``env.config``) and ``algo.total_steps``. Each key is declared once
-(``ENV_SCHEMA``, ``NETWORK_SCHEMA``, ``RUN_SCHEMA``, ``EVAL_SCHEMA``, and for
-``algo`` the shared :data:`COMMON_ALGO` plus the chosen algorithm's own
-``SETTINGS``: :func:`schemas`) as a :class:`plume_jax.settings.Setting` with
-its default, checker, static flag and doc; docs/config_reference.md lists
-them all (generated from these declarations by
-``scripts/docs/settings_reference.py``). A short example::
+Five sections (``env``, ``algo``, ``network``, ``run``, ``eval``); every key
+is optional but ``env.id`` (or ``env.config``) and ``algo.total_steps``. Each
+key is declared once as a :class:`plume_jax.settings.Setting` (default,
+checker, static flag, doc): the sections' schemas below, and for ``algo``
+:data:`COMMON_ALGO` plus the chosen algorithm's own settings
+(:func:`schemas`); docs/config_reference.md is generated from them. An
+example::
 
-    env:
-      id: PlumeNav-Gaussian-v0   # a preset id (plume-jax list), or config: <env YAML>
-      overrides: {sigma: 10.0}   # passed to plume_jax.make / make_from_config
-    algo:
-      algorithm: ppo             # a registered algorithm (plume_jax.train.algorithms.base)
-      total_steps: 1000000       # env steps; rounded down to whole updates (a note says so)
-      num_envs: 64
-      learning_rate: 0.0003      # one of PPO's own settings
+    env: {id: PlumeNav-Gaussian-v0, overrides: {sigma: 10.0}}
+    algo: {algorithm: ppo, total_steps: 1000000, num_envs: 64}
     network: {type: mlp, hidden_sizes: [64, 64]}
     run: {seed: 0, checkpoint_minutes: 5.0}
     eval: {num_envs: 1000}
 
-Unknown keys and bad values raise :class:`plume_jax.core.errors.ValidationError`
-naming the key (``algo.learning_rate``), the value and what is allowed; an
-unknown key with the closest known ones (:func:`plume_jax.settings.resolve_keys`,
-the resolver of component settings and scenario files too).
-*Static* settings fix shapes or code paths and are compiled in; the others
-are leaves of the algorithm's ``hparams`` (PPO's
-:class:`plume_jax.train.algorithms.ppo.Hparams`) and can be swept in one
-program (see :mod:`plume_jax.train.sweep`, which runs members that differ in
-static settings as separate programs).
-
-Any setting can also be given by its dotted name (``algo.learning_rate``,
-``env.overrides.sigma``, ``env.reward.scale``): :func:`apply_dotted`, used by
-``--set`` on the command line and by sweep grids.
+Unknown keys ("did you mean") and bad values raise
+:class:`plume_jax.core.errors.ValidationError` naming the key, the value and
+what is allowed (:func:`plume_jax.settings.resolve_keys`, the resolver of
+component settings and scenario files too). *Static* settings are compiled
+into the program; the others are leaves of the algorithm's hyperparameters
+and can differ between the members of one sweep program. Any setting can be
+given by its dotted name (``run.seed``, ``env.overrides.sigma``,
+``env.reward.scale``): :func:`apply_dotted`, behind ``--set`` and sweep grids.
 """
 
 from __future__ import annotations
@@ -57,9 +44,8 @@ from plume_jax.train.algorithms.networks import NetworkConfig
 
 
 # --------------------------------------------------------------------- checkers
-# Settings are checked by plume_jax.settings' checkers (the ones of component
-# and scenario settings: the same messages and bounds); these four are the
-# training config's own kinds of value.
+# plume_jax.settings' checkers (the messages and bounds of component settings),
+# and these kinds of value of the training config's own.
 
 
 def devices_check(name: str, value: Any, grid: Any = None) -> str | int:
@@ -98,13 +84,6 @@ def path_or_none(name: str, value: Any, grid: Any = None) -> str | None:
 
 
 # --------------------------------------------------------------------- sections
-# Every setting is a plume_jax.settings.Setting (default, checker, static, doc),
-# made by algo_setting; "static" marks settings compiled into the program (they
-# cannot differ between the members of one sweep). The algo section is
-# COMMON_ALGO plus the chosen algorithm's own SETTINGS (schemas()).
-_REQUIRED = REQUIRED
-
-
 def _s(default: Any, check: Any, static: bool, doc: str = "") -> Setting:
     return algo_setting(default, check, static=static, doc=doc)
 
@@ -122,7 +101,7 @@ COMMON_ALGO: dict[str, Setting] = {
                     True,
                     "a registered algorithm (plume_jax.train.algorithms.base.ALGORITHMS) or the "
                     "import path 'package.module:Class' of an Algorithm subclass"),
-    "total_steps": _s(_REQUIRED, count(low=1, high=10**13), True,
+    "total_steps": _s(REQUIRED, count(low=1, high=10**13), True,
                       "env steps; rounded down to whole updates (training "
                       "says so)"),
     "num_envs": _s(64, count(low=1, high=1 << 20), True, "parallel envs"),
@@ -281,15 +260,6 @@ def _refuse_foreign(name: Any, values: Any, schema: Mapping[str, Setting]) -> No
                 f"algo.algorithm: {owners[0]}?)")
 
 
-def _resolve_section(section: str, values: Any, schema: Mapping[str, Setting]
-                     ) -> dict[str, Any]:
-    """One section checked by :func:`plume_jax.settings.resolve_keys` (the
-    resolver of component settings and scenario files too: the same
-    messages, "did you mean" included); defaults as declared."""
-    return resolve_keys(section, schema, values, what=f"a known {section} setting",
-                        check_defaults=False)
-
-
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     """A validated training config. Build with :func:`train_config` or
@@ -348,17 +318,13 @@ class TrainConfig:
 
     def make_env(self):
         """``(env, params)`` built from the env section (validated by ``make``)."""
-        return make_env(self.env)
+        from plume_jax.envs.config_files import make_from_config
+        from plume_jax.envs.presets import make
 
-
-def make_env(env_section: Mapping[str, Any]):
-    from plume_jax.envs.config_files import make_from_config
-    from plume_jax.envs.presets import make
-
-    overrides = dict(env_section.get("overrides") or {})
-    if env_section.get("config"):
-        return make_from_config(env_section["config"], **overrides)
-    return make(env_section["id"], **overrides)
+        overrides = dict(self.env.get("overrides") or {})
+        if self.env.get("config"):
+            return make_from_config(self.env["config"], **overrides)
+        return make(self.env["id"], **overrides)
 
 
 def train_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None = None
@@ -379,7 +345,8 @@ def train_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None
         if isinstance(algo_values, Mapping) else COMMON_ALGO["algorithm"].default
     schema = schemas(name)
     _refuse_foreign(name, algo_values, schema["algo"])
-    sections = {s: _resolve_section(s, data.get(s), schema[s]) for s in SECTIONS}
+    sections = {s: resolve_keys(s, schema[s], data.get(s), what=f"a known {s} setting",
+                                check_defaults=False) for s in SECTIONS}
     env = sections["env"]
     if (env["id"] is None) == (env["config"] is None):
         raise ValidationError.for_parameter(
@@ -430,7 +397,7 @@ def apply_dotted(data: dict[str, Any], key: str, value: Any, where: str) -> None
     """Set one setting of a raw (unvalidated) config mapping by its dotted
     name, in place:
 
-    - ``SECTION.KEY`` (``algo.learning_rate``, ``run.seed``,
+    - ``SECTION.KEY`` (``algo.num_envs``, ``run.seed``,
       ``network.hidden_sizes``, ``env.id``);
     - ``env.overrides.NAME`` or ``env.NAME``: a ``plume_jax.make`` override
       (``env.sigma``);
@@ -445,7 +412,7 @@ def apply_dotted(data: dict[str, Any], key: str, value: Any, where: str) -> None
     parts = key.split(".")
     if len(parts) < 2 or not all(parts):
         raise ValidationError.for_parameter(
-            where, key, "a dotted name SECTION.KEY (e.g. algo.learning_rate, "
+            where, key, "a dotted name SECTION.KEY (e.g. run.seed, "
             "env.overrides.sigma)")
     section = parts[0]
     if section == "env" and parts[1] not in ("id", "config") and not (
@@ -472,7 +439,7 @@ def apply_dotted(data: dict[str, Any], key: str, value: Any, where: str) -> None
         return
     if len(parts) != 2:
         raise ValidationError.for_parameter(
-            where, key, "SECTION.KEY (e.g. algo.learning_rate), env.overrides.NAME or "
+            where, key, "SECTION.KEY (e.g. run.seed), env.overrides.NAME or "
             "env.overrides.SLOT.PARAM")
     target = data.setdefault(section, {})
     if target is None:
@@ -495,7 +462,7 @@ def with_overrides(data: Mapping[str, Any], overrides: Mapping[str, Any] | None,
 def load_train_config(path: str | os.PathLike, overrides: Mapping[str, Any] | None = None,
                       *, written: bool = False) -> TrainConfig:
     """Read and validate a training config YAML file, with optional dotted
-    ``overrides`` (``{"algo.learning_rate": 3e-4}``, see
+    ``overrides`` (``{"run.seed": 1}``, see
     :func:`apply_dotted`) applied before validation. ``written``: the file
     is a run folder's resolved ``config.yaml`` (perhaps written by an
     earlier version: :func:`current_form` is applied first)."""
@@ -590,20 +557,14 @@ def current_form(saved: Any) -> Any:
     """A config written by a run folder or checkpoint of an earlier version,
     in the form this version reads: the one place that knows the old forms.
 
-    plume_jax 0.1.x wrote every registered algorithm's ``algo.*`` settings
-    (:data:`ALGO_KEYS_0_1`) into every resolved config, those of other
-    algorithms at their defaults (which it enforced, so they changed
-    nothing): here the ones the config's algorithm does not declare are
-    dropped. 0.1.x's ``algo.eval_every`` of ``belief_value_iteration`` (0:
-    never) is ``eval.every`` now (null: never), unless that is set. An
-    ``algo``, ``network`` or ``run`` setting added after the config was
-    written (``algo.weight_decay``, ``algo.normalize_rewards``;
-    ``network.rnn_size``, which came with ``network.type: rnn``;
-    ``run.lanes``) is filled in at its default, the value it trained with,
-    as this version writes every one (:func:`_with_new_settings`).
-    Anything else is left for
-    :func:`train_config` to check; a config that is not a mapping is
-    returned as it is."""
+    0.1.x wrote every algorithm's ``algo.*`` settings (:data:`ALGO_KEYS_0_1`)
+    into every config, other algorithms' at their (enforced) defaults: those
+    the config's algorithm does not declare are dropped; its
+    ``belief_value_iteration`` ``algo.eval_every`` (0: never) becomes
+    ``eval.every`` unless that is set. An ``algo``, ``network`` or ``run``
+    setting added since is filled in at its default, the value it trained
+    with. The rest is left for :func:`train_config`; a config that is not a
+    mapping is returned as it is."""
     if not isinstance(saved, Mapping) or not isinstance(saved.get("algo"), Mapping):
         return saved  # type: ignore[return-value]
     data = copy.deepcopy(dict(saved))
@@ -627,11 +588,9 @@ def current_form(saved: Any) -> Any:
 
 def _with_new_settings(data: dict[str, Any], section: str, schema: Mapping[str, Setting]
                        ) -> dict[str, Any]:
-    """``data`` (a written config) with each ``schema`` setting its
-    ``section`` mapping lacks added at its default (``network.rnn_size``,
-    ``run.lanes``: settings added after it was written), in the resolved
-    form's order (lists for tuples, as a config reads back from YAML or
-    JSON); a section that is absent or not a mapping is left as it is."""
+    """``data`` with each ``schema`` setting its ``section`` lacks added at
+    its default (lists for tuples, as YAML reads back), in the resolved
+    order; a section that is absent or not a mapping is left as it is."""
     values = data.get(section)
     if not isinstance(values, Mapping):
         return data

@@ -181,7 +181,7 @@ def member_sweep(base: Mapping[str, Any], members: list[Mapping[str, Any]], *,
                  base_dir: str | pathlib.Path | None = None) -> SweepConfig:
     """A sweep of the given members (e.g. the trials a tuner picked): each
     member is ``base`` (a training config mapping) with its dotted settings
-    (``{"algo.learning_rate": 3e-4, "run.seed": 1}``) applied. Every member
+    (``{"env.overrides.sigma": 10.0, "run.seed": 1}``) applied. Every member
     names the same settings; they become a ``zip`` grid, so ``sweep.yaml``
     and ``sweep --resume`` reproduce exactly these members, and
     :func:`run_sweep` trains them as any sweep (one program per static
