@@ -9,6 +9,9 @@
   the reason an agent does not apply;
 - :mod:`~plume_jax.scoreboard.robustness`: the same agents on plumes they were
   not trained on, and a per-start-cell success map;
+- :mod:`~plume_jax.scoreboard.variants`: a fixed-start family's agents under
+  its own protocol and its named variants (Singh et al.'s code, the paper's
+  reading), over several evaluation seeds;
 - :mod:`~plume_jax.scoreboard.report`: ``docs/scoreboard.md``, its JSON and
   one figure per family;
 - :mod:`~plume_jax.scoreboard.rerun`: some agents of a family rerun and merged

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from plume_jax.files import atomic_write
-from plume_jax.scoreboard import board, report, robustness
+from plume_jax.scoreboard import board, report, robustness, variants
 from plume_jax.scoreboard.contenders import Contender
 from plume_jax.scoreboard.families import Family
 from plume_jax.scoreboard.fixed_starts import family_protocol
@@ -88,8 +88,11 @@ def machine_text() -> str:
 class FamilyProgress:
     """A family's runs on a :class:`~plume_jax.progress.ProgressBar`: one
     per (preset, agent) pair, and with robustness one robustness run and
-    one start-cell map per agent. Called with a message as each run starts,
-    it shows how many have finished, the elapsed time and the ETA."""
+    one start-cell map per agent, or, for a family with protocol variants,
+    one per (preset, agent, protocol) of its variant table (counted for
+    every agent: one that does not apply passes at once). Called with a
+    message as each run starts, it shows how many have finished, the
+    elapsed time and the ETA."""
 
     def __init__(self, family: Family, agents: int, with_robustness: bool, *,
                  quiet: bool = False, stream: TextIO | None = None) -> None:
@@ -97,6 +100,8 @@ class FamilyProgress:
 
         self.table = len(family.presets) * agents
         extra = 2 * agents if with_robustness and family.robustness_preset else 0
+        if with_robustness:
+            extra += agents * variants.runs_per_contender(family)
         self.bar = ProgressBar(self.table + extra, family.name, unit="runs", quiet=quiet,
                                stream=stream, min_interval_s=1.0)
         self.started = 0
@@ -114,8 +119,10 @@ def run_family_section(family: Family, contenders: list[Contender], protocol: Pr
                        with_robustness: bool, say: Callable[[str], None],
                        progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The record's section for one family (rows, verdicts, robustness,
-    start-cell maps, timing); figures not yet drawn. ``progress`` (a
-    :class:`FamilyProgress`) is called as each run starts."""
+    start-cell maps, protocol variants, timing); figures not yet drawn.
+    ``progress`` (a :class:`FamilyProgress`) is called as each run starts.
+    The protocol variants (:mod:`~plume_jax.scoreboard.variants`) run for
+    the agents with a row that ran."""
     t0 = time.perf_counter()
     tick = progress or (lambda text: None)
     rows, _ = board.run_family(family, contenders, protocol, progress=tick)
@@ -131,6 +138,18 @@ def run_family_section(family: Family, contenders: list[Contender], protocol: Pr
             tick(f"start-cell map {family.robustness_preset} / {contender.label}")
             section["maps"].append(robustness.start_cell_map(
                 family.robustness_preset, contender, protocol))
+    if with_robustness and variants.protocols(family):
+        section["variants"] = []
+        ran = {r["label"] for r in rows if r["status"] == "ok"}
+        for contender in contenders:
+            if contender.label not in ran:  # its rows say why; counted as done at once
+                for _ in range(variants.runs_per_contender(family)):
+                    tick(f"protocol variants / {contender.label}: not applicable")
+                continue
+            section["variants"] += variants.run_variants(family, [contender], protocol,
+                                                         progress=tick)
+        order = {p: i for i, p in enumerate(family.presets)}
+        section["variants"].sort(key=lambda r: order[r["preset"]])  # stable: agents' order
     from plume_jax.evaluate.capture import git_revision
 
     section.update({

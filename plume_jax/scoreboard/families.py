@@ -25,6 +25,10 @@ class Family:
             evaluation layer's fixed-start protocol the family is measured by
             (``"singh240"``: each preset runs its scenario file's 240 starts
             and env settings, :mod:`plume_jax.scoreboard.fixed_starts`).
+        protocol_variants: other fixed-start protocols (variants of
+            ``fixed_starts``, each with scenario files of its own) whose
+            homings the robustness table shows beside the family's own,
+            over several evaluation seeds (:mod:`plume_jax.scoreboard.variants`).
     """
 
     name: str
@@ -32,6 +36,7 @@ class Family:
     presets: tuple[str, ...]
     robustness_preset: str | None = None
     fixed_starts: str | None = None
+    protocol_variants: tuple[str, ...] = ()
 
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
@@ -55,7 +60,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            "fixed starts",
            ("PlumeNav-Singh2023-Constant-v0", "PlumeNav-Singh2023-SwitchOnce-v0",
             "PlumeNav-Singh2023-SwitchMany-v0", "PlumeNav-Singh2023-Sparse40-v0"),
-           fixed_starts="singh240"),
+           fixed_starts="singh240", protocol_variants=("singh240_paper",)),
 )}
 
 #: Presets on no board, and why.

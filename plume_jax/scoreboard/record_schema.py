@@ -106,6 +106,27 @@ _ROBUSTNESS_ROW = {
     **_ran_or_why({"required": ["metrics"], "properties": {"metrics": _METRICS}}),
 }
 
+#: The protocols a protocol-variant row may run (a fixed-start family's own and
+#: its variants, :mod:`plume_jax.scoreboard.variants`).
+VARIANT_PROTOCOLS = ("singh240", "singh240_paper")
+
+#: A fixed-start family's agent under one protocol of its variant table: the
+#: homings under each evaluation seed (``seeds``, in the same order).
+_VARIANT_ROW = {
+    "type": "object",
+    "required": ["preset", "label", "kind", "status", "protocol"],
+    "properties": {
+        "family": _TEXT, "preset": _TEXT, "label": _TEXT, "kind": _TEXT, "status": _STATUS,
+        "protocol": {"enum": list(VARIANT_PROTOCOLS)}, "trained_on": _TEXT,
+    },
+    **_ran_or_why({
+        "required": ["seeds", "homings", "episodes"],
+        "properties": {"seeds": {"type": "array", "items": {"type": "integer"}, "minItems": 1},
+                       "homings": {"type": "array", "items": _COUNT, "minItems": 1},
+                       "episodes": {"type": "integer", "minimum": 1},
+                       "seconds": _NUMBER}}),
+}
+
 _CELLS = {"type": "array", "items": _MAYBE_NUMBER}
 _MAP = {
     "type": "object",
@@ -210,6 +231,7 @@ _SECTION = {
         "verdicts": {"type": "object", "additionalProperties": _VERDICT},
         "robustness": {"type": "array", "items": _ROBUSTNESS_ROW},
         "maps": {"type": "array", "items": _MAP},
+        "variants": {"type": "array", "items": _VARIANT_ROW},
         "reruns": {"type": "array", "items": _RERUN},
         "wall_seconds": _NUMBER, "finished_at": _TEXT, "machine_text": _TEXT,
         "git_revision": {"type": ["string", "null"]}, "figure": _FIGURE, "map_figure": _FIGURE,

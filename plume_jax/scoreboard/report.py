@@ -343,7 +343,44 @@ def family_markdown(name: str, section: Mapping[str, Any], figure_dir: str) -> l
         lines += map_lines(section["maps"]) + [""]
         if section.get("map_figure"):
             lines += [f"![{name} start cells]({figure_dir}/{section['map_figure']})", ""]
+    if section.get("variants"):
+        lines += variant_section(name, section)
     return lines
+
+
+#: What each protocol of a variant table is, for the page.
+VARIANT_SAID = {
+    "singh240": "as their evaluation code ran it: the section's own protocol",
+    "singh240_paper": "the paper's reading (`configs/scenarios/singh2023_paper_*.yaml`): "
+                      "diffusion halved to 0.5, and each of the 240 episodes draws its own plume "
+                      "future (births, cross-wind jumps and, on switch-many, the winds after the "
+                      "next switch) from its start time's shared state, where `singh240` replays "
+                      "one plume evolution per start time for all its episodes",
+}
+
+
+def variant_section(name: str, section: Mapping[str, Any]) -> list[str]:
+    """A fixed-start family's protocol-variant table
+    (:mod:`plume_jax.scoreboard.variants`): what each protocol is, what the
+    table lets a reader conclude, the table and how long its runs took."""
+    from plume_jax.scoreboard.variants import variant_lines
+
+    rows = section["variants"]
+    names = list(dict.fromkeys(r["protocol"] for r in rows))
+    seconds = sum(r.get("seconds", 0.0) for r in rows)
+    said = "; ".join(f"`{n}`, {VARIANT_SAID.get(n, 'a variant of the protocol')}" for n in names)
+    return [f"### Robustness: the protocol's readings ({', '.join(names)})", "",
+            f"Each agent with a row above, on each regime, under {len(names)} protocols: "
+            f"{said}. Each runs the same starts under the same evaluation seeds. **What you may "
+            "conclude:** how far an agent's homings depend on which reading of their protocol "
+            "is run: a change of the mean larger than both columns' ranges is the protocol's, "
+            "not the evaluation seed's. **What you may not:** set a figure under one protocol "
+            "beside one under another (Singh et al.'s figures came from their code, the "
+            "section's own protocol), or put a change down to the diffusion or the plume "
+            "futures alone (the variant changes both at once). Run with the section's rows "
+            f"(`plume-jax bench --family {name}`, with `--agent` for a rerun listed above); "
+            f"its runs took {seconds / 60:.1f} min.", ""] \
+        + variant_lines(rows) + [""]
 
 
 def fixed_starts_text(section: Mapping[str, Any]) -> list[str]:
@@ -360,7 +397,8 @@ def fixed_starts_text(section: Mapping[str, Any]) -> list[str]:
         "start times × 5 cross-wind positions × 8 headings = 240 fixed starts, on a plume "
         "drawn with the board's seed; a homing is reaching the source within 0.2 m. The "
         "paper's reading (halved diffusion, per-episode plume futures) is the robustness "
-        "variant `protocol: singh240_paper` (`singh2023_paper_*.yaml`). The cast-and-surge "
+        "variant `protocol: singh240_paper` (`singh2023_paper_*.yaml`; \"Robustness: the "
+        "protocol's readings\" below). The cast-and-surge "
         "baseline flies with its scenario's parameters. Reference rows (kind *paper*) are "
         "Singh et al.'s best homings on that regime (their `code/tabulate.ipynb`: the "
         "column maximum over their agents, each evaluated once; not rerun here). Every "

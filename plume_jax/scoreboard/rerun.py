@@ -9,7 +9,8 @@ also the rows of its older versions (``zoo:x@1`` gives way to
 are recomputed over the merged rows. With robustness, the rerun agents'
 robustness rows and start-cell maps are replaced the same way; without,
 the old ones stay as they were measured (labelled with the version they
-ran). The section keeps its own protocol, time and machine, and lists each
+ran); so do a fixed-start family's protocol-variant rows
+(:mod:`plume_jax.scoreboard.variants`). The section keeps its own protocol, time and machine, and lists each
 partial rerun under ``reruns`` (agents, when, where, how long).
 
 A rerun must use the section's protocol (mode and episodes): rows made
@@ -122,10 +123,15 @@ def merge_section(section: Mapping[str, Any], partial: Mapping[str, Any], family
                                       order)
         merged["maps"] = _merge(section.get("maps", []), partial["maps"], keys,
                                 lambda r: 0, order)
+    if with_robustness and "variants" in partial:
+        merged["variants"] = _merge(section.get("variants", []), partial["variants"], keys,
+                                    lambda r: presets.get(r["preset"], len(presets)), order)
+    has_table = bool(family.robustness_preset or family.protocol_variants)
     merged["reruns"] = list(section.get("reruns", [])) + [{
         "agents": [c.label for c in rerun],  # robustness: None where the family has none
-        "robustness": bool(with_robustness and partial.get("robustness"))
-        if family.robustness_preset else None,
+        "robustness": bool(with_robustness and (partial.get("robustness")
+                                                or "variants" in partial))
+        if has_table else None,
         **{k: partial[k] for k in ("wall_seconds", "finished_at", "machine_text",
                                    "git_revision")}}]
     return merged

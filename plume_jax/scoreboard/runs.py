@@ -150,7 +150,8 @@ def partial_reasons(info: Mapping[str, Any], published: Mapping[str, Any]) -> li
     if not info.get("zoo", True):
         reasons.append("it ran without the zoo agents (--no-zoo)")
     if not info.get("robustness", True) and any(
-            FAMILIES[f].robustness_preset for f in info["done"] if f in FAMILIES):
+            FAMILIES[f].robustness_preset or FAMILIES[f].protocol_variants
+            for f in info["done"] if f in FAMILIES):
         reasons.append("it ran without the robustness table (--no-robustness)")
     if info.get("added"):
         reasons.append(f"it has agents of your own (--add {', '.join(info['added'])})")
@@ -206,7 +207,8 @@ def unmeasured(name: str, published: Mapping[str, Any], new: Mapping[str, Any]) 
     nothing): results the published section holds that the new one does
     not measure again: rows that ran (by preset and agent), the zoo's
     verdicts (by preset), robustness cells (agent, axis, level), start-cell
-    maps (agent) and zoo recipe rows (preset, recipe). Rows and reasons of
+    maps (agent), protocol-variant rows (preset, agent, protocol) and zoo
+    recipe rows (preset, recipe). Rows and reasons of
     agents that did not apply are not results and are not counted."""
     def ran(section: Mapping[str, Any], key: str, ident: Callable[[Any], Any]) -> list[Any]:
         return list(dict.fromkeys(ident(x) for x in section.get(key) or []
@@ -235,6 +237,12 @@ def unmeasured(name: str, published: Mapping[str, Any], new: Mapping[str, Any]) 
             if k not in every(new, "maps", lambda m: m["label"])]
     if maps:
         lost.append(f"the start-cell map{'s' if len(maps) > 1 else ''} of {_named(maps)}")
+    variant = (lambda r: (r["preset"], r["label"], r["protocol"]))
+    variants = [k for k in ran(published, "variants", variant)
+                if k not in every(new, "variants", variant)]
+    if variants:
+        lost.append(f"{len(variants)} protocol-variant row{'s' if len(variants) > 1 else ''} "
+                    f"(of {_named(list(dict.fromkeys(v[1] for v in variants)))})")
     recipes = [k for k in ran(published, "recipes", row) if k not in every(new, "recipes", row)]
     if recipes:
         lost.append(f"{len(recipes)} zoo recipe row{'s' if len(recipes) > 1 else ''} "
