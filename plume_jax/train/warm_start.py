@@ -1,48 +1,27 @@
 """Starting a training run from a trained policy (``run.init_from``), the
-building block of a curriculum: train stage 1, then train stage 2 on
-another env from stage 1's policy (layer 5).
+building block of a curriculum: train stage 1, then stage 2 on another env
+from stage 1's policy.
 
-``run.init_from`` names an exported policy (``policy.json`` +
-``policy.npz``, as ``plume-jax train`` writes them) by one of:
+``run.init_from`` names an exported policy (``policy.json`` + ``policy.npz``)
+by its policy folder, a run folder (its ``policy/``) or a sweep folder: there
+each member takes the policy of the stage-1 member of the same name
+(``members/<name>/policy``), so a seed sweep continues a seed sweep seed by
+seed.
 
-- the policy folder itself (``runs/stage1/policy``, a zoo entry's
-  ``configs/zoo/NAME/V/policy`` or ``seeds/S/policy``);
-- a run folder (``runs/stage1``: its ``policy/``);
-- a sweep folder (``runs/seeds_stage1``): each member of the sweep that
-  starts from it takes the policy of the stage-1 member of the same name
-  (``members/<name>/policy``), so a seed sweep of stage 2 continues a seed
-  sweep of stage 1 seed by seed (the two grids must name their members
-  alike).
-
-What is carried over: the network's parameters (actor, critic and, for a
-Gaussian policy, its log standard deviation), and, when observations are
-normalised, the observation statistics' mean and variance, weighted as one
-update's worth of observations (``num_envs x num_steps`` per agent row)
-so that they follow the new env within a few updates. The optimiser state,
-the learning-rate schedule (it restarts over the new run's
-``total_steps``), the env batch and the PRNG key start fresh, as in a new
-run. The policy must be the same network on the same spaces: the network
-settings, observation and action sizes, action bounds, the normalisation
-and every array's name and shape are checked against the new config's, and
-a mismatch is a ``ValidationError`` naming what differs, before anything
-trains. Network settings that do not apply to the network's type (an MLP's
-``rnn_size`` or ``gru_size``, a non-CNN's ``conv_*`` and ``image_shape``,
-``log_eps`` without the ``log`` transform) are not compared, nor is
-``log_std_init`` (the log standard deviation carries over); a setting
-that a policy exported by an earlier version lacks is read at its default.
-The policy folder is read by the one reader of policy folders,
-:func:`agents.trained.load_policy_files`, with its checks (finite real
-floating-point weights, ``obs_var >= 0``, bounded ``policy.json`` and
-``policy.npz``), and ``policy.npz`` may unpack to no more than the new
-network's arrays would take in float64 (plus 1 MiB).
-
-:func:`check_init_from` checks a config's ``run.init_from`` this way
-without training anything (building the env and the algorithm, tracing
-``init`` abstractly): the check ``plume-jax train``, ``sweep`` and
-``tune`` make before any folder is written.
-
-A run that resumes (``--resume``) continues from its own checkpoint and
-does not read ``run.init_from`` again.
+The network's parameters carry over, and normalised observations' mean and
+variance, weighted as one update's worth of observations so that they follow
+the new env within a few updates (:meth:`Algorithm.warm_start`); the
+optimiser, the learning-rate schedule, the envs and the PRNG key start fresh.
+The policy must be the same network on the same spaces (:data:`_SAME`, every
+array's name and shape; network settings that do not apply to its type, and
+``log_std_init``, are not compared; a setting an earlier export lacks is read
+at its default): a mismatch is a ``ValidationError`` naming what differs,
+before anything trains. The policy is read by
+:func:`agents.trained.load_policy_files`, with its checks, and ``policy.npz``
+may unpack to at most the new network's arrays in float64 plus 1 MiB.
+:func:`check_init_from` makes these checks without training (what ``train``,
+``sweep`` and ``tune`` check before any folder is written). A resumed run
+continues from its own checkpoint and does not read ``run.init_from`` again.
 """
 
 from __future__ import annotations
@@ -57,6 +36,7 @@ import numpy as np
 
 from plume_jax.core.errors import ValidationError
 from plume_jax.train.algorithms.base import cannot_continue
+from plume_jax.train.algorithms.networks import NetworkConfig
 
 SETTING = "run.init_from"
 #: The spec fields two policies must share for one to start the other's training.
@@ -72,26 +52,18 @@ _ONLY_FOR_TYPE = {"gru_size": ("gru",), "rnn_size": ("rnn",), "image_shape": ("c
 _NPZ_SLACK_BYTES = 1 << 20
 
 
-def _network_defaults() -> dict[str, Any]:
-    from plume_jax.train.algorithms.networks import NetworkConfig
-
-    net = {f.name: f.default for f in dataclasses.fields(NetworkConfig)}
-    return json.loads(json.dumps(net))  # as policy.json holds it (tuples as lists)
-
-
 def applicable_network(network: Any) -> Any:
     """The network settings of a policy spec that make its network what it
-    is: settings missing from an earlier version's export filled in at
-    their defaults, then those that do not apply to its type dropped
-    (:data:`_ONLY_FOR_TYPE`; ``log_eps`` without ``obs_transform: log``)
-    and ``log_std_init`` (the trained log standard deviation replaces it).
-    ``network`` as it is when it is not a mapping."""
+    is: those an earlier export lacks filled in at their defaults, those that
+    do not apply to its type (:data:`_ONLY_FOR_TYPE`; ``log_eps`` without
+    ``obs_transform: log``) and ``log_std_init`` dropped; not a mapping: as
+    it is."""
     if not isinstance(network, dict):
         return network
-    net = {**_network_defaults(), **network}
-    kind = net.get("type")
+    defaults = {f.name: f.default for f in dataclasses.fields(NetworkConfig)}
+    net = {**json.loads(json.dumps(defaults)), **network}  # tuples as lists, as policy.json
     for key, types in _ONLY_FOR_TYPE.items():
-        if kind not in types:
+        if net.get("type") not in types:
             net.pop(key, None)
     if net.get("obs_transform") != "log":
         net.pop("log_eps", None)
@@ -127,24 +99,19 @@ def policy_folder(source: str, member: str = "") -> pathlib.Path:
         f"policy/, or a sweep folder with members/<name>/policy; looked in {looked}")
 
 
-def read_policy(folder: pathlib.Path, max_bytes: int | None = None
-                ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """``(spec, arrays)`` of the exported policy in ``folder``, read and
-    checked by :func:`agents.trained.load_policy_files` (errors name
-    ``run.init_from``); ``max_bytes``: the most array data ``policy.npz``
-    may unpack to (``None``: that reader's bound)."""
+def read_checked(folder: pathlib.Path, new_spec: dict[str, Any], new_arrays: dict[str, Any]
+                 ) -> dict[str, np.ndarray]:
+    """The arrays of the policy in ``folder``, read by
+    :func:`agents.trained.load_policy_files` (errors name ``run.init_from``;
+    at most the new network's arrays in float64 plus :data:`_NPZ_SLACK_BYTES`)
+    and checked by :func:`check_compatible` against ``(new_spec, new_arrays)``."""
     from agents.trained import MAX_POLICY_NPZ_BYTES, load_policy_files
 
-    bound = MAX_POLICY_NPZ_BYTES if max_bytes is None else min(max_bytes, MAX_POLICY_NPZ_BYTES)
-    return load_policy_files(folder, SETTING, max_bytes=bound)
-
-
-def npz_bound(new_arrays: dict[str, Any]) -> int:
-    """Bytes ``policy.npz`` may unpack to for a network whose arrays are
-    ``new_arrays``: each value in float64 (the widest weight the reader
-    takes), plus :data:`_NPZ_SLACK_BYTES`."""
-    return 8 * sum(int(np.prod(np.shape(a), dtype=np.int64)) for a in new_arrays.values()) \
-        + _NPZ_SLACK_BYTES
+    wanted = 8 * sum(int(np.prod(np.shape(a), dtype=np.int64)) for a in new_arrays.values())
+    spec, arrays = load_policy_files(folder, SETTING, max_bytes=min(
+        wanted + _NPZ_SLACK_BYTES, MAX_POLICY_NPZ_BYTES))
+    check_compatible(folder, spec, arrays, new_spec, new_arrays)
+    return arrays
 
 
 def check_compatible(folder: pathlib.Path, spec: dict[str, Any], arrays: dict[str, np.ndarray],
@@ -180,54 +147,36 @@ def check_compatible(folder: pathlib.Path, spec: dict[str, Any], arrays: dict[st
             f"shapes {[(n, shapes[n], wanted[n]) for n in wrong[:10]]})")
 
 
-def expected_policy(algo: Any, config: Any, env_params: Any) -> tuple[dict[str, Any],
-                                                                      dict[str, np.ndarray]]:
-    """``(spec, arrays)`` that ``algo.policy`` gives for a fresh runner of
-    ``config`` (one member, unbatched), with every array zero: ``init`` is
-    traced abstractly (``jax.eval_shape``), nothing runs or compiles."""
-    from plume_jax.core.seeding import seed_key
-
-    hp = algo.hparams(config, env_params)
-    shapes = jax.eval_shape(lambda: algo.init(seed_key(0), hp, env_params))
-    runner = jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), shapes)
-    return algo.policy(runner)
-
-
 def check_member(algo: Any, config: Any, env_params: Any, member: str = "") -> pathlib.Path | None:
     """The policy folder a member's ``run.init_from`` names (``None``: not
-    set), once read and checked against the network ``algo`` builds for
-    ``config`` (``member``: its name in a sweep, ``""`` for a single run).
+    set), read and checked against the network ``algo`` builds for
+    ``config`` (``member``: its name in a sweep, ``""`` for a single run):
+    ``init`` is traced abstractly (``jax.eval_shape``), nothing compiles.
 
     Raises:
         ValidationError: (parameter ``run.init_from``) the algorithm cannot
             start from a policy; no policy folder there; a policy the
             reader refuses; or one of another network or spaces.
     """
+    from plume_jax.core.seeding import seed_key
+
     source = config.run.get("init_from")
     if source is None:
         return None
     if not algo.can_warm_start():
         raise cannot_continue(algo.name, source)
     folder = policy_folder(source, member)
-    new_spec, new_arrays = expected_policy(algo, config, env_params)
-    spec, arrays = read_policy(folder, npz_bound(new_arrays))
-    check_compatible(folder, spec, arrays, new_spec, new_arrays)
+    hp = algo.hparams(config, env_params)
+    shapes = jax.eval_shape(lambda: algo.init(seed_key(0), hp, env_params))
+    read_checked(folder, *algo.policy(jax.tree.map(lambda s: np.zeros(s.shape, s.dtype),
+                                                   shapes)))
     return folder
 
 
 def check_init_from(config: Any, member: str = "") -> pathlib.Path | None:
-    """Check a training config's ``run.init_from`` without training: the
-    policy folder it names (``None``: not set), after building the
-    config's env and algorithm and checking the policy as
-    :func:`check_member` does (what ``plume-jax train`` checks before any
-    folder is written). ``config``: a :class:`~plume_jax.train.config.TrainConfig`;
-    ``member``: its name in a sweep (``members/<name>/policy`` of a sweep
-    folder), ``""`` for a single run.
-
-    Raises:
-        ValidationError: as :func:`check_member`, or the config's env or
-            algorithm cannot be built.
-    """
+    """:func:`check_member` for a :class:`~plume_jax.train.config.TrainConfig`,
+    building its env and algorithm first (``ValidationError`` also when they
+    cannot be built)."""
     if config.run.get("init_from") is None:
         return None
     from plume_jax.train.algorithms.base import algorithm_class
@@ -240,11 +189,8 @@ def check_init_from(config: Any, member: str = "") -> pathlib.Path | None:
 def warm_start_member(algo: Any, runner: Any, source: str, member: str = "") -> Any:
     """``runner`` (one member's, unbatched) with the policy ``run.init_from:
     source`` names for ``member`` loaded into it (:meth:`Algorithm.warm_start`)."""
-    folder = policy_folder(source, member)
-    new_spec, new_arrays = algo.policy(runner)
-    spec, arrays = read_policy(folder, npz_bound(new_arrays))
-    check_compatible(folder, spec, arrays, new_spec, new_arrays)
-    return algo.warm_start(runner, arrays)
+    return algo.warm_start(runner, read_checked(policy_folder(source, member),
+                                                *algo.policy(runner)))
 
 
 def start_notes(p: Any) -> list[str]:
@@ -256,11 +202,9 @@ def start_notes(p: Any) -> list[str]:
         source = m.config.run.get("init_from")
         if source:
             who = f"{m.name}: " if p.batched and m.name else ""
-            carried = ("network weights and observation statistics"
-                       if m.config.algo.get("normalize_obs") else "network weights")
             notes.append(f"{who}started from the policy in {policy_folder(source, m.name)} "
-                         f"(run.init_from: {carried}; the optimiser, the learning-rate "
-                         "schedule and the envs start fresh)")
+                         "(run.init_from: its network weights and any observation statistics; "
+                         "the optimiser, the learning-rate schedule and the envs start fresh)")
     return notes
 
 
