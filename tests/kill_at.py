@@ -48,7 +48,7 @@ def main(argv: list[str]) -> int:
     point, nth, args = argv[0], int(argv[1]), argv[2:]
     if point not in POINTS:
         raise SystemExit(f"kill_at.py: unknown point {point!r} (one of {', '.join(POINTS)})")
-    import plume_jax.train.driver  # noqa: F401  (binds the final evaluation before the patch)
+    import plume_jax.train.loop  # noqa: F401  (binds the final evaluation before the patch)
     from plume_jax.cli import main as cli
     from plume_jax.train import evaluation
 

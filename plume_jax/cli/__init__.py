@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     from plume_jax.core.errors import StateError, ValidationError
-    from plume_jax.train.chunks import Interrupted
+    from plume_jax.train.loop import Interrupted
 
     try:
         status = _COMMANDS[args.command](args)

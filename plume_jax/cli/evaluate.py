@@ -41,7 +41,7 @@ from typing import Any
 
 from plume_jax.cli.common import check_output_file, check_output_folder, parse_overrides
 from plume_jax.core.errors import ValidationError
-from plume_jax.train.run_folder import check_out_dir, clear_outputs
+from plume_jax.train.folder import check_out_dir, clear_outputs
 
 #: ``--agent`` labels: what ``--agent-param LABEL.KEY=VALUE`` refers to.
 _LABEL = re.compile(r"[A-Za-z0-9_-]+")

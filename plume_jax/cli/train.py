@@ -4,7 +4,7 @@ and a grid of trainings, one compiled program per static structure
 (:mod:`plume_jax.train.sweep`). Each parses its arguments into one config
 and makes one call to the run function (:mod:`plume_jax.train.run`); the
 closing line names the outputs from their one list
-(:data:`plume_jax.train.run_folder.RUN_FILES`, ``SWEEP_FILES``).
+(:data:`plume_jax.train.folder.RUN_FILES`, ``SWEEP_FILES``).
 
 Every input (config files, ``--set`` values, the output folder, the
 checkpoint to resume and its config) is checked before anything is
@@ -115,12 +115,14 @@ def train_overrides(args: argparse.Namespace) -> dict:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    """``plume-jax train``: see :mod:`plume_jax.train.trainer`."""
+    """``plume-jax train``: one run (:func:`plume_jax.train.trainer.single_run`)
+    through the run function (:func:`plume_jax.train.run.run`)."""
     from plume_jax.train.checkpoint import find_checkpoint, read_checkpoint
     from plume_jax.train.config import current_form, load_train_config, train_config, \
         with_overrides
-    from plume_jax.train.run_folder import RUN_FILES, outputs_line
-    from plume_jax.train.trainer import print_summary, train
+    from plume_jax.train.folder import RUN_FILES, outputs_line
+    from plume_jax.train.run import run
+    from plume_jax.train.trainer import print_summary, single_run
 
     overrides = train_overrides(args)
     run_dir = None
@@ -144,13 +146,14 @@ def run_train(args: argparse.Namespace) -> int:
     out = pathlib.Path(args.out) if args.out else (
         run_dir if run_dir is not None else pathlib.Path(default_out(args.config)))
     main = _join(args, config.run["distributed"])
-    result = train(config, out, progress=not args.quiet, resume=args.resume,
-                   overwrite=args.overwrite)
+    folders, build = single_run(config, out, args.resume)
+    summary = run(folders, build, [config], progress=not args.quiet,
+                  overwrite=args.overwrite).summaries[0]
     if not main:
         return 0  # process 0 reports
-    print_summary(result.summary)
+    print_summary(summary)
     print(outputs_line(out, RUN_FILES, config))
-    best = result.summary.get("best_periodic_evaluation")
+    best = summary.get("best_periodic_evaluation")
     if best is not None:
         steps = best["mean_steps_to_goal"]
         print(f"best periodic evaluation: update {best['update']}, success "
@@ -162,7 +165,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 def run_sweep(args: argparse.Namespace) -> int:
     """``plume-jax sweep``: see :mod:`plume_jax.train.sweep`."""
-    from plume_jax.train.run_folder import SWEEP_FILES, outputs_line
+    from plume_jax.train.folder import SWEEP_FILES, outputs_line
     from plume_jax.train.report import print_results
     from plume_jax.train.sweep import load_sweep_config, run_sweep as sweep
 

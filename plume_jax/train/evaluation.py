@@ -27,7 +27,7 @@ import numpy as np
 from plume_jax.core.agents_package import check_agents_package
 from plume_jax.core.seeding import seed_key
 from plume_jax.train.config import TrainConfig
-from plume_jax.train.members import member_values, vmap_members
+from plume_jax.train.members import member_values, shared, vmap_members
 from plume_jax.train.algorithms.base import num_agents_of
 
 check_agents_package()
@@ -207,3 +207,16 @@ def member_evaluation(evaluation: dict[str, Any], j: int) -> dict[str, Any]:
             value = value[j] if value.size > 1 else value[0]
             out[key] = float(value) if np.isfinite(value) else None
     return out
+
+
+def evaluate_in_lanes(env: Any, spec: dict, params: dict, env_params: Any, seed: int,
+                      num_envs: int, num_steps: int, greedy: bool, lanes: int
+                      ) -> dict[str, Any]:
+    """:func:`evaluate` of one policy's ``params`` as ``lanes`` identical
+    members of a batched evaluation (a run trained in ``run.lanes``, as its
+    program's width computes it): lane 0's figures, as
+    :func:`member_evaluation` gives them."""
+    stacked = {k: np.broadcast_to(np.asarray(v), (lanes, *np.shape(v))) for k, v in
+               params.items()}
+    return member_evaluation(evaluate(env, spec, stacked, shared(env_params), seed, num_envs,
+                                      num_steps, greedy=greedy, batched=True), 0)

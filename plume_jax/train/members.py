@@ -92,6 +92,11 @@ def member_values(leaf: Any) -> np.ndarray:
     return np.asarray(leaf.value if is_shared(leaf) else leaf)
 
 
+def shared(tree: Any) -> Any:
+    """``tree`` with every leaf kept once for all members (:class:`Shared`)."""
+    return jax.tree.map(Shared, tree)
+
+
 def vmap_members(fn: Callable[..., Any], *trees: Any) -> Any:
     """``vmap(fn)(*trees)`` over the member axis, broadcasting each tree's
     :class:`Shared` leaves; ``fn`` gets every tree unshared."""
@@ -99,5 +104,5 @@ def vmap_members(fn: Callable[..., Any], *trees: Any) -> Any:
                     in_axes=tuple(member_axes(t) for t in trees))(*trees)
 
 
-__all__ = ["Shared", "is_shared", "member_axes", "member_of", "member_values", "stack_members",
-           "unshare", "vmap_members"]
+__all__ = ["Shared", "is_shared", "member_axes", "member_of", "member_values", "shared",
+           "stack_members", "unshare", "vmap_members"]

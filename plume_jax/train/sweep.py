@@ -55,14 +55,14 @@ from plume_jax.train.algorithms.base import algorithm_class
 from plume_jax.train.config import TrainConfig, apply_dotted, current_form, read_yaml, \
     static_signature, train_config
 from plume_jax.train.distributed import is_main_process
-from plume_jax.train.driver import Member, Program, ProgramResult, build_program, \
-    machine_info, write_text
+from plume_jax.files import atomic_write as write_text
+from plume_jax.train.loop import Member, Program, ProgramResult, build_program, machine_info
 from plume_jax.train.member_names import member_names
 from plume_jax.train.progress import write_csv, write_jsonl
 from plume_jax.train.report import rank_settings, summary_markdown, sweep_figures, \
     training_tail
 from plume_jax.train.run import RunResult, run
-from plume_jax.train.run_folder import Sweep
+from plume_jax.train.folder import Sweep
 
 SWEEP_KEYS = ("base", "set", "grid", "mode")
 

@@ -1,32 +1,9 @@
-"""``train(config)``: one training run from a validated config, as used by
-``plume-jax train``: a sweep of one member, through the one run function
+"""``train(config)``: one training run from a validated config, the Python
+door to what ``plume-jax train`` runs: a sweep of one member
+(:func:`single_run`), through the one run function
 (:func:`plume_jax.train.run.run`) with the single-run folder rules
-(:class:`plume_jax.train.run_folder.SingleRun`).
-
-The driver compiles ``Algorithm.run`` once (for PPO the rollout, GAE and
-the minibatch epochs of every update are one XLA program, with the number
-of updates per call an argument) and calls it in chunks until the update
-budget is spent (:mod:`plume_jax.train.chunks`). Between chunks (about every
-30 s) the metrics rows are appended to ``metrics.jsonl`` and TensorBoard;
-every ``run.checkpoint_minutes`` (and every ``run.checkpoint_every``
-updates, when set) the whole training state is checkpointed. The chunk
-lengths never change results: splitting a run into chunks of any lengths
-gives bit-for-bit the same run (tested). Progress comes from inside the
-program (``jax.debug.callback``) to a :class:`plume_jax.progress.ProgressBar`.
-Afterwards the policy is exported, reloaded from disk as an
-``agents.trained.TrainedPolicy`` and evaluated greedily on fresh seeds.
-
-The run folder's entries are listed once, in
-:data:`plume_jax.train.run_folder.RUN_FILES`; its rules (a new or empty
-folder, ``--overwrite``, ``--resume`` from any run or kept checkpoint, the
-folder lock, what a resume trims or sets aside) are
-:mod:`plume_jax.train.run_folder`'s.
-
-Several processes (:mod:`plume_jax.train.distributed`): every process
-runs the same program on the global mesh; process 0 alone shows progress
-and writes the run folder, from arrays gathered from all processes; every
-process checks the folder and reads the checkpoint it resumes (a filesystem
-all hosts share).
+(:class:`plume_jax.train.folder.SingleRun`); the loop is
+:mod:`plume_jax.train.loop`'s.
 """
 
 from __future__ import annotations
@@ -34,31 +11,25 @@ from __future__ import annotations
 import dataclasses
 import functools
 import pathlib
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 import numpy as np
 
 from plume_jax.train.algorithms.base import Algorithm
 from plume_jax.train.config import TrainConfig
-from plume_jax.train.driver import Member, Program, build_program
+from plume_jax.train.folder import SingleRun
 from plume_jax.train.lane_schedule import lanes_line
+from plume_jax.train.loop import Member, Program, build_program
 from plume_jax.train.run import run
-from plume_jax.train.run_folder import SingleRun
 
 
 @dataclasses.dataclass
 class TrainResult:
-    """What :func:`train` returns.
-
-    Attributes:
-        config: the config trained.
-        algo: the :class:`~plume_jax.train.algorithms.base.Algorithm` trained.
-        runner: the final runner (parameters, optimiser and env state).
-        rows: per-update metrics of this call (one dict per update).
-        summary: budget, timings, throughput, evaluation (also
-            ``summary.json``).
-        out_dir: the output folder, or None.
-    """
+    """What :func:`train` returns: the ``config`` and ``algo`` trained, the
+    final ``runner`` (parameters, optimiser and env state), this call's
+    per-update metrics ``rows``, the ``summary`` (also ``summary.json``:
+    budget, timings, throughput, evaluation) and the output folder (or
+    None)."""
 
     config: TrainConfig
     algo: Algorithm
@@ -77,12 +48,25 @@ class TrainResult:
                              greedy=greedy)
 
 
+def single_run(config: TrainConfig, out: pathlib.Path | None,
+               resume: str | pathlib.Path | None = None
+               ) -> tuple[SingleRun, Callable[[], list[Program]]]:
+    """The folder rules and the program builder of one run of ``config`` in
+    ``out``, for :func:`plume_jax.train.run.run`: a program of one member
+    whose run folder (and checkpoint folder) is ``out``."""
+    def build() -> list[Program]:
+        env, env_params = config.make_env()
+        return [build_program([Member(config, env, env_params, folder=out)], batched=False,
+                              folder=out)]
+
+    return SingleRun(out, config, resume), build
+
+
 def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
           progress: bool = True, stream: TextIO | None = None,
           resume: str | pathlib.Path | None = None, evaluate: bool = True,
           overwrite: bool = False) -> TrainResult:
-    """Train with ``config``: a program of one member, through
-    :func:`plume_jax.train.run.run`.
+    """Train with ``config``.
 
     Args:
         config: a validated :class:`TrainConfig`.
@@ -94,33 +78,25 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
         resume: a run folder or checkpoint folder to continue from; the
             config may differ from the checkpoint's only in the budget,
             logging, checkpointing, devices and evaluation settings
-            (:func:`~plume_jax.train.run_folder.resume_point`).
+            (:func:`~plume_jax.train.folder.resume_point`).
         evaluate: run the greedy evaluation at the end.
         overwrite: delete the outputs of an earlier run in ``out_dir``
-            (:data:`~plume_jax.train.run_folder.RUN_OUTPUTS`; other files
+            (:data:`~plume_jax.train.folder.RUN_OUTPUTS`; other files
             stay) before writing.
 
     Everything is checked (the folder, the env, the checkpoint and its
     config) before anything is written or compiled, holding the folder's
-    lock (:class:`~plume_jax.train.run_folder.FolderLock`: a second process
+    lock (:class:`~plume_jax.train.folder.FolderLock`: a second process
     on the same folder gets a ``StateError`` naming this one) until
-    everything is written.
-
-    With several processes (see the module docstring) every process calls
+    everything is written. With several processes every process calls
     ``train`` with the same arguments, after
-    :func:`plume_jax.train.distributed.join` (``StateError`` if
-    ``run.distributed`` and the launcher ask for several processes and this
-    one joined none); only process 0 shows progress and writes ``out_dir``.
+    :func:`plume_jax.train.distributed.join`; only process 0 shows progress
+    and writes ``out_dir``.
     """
     out = pathlib.Path(out_dir) if out_dir is not None else None
-
-    def build() -> list[Program]:
-        env, env_params = config.make_env()
-        return [build_program([Member(config, env, env_params, folder=out)], batched=False,
-                              folder=out)]
-
-    result = run(SingleRun(out, config, resume), build, [config], progress=progress,
-                 stream=stream, evaluate=evaluate, overwrite=overwrite)
+    folders, build = single_run(config, out, resume)
+    result = run(folders, build, [config], progress=progress, stream=stream, evaluate=evaluate,
+                 overwrite=overwrite)
     trained = result.programs[0]
     return TrainResult(config=config, algo=trained.setup.algo, runner=trained.runner,
                        rows=trained.rows[0], summary=result.summaries[0], out_dir=out)

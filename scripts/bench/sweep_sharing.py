@@ -51,7 +51,7 @@ def measure(mode: str, members: int, updates: int, config: pathlib.Path) -> dict
     in this process, with env params ``mode`` (``stacked`` / ``shared``)."""
     import jax
 
-    from plume_jax.train import driver
+    from plume_jax.train import loop as driver
     from plume_jax.train.config import read_yaml
     from plume_jax.train.sweep import run_sweep, setup, sweep_config
 

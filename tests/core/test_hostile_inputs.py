@@ -183,7 +183,7 @@ def test_a_second_ctrl_c_during_the_graceful_stop_is_one_line_and_exit_130_not_a
     import threading
 
     from plume_jax import cli
-    from plume_jax.train.chunks import stop_on_signals
+    from plume_jax.train.loop import stop_on_signals
 
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("signal handlers are installed only in the main thread")

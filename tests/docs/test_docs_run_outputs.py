@@ -1,5 +1,5 @@
 """The outputs of ``train`` and ``sweep`` are listed once, in
-``plume_jax.train.run_folder`` (``RUN_FILES``, ``SWEEP_FILES``): docs/training.md's
+``plume_jax.train.folder`` (``RUN_FILES``, ``SWEEP_FILES``): docs/training.md's
 two tables list the same entries, and the CLI's closing line and ``--overwrite``
 are made from them (issue 41: the run folder's list was written in three places,
 and the docs' table lacked ``evaluations.jsonl``, ``best/`` and ``wandb/``)."""
@@ -12,7 +12,7 @@ import re
 import pytest
 
 from plume_jax.train.config import train_config
-from plume_jax.train.run_folder import RUN_FILES, RUN_OUTPUTS, SWEEP_FILES, SWEEP_OUTPUTS, \
+from plume_jax.train.folder import RUN_FILES, RUN_OUTPUTS, SWEEP_FILES, SWEEP_OUTPUTS, \
     clear_outputs, outputs_line
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -93,7 +93,7 @@ def test_a_schedule_trains_each_update_and_evaluates_each_runner_at_its_programs
 
 
 def test_a_schedule_builds_a_single_run_in_lanes_only():
-    from plume_jax.train.driver import Member, build_program
+    from plume_jax.train.loop import Member, build_program
 
     def member(**run):
         cfg = train_config({**MINIMAL, "run": run})

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from plume_jax.train.config import train_config
-from plume_jax.train.periodic_eval import best_row, better
+from plume_jax.train.folder import best_row, better
 from plume_jax.train.progress import read_jsonl
 from plume_jax.train.trainer import train
 

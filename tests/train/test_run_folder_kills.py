@@ -22,7 +22,7 @@ from plume_jax.core.errors import ValidationError
 from plume_jax.train.checkpoint import find_checkpoint, read_checkpoint, read_meta, \
     save_checkpoint
 from plume_jax.train.config import train_config
-from plume_jax.train.periodic_eval import best_row, better, check_best, recorded_best, \
+from plume_jax.train.folder import best_row, better, check_best, recorded_best, \
     settle_best, trim_evaluations
 from plume_jax.train.progress import read_jsonl
 from plume_jax.train.trainer import train
@@ -238,7 +238,7 @@ def test_a_kill_during_the_deletion_settle_best_does_leaves_only_a_folder_to_swe
     """Review item 1: a folder settle_best drops is renamed aside
     (.best.drop-*) before it is deleted, so a kill in the deletion damages
     no folder a resume reads; the next settle sweeps it."""
-    from plume_jax.train import periodic_eval
+    from plume_jax.train import folder as periodic_eval
 
     run = tmp_path / "run"
     _, four = _mid_swap(run)
@@ -260,7 +260,7 @@ def test_a_kill_while_a_resume_drops_a_later_best_leaves_the_run_folder_resumabl
         tmp_path, monkeypatch):
     """Review item 1: trim_evaluations -> settle_best(folder, up_to)
     deleting a best/ past the resume's update had the same window."""
-    from plume_jax.train import periodic_eval
+    from plume_jax.train import folder as periodic_eval
 
     run = tmp_path / "run"
     two, four = _mid_swap(run)
@@ -393,7 +393,7 @@ def test_the_sweep_member_ahead_check_reads_the_update_inside_runner_msgpack(tmp
     """Item 3: the sweep's 'member ahead' check trusted meta.json: a member
     trained further whose meta.json was one save behind passed it and was
     rewound."""
-    from plume_jax.train.run_folder import check_members_not_ahead
+    from plume_jax.train.folder import check_members_not_ahead
     from plume_jax.train.sweep import sweep_config
 
     sweep = sweep_config({"base": {**TINY, "eval": {"num_envs": 4, "num_steps": 10}},

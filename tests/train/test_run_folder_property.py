@@ -187,7 +187,7 @@ def _check_evaluations_whole(name: str, run: pathlib.Path) -> None:
     """A finished command's run folder: a periodic evaluation row for every
     ``eval.every`` multiple up to its checkpoint, the ``best`` flags as
     :func:`better` gives them in order, and ``best/`` the last flagged row."""
-    from plume_jax.train.periodic_eval import best_row, better
+    from plume_jax.train.folder import best_row, better
     from plume_jax.train.progress import read_jsonl
 
     state = _run_state(run)

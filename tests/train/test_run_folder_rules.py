@@ -13,7 +13,7 @@ import pytest
 
 from plume_jax.core.errors import StateError, ValidationError
 from plume_jax.train.config import train_config
-from plume_jax.train.run_folder import FolderLock
+from plume_jax.train.folder import FolderLock
 from plume_jax.train.sweep import run_sweep, sweep_config
 from plume_jax.train.trainer import train
 
@@ -192,7 +192,7 @@ def test_a_sweep_resume_from_a_damaged_checkpoint_writes_nothing(sweep_run, tmp_
     every file of the sweep as it was (contents and modification times)."""
     import shutil
 
-    from plume_jax.train.run_folder import LOCK_NAME
+    from plume_jax.train.folder import LOCK_NAME
 
     sweep, original = sweep_run
     out = tmp_path / "s"
@@ -355,7 +355,7 @@ def test_a_checkpoint_written_before_a_setting_existed_resumes_at_its_default(tr
     import shutil
 
     from plume_jax.train.checkpoint import read_meta, save_checkpoint
-    from plume_jax.train.driver import Member, build_program, load_runner
+    from plume_jax.train.loop import Member, build_program, load_runner
 
     run = tmp_path / "run"
     shutil.copytree(trained, run)

@@ -261,7 +261,7 @@ def test_sweep_setup_refuses_members_of_different_programs():
 
 
 def test_run_lanes_trains_one_single_run_on_one_device_only():
-    from plume_jax.train.driver import Member, build_program
+    from plume_jax.train.loop import Member, build_program
 
     def member(**run):
         cfg = train_config(_with("run", **run))
@@ -487,7 +487,7 @@ def test_resume_differences_name_what_may_not_change():
 
 
 def test_chunk_lengths_follow_the_budget_checkpoints_and_measured_speed():
-    from plume_jax.train.chunks import REPORT_SECONDS, next_chunk
+    from plume_jax.train.loop import REPORT_SECONDS, next_chunk
 
     def chunk(done, spu, left=None, every=None, total=1000):
         return next_chunk(done, total, every=every, seconds_per_update=spu,
@@ -587,7 +587,7 @@ def test_a_resume_says_nothing_of_anneal_lr_for_an_algorithm_that_does_not_annea
     `anneal_lr: true` (PPO's default) sat in a belief_value_iteration config
     too, and resuming it with a new budget printed a note about annealing
     that algorithm never does."""
-    from plume_jax.train.run_folder import ResumePoint, resume_notes
+    from plume_jax.train.folder import ResumePoint, resume_notes
 
     def note(algo):
         cfg = train_config({"env": {"id": "PlumeNav-Poisson-Iso19x19-v0"},

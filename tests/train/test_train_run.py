@@ -341,7 +341,7 @@ def test_resume_refuses_a_config_that_changes_the_problem_or_the_algorithm(run, 
 
 
 def test_resume_allows_a_new_budget_and_says_what_it_does_to_the_annealed_rate(run):
-    from plume_jax.train.run_folder import resume_notes, resume_point
+    from plume_jax.train.folder import resume_notes, resume_point
 
     cfg = load_train_config(run["out"] / "config.yaml").replace(
         algo={"total_steps": 16 * 32 * 48}, eval={"num_envs": 8}, run={"log_every": 1})

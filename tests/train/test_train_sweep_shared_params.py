@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from plume_jax.plumes import save_movie
-from plume_jax.train import driver
+from plume_jax.train import loop as driver
 from plume_jax.train.members import Shared, member_axes, member_of, stack_members, \
     vmap_members
 from plume_jax.train.sweep import run_sweep, setup, sweep_config

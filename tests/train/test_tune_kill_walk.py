@@ -47,7 +47,7 @@ GRID = {"params": {"algo.learning_rate": {"type": "float", "low": 1e-3, "high": 
 KILLER = '''
 import os, signal, sys
 point, nth, args = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-import plume_jax.train.driver  # binds the final evaluation before the patch
+import plume_jax.train.loop  # binds the final evaluation before the patch
 import plume_jax.train.tune as tune
 from plume_jax.cli import main
 from plume_jax.train import evaluation

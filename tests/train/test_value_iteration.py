@@ -387,7 +387,7 @@ def test_missing_env_params_are_refused(tiny):
 def two_seeds(tiny):
     """Seeds 3 and 7, at learning rates 1e-3 and 3e-3, trained 4 iterations
     (evaluated at 2 and 4) as one batched program, and each alone."""
-    from plume_jax.train.lanes import shared
+    from plume_jax.train.members import shared
 
     _, params, algo = tiny
     hps = [VI.ValueIterationHparams(learning_rate=jnp.float32(lr)) for lr in (1e-3, 3e-3)]

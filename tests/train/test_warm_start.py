@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from plume_jax.core.errors import ValidationError
-from plume_jax.train import driver
+from plume_jax.train import loop as driver
 from plume_jax.train.config import train_config
 from plume_jax.train.sweep import setup, sweep_config
 from plume_jax.train.trainer import train

@@ -34,10 +34,10 @@ from typing import Any, TextIO
 
 from plume_jax.core.errors import ValidationError
 from plume_jax.progress import ProgressBar
-from plume_jax.train.chunks import Interrupted, stop_on_signals
+from plume_jax.train.loop import Interrupted, stop_on_signals
 from plume_jax.files import atomic_create, is_temporary
 from plume_jax.train.config import read_yaml, with_overrides
-from plume_jax.train.driver import write_text
+from plume_jax.files import atomic_write as write_text
 from plume_jax.train.tune import study as studies
 from plume_jax.train.tune.programs import TrialRun, groups, train_group
 from plume_jax.train.tune.report import write_report

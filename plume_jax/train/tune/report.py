@@ -15,7 +15,7 @@ import warnings
 from typing import Any
 
 from plume_jax.train.config import dump_yaml, read_yaml
-from plume_jax.train.driver import write_text
+from plume_jax.files import atomic_write as write_text
 from plume_jax.train.progress import write_csv
 
 #: The best trial's config in the study folder (``plume-jax train`` names its

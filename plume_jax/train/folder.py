@@ -1,5 +1,5 @@
-"""Run folders: what ``train`` and ``sweep`` write, and every rule for
-writing and resuming them. The one run function (:func:`plume_jax.train.run.run`)
+"""The run folder: what ``train`` and ``sweep`` write, and every rule for
+writing and resuming it. The run function (:func:`plume_jax.train.run.run`)
 follows these rules through a :class:`SingleRun` (``plume-jax train``: the
 run folder is ``--out``) or a :class:`Sweep` (``plume-jax sweep``: a run
 folder per member under ``members/``, a checkpoint folder per compiled
@@ -16,6 +16,29 @@ A folder changes only by appending or by atomic replacement; nothing is
 trimmed or deleted before what replaces it is durable; what a resume from
 an older checkpoint would drop is moved aside, whole, under
 ``superseded/`` (:func:`set_aside_later_state`).
+
+The periodic evaluations (``eval.every``, run by :mod:`plume_jax.train.loop`)
+leave a row per evaluation in ``evaluations.jsonl`` and the best policy so
+far in ``best/``. What is on disk is the truth, so a kill at any moment
+loses nothing:
+
+- the best so far is the last row of ``evaluations.jsonl`` flagged
+  ``best`` (:func:`recorded_best`); a resumed run compares its next
+  evaluations with that row, whatever ``best/`` holds. Best: the higher
+  success rate, then the fewer mean steps to the goal (:func:`better`);
+- a new best policy is written whole into ``.best.partial/`` (its
+  ``evaluation.json`` last), then its row is appended (the commit), then it
+  is swapped into ``best/`` by renames (:func:`record_evaluation`).
+  :func:`settle_best` finishes or undoes a swap a kill interrupted: the
+  folder whose ``evaluation.json`` is the committed row itself becomes
+  ``best/``, an uncommitted ``.best.partial/`` is dropped (its evaluation is
+  run again), a ``.best.old/`` goes once ``best/`` holds the committed
+  policy, and a swap folder no row commits (another run's) is never
+  adopted. A folder is dropped by renaming it to a unique ``.best.drop-*``
+  name, then deleting it, so a kill part way through a deletion leaves only
+  such a folder, which the next settle deletes;
+- a resume drops rows (and a ``best/``) past the update it resumes from, as
+  it drops metrics rows (:func:`trim_evaluations`).
 """
 
 from __future__ import annotations
@@ -23,27 +46,45 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import json
+import math
 import os
 import pathlib
 import platform
+import secrets
 import shutil
 from collections.abc import Iterator, Mapping
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from plume_jax.core.errors import StateError, ValidationError
+from plume_jax.files import atomic_write, fsync_folder
+from plume_jax.files.safe_io import load_json_file
 from plume_jax.train.checkpoint import checkpoint_update, find_checkpoint, \
     partial_folder_prefix, read_checkpoint, read_meta
 from plume_jax.train.config import RESUME_MAY_CHANGE, TrainConfig, current_form, dump_yaml, \
     resume_differences, train_config
 from plume_jax.train.distributed import is_main_process
-from plume_jax.train.driver import Program, load_runner, write_text
 from plume_jax.train.loggers import RunLoggers
 from plume_jax.train.member_names import checkpoint_member_names, member_folders, \
     rename_legacy_member_folders, row_names
-from plume_jax.train.periodic_eval import BEST_FOLDERS, EVALUATIONS, check_best, \
-    copy_evaluations, replay_rows, settle_best, trim_evaluations
-from plume_jax.train.progress import read_jsonl, rows_up_to, write_jsonl
+from plume_jax.train.progress import append_jsonl, read_jsonl, rows_up_to, trim_jsonl, \
+    write_jsonl
 
+#: A :class:`plume_jax.train.loop.Program` (the loop imports this module, not the reverse).
+Program = Any
+
+#: The file of a member's periodic evaluation rows, in its run folder.
+EVALUATIONS = "evaluations.jsonl"
+#: The folder of a member's best policy, in its run folder.
+BEST = "best"
+#: Where a new best policy is written before its row commits it, and where
+#: the previous ``best/`` waits during the swap (:func:`settle_best`).
+PARTIAL, OLD = f".{BEST}.partial", f".{BEST}.old"
+#: The name prefix of a folder renamed aside to be deleted (:func:`settle_best`).
+DROP = f".{BEST}.drop-"
+#: Every name a run folder's best policy and its swap folders may have
+#: (``*``: any token), for ``--overwrite`` to clear.
+BEST_FOLDERS = (BEST, PARTIAL, OLD, f"{DROP}*")
 #: The lock file of a run or sweep folder (:class:`FolderLock`).
 LOCK_NAME = ".plume_jax.lock"
 #: Where a resume from an older checkpoint moves the run's later state.
@@ -409,7 +450,7 @@ def prepare_run_folder(out: pathlib.Path, config: TrainConfig, point: ResumePoin
     match the checkpoint. Write-ahead: when the folder holds a later state
     than the checkpoint resumed (kept checkpoints past it, or a later
     ``checkpoint/``) that state is first moved aside, whole
-    (:func:`~plume_jax.train.run_folder.set_aside_later_state`); rows past
+    (:func:`set_aside_later_state`); rows past
     the checkpoint are then dropped by an atomic replacement (after a kill
     they are trained again, bit for bit). Returns the metrics rows kept and
     the folder the later state went to (or None)."""
@@ -451,7 +492,7 @@ def keep_finished_run(out: pathlib.Path, point: ResumePoint) -> None:
 
 
 def write_config(out: pathlib.Path, config: TrainConfig) -> None:
-    write_text(out / "config.yaml", dump_yaml(config.to_dict()))
+    atomic_write(out / "config.yaml", dump_yaml(config.to_dict()))
 
 
 # ------------------------------------------------------------------ resuming a sweep
@@ -547,7 +588,7 @@ class RunFolders:
     (:func:`plume_jax.train.run.run`) asks for them, in its order: lock
     (:meth:`locked`), check (:meth:`check`: everything a resume reads, before
     anything moves), migrate (:meth:`migrate`), the checkpoint a program
-    resumes from (:meth:`checkpoint_of`, :meth:`load`), prepare the folder
+    resumes from (:meth:`checkpoint_of`, :meth:`as_saved`), prepare the folder
     (:meth:`prepare`, process 0), then per program :meth:`start` (its
     members' rows; process 0 writes) and, when it finished, :meth:`logs`.
     ``out`` None: nothing is written, nothing resumed.
@@ -609,9 +650,10 @@ class RunFolders:
         """The checkpoint program ``p`` resumes from, or None (a fresh start)."""
         return None
 
-    def load(self, p: Program, checkpoint: pathlib.Path) -> tuple[Any, int]:
-        """``p``'s runner from ``checkpoint``, checked; and its update."""
-        return load_runner(p, checkpoint)
+    def as_saved(self, p: Program, checkpoint: pathlib.Path) -> Program:
+        """``p`` as ``checkpoint`` was written for it (what its runner is
+        loaded and checked against)."""
+        return p
 
     def prepare(self, overwrite: bool) -> None:
         """Process 0, after every check: delete the outputs of an earlier
@@ -739,12 +781,12 @@ class Sweep(RunFolders):
         return checkpoint if self.resume and checkpoint is not None and checkpoint.exists() \
             else None
 
-    def load(self, p: Program, checkpoint: pathlib.Path) -> tuple[Any, int]:
+    def as_saved(self, p: Program, checkpoint: pathlib.Path) -> Program:
         names = checkpoint_member_names(read_meta(checkpoint), self.sweep, p.members)
         if names != [m.name for m in p.runs]:  # checked against the names it was written with
             p = dataclasses.replace(p, runs=[dataclasses.replace(m, name=n)
                                              for m, n in zip(p.runs, names)])
-        return load_runner(p, checkpoint)
+        return p
 
     def prepare(self, overwrite: bool) -> None:
         super().prepare(overwrite)
@@ -757,7 +799,6 @@ class Sweep(RunFolders):
             (out / "members" / name / "config.yaml").write_text(dump_yaml(cfg.to_dict()))
 
     def start(self, p: Program, resumed_at: int | None) -> Start:
-        from plume_jax.train.distributed import is_main_process
         if resumed_at is not None:
             names = row_names(self.sweep)
             return Start(resume_member_rows(p, resumed_at, names), [None] * len(p.runs))
@@ -781,3 +822,222 @@ class Sweep(RunFolders):
                              group=self.out.name, history=[])
         loggers.log_rows(rows)
         return loggers
+
+
+# ------------------------------------------------------------------ the best policy
+
+
+def better(row: dict[str, Any], best: dict[str, Any] | None) -> bool:
+    """Whether evaluation ``row`` beats ``best`` (None: anything does): a
+    higher success rate, or the same and fewer mean steps to the goal."""
+    if best is None:
+        return True
+
+    def steps(r: dict[str, Any]) -> float:
+        value = r.get("mean_steps_to_goal")
+        return math.inf if value is None else float(value)
+
+    if row["success_rate"] != best["success_rate"]:
+        return row["success_rate"] > best["success_rate"]
+    return steps(row) < steps(best)
+
+
+
+
+def _checked_row(row: Any, where: str) -> dict[str, Any]:
+    """``row`` if it is an evaluation row :func:`better` can compare;
+    ``ValidationError`` naming ``where`` otherwise."""
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and math.isfinite(value)
+
+    ok = (isinstance(row, dict) and isinstance(row.get("update"), int)
+          and not isinstance(row.get("update"), bool) and row["update"] >= 0
+          and number(row.get("success_rate"))
+          and (row.get("mean_steps_to_goal") is None or number(row["mean_steps_to_goal"])))
+    if not ok:
+        raise ValidationError.for_parameter(
+            "evaluation", where, "a periodic evaluation row (a JSON object with an integer "
+            "'update', a number 'success_rate' and a number or null 'mean_steps_to_goal'); "
+            "restore the file, or move that folder out of the run folder")
+    return row
+
+
+def _policy_row(policy: pathlib.Path) -> dict[str, Any] | None:
+    """The row in ``policy/evaluation.json`` (a ``best/`` or one of its
+    swap folders), checked; None when that folder is absent."""
+    if not policy.exists():
+        return None
+    path = policy / "evaluation.json"
+    try:
+        row = load_json_file(path, f"{policy.name}/evaluation.json")
+    except ValidationError as exc:
+        raise ValidationError.for_parameter(
+            "evaluation", str(path), f"the row of the policy in {policy.name}/ (it is missing "
+            f"or damaged: {exc}); restore it, or move {policy.name}/ out of the run folder"
+        ) from None
+    if not (policy / "policy.npz").is_file():
+        raise ValidationError.for_parameter(
+            "evaluation", str(policy), "a best policy folder holding policy.npz beside its "
+            "evaluation.json; restore it, or move it out of the run folder")
+    return _checked_row(row, str(path))
+
+
+def _same_row(row: dict[str, Any], best: dict[str, Any] | None) -> bool:
+    """Whether a policy folder's row is the recorded best row ``best``
+    itself: every key and value alike (compared as JSON, so a NaN figure
+    matches itself)."""
+    return best is not None and json.dumps(row, sort_keys=True) == json.dumps(best,
+                                                                              sort_keys=True)
+
+
+def best_row(folder: pathlib.Path) -> dict[str, Any] | None:
+    """The row of the policy in ``folder/best/`` (None when there is none),
+    checked (``ValidationError`` naming the file when it is damaged)."""
+    return _policy_row(folder / BEST)
+
+
+def recorded_best(folder: pathlib.Path, up_to: int | None = None) -> dict[str, Any] | None:
+    """The best periodic evaluation so far as ``evaluations.jsonl`` records
+    it: its last row flagged ``best`` (of updates ``<= up_to`` when given),
+    checked; None when none is."""
+    flagged = [r for r in replay_rows(folder) if r.get("best") is True
+               and (up_to is None or int(r["update"]) <= up_to)]
+    return _checked_row(flagged[-1], str(folder / EVALUATIONS)) if flagged else None
+
+
+def dropped_folders(folder: pathlib.Path) -> list[str]:
+    """The ``.best.drop-*`` folders in ``folder``: folders set aside to be
+    deleted (:func:`settle_best`) that a kill left, whole or part deleted."""
+    return sorted(p.name for p in folder.glob(f"{DROP}*") if p.is_dir() and not p.is_symlink())
+
+
+def _best_plan(folder: pathlib.Path, up_to: int | None = None
+               ) -> tuple[dict[str, Any] | None, str | None, list[str]]:
+    """How ``folder``'s best policy is made consistent with its rows (of
+    updates ``<= up_to``), everything read and checked, nothing changed:
+    ``(recorded best row, the folder among best/, .best.partial/,
+    .best.old/ holding its policy or None, the folders to drop)``.
+
+    The holder is the folder whose ``evaluation.json`` is the recorded row
+    itself (not merely a row of the same update: a folder another run left
+    is never adopted). A damaged folder (a kill part way through writing or
+    deleting it) is dropped when another folder holds the recorded row, and
+    so is a damaged ``.best.partial/`` or ``.best.old/`` in any case; a
+    damaged ``best/`` with no other holder is refused (``ValidationError``
+    naming it). Leftover ``.best.drop-*`` folders are always dropped."""
+    best = recorded_best(folder, up_to)
+    found: dict[str, dict[str, Any]] = {}
+    damaged: dict[str, ValidationError] = {}
+    for name in (BEST, PARTIAL, OLD):
+        try:
+            row = _policy_row(folder / name)
+        except ValidationError as exc:
+            damaged[name] = exc  # killed while it was written or deleted, or hand-damaged
+            continue
+        if row is not None:
+            found[name] = row
+    leftovers = dropped_folders(folder)
+    holder = next((name for name, row in found.items() if _same_row(row, best)), None)
+    if holder is not None:
+        return best, holder, [name for name in [*found, *damaged] if name != holder] + leftovers
+    if BEST in damaged:  # nothing else holds the recorded best: best/ is not to be guessed at
+        raise damaged[BEST]
+    # no folder holds the recorded best: the swap folders go (an uncommitted
+    # partial, an old best superseded, or another run's), and so does a best/
+    # past ``up_to`` (set aside before a resume from an older update)
+    drop = [*damaged, *(name for name, row in found.items() if name != BEST
+                        or (up_to is not None and row["update"] > up_to))]
+    return best, BEST if BEST in found and BEST not in drop else None, drop + leftovers
+
+
+def check_best(folder: pathlib.Path) -> None:
+    """Read and check everything :func:`settle_best` and a resume read in
+    ``folder`` (``evaluations.jsonl``, ``best/`` and its swap folders):
+    ``ValidationError`` naming the damaged file, before anything moves."""
+    _best_plan(folder)
+
+
+def settle_best(folder: pathlib.Path, up_to: int | None = None) -> dict[str, Any] | None:
+    """Make ``folder/best/`` hold the policy of the recorded best row (of
+    updates ``<= up_to``), finishing or undoing a swap a kill interrupted
+    (module docstring); returns that row. Every step is a rename: a folder
+    to drop is first renamed to a unique ``.best.drop-*`` name, and only
+    then deleted, so a kill part way through a deletion leaves a folder
+    the next call deletes, never a damaged ``best/``."""
+    best, holder, drop = _best_plan(folder, up_to)
+    doomed = [_set_aside(folder / name) for name in drop]
+    if holder in (PARTIAL, OLD):
+        os.replace(folder / holder, folder / BEST)
+    if doomed or holder in (PARTIAL, OLD):
+        fsync_folder(folder)
+    for path in doomed:
+        shutil.rmtree(path)
+    return best
+
+
+def _set_aside(path: pathlib.Path) -> pathlib.Path:
+    """``path`` renamed (atomically) to a unique ``.best.drop-*`` name beside
+    it, unless it has one already; the path it now has."""
+    if path.name.startswith(DROP):
+        return path
+    aside = path.with_name(f"{DROP}{secrets.token_hex(6)}")
+    os.rename(path, aside)
+    return aside
+
+
+def trim_evaluations(folder: pathlib.Path, update: int) -> None:
+    """Before a run folder resumes at ``update``: drop the periodic
+    evaluation rows past it (an atomic replacement) and a ``best/`` policy
+    found past it (it belongs to a trajectory the resume retrains; the next
+    evaluation that beats the recorded best writes ``best/`` anew). Call it
+    after any later state was set aside
+    (:func:`set_aside_later_state`) and after
+    :func:`check_best` passed."""
+    settle_best(folder)  # a swap a kill cut short, finished before anything is dropped
+    trim_jsonl(folder / EVALUATIONS, update)
+    settle_best(folder, update)
+
+
+def copy_evaluations(source: pathlib.Path, folder: pathlib.Path, update: int) -> None:
+    """A run resumed into a new folder from ``source``'s checkpoint at
+    ``update``: its periodic evaluation rows up to ``update`` and the policy
+    of its recorded best by then (from ``best/``, or from a swap folder a
+    kill left), as the metrics rows are copied. ``source`` is only read."""
+    best, holder, _ = _best_plan(source, update)
+    if (source / EVALUATIONS).is_file():
+        write_jsonl(folder / EVALUATIONS, rows_up_to(source / EVALUATIONS, update))
+    row = _policy_row(source / holder) if holder is not None else None
+    if row is not None and _same_row(row, best) \
+            and not (folder / BEST).exists():
+        shutil.copytree(source / str(holder), folder / BEST)
+
+
+def replay_rows(folder: pathlib.Path) -> list[dict[str, Any]]:
+    """The periodic evaluation rows of a run folder (none: ``[]``)."""
+    path = folder / EVALUATIONS
+    return read_jsonl(path) if path.is_file() else []
+
+
+def write_partial_best(folder: pathlib.Path, row: dict[str, Any],
+                       write_policy: Callable[[pathlib.Path], Any]) -> None:
+    """The policy of evaluation ``row``, written whole by
+    ``write_policy(folder/.best.partial)``, then its ``evaluation.json``;
+    :func:`settle_best` swaps it into ``best/`` once ``row`` is committed."""
+    tmp = folder / PARTIAL
+    if tmp.exists():
+        shutil.rmtree(_set_aside(tmp))
+    write_policy(tmp)
+    atomic_write(tmp / "evaluation.json", json.dumps(row, indent=2))
+
+
+def record_evaluation(folder: pathlib.Path, row: dict[str, Any],
+                      write_policy: Callable[[pathlib.Path], Any]) -> None:
+    """Append periodic evaluation ``row`` to ``folder/evaluations.jsonl``;
+    a new best (``row["best"]``) is first written whole
+    (:func:`write_partial_best`), committed by its row, then swapped in."""
+    if row["best"]:
+        write_partial_best(folder, row, write_policy)
+    append_jsonl(folder / EVALUATIONS, [row])
+    if row["best"]:
+        settle_best(folder)

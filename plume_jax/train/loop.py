@@ -1,0 +1,809 @@
+"""The training loop: one compiled *program* of any
+:class:`~plume_jax.train.algorithms.base.Algorithm`, built, initialised or
+loaded, trained in chunks with checkpoints in between, evaluated
+periodically with each member's best policy kept, then evaluated and
+written. ``plume-jax train`` (a program of one member), ``sweep`` (programs
+of members grouped by static structure) and ``tune`` train through it; the
+folder rules it writes by are :mod:`plume_jax.train.folder`'s.
+
+A :class:`Program` is what one XLA program trains: the algorithm, its
+members (each a :class:`Member`: a config, its env and a run folder), their
+hyperparameters, env params and keys, stacked along a leading *member* axis
+when ``batched`` (a sweep: ``Algorithm.run`` vmapped over members) and
+plain when not; its checkpoints go to ``folder`` (``checkpoint/``,
+``checkpoints/update_N/``): a single run's run folder, a sweep's
+``programs/<k>``.
+
+:func:`train_program` compiles ``Algorithm.run`` once with a *dynamic*
+number of updates per call (``count``), so any chunk length reuses it and
+splitting a run into chunks of any lengths gives bit-for-bit the results of
+one call. The host chooses each chunk's length (:func:`next_chunk`): up to
+the end, the next ``run.checkpoint_every`` multiple, the next ``eval.every``
+multiple, about :data:`REPORT_SECONDS` of training (so metrics reach the
+disk regularly) and the time left until a timed checkpoint
+(``run.checkpoint_minutes``) is due. After every chunk the metrics rows are
+appended to each member's ``metrics.jsonl`` and live loggers; at an
+``eval.every`` multiple the checkpoint is written first, then every member
+is evaluated greedily on ``eval.periodic_episodes`` episodes from
+``eval.periodic_seed`` (a row in ``evaluations.jsonl``, TensorBoard's
+``eval/`` scalars, a new best into ``best/``); a resumed run evaluates the
+update it resumed from again when a kill interrupted that evaluation.
+SIGINT / SIGTERM (:func:`stop_on_signals`) stop the run at the end of the
+chunk, checkpointed.
+
+A single run with ``run.lanes`` trains as lane 0 of a vmapped program of
+identical copies (:class:`Lanes`): a member of a vmapped program depends on
+the program's width (XLA picks other loop orders), not on its position or
+the other members' hyperparameters, so ``N`` copies of one run reproduce a
+sweep member of width ``N`` bit for bit. A width schedule
+(:class:`~plume_jax.train.lane_schedule.LaneSchedule`) compiles one program
+per width and switches at each ``from_update``; each evaluation runs at the
+width of the program that trained the update it evaluates.
+
+With several processes (:mod:`plume_jax.train.distributed`) every process
+runs the same calls: chunk lengths and checkpoint decisions are process
+0's (:func:`~plume_jax.train.distributed.agree`), metrics are gathered to
+every process, and process 0 alone writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import functools
+import json
+import math
+import os
+import pathlib
+import platform
+import signal
+import threading
+import time
+from typing import Any, Callable, Iterator
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from plume_jax.core.errors import ValidationError
+from plume_jax.core.seeding import keys_from_seeds, seed_key
+from plume_jax.files import atomic_write
+from plume_jax.progress import ProgressBar
+from plume_jax.train.algorithms.base import Algorithm, algorithm_class
+from plume_jax.train.checkpoint import checkpoint_update, export_policy, load_checkpoint, \
+    save_checkpoint
+from plume_jax.train.config import TrainConfig, current_form
+from plume_jax.train.distributed import agree, host_copy, is_main_process, mesh as make_mesh, \
+    resolve_devices, shard_members, shard_runner
+from plume_jax.train.evaluation import eval_num_steps, evaluate, evaluate_in_lanes, \
+    member_evaluation
+from plume_jax.train.folder import BEST, best_row, better, record_evaluation, recorded_best, \
+    replay_rows, settle_best, write_partial_best
+from plume_jax.train.lane_schedule import LaneSchedule
+from plume_jax.train.loggers import RunLoggers
+from plume_jax.train.members import member_of, shared, stack_members, vmap_members
+from plume_jax.train.progress import Progress, append_jsonl, metric_rows, write_csv
+from plume_jax.train.warm_start import check_member, warm_start_program
+
+#: Seconds of training between two host visits (metrics written, checkpoint
+#: due?); the chunk lengths follow from the measured speed.
+REPORT_SECONDS = 30.0
+#: Most updates one call of the compiled program runs (its metrics buffer).
+MAX_CHUNK = 4096
+#: The keys of an evaluation summary a periodic evaluation row keeps.
+ROW_KEYS = ("success_rate", "mean_steps_to_goal", "mean_return", "episodes", "seed")
+
+
+def machine_info() -> dict[str, Any]:
+    """Where a run trained: platform, CPU count, Python, JAX, backend, devices."""
+    return {"platform": platform.platform(),
+            "processor": platform.processor() or platform.machine(),
+            "cpu_count": os.cpu_count(), "python": platform.python_version(),
+            "jax": jax.__version__, "backend": jax.default_backend(),
+            "devices": [str(d) for d in jax.devices()], "processes": jax.process_count()}
+
+
+def update_of(runner: Any) -> int:
+    """The update ``runner`` is at (every member's is the same), read from
+    this process's first shard (a sweep's runner may span devices this
+    process cannot read)."""
+    update = runner.update
+    if isinstance(update, jax.Array) and not update.is_fully_addressable:
+        update = update.addressable_data(0)
+    return int(np.asarray(update).reshape(-1)[0])
+
+
+# ------------------------------------------------------------------ programs
+@dataclasses.dataclass
+class Member:
+    """One run trained by a program: its validated ``config``, the ``env``
+    and ``env_params`` it trains on, its run ``folder`` (None: nothing
+    written), its ``name`` in a sweep (``""`` for a single run) and extra
+    ``summary.json`` fields (a sweep member's grid values)."""
+
+    config: TrainConfig
+    env: Any
+    env_params: Any
+    folder: pathlib.Path | None = None
+    name: str = ""
+    summary: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class Program:
+    """Members trained by one compiled program (module docstring).
+
+    ``hp``, ``env_params`` and ``keys`` have a leading member axis when
+    ``batched``; ``mesh`` shards that axis (batched) or the env batch (a
+    single run of an algorithm that ``shards_env_batch``). ``members``: the
+    members' indices in their sweep (``[0]`` for a single run). ``lanes``:
+    a single run's ``run.lanes`` (None: the plain unbatched program).
+    """
+
+    algo: Algorithm
+    runs: list[Member]
+    hp: Any
+    env_params: Any
+    keys: jax.Array
+    batched: bool
+    mesh: Any = None
+    folder: pathlib.Path | None = None
+    members: list[int] = dataclasses.field(default_factory=lambda: [0])
+    label: str = ""
+    lanes: LaneSchedule | None = None
+
+    @property
+    def config(self) -> TrainConfig:
+        """The first member's config (the static settings all members share)."""
+        return self.runs[0].config
+
+    @property
+    def env(self) -> Any:
+        return self.runs[0].env
+
+    @property
+    def num_updates(self) -> int:
+        return self.config.num_updates
+
+    @property
+    def devices(self) -> int:
+        return 1 if self.mesh is None else int(self.mesh.size)
+
+    def meta(self, update: int) -> dict[str, Any]:
+        """A checkpoint's metadata at ``update``: a single run's config, or
+        a batched program's member names and configs."""
+        if not self.batched:
+            return {"config": self.config.to_dict(), "update": update,
+                    "num_updates": self.num_updates}
+        return {"members": [m.name for m in self.runs],
+                "configs": [m.config.to_dict() for m in self.runs], "update": update,
+                "num_updates": self.num_updates}
+
+    def runner_of(self, runner: Any, j: int) -> Any:
+        """Member ``j``'s runner (the stacked runner's slice when batched)."""
+        return jax.tree.map(lambda x: x[j], runner) if self.batched else runner
+
+
+def build_program(runs: list[Member], *, batched: bool, folder: pathlib.Path | None = None,
+                  members: list[int] | None = None, label: str = "") -> Program:
+    """The :class:`Program` of ``runs``, which share static settings and env
+    structure (the caller groups them). ``batched``: stack their
+    hyperparameters, env params (:func:`~plume_jax.train.members.stack_members`)
+    and keys along a member axis; otherwise ``runs`` is one member trained
+    unbatched, as ``plume-jax train`` does. Every member is checked
+    (``run.init_from`` included) before anything is written."""
+    first = runs[0]
+    cls = algorithm_class(first.config.algo["algorithm"])
+    mesh = lanes = None
+    if batched:
+        for m in runs:
+            if m.config.run["lanes"] is not None:
+                raise ValidationError.for_parameter(
+                    "run.lanes", m.config.run["lanes"], "null in a sweep or tune member (its "
+                    "program's width is the number of members it trains with; run.lanes is for "
+                    f"plume-jax train){f' ({m.name})' if m.name else ''}")
+        n_dev = resolve_devices(first.config.run["devices"], len(runs), "number of sweep members")
+        mesh = make_mesh(n_dev, "members") if n_dev > 1 else None
+        algo = cls.build(first.config, first.env, first.env_params)
+        hp = jax.tree.map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]),
+                          *[algo.hparams(m.config, m.env_params) for m in runs])
+        env_params = stack_members([m.env_params for m in runs])
+        keys = keys_from_seeds([m.config.run["seed"] for m in runs])
+    else:
+        if len(runs) != 1:
+            raise ValidationError.for_parameter("runs", len(runs), "one member when unbatched")
+        lanes = _lanes(first.config, cls)
+        if cls.shards_env_batch and lanes is None:  # the env batch over the local devices
+            n_dev = resolve_devices(first.config.run["devices"], first.config.algo["num_envs"],
+                                    "algo.num_envs")
+            mesh = make_mesh(n_dev, "envs") if n_dev > 1 else None
+        algo = cls.build(first.config, first.env, first.env_params, mesh=mesh)
+        hp = algo.hparams(first.config, first.env_params)
+        env_params = first.env_params
+        keys = seed_key(first.config.run["seed"])
+    for m in runs:
+        check_member(algo, m.config, m.env_params, m.name)
+    return Program(algo=algo, runs=list(runs), hp=hp, env_params=env_params, keys=keys,
+                   batched=batched, mesh=mesh, folder=folder,
+                   members=list(range(len(runs))) if members is None else list(members),
+                   label=label, lanes=lanes)
+
+
+def _lanes(config: TrainConfig, cls: type[Algorithm]) -> LaneSchedule | None:
+    """A single run's ``run.lanes``, checked: a sweepable algorithm, one
+    device (``run.devices`` auto or 1), one process."""
+    lanes = config.run["lanes"]
+    if lanes is None:
+        return None
+    if not cls.sweepable:
+        raise ValidationError.for_parameter(
+            "run.lanes", lanes, f"null for algo.algorithm {config.algo['algorithm']!r}, which "
+            "trains one run at a time (lanes are the members of a vmapped program)")
+    if config.run["devices"] not in ("auto", 1):
+        raise ValidationError.for_parameter(
+            "run.lanes", lanes, f"null with run.devices {config.run['devices']} (a run in "
+            "lanes trains on one device: set run.devices to 1 or auto)")
+    if jax.process_count() > 1:
+        raise ValidationError.for_parameter(
+            "run.lanes", lanes, f"null in a run of {jax.process_count()} processes (a run in "
+            "lanes trains in one process)")
+    return LaneSchedule.of(lanes)
+
+
+def _copies(tree: Any, lanes: int) -> Any:
+    """``tree`` with a leading lane axis of ``lanes`` identical copies."""
+    return jax.tree.map(lambda x: jnp.broadcast_to(x, (lanes, *jnp.shape(x))), tree)
+
+
+def _init(p: Program) -> Any:
+    if not p.batched and p.lanes is not None:  # lane 0 of the first width's copies
+        runner = vmap_members(p.algo.init, _copies(p.keys, p.lanes.training_width(0)),
+                              _copies(p.hp, p.lanes.training_width(0)), shared(p.env_params))
+        return jax.tree.map(lambda x: x[0], runner)
+    if not p.batched:
+        return p.algo.init(p.keys, p.hp, p.env_params)
+    if p.algo.sweepable:
+        return vmap_members(p.algo.init, p.keys, p.hp, p.env_params)
+    return jax.tree.map(lambda x: x[None], p.algo.init(*member_of((p.keys, p.hp, p.env_params), 0)))
+
+
+def place_runner(p: Program, runner: Any) -> Any:
+    """``runner`` on ``p``'s mesh (as it is without one)."""
+    if p.mesh is None:
+        return runner
+    return shard_members(runner, p.mesh, "members") if p.batched else \
+        shard_runner(runner, p.mesh, "envs")
+
+
+def init_runner(p: Program) -> Any:
+    """A fresh runner: ``algo.init`` of every member, then each member with
+    ``run.init_from`` started from that policy
+    (:mod:`plume_jax.train.warm_start`), on the program's mesh."""
+    runner = jax.block_until_ready(jax.jit(lambda: _init(p))())
+    return place_runner(p, warm_start_program(p, runner))
+
+
+def load_runner(p: Program, checkpoint: pathlib.Path) -> tuple[Any, int]:
+    """The runner of ``checkpoint`` on the mesh, and its update; a batched
+    program's checkpoint must hold its members and configs."""
+    runner, meta = load_checkpoint(checkpoint, jax.eval_shape(lambda: _init(p)))
+    if p.batched:
+        expected = json.loads(json.dumps(p.meta(0)))
+        saved = {"members": meta.get("members"),  # configs of 0.1.x: in this version's form
+                 "configs": [current_form(c) for c in meta.get("configs") or []]}
+        for key in ("members", "configs"):
+            if saved[key] != expected[key]:
+                raise ValidationError.for_parameter(
+                    "--resume", str(checkpoint),
+                    f"a checkpoint of this sweep's program (its {key} differ from sweep.yaml's)")
+    return place_runner(p, runner), int(meta.get("update", 0))
+
+
+class _OneMember:
+    """A batched program of one member of an algorithm that is not
+    ``sweepable``: ``run`` takes and gives the stacked form (a member axis
+    of 1) and runs the algorithm unbatched."""
+
+    def __init__(self, algo: Algorithm):
+        self.algo = algo
+
+    def run(self, runner: Any, hp: Any, env_params: Any, num_updates: int,
+            callback: Any = None, log_every: int = 1, batched: bool = True, count: Any = None):
+        inner = None if callback is None else (
+            lambda m: callback(jax.tree.map(lambda x: np.asarray(x)[None], m)))
+        runner, metrics = self.algo.run(
+            member_of(runner, 0), member_of(hp, 0), member_of(env_params, 0), num_updates,
+            callback=inner, log_every=log_every, batched=False, count=count)
+        return jax.tree.map(lambda x: x[None], runner), jax.tree.map(lambda x: x[:, None], metrics)
+
+
+class Lanes:
+    """A sweepable algorithm whose ``run`` takes and gives one member's
+    runner and metrics but trains ``lanes`` copies of it as one batched
+    program (copied inside it, env params kept once), keeping lane 0."""
+
+    def __init__(self, algo: Algorithm, lanes: int):
+        self.algo, self.lanes = algo, int(lanes)
+
+    def run(self, runner: Any, hp: Any, env_params: Any, num_updates: int,
+            callback: Any = None, log_every: int = 1, batched: bool = False,
+            count: Any = None) -> tuple[Any, dict[str, Any]]:
+        if batched:
+            raise ValueError("Lanes.run takes one member's runner (batched=False)")
+        inner = None if callback is None else (
+            lambda m: callback(jax.tree.map(lambda x: np.asarray(x)[0], m)))
+        out, metrics = self.algo.run(_copies(runner, self.lanes), _copies(hp, self.lanes),
+                                     shared(env_params), num_updates, callback=inner,
+                                     log_every=log_every, batched=True, count=count)
+        return jax.tree.map(lambda x: x[0], out), jax.tree.map(lambda x: x[:, 0], metrics)
+
+
+# ------------------------------------------------------------------ stopping
+class Interrupted(Exception):
+    """A run stopped on SIGINT or SIGTERM after checkpointing (the CLI says
+    how to resume, exit status 130 or 143): ``signal_name``, ``update`` (the
+    checkpoint's) and ``resume`` (the command that continues the run)."""
+
+    def __init__(self, signal_name: str, update: int, resume: str):
+        super().__init__(f"interrupted by {signal_name} at update {update}: the checkpoint is "
+                         f"saved; continue with: {resume}")
+        self.signal_name = signal_name
+        self.update = update
+        self.resume = resume
+
+
+class StoppedAtOnce(KeyboardInterrupt):
+    """A second SIGINT while a run was already stopping: the run stops at
+    once, without a new checkpoint (exit status 130)."""
+
+    def __init__(self) -> None:
+        super().__init__("stopped at once by a second SIGINT, without a new checkpoint: the "
+                         "run folder keeps its last checkpoint, which --resume continues from")
+
+
+class StopRequest:
+    """Set by :func:`stop_on_signals` when a stop was asked for (the signal's name)."""
+
+    def __init__(self) -> None:
+        self.signal_name: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.signal_name is not None
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[StopRequest]:
+    """While the block runs, the first SIGINT (Ctrl-C) or SIGTERM (what a
+    scheduler sends before it kills a job) asks the run to stop at the end of
+    the current chunk, checkpointed; a second SIGINT interrupts at once
+    (:class:`StoppedAtOnce`). Handlers are installed only in the main thread
+    (elsewhere the block runs as it is) and restored after."""
+    request = StopRequest()
+    if threading.current_thread() is not threading.main_thread():
+        yield request
+        return
+    previous = {}
+
+    def handler(signum: int, frame: Any) -> None:
+        if request.signal_name is not None and signum == signal.SIGINT:
+            raise StoppedAtOnce
+        request.signal_name = signal.Signals(signum).name
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.signal(sig, handler)
+    try:
+        yield request
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+# ------------------------------------------------------------------ the loop
+def next_chunk(done: int, num_updates: int, *, every: int | None, seconds_per_update: float | None,
+               seconds_to_checkpoint: float | None, max_chunk: int = MAX_CHUNK,
+               eval_every: int | None = None) -> int:
+    """How many updates the next call runs (module docstring); the first
+    chunk (speed not measured yet) is one update."""
+    n = min(num_updates - done, max_chunk)
+    for period in (every, eval_every):
+        if period:
+            n = min(n, period - done % period)
+    if seconds_per_update is None:
+        return 1
+    spu = max(seconds_per_update, 1e-9)
+    n = min(n, max(1, math.floor(REPORT_SECONDS / spu)))
+    if seconds_to_checkpoint is not None:
+        n = min(n, max(1, math.ceil(seconds_to_checkpoint / spu)))
+    return max(1, n)
+
+
+@dataclasses.dataclass
+class ChunkStats:
+    """Timings of a program's training (seconds); ``interrupted``: the stop
+    request (signal name) it stopped early on, after checkpointing."""
+
+    compile_seconds: float = 0.0
+    train_seconds: float = 0.0
+    checkpoint_seconds: float = 0.0
+    checkpoints: int = 0
+    interrupted: str | None = None
+
+
+@dataclasses.dataclass
+class ProgramResult:
+    """A trained program: its final ``runner``, per-member metrics ``rows``
+    (one list of per-update rows per member, from update 1), timings and
+    the update it started from (0: fresh)."""
+
+    setup: Program
+    runner: Any
+    rows: list[list[dict[str, Any]]]
+    init_seconds: float
+    stats: ChunkStats
+    resumed_at_update: int = 0
+
+    @property
+    def compile_seconds(self) -> float:
+        return self.stats.compile_seconds
+
+    @property
+    def train_seconds(self) -> float:
+        return self.stats.train_seconds
+
+    @property
+    def interrupted(self) -> str | None:
+        return self.stats.interrupted
+
+    @property
+    def update(self) -> int:
+        return update_of(self.runner)
+
+    @property
+    def metrics(self) -> dict[str, np.ndarray]:
+        """The rows as arrays [updates, members] (NaN where a value is None)."""
+        names = list(self.rows[0][0]) if self.rows and self.rows[0] else []
+        return {n: np.asarray([[np.nan if r[u].get(n) is None else r[u][n] for r in self.rows]
+                               for u in range(len(self.rows[0]))], np.float64) for n in names}
+
+
+def train_program(p: Program, runner: Any, rows: list[list[dict[str, Any]]], *,
+                  bar: ProgressBar, offset: float = 0.0, init_seconds: float = 0.0,
+                  loggers: list[Any] | None = None, stop: Any = None) -> ProgramResult:
+    """Train ``p`` from ``runner`` (at its update; ``rows``: each member's
+    metrics rows so far, extended in place) to ``p.num_updates``, in chunks
+    (module docstring). ``loggers``: each member's live loggers or None;
+    the bar is at ``offset`` plus the members' env steps; ``stop``: a
+    :class:`StopRequest` (or a tuner's) that, once set after a chunk or an
+    evaluation, ends the run there, checkpointed (``stats.interrupted``)."""
+    cfg, steps, main = p.config, p.algo.steps_per_update, is_main_process()
+    start = done = update_of(runner)
+    hp, env_params = p.hp, p.env_params
+    if p.batched and p.mesh is not None:
+        hp, env_params = (shard_members(t, p.mesh, "members") for t in (hp, env_params))
+    loggers = loggers or [None] * len(p.runs)
+    evaluate_now = periodic_evaluator(p, loggers, note=lambda update, text: bar.update(
+        offset + len(p.runs) * update * steps, message=text))
+    if evaluate_now is not None and done % cfg.eval["every"] == 0 < done:
+        evaluate_now(runner, done, resumed=True)  # if a kill interrupted it
+    printer = Progress(bar, p.num_updates, cfg.steps_per_update, offset=offset,
+                       members=len(p.runs), prefix=p.label)
+    chunks = _Chunks(p, stop, evaluate_now)
+    phases = _phases(p)
+    for begin, algo, end in phases:
+        if done >= end or chunks.stats.interrupted:
+            continue
+        at = offset + len(p.runs) * done * steps
+        bar.update(at, message=f"{p.label + ' | ' if p.label else ''}compiling the training "
+                   f"program{f' (from update {begin})' if len(phases) > 1 else ''}")
+        t0 = time.perf_counter()
+        program = jax.jit(functools.partial(
+            algo.run, num_updates=min(p.num_updates, MAX_CHUNK), callback=printer,
+            log_every=cfg.run["log_every"], batched=p.batched)).lower(
+            runner, hp, env_params, count=1).compile()
+        chunks.stats.compile_seconds += time.perf_counter() - t0
+        bar.restart_clock(at)
+        seconds_per_update = None
+        while done < end:
+            n = min(chunks.length(done, seconds_per_update), end - done)
+            printer.restart(done * steps)
+            t0 = time.perf_counter()
+            runner, metrics = program(runner, hp, env_params, count=n)
+            jax.block_until_ready(runner)
+            elapsed = time.perf_counter() - t0
+            chunks.stats.train_seconds += elapsed
+            seconds_per_update, done = elapsed / n, done + n
+            _append_rows(p, rows, loggers, host_copy(jax.tree.map(lambda x: x[:n], metrics)),
+                         main)
+            if chunks.after(runner, done, seconds_per_update):
+                break
+    if jax.process_count() > 1:  # the members' state on every process, for what follows
+        runner = host_copy(runner)
+    return ProgramResult(setup=p, runner=runner, rows=rows, init_seconds=init_seconds,
+                         stats=chunks.stats, resumed_at_update=start)
+
+
+def _phases(p: Program) -> list[tuple[int, Any, int]]:
+    """``(from_update, algo, to_update)`` of each compiled program ``p``
+    trains in: one, or one per width of a ``run.lanes`` schedule."""
+    if p.lanes is None:
+        return [(0, p.algo if p.algo.sweepable or not p.batched else _OneMember(p.algo),
+                 p.num_updates)]
+    starts = [s for s, _ in p.lanes.segments[1:]] + [p.num_updates]
+    return [(s, Lanes(p.algo, w), min(e, p.num_updates))
+            for (s, w), e in zip(p.lanes.segments, starts)]
+
+
+def _append_rows(p: Program, rows: list[list[dict[str, Any]]], loggers: list[Any],
+                 metrics: dict[str, Any], main: bool) -> None:
+    """A chunk's ``metrics`` (stacked over its updates; members on axis 1
+    when batched) as rows: into ``rows``, each member's ``metrics.jsonl``
+    (process 0) and its logger."""
+    for j, member in enumerate(p.runs):
+        if p.batched:
+            new = [{k: v for k, v in r.items() if k != "member"} for r in
+                   metric_rows({n: np.asarray(v)[:, j] for n, v in metrics.items()})]
+        else:
+            new = metric_rows(metrics)
+        rows[j].extend(new)
+        if member.folder is not None and main:
+            append_jsonl(member.folder / "metrics.jsonl", new)
+        if loggers[j] is not None:
+            loggers[j].log_rows(new)
+
+
+class _Chunks:
+    """What the host decides between the chunks of one program: each
+    chunk's length, the checkpoints (to ``p.folder``; none without one),
+    the periodic evaluation and the stop request; its ``stats``."""
+
+    def __init__(self, p: Program, stop: Any, evaluate: Callable[..., None] | None):
+        self.p, self.stop, self.evaluate = p, stop, evaluate
+        self.every, self.eval_every = p.config.run["checkpoint_every"], p.config.eval["every"]
+        minutes = p.config.run["checkpoint_minutes"]
+        self.interval = None if minutes is None or p.folder is None else 60.0 * minutes
+        self.last = time.monotonic()
+        self.stats = ChunkStats()
+
+    def length(self, done: int, seconds_per_update: float | None) -> int:
+        """The next chunk's length (:func:`next_chunk`; without a folder,
+        nothing to write between chunks: up to the next evaluation)."""
+        p = self.p
+        if p.folder is None:
+            n = min(p.num_updates - done, MAX_CHUNK)
+            return min(n, self.eval_every - done % self.eval_every) if self.evaluate else n
+        left = None if self.interval is None else self.interval - (time.monotonic() - self.last)
+        return agree(next_chunk(done, p.num_updates, every=self.every,
+                                seconds_per_update=seconds_per_update,
+                                seconds_to_checkpoint=left, eval_every=self.eval_every))
+
+    def after(self, runner: Any, done: int, seconds_per_update: float) -> bool:
+        """After a chunk: the checkpoint when one is due (a kept
+        ``checkpoint_every`` multiple, a timed one, a stop, an evaluation,
+        the end), then the evaluation due; whether the run stops here."""
+        p, stopping = self.p, self._stopping()
+        evaluate = self.evaluate if self.eval_every and done % self.eval_every == 0 else None
+        if p.folder is not None:
+            kept = bool(self.every and done % self.every == 0 and done < p.num_updates)
+            timed = bool(agree(self.interval is not None and (
+                time.monotonic() - self.last + 0.5 * seconds_per_update >= self.interval)))
+            if kept or timed or stopping or evaluate is not None or done == p.num_updates:
+                t0 = time.perf_counter()
+                state = host_copy(runner) if jax.process_count() > 1 else runner  # a collective
+                if is_main_process():
+                    save_checkpoint(p.folder / "checkpoint", state, p.meta(done))
+                    if kept:
+                        save_checkpoint(p.folder / "checkpoints" / f"update_{done:08d}", state,
+                                        p.meta(done))
+                self.stats.checkpoint_seconds += time.perf_counter() - t0
+                self.stats.checkpoints += 1
+                self.last = time.monotonic()
+        if evaluate is not None:
+            evaluate(runner, done)
+            return stopping or self._stopping()  # a tuner prunes at an evaluation
+        return stopping
+
+    def _stopping(self) -> bool:
+        """Whether a stop was asked for (every process agreeing); sets
+        ``stats.interrupted``."""
+        if self.stop is None or not bool(agree(bool(self.stop))):
+            return False
+        self.stats.interrupted = self.stop.signal_name or "a stop request"
+        return True
+
+
+# ------------------------------------------------------------------ evaluations
+def periodic_evaluator(p: Program, loggers: list[Any], *, note: Callable[[int, str], None]
+                       ) -> Callable[..., None] | None:
+    """The ``on_evaluation(runner, update, resumed=False)`` of ``p`` (None
+    without ``eval.every``): every member's greedy figures, a row each
+    (:func:`~plume_jax.train.folder.record_evaluation`), a new best into
+    ``best/``, its logger's ``eval/`` scalars and one progress ``note``. A
+    member whose ``evaluations.jsonl`` holds the update's row gets no second
+    one; with ``resumed`` nothing is evaluated unless a row is missing. Each
+    member's best so far is its recorded best row, read when this is made."""
+    from plume_jax.train import evaluation  # looked up now: tests patch evaluation.evaluate
+
+    cfg = p.config
+    if not cfg.eval["every"]:
+        return None
+    num_steps, main = eval_num_steps(cfg, p.env_params), is_main_process()
+    best: list[dict[str, Any] | None] = []
+    for j, m in enumerate(p.runs):
+        if m.folder is not None and main:
+            settle_best(m.folder)
+            _restore_best(p, j)
+        best.append(recorded_best(m.folder) if m.folder is not None else None)
+
+    def on_evaluation(runner: Any, update: int, resumed: bool = False) -> None:
+        done = [main and m.folder is not None and any(
+            int(r["update"]) == update for r in replay_rows(m.folder)) for m in p.runs]
+        if resumed and agree(all(m.folder is None or d for m, d in zip(p.runs, done))):
+            return  # evaluated before the run stopped (or nothing to write it to)
+        if jax.process_count() > 1:  # every process: a collective
+            runner = host_copy(runner)
+        spec, arrays = p.algo.policy(runner)
+        seed, episodes = cfg.eval["periodic_seed"], cfg.eval["periodic_episodes"]
+        if p.lanes is not None:  # at the width of the program that trained this update
+            figures = evaluate_in_lanes(p.env, spec, arrays, p.env_params, seed, episodes,
+                                        num_steps, True, p.lanes.evaluation_width(update))
+        else:
+            figures = evaluation.evaluate(p.env, spec, arrays, p.env_params, seed, episodes,
+                                          num_steps, greedy=True, batched=p.batched)
+        texts = []
+        for j, member in enumerate(p.runs):
+            if done[j]:
+                continue
+            own = member_evaluation(figures, j) if p.batched else figures
+            row: dict[str, Any] = {"update": update, "env_steps": update * cfg.steps_per_update,
+                                   **{k: own[k] for k in ROW_KEYS}}
+            row["best"] = better(row, best[j])
+            best[j] = row if row["best"] else best[j]
+            steps = row["mean_steps_to_goal"]
+            texts.append(f"{member.name + ': ' if member.name else ''}success "
+                         f"{row['success_rate']:.3f}" + (f", {steps:.1f} steps" if steps is not
+                                                         None else "")
+                         + (" (new best)" if row["best"] else ""))
+            if loggers[j] is not None:
+                loggers[j].log_periodic_evaluation(row)
+            if member.folder is not None and main:
+                record_evaluation(member.folder, row, _best_writer(p, runner, j, row))
+        note(update, f"evaluation at update {update} ({episodes} episodes)"
+             + (" again (a kill interrupted it)" if resumed else "") + ": " + "; ".join(texts))
+
+    return on_evaluation
+
+
+def _best_writer(p: Program, runner: Any, j: int, row: dict[str, Any]
+                 ) -> Callable[[pathlib.Path], Any]:
+    """What writes member ``j``'s policy of ``runner`` as a best policy of
+    the evaluation ``row`` into a folder."""
+    return lambda folder: export_policy(
+        folder, p.algo, p.runner_of(runner, j), p.runs[j].env.settings,
+        {"trained_env_steps": row["env_steps"], "best_of_periodic_evaluations": row})
+
+
+def _restore_best(p: Program, j: int) -> None:
+    """Member ``j``'s ``best/`` again when its recorded best row has no
+    policy on disk (a resume from an older update dropped a later ``best/``
+    that had replaced it): exported from the program's checkpoint of that
+    update, the very runner that row evaluated; without one ``best/`` stays
+    absent until an evaluation beats the recorded row."""
+    folder = p.runs[j].folder
+    row = recorded_best(folder) if folder is not None else None
+    if row is None or folder is None or p.folder is None or (folder / BEST).exists() \
+            or jax.process_count() > 1:  # one process loading onto a global mesh would hang
+        return
+    update = int(row["update"])
+    for ckpt in (p.folder / "checkpoints" / f"update_{update:08d}", p.folder / "checkpoint"):
+        try:
+            if ckpt.is_dir() and checkpoint_update(ckpt) == update:
+                runner, _ = load_runner(p, ckpt)
+                break
+        except ValidationError:
+            continue
+    else:
+        return
+    write_partial_best(folder, row, _best_writer(p, runner, j, row))
+    settle_best(folder)
+
+
+def evaluate_members(p: Program, runner: Any) -> list[dict[str, Any]]:
+    """The final greedy (``eval.greedy``) evaluation of every member on
+    ``eval.num_envs`` fresh episodes: one batched call for a batched
+    program; a single run with a run folder evaluates its exported policy
+    as reloaded from ``policy/`` (written first), the files a user loads."""
+    cfg = p.config
+    num_steps = eval_num_steps(cfg, p.env_params)
+    greedy, seed, episodes = cfg.eval["greedy"], cfg.eval["seed"], cfg.eval["num_envs"]
+    if p.batched:
+        spec, arrays = p.algo.policy(runner)
+        e = evaluate(p.env, spec, arrays, p.env_params, seed, episodes, num_steps,
+                     greedy=greedy, batched=True)
+        return [member_evaluation(e, j) for j in range(len(p.runs))]
+    from agents.trained import TrainedPolicy
+
+    member = p.runs[0]
+    if member.folder is not None and is_main_process():
+        policy = TrainedPolicy.load(member.folder / "policy", greedy=greedy)
+    else:
+        spec, arrays = p.algo.policy(runner)
+        policy = TrainedPolicy({**spec, "env": p.env.settings},
+                               {k: np.asarray(v) for k, v in arrays.items()}, greedy=greedy)
+    if p.lanes is not None:  # at the width of the program that trained the last update
+        return [evaluate_in_lanes(p.env, policy.spec, policy.params, p.env_params, seed,
+                                  episodes, num_steps, greedy,
+                                  p.lanes.evaluation_width(update_of(runner)))]
+    return [evaluate(p.env, policy.spec, policy.params, p.env_params, seed, episodes,
+                     num_steps, greedy=greedy)]
+
+
+# ------------------------------------------------------------------ finished members
+def export_member(p: Program, result: ProgramResult, j: int) -> None:
+    """Member ``j``'s final state into its run folder (process 0): its
+    checkpoint (unless the program's checkpoints go there and one holds
+    this update) and its exported policy."""
+    member = p.runs[j]
+    if member.folder is None or not is_main_process():
+        return
+    runner, done, cfg = p.runner_of(result.runner, j), result.update, member.config
+    own = p.folder is not None and p.folder.resolve() == member.folder.resolve()
+    if not own or done == result.resumed_at_update:  # nothing trained: write it
+        save_checkpoint(member.folder / "checkpoint", runner,
+                        {"config": cfg.to_dict(), "update": done, "num_updates": cfg.num_updates})
+    export_policy(member.folder / "policy", p.algo, runner, member.env.settings,
+                  {"trained_env_steps": done * cfg.steps_per_update})
+
+
+def member_summary(p: Program, result: ProgramResult, j: int) -> dict[str, Any]:
+    """The ``summary.json`` fields every run folder has: env, config, budget
+    (and the best periodic evaluation's row, when ``best/`` holds one)."""
+    member = p.runs[j]
+    cfg = member.config
+    out = {"env": member.env.settings.get("id", member.env.name), "config": cfg.to_dict(),
+           "num_updates": cfg.num_updates,
+           "env_steps_total": result.update * cfg.steps_per_update, **member.summary}
+    best = best_row(member.folder) if member.folder is not None else None
+    if best is not None:
+        out["best_periodic_evaluation"] = best
+    return out
+
+
+def write_member(p: Program, result: ProgramResult, j: int, summary: dict[str, Any], *,
+                 rows: list[dict[str, Any]] | None = None, loggers: RunLoggers | None = None,
+                 curve: Callable[[pathlib.Path, list[dict[str, Any]]], None] | None = None,
+                 figure: str = "learning_curve.png") -> None:
+    """Finish member ``j``'s run folder (process 0), results first:
+    ``metrics.csv`` (of ``rows``, default the member's rows of this call)
+    and ``summary.json`` (atomic replacements), the evaluation logged to
+    ``loggers``, then the figure ``curve(folder / figure, rows)``: a figure
+    that fails is a warning that loses nothing."""
+    member = p.runs[j]
+    if member.folder is None or not is_main_process():
+        return
+    folder = member.folder
+    rows = result.rows[j] if rows is None else rows
+    write_csv(folder / "metrics.csv", rows)
+    summary.setdefault("finished_at", dt.datetime.now(dt.timezone.utc).isoformat(
+        timespec="seconds"))
+    atomic_write(folder / "summary.json", json.dumps(summary, indent=2))
+    if loggers is not None and summary.get("evaluation") is not None:
+        loggers.log_evaluation(summary["evaluation"],
+                               result.update * member.config.steps_per_update)
+    if curve is None:
+        return
+    try:
+        curve(folder / figure, rows)
+    except Exception as exc:  # results first: a figure that fails loses nothing
+        import warnings
+
+        warnings.warn(f"{figure} was not written ({type(exc).__name__}: {exc}); "
+                      "the results are in summary.json and metrics.csv", RuntimeWarning,
+                      stacklevel=2)
+
+
+__all__ = ["ChunkStats", "Interrupted", "Lanes", "MAX_CHUNK", "Member", "Program",
+           "ProgramResult", "REPORT_SECONDS", "StopRequest", "StoppedAtOnce", "build_program",
+           "evaluate_members", "export_member", "init_runner", "load_runner", "machine_info",
+           "member_summary", "next_chunk", "periodic_evaluator", "place_runner",
+           "stop_on_signals", "train_program", "update_of", "write_member"]
