@@ -1,13 +1,7 @@
-"""Sweep members' folder names (``learning_rate-0.001_seed-0``) and the one
-migration from the names older sweeps gave them.
-
-Everything about the older names (``learning_rate=0.001,seed=0``: ``=``
-and ``,`` need quoting in a shell) is in this module's last section: their
-spelling (:data:`LEGACY`), the member folders that carry them
-(:func:`member_folders`, :func:`rename_legacy_member_folders`), the
-checkpoint metadata that names members by them
-(:func:`checkpoint_member_names`) and the sweep's metrics rows that do
-(:func:`row_names`). Nothing else in the package knows an older name.
+"""Sweep members' folder names (``sigma-10.0_seed-0``) and the one
+migration from the names older sweeps gave them (``sigma=10.0,seed=0``:
+``=`` and ``,`` need quoting in a shell), in this module's last section;
+nothing else in the package knows an older name.
 """
 
 from __future__ import annotations
@@ -22,8 +16,8 @@ from plume_jax.core.errors import StateError, ValidationError
 
 
 def short_key(key: str) -> str:
-    """``algo.learning_rate`` -> ``learning_rate``; ``env.overrides.reward.scale``
-    and ``env.reward.scale`` -> ``reward.scale``."""
+    """``run.seed`` -> ``seed``; ``env.overrides.reward.scale`` and
+    ``env.reward.scale`` -> ``reward.scale``."""
     parts = key.split(".")
     if parts[0] == "env" and len(parts) > 1:
         parts = parts[2:] if parts[1] == "overrides" and len(parts) > 2 else parts[1:]
@@ -43,8 +37,7 @@ class _NameStyle:
     strip: str          # leading characters removed
 
 
-#: Shell-safe folder names: letters, digits and ``-_.`` only
-#: (``learning_rate-0.001_seed-0``), never starting with ``-`` or ``.``.
+#: Shell-safe folder names (``sigma-10.0_seed-0``).
 SHELL_SAFE = _NameStyle("-", "_", "_", re.compile(r"[^A-Za-z0-9._-]+"), ".-")
 
 
@@ -59,13 +52,11 @@ def _value_text(value: Any, style: _NameStyle) -> str:
 
 def member_names(members: list[dict[str, Any]], max_length: int = 100,
                  style: _NameStyle = SHELL_SAFE) -> list[str]:
-    """Folder names from the grid values (``learning_rate-0.001_seed-0``):
-    letters, digits and ``-_.`` only, so a shell needs no quotes around
-    them, never starting with ``-`` or ``.``, at most ``max_length``
-    characters, and unique: a name that clashes with an earlier member's
-    (also one differing only in case, or in characters replaced by ``_``)
-    gets ``-<member index>``. ``style=LEGACY`` gives the names of older
-    sweeps (:func:`legacy_member_names`)."""
+    """Folder names from the grid values (``sigma-10.0_seed-0``): letters,
+    digits and ``-_.`` only (no shell quoting), never starting with ``-`` or
+    ``.``, at most ``max_length`` characters, and unique: a name that clashes
+    with an earlier member's (also only in case, or in characters replaced by
+    ``_``) gets ``-<member index>``. ``style=LEGACY``: older sweeps' names."""
     names: list[str] = []
     seen: set[str] = set()
     for i, assignment in enumerate(members):
@@ -86,15 +77,13 @@ def member_names(members: list[dict[str, Any]], max_length: int = 100,
 
 
 def member_label(assignment: dict[str, Any]) -> str:
-    """``learning_rate=0.001, seed=0``."""
+    """``sigma=10.0, seed=0``."""
     return ", ".join(f"{short_key(k)}={v}" for k, v in assignment.items())
 
 
 # ------------------------------------------------------------------ older names
-#: The names older sweeps gave their members, before names were shell-safe
-#: (``learning_rate=0.001,seed=0``: ``=`` and ``,`` need quoting in a
-#: shell); ``sweep --resume`` renames such member folders (see
-#: :func:`rename_legacy_member_folders`).
+#: The names older sweeps gave their members (``sigma=10.0,seed=0``);
+#: ``sweep --resume`` renames such folders (:func:`rename_legacy_member_folders`).
 LEGACY = _NameStyle("=", ",", "+", re.compile(r"[^A-Za-z0-9._=+-]+"), ".")
 
 
@@ -107,18 +96,15 @@ class Named(Protocol):
 
 
 def legacy_member_names(members: list[dict[str, Any]]) -> list[str]:
-    """The folder names older sweeps gave their members
-    (``learning_rate=0.001,seed=0``), for :func:`rename_legacy_member_folders`."""
+    """The folder names older sweeps gave their members (:data:`LEGACY`)."""
     return member_names(members, style=LEGACY)
 
 
 def member_folders(out: pathlib.Path, sweep: Named, *, resume: bool = False
                    ) -> list[pathlib.Path]:
-    """Each member's run folder in the sweep folder ``out``:
-    ``members/<name>``; when ``resume`` and only the folder of its older
-    name (:func:`legacy_member_names`) exists, that one, which
-    :func:`rename_legacy_member_folders` renames. ``ValidationError`` naming
-    both when a member has a folder under each name."""
+    """Each member's run folder in the sweep folder ``out``: ``members/<name>``,
+    or, when ``resume`` and only its older name's folder exists, that one.
+    ``ValidationError`` naming both when a member has a folder under each."""
     folders = []
     old_names = legacy_member_names(sweep.members) if resume else sweep.names
     for name, old in zip(sweep.names, old_names):
@@ -139,19 +125,14 @@ def member_folders(out: pathlib.Path, sweep: Named, *, resume: bool = False
 def rename_legacy_member_folders(out: pathlib.Path, sweep: Named,
                                  locks: Mapping[pathlib.Path, Any] | None = None
                                  ) -> list[tuple[pathlib.Path, pathlib.Path]]:
-    """For ``sweep --resume`` of a sweep written with the older member names
-    (``learning_rate=0.001,seed=0``, :data:`LEGACY`): rename each member
-    folder that has only its older name to its name now, one atomic
-    ``rename`` per folder. If a rename fails, the folders renamed so far
-    are renamed back before the ``StateError`` (naming the folder) is
-    raised, so the sweep is left as it was; a process killed between two
-    renames leaves folders of both names, which the next resume finishes
-    (:func:`member_folders` finds each member under either). The checkpoints
-    of the sweep's programs name the members the older way until the
-    program's next checkpoint (:func:`checkpoint_member_names` accepts both), and the
-    sweep's tables are written anew, with the new names, when it finishes.
-    ``locks``: the member folders' :class:`~plume_jax.train.run_folder.FolderLock` by folder; each moves
-    with its folder. Returns the (older, new) folders renamed."""
+    """For ``sweep --resume`` of a sweep written with the older names: rename
+    each member folder that has only its older name to its name now, one
+    atomic ``rename`` each. If one fails, those renamed so far are renamed
+    back before the ``StateError`` (naming the folder), so the sweep is as it
+    was; a kill between two renames leaves both kinds of name, which the next
+    resume finishes (:func:`member_folders` finds either). ``locks``: the
+    member folders' locks by folder; each moves with its folder. Returns the
+    (older, new) folders renamed."""
     moves = [(folder, out / "members" / name)
              for folder, name in zip(member_folders(out, sweep, resume=True), sweep.names)
              if folder.name != name]
@@ -176,10 +157,8 @@ def rename_legacy_member_folders(out: pathlib.Path, sweep: Named,
 def checkpoint_member_names(meta: Mapping[str, Any], sweep: Named, members: list[int]
                             ) -> list[str]:
     """The names a program's checkpoint (its ``meta``) gives the sweep's
-    ``members`` (indices): their older names (:func:`legacy_member_names`)
-    when an older sweep wrote it, else their names now. The driver's load
-    checks a checkpoint against these; the checkpoints written from then on
-    name the members as they are named now."""
+    ``members`` (indices): their older names when an older sweep wrote it
+    (until the program's next checkpoint), else their names now."""
     names = [sweep.names[i] for i in members]
     every_old = legacy_member_names(sweep.members)
     old = [every_old[i] for i in members]
@@ -187,7 +166,6 @@ def checkpoint_member_names(meta: Mapping[str, Any], sweep: Named, members: list
 
 
 def row_names(sweep: Named) -> list[tuple[str, ...]]:
-    """The names each member may have in the rows of the sweep's own
-    ``metrics.jsonl``: its name now and, written by an older sweep, its
-    older name."""
+    """Each member's names in the sweep's ``metrics.jsonl`` rows: now, and
+    as an older sweep wrote them."""
     return list(zip(sweep.names, legacy_member_names(sweep.members)))
