@@ -7,6 +7,7 @@ keep, and the page renders with what a reader may conclude."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 
 import pytest
@@ -161,3 +162,31 @@ def test_publishing_names_the_variant_rows_a_run_would_drop_and_no_table_is_part
     info = {"families": ["singh2023"], "done": ["singh2023"], "robustness": False}
     assert runs.partial_reasons(info, {"families": {}}) == [
         "it ran without the robustness table (--no-robustness)"]
+
+
+def test_bench_progress_counts_each_agents_variant_runs():
+    from plume_jax.scoreboard.bench import FamilyProgress
+
+    progress = FamilyProgress(SINGH, 3, with_robustness=True, quiet=True)
+    assert progress.bar.total == 4 * 3 + 3 * 4 * 2  # pairs, then (preset, protocol) per agent
+    assert FamilyProgress(SINGH, 3, with_robustness=False, quiet=True).bar.total == 12
+
+
+@pytest.mark.slow  # 1 preset x 1 agent x 2 protocols x 3 evaluation seeds of 2 starts: ~2 min
+def test_a_sections_variant_rows_are_the_agents_homings_under_each_protocol_and_seed():
+    """The section's own protocol at its own seed gives the row's homings
+    again (the same run), and the agents without a row get no variant row."""
+    from plume_jax.scoreboard.bench import run_family_section
+
+    one = families.Family("one", "t", (CONSTANT,), fixed_starts="singh240",
+                          protocol_variants=("singh240_paper",))
+    protocol = dataclasses.replace(full_protocol(one), episodes=2, mode="quick, 2 of the 240 "
+                                   "starts")
+    grid = Contender("klinotaxis", "baseline", "klinotaxis")
+    section = run_family_section(one, [SURGE, grid], protocol, True, lambda text: None)
+    assert [r["label"] for r in section["rows"] if r["status"] == "ok"] == ["cast_and_surge"]
+    own, paper = section["variants"]
+    assert (own["protocol"], paper["protocol"]) == ("singh240", "singh240_paper")
+    assert own["seeds"] == paper["seeds"] == [protocol.seed + i for i in range(3)]
+    assert own["homings"][0] == section["rows"][0]["homings"]["homings"]
+    assert own["episodes"] == paper["episodes"] == 2
