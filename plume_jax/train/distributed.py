@@ -60,17 +60,12 @@ _SLURM_VARIABLES = ("SLURM_JOB_ID", "SLURM_STEP_NODELIST", "SLURM_NTASKS", "SLUR
 
 @dataclasses.dataclass(frozen=True)
 class Launch:
-    """How this process joins a multi-process JAX system.
-
-    Attributes:
-        source: what asked for it (``"command line"``, ``"JAX_* variables"``,
-            ``"SLURM"``, ``"Cloud TPU"``, ``"run.distributed: cluster"``).
-        coordinator: ``HOST:PORT`` of process 0's coordinator, or None (JAX's
-            cluster detection finds it).
-        num_processes: processes in the system, or None (detected).
-        process_id: this process's id in ``[0, num_processes)``, or None
-            (detected).
-    """
+    """How this process joins a multi-process JAX system: ``source`` (what
+    asked for it: ``"command line"``, ``"SLURM"``, ...), process 0's
+    ``coordinator`` ``HOST:PORT``, ``num_processes`` and this process's
+    ``process_id`` in ``[0, num_processes)``; None: JAX's cluster detection
+    finds it. Counts JAX would misread (``True``, ``"2"``, negative) are
+    refused before anything joins."""
 
     source: str
     coordinator: str | None = None
@@ -78,8 +73,6 @@ class Launch:
     process_id: int | None = None
 
     def __post_init__(self) -> None:
-        """Refuse counts JAX would misread (``True`` as one process, ``"2"``,
-        negative ids) before anything joins; None stays "detected"."""
         for name, value, low in (("num_processes", self.num_processes, 1),
                                  ("process_id", self.process_id, 0)):
             if value is not None and (isinstance(value, bool) or not isinstance(
@@ -164,18 +157,13 @@ def requested_launch(mode: str, *, coordinator: str | None = None,
 
 
 def initialize(launch: Launch | None, *, discard_import_backends: bool = False) -> bool:
-    """Join the system ``launch`` describes (``jax.distributed.initialize``);
-    nothing for None or when this process has joined one already (e.g. its
-    own script did). Returns whether the process is part of a multi-process
-    system afterwards.
-
-    ``discard_import_backends``: clear the backends that imports started
-    (see the module docstring) first; only for a process that has not
-    computed anything of its own yet.
+    """Join the system ``launch`` describes (``jax.distributed.initialize``;
+    nothing for None or when already joined); returns whether the process is
+    one of several. ``discard_import_backends``: first clear the backends
+    that imports started (module docstring).
 
     Raises:
-        StateError: JAX has already run a computation in this process (the
-            system must be joined before).
+        StateError: JAX has already run a computation in this process.
         ValidationError: JAX could not tell the missing settings (naming
             ``run.distributed``).
     """
@@ -205,10 +193,9 @@ def initialize(launch: Launch | None, *, discard_import_backends: bool = False) 
 
 def join(mode: str = "auto", *, coordinator: str | None = None,
          num_processes: int | None = None, process_id: int | None = None) -> bool:
-    """Join the multi-process system that ``mode`` (``run.distributed``) and
-    the flags or the launcher's environment ask for (:func:`requested_launch`),
-    if any. Call it at the start of the process, before any JAX computation
-    of its own; returns whether the process is one of several.
+    """Join the multi-process system that ``mode`` (``run.distributed``), the
+    flags or the launcher's environment ask for (:func:`requested_launch`),
+    if any, at the start of the process; returns whether it is one of several.
 
     Example (every process of a SLURM job step, ``srun python script.py``)::
 
@@ -245,11 +232,9 @@ def _is_key(x: Any) -> bool:
 
 
 def host_copy(tree: Any) -> Any:
-    """``tree`` with every array as a NumPy array holding its *global* value
-    (typed PRNG keys stay keys, on the local device). With several processes
-    this gathers the shards of other processes
-    (``jax.experimental.multihost_utils.process_allgather``), a collective:
-    every process must call it, with the same tree."""
+    """``tree`` with every array as a NumPy array of its *global* value (typed
+    PRNG keys stay keys); with several processes a collective
+    (``process_allgather``) every process calls with the same tree."""
     if jax.process_count() == 1:
         return jax.device_get(tree)
     from jax.experimental import multihost_utils
@@ -319,41 +304,18 @@ def mesh(num_devices: int, axis: str, devices: Any = None) -> Mesh:
     return Mesh(np.asarray(devices), (axis,))
 
 
-def batch_sharding(m: Mesh, axis: str) -> NamedSharding:
-    """Split the leading axis along ``axis``."""
-    return NamedSharding(m, P(axis))
-
-
-def replicated(m: Mesh) -> NamedSharding:
-    return NamedSharding(m, P())
-
-
 def constrain_batch(tree: Any, m: Mesh, axis: str) -> Any:
     """``with_sharding_constraint`` splitting the leading axis of every array
     leaf of ``tree`` along ``axis`` (inside jit)."""
-    sharding = batch_sharding(m, axis)
+    split = NamedSharding(m, P(axis))
     return jax.tree.map(
-        lambda x: jax.lax.with_sharding_constraint(x, sharding) if np.ndim(x) >= 1 else x, tree)
+        lambda x: jax.lax.with_sharding_constraint(x, split) if np.ndim(x) >= 1 else x, tree)
 
 
 #: The runner fields (PPO's ``Runner`` and ``RewardScalingRunner``) with a
 #: leading env (or env x agent row) axis.
 BATCH_FIELDS = ("env_state", "obs", "hidden", "prev_action", "prev_obs", "start", "ep_return",
                 "ep_length", "arrived", "discounted_return")
-
-
-def runner_shardings(runner: Any, m: Mesh, axis: str) -> Any:
-    """A tree of ``NamedSharding``s matching ``runner``: env-batch leaves
-    split along ``axis``, everything else replicated."""
-    rep, split = replicated(m), batch_sharding(m, axis)
-    fields = {}
-    for name in runner.keys():
-        value = getattr(runner, name)
-        if name in BATCH_FIELDS:
-            fields[name] = jax.tree.map(lambda x: split if np.ndim(x) >= 1 else rep, value)
-        else:
-            fields[name] = jax.tree.map(lambda x: rep, value)
-    return runner.replace(**fields)
 
 
 def put(x: Any, sharding: NamedSharding) -> Any:
@@ -366,13 +328,18 @@ def put(x: Any, sharding: NamedSharding) -> Any:
 
 
 def shard_runner(runner: Any, m: Mesh, axis: str) -> Any:
-    """Place a runner on the mesh (see :func:`runner_shardings`)."""
-    return jax.tree.map(put, runner, runner_shardings(runner, m, axis))
+    """Place a runner on the mesh: its :data:`BATCH_FIELDS` leaves split
+    along ``axis``, everything else replicated."""
+    split, rep = NamedSharding(m, P(axis)), NamedSharding(m, P())
+    return runner.replace(**{
+        name: jax.tree.map(lambda x: put(x, split if name in BATCH_FIELDS and np.ndim(x) >= 1
+                                         else rep), getattr(runner, name))
+        for name in runner.keys()})
 
 
 def shard_members(tree: Any, m: Mesh, axis: str) -> Any:
     """Place every leaf (leading member axis) split along ``axis``; a
     :class:`~plume_jax.train.members.Shared` leaf replicated."""
-    split, rep = batch_sharding(m, axis), replicated(m)
+    split, rep = NamedSharding(m, P(axis)), NamedSharding(m, P())
     return jax.tree.map(lambda x: Shared(put(x.value, rep)) if is_shared(x) else put(x, split),
                         tree, is_leaf=is_shared)
