@@ -1,47 +1,30 @@
 """Checkpoints (save / resume a whole training run) and policy export.
 
-A checkpoint is a folder::
-
-    runner.msgpack   every leaf of the Runner (network, optimiser state,
-                     observation statistics, env batch, recurrent states,
-                     PRNG key, update counter) and the checkpoint's metadata,
-                     flax msgpack serialisation
-    meta.json        a readable copy of the metadata: the resolved training
-                     config, the update count, the runner's tree structure
+A checkpoint is a folder: ``runner.msgpack`` (every leaf of the runner:
+network, optimiser state, observation statistics, env batch, recurrent
+states, PRNG key, update counter; flax msgpack) and ``meta.json``, a
+readable copy of the metadata (the resolved config, the update, the
+runner's tree structure).
 
 ``runner.msgpack`` is the checkpoint, one file whose own metadata is the
-truth: its leaves are one msgpack payload whose SHA-256 is in the metadata
-and is checked on every load, so a damaged file (one flipped byte) is
-refused rather than resumed with other weights. Every reader
-(:func:`read_meta`, :func:`read_checkpoint`) takes the update, config and
-members from the metadata inside it; ``meta.json`` is only a copy for
-people, so a missing, stale (a kill between the two files) or damaged
-``meta.json`` never makes an intact checkpoint unresumable nor misleads a
-resume (checkpoints of format /1, whose metadata is only in ``meta.json``,
-still read it). ``runner.msgpack`` is replaced atomically (written to a
-temporary file in the same folder, fsynced, then ``os.replace``:
-:func:`plume_jax.files.atomic_write`), so a kill
-at any moment leaves either the previous checkpoint or the new one, whole.
-A checkpoint folder that does not exist yet (a kept
-``checkpoints/update_N/``, a first ``checkpoint/``) is written whole into a
-hidden sibling folder (``.update_N.partial-*``) and renamed into place, so
-it exists whole or not at all. Temporary files a kill left behind
-(``.runner.msgpack.tmp-*``) are removed by the next save or load, and
-hidden partial folders by the next save beside them. A missing, empty,
-truncated or corrupt ``runner.msgpack`` is a ``ValidationError`` naming
-the file.
+truth: its leaves are one payload whose SHA-256 is in the metadata, checked
+on every load, so a damaged file (one flipped byte) is refused rather than
+resumed with other weights, and a missing, stale or damaged ``meta.json``
+never misleads a resume (format /1 kept its metadata only there and still
+reads it). ``runner.msgpack`` is replaced atomically
+(:func:`plume_jax.files.atomic_write`), and a checkpoint folder that does
+not exist yet is written whole into a hidden sibling
+(``.NAME.partial-*``) and renamed into place, so a kill at any moment
+leaves the previous checkpoint or the new one, whole; the next save or
+load removes what a kill left. A missing, empty, truncated or corrupt
+``runner.msgpack`` is a ``ValidationError`` naming the file. Resuming
+restores the exact runner: a resumed run continues bit for bit.
 
-Resuming restores the exact runner, so a run resumed from a checkpoint
-continues bit-for-bit like an uninterrupted one on the same machine.
-
-An exported policy is a folder readable without flax (``agents.trained``)::
-
-    policy.npz       network parameters, flattened with '/'-joined names,
-                     plus ``obs_mean`` / ``obs_var`` when observations are
-                     normalised
-    policy.json      what the forward pass needs: network settings, action
-                     space, observation transform, and the env it was
-                     trained on
+An exported policy is a folder readable without flax (``agents.trained``):
+``policy.npz`` (the network parameters under '/'-joined names, plus
+``obs_mean`` / ``obs_var`` when observations are normalised) and
+``policy.json`` (the network settings, action space, observation transform
+and the env it was trained on).
 """
 
 from __future__ import annotations

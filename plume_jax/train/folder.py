@@ -569,8 +569,6 @@ def check_members_not_ahead(out: pathlib.Path, sweep: Any,
                 f"{update * cfg.steps_per_update} (sweep --resume takes no --set)")
 
 
-
-
 # ------------------------------------------------------------------ the two layouts
 @dataclasses.dataclass
 class Start:
@@ -593,17 +591,14 @@ class RunFolders:
     members' rows; process 0 writes) and, when it finished, :meth:`logs`.
     ``out`` None: nothing is written, nothing resumed.
 
-    Class attributes: ``command`` (``train`` / ``sweep``), ``files`` (what
-    it writes, :class:`Output`), ``outputs`` (what ``--overwrite``
-    deletes), ``unit`` (of the progress bar), ``figure`` (each member gets
-    ``learning_curve.png``), ``live_logs`` (members log while training)."""
+    Class attributes: ``command`` (``train`` / ``sweep``), ``outputs``
+    (what ``--overwrite`` deletes), ``unit`` (of the progress bar),
+    ``figure`` (each member gets ``learning_curve.png``)."""
 
     command = ""
-    files: tuple[Output, ...] = ()
     outputs: tuple[str, ...] = ()
     unit = "steps"
     figure = False
-    live_logs = False
 
     def __init__(self, out: pathlib.Path | None):
         self.out = out
@@ -682,10 +677,8 @@ class SingleRun(RunFolders):
     its own folder or a new one."""
 
     command = "train"
-    files = RUN_FILES
     outputs = RUN_OUTPUTS
     figure = True
-    live_logs = True
 
     def __init__(self, out: pathlib.Path | None, config: TrainConfig,
                  resume: str | pathlib.Path | None = None):
@@ -742,7 +735,6 @@ class Sweep(RunFolders):
     ``mode``."""
 
     command = "sweep"
-    files = SWEEP_FILES
     outputs = SWEEP_OUTPUTS
     unit = "member steps"
 
@@ -840,8 +832,6 @@ def better(row: dict[str, Any], best: dict[str, Any] | None) -> bool:
     if row["success_rate"] != best["success_rate"]:
         return row["success_rate"] > best["success_rate"]
     return steps(row) < steps(best)
-
-
 
 
 def _checked_row(row: Any, where: str) -> dict[str, Any]:
@@ -960,11 +950,8 @@ def check_best(folder: pathlib.Path) -> None:
 
 def settle_best(folder: pathlib.Path, up_to: int | None = None) -> dict[str, Any] | None:
     """Make ``folder/best/`` hold the policy of the recorded best row (of
-    updates ``<= up_to``), finishing or undoing a swap a kill interrupted
-    (module docstring); returns that row. Every step is a rename: a folder
-    to drop is first renamed to a unique ``.best.drop-*`` name, and only
-    then deleted, so a kill part way through a deletion leaves a folder
-    the next call deletes, never a damaged ``best/``."""
+    updates ``<= up_to``), finishing or undoing a swap a kill interrupted,
+    by renames only (module docstring); returns that row."""
     best, holder, drop = _best_plan(folder, up_to)
     doomed = [_set_aside(folder / name) for name in drop]
     if holder in (PARTIAL, OLD):
@@ -991,9 +978,7 @@ def trim_evaluations(folder: pathlib.Path, update: int) -> None:
     evaluation rows past it (an atomic replacement) and a ``best/`` policy
     found past it (it belongs to a trajectory the resume retrains; the next
     evaluation that beats the recorded best writes ``best/`` anew). Call it
-    after any later state was set aside
-    (:func:`set_aside_later_state`) and after
-    :func:`check_best` passed."""
+    after any later state was set aside and :func:`check_best` passed."""
     settle_best(folder)  # a swap a kill cut short, finished before anything is dropped
     trim_jsonl(folder / EVALUATIONS, update)
     settle_best(folder, update)

@@ -1,49 +1,40 @@
 """The training loop: one compiled *program* of any
 :class:`~plume_jax.train.algorithms.base.Algorithm`, built, initialised or
-loaded, trained in chunks with checkpoints in between, evaluated
+loaded, trained in chunks with checkpoints between them, evaluated
 periodically with each member's best policy kept, then evaluated and
-written. ``plume-jax train`` (a program of one member), ``sweep`` (programs
-of members grouped by static structure) and ``tune`` train through it; the
-folder rules it writes by are :mod:`plume_jax.train.folder`'s.
+written. ``train``, ``sweep`` and ``tune`` train through it, by the folder
+rules of :mod:`plume_jax.train.folder`.
 
 A :class:`Program` is what one XLA program trains: the algorithm, its
-members (each a :class:`Member`: a config, its env and a run folder), their
-hyperparameters, env params and keys, stacked along a leading *member* axis
-when ``batched`` (a sweep: ``Algorithm.run`` vmapped over members) and
-plain when not; its checkpoints go to ``folder`` (``checkpoint/``,
-``checkpoints/update_N/``): a single run's run folder, a sweep's
-``programs/<k>``.
+members (:class:`Member`: a config, its env, a run folder), their
+hyperparameters, env params and keys, stacked along a leading member axis
+when ``batched`` (``Algorithm.run`` vmapped over members), and the
+``folder`` its checkpoints go to (a single run's run folder, a sweep's
+``programs/<k>``).
 
-:func:`train_program` compiles ``Algorithm.run`` once with a *dynamic*
-number of updates per call (``count``), so any chunk length reuses it and
-splitting a run into chunks of any lengths gives bit-for-bit the results of
-one call. The host chooses each chunk's length (:func:`next_chunk`): up to
-the end, the next ``run.checkpoint_every`` multiple, the next ``eval.every``
-multiple, about :data:`REPORT_SECONDS` of training (so metrics reach the
-disk regularly) and the time left until a timed checkpoint
-(``run.checkpoint_minutes``) is due. After every chunk the metrics rows are
-appended to each member's ``metrics.jsonl`` and live loggers; at an
+:func:`train_program` compiles ``Algorithm.run`` once with a dynamic
+number of updates per call (``count``), so splitting a run into chunks of
+any lengths gives bit-for-bit the results of one call. Each chunk ends at
+the budget, the next ``run.checkpoint_every`` or ``eval.every`` multiple,
+after about :data:`REPORT_SECONDS` of training, or when a timed checkpoint
+(``run.checkpoint_minutes``) is due (:func:`next_chunk`). After it the
+metrics rows go to each member's ``metrics.jsonl`` and loggers; at an
 ``eval.every`` multiple the checkpoint is written first, then every member
 is evaluated greedily on ``eval.periodic_episodes`` episodes from
-``eval.periodic_seed`` (a row in ``evaluations.jsonl``, TensorBoard's
-``eval/`` scalars, a new best into ``best/``); a resumed run evaluates the
-update it resumed from again when a kill interrupted that evaluation.
-SIGINT / SIGTERM (:func:`stop_on_signals`) stop the run at the end of the
-chunk, checkpointed.
+``eval.periodic_seed`` (a row in ``evaluations.jsonl``, a new best into
+``best/``). SIGINT / SIGTERM (:func:`stop_on_signals`) stop the run at the
+end of the chunk, checkpointed.
 
-A single run with ``run.lanes`` trains as lane 0 of a vmapped program of
+``run.lanes`` trains a single run as lane 0 of a vmapped program of
 identical copies (:class:`Lanes`): a member of a vmapped program depends on
 the program's width (XLA picks other loop orders), not on its position or
-the other members' hyperparameters, so ``N`` copies of one run reproduce a
-sweep member of width ``N`` bit for bit. A width schedule
-(:class:`~plume_jax.train.lane_schedule.LaneSchedule`) compiles one program
-per width and switches at each ``from_update``; each evaluation runs at the
-width of the program that trained the update it evaluates.
+the other members' hyperparameters, so ``N`` copies reproduce a sweep
+member of width ``N`` bit for bit; a width schedule compiles a program per
+width, and each evaluation runs at the width that trained its update.
 
-With several processes (:mod:`plume_jax.train.distributed`) every process
-runs the same calls: chunk lengths and checkpoint decisions are process
-0's (:func:`~plume_jax.train.distributed.agree`), metrics are gathered to
-every process, and process 0 alone writes.
+Every process runs the same calls: chunk lengths and checkpoint decisions
+are process 0's (:func:`~plume_jax.train.distributed.agree`), and process 0
+alone writes.
 """
 
 from __future__ import annotations
