@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import plume_jax
-from plume_jax.train.algorithms.ppo import (PPO, REWARD_CLIP, Hparams, PPOStatic,
-                                            RewardScalingRunner, Runner, scale_rewards)
+from plume_jax.train.algorithms.ppo import PPO, Hparams, PPOStatic, RewardScalingRunner, Runner
+from plume_jax.train.algorithms.returns import REWARD_CLIP, scale_rewards
 from plume_jax.train.config import train_config
 from plume_jax.train.algorithms.networks import NetworkConfig
 from plume_jax.train.algorithms.normalize import ObsStats
@@ -97,8 +97,8 @@ def test_a_rollout_trains_on_scaled_rewards_and_reports_the_raw_returns(env):
     r0, r1 = plain.init(jax.random.key(0), hp, env[1]), scaled.init(jax.random.key(0), hp, env[1])
     # without scaling the runner keeps its old structure (old checkpoints load)
     assert type(r0) is Runner and isinstance(r1, RewardScalingRunner)
-    _, t0, _ = plain.rollout(r0, env[1], jax.random.key(1), gamma=hp.gamma)
-    after, t1, _ = scaled.rollout(r1, env[1], jax.random.key(1), gamma=hp.gamma)
+    _, t0, _ = plain.rollout(r0, hp, env[1], jax.random.key(1))
+    after, t1, _ = scaled.rollout(r1, hp, env[1], jax.random.key(1))
     np.testing.assert_array_equal(np.asarray(t0.action), np.asarray(t1.action))
     np.testing.assert_array_equal(np.asarray(t0.ep_return), np.asarray(t1.ep_return))
     raw = np.asarray(t0.reward)

@@ -15,7 +15,8 @@ from plume_jax.cli import main
 from plume_jax.core.errors import ValidationError
 from plume_jax.train.algorithms import networks
 from plume_jax.train.config import load_train_config, train_config
-from plume_jax.train.algorithms.ppo import gae, resolve_gamma
+from plume_jax.train.algorithms.epochs import resolve_gamma
+from plume_jax.train.algorithms.returns import gae
 from plume_jax.train.sweep import load_sweep_config, setup, sweep_config
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -26,7 +26,8 @@ from plume_jax.core.errors import ValidationError
 from plume_jax.envs.multi_agent import MultiAgentPlumeEnv
 from plume_jax.train.algorithms import networks
 from plume_jax.train.config import NetworkConfig, train_config
-from plume_jax.train.algorithms.ppo import PPO, Hparams, PPOStatic, agent_boundaries, gae
+from plume_jax.train.algorithms.ppo import PPO, Hparams, PPOStatic, agent_boundaries
+from plume_jax.train.algorithms.returns import gae
 
 CONFIGS = pathlib.Path(__file__).resolve().parents[2] / "configs"
 SMALL = {"grid_size": [16, 16], "sigma": 4.0, "goal_radius": 1.5, "max_steps": 30}
@@ -151,7 +152,7 @@ def tiny_rollout(request):
     @jax.jit
     def run(runner):
         key = jax.random.key(1)
-        _, traj, last = algo.rollout(runner, params, key)
+        _, traj, last = algo.rollout(runner, hp, params, key)
         adv, target = gae(traj.reward, traj.value, traj.terminated, traj.truncated,
                           traj.final_value, last, hp.gamma, hp.gae_lambda)
 

@@ -290,7 +290,7 @@ def test_rollout_takes_the_final_value_from_final_observation_not_the_reset_one(
     params = env.default_params.replace(mode=jnp.asarray(TRUNCATION, jnp.int32))
 
     runner = jax.jit(algo.init)(jax.random.key(0), hp, params)
-    traj = jax.device_get(jax.jit(lambda r: algo.rollout(r, params, jax.random.key(1))[1])(runner))
+    traj = jax.device_get(jax.jit(lambda r: algo.rollout(r, hp, params, jax.random.key(1))[1])(runner))
     truncated = np.asarray(traj.truncated)
     assert truncated.sum() >= algo.static.num_envs  # every env was cut at least once
     v_final = _net(algo, runner.params, [1.0])[0][0]
@@ -316,7 +316,7 @@ def test_rollout_with_step_batch_matches_the_vmapped_step():
                         gae_lambda=0.95, clip_eps=0.2, max_grad_norm=0.5)
     runner = jax.jit(algo.init)(jax.random.key(0), hp, params)
     plain, swept = (jax.device_get(jax.jit(
-        lambda r, v=v: algo.rollout(r, params, jax.random.key(1), vmapped=v)[1])(runner))
+        lambda r, v=v: algo.rollout(r, hp, params, jax.random.key(1), vmapped=v)[1])(runner))
         for v in (False, True))
     ends = np.asarray(plain.terminated) | np.asarray(plain.truncated)
     assert ends.any()   # auto-resets happened

@@ -18,6 +18,7 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from plume_jax.core.errors import ValidationError
 from plume_jax.core.pytree import Pytree
@@ -87,6 +88,22 @@ def learning_rate_at(hp: Any, static: EpochStatic, update: jax.Array) -> jax.Arr
     return hp.learning_rate * frac if static.anneal_lr else hp.learning_rate
 
 
+def clip_then_l2(max_norm: Any, weight_decay: Any) -> optax.GradientTransformation:
+    """The gradient clipped to global norm ``max_norm``, then
+    ``weight_decay x params`` added: what PyTorch's
+    ``Adam(weight_decay=...)`` sees after ``clip_grad_norm_`` (coupled L2,
+    not AdamW's decoupled decay). One stage with ``clip_by_global_norm``'s
+    (empty) state, so the optimiser state, and the checkpoints written
+    before PPO's ``algo.weight_decay`` existed, keep their structure."""
+    clip = optax.clip_by_global_norm(max_norm)
+
+    def update(updates: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
+        clipped, state = clip.update(updates, state, params)
+        return jax.tree.map(lambda g, p: g + weight_decay * p, clipped, params), state
+
+    return optax.GradientTransformation(clip.init, update)
+
+
 def divide_batch(name: str, num_envs: int, num_steps: int, num_minibatches: int,
                  recurrent: bool) -> None:
     """``num_minibatches`` divides the batch: whole env sequences
@@ -132,5 +149,5 @@ def resolve_gamma(env: Any, env_params: Any, gamma: float | None) -> float:
     return float(gamma)
 
 
-__all__ = ["AdamHparams", "EpochStatic", "check_minibatches", "divide_batch",
+__all__ = ["AdamHparams", "EpochStatic", "check_minibatches", "clip_then_l2", "divide_batch",
            "learning_rate_at", "resolve_gamma"]

@@ -16,16 +16,17 @@ part of the state) bootstraps from the value of the observation the episode
 was cut at, ``info["final_observation"]``: ``target = r + γ V(s_final)``.
 The value of the auto-reset observation that ``step`` returns instead
 belongs to a new episode and is never used across the boundary. In both
-cases the GAE recursion stops at the boundary. See :func:`gae`.
+cases the GAE recursion stops at the boundary. See
+:func:`~plume_jax.train.algorithms.returns.gae`.
 
 Recurrent policies
 ------------------
 The recurrent state (``network.type`` ``gru`` or ``rnn``) is zeroed at the
 first observation of every episode (the ``start`` flag, set after every
 ``terminated or truncated``), both while acting and when the rollout is
-replayed in training; training minibatches are whole env sequences
-(``num_envs / num_minibatches`` envs each) replayed from the state the
-rollout started with.
+replayed in training; training minibatches are whole env sequences (an
+equal share of the envs each) replayed from the state the rollout started
+with.
 
 Many agents
 -----------
@@ -74,8 +75,10 @@ from plume_jax.train.algorithms.base import (  # noqa: F401 (action_spec, obs_di
     Algorithm, action_spec, actor_critic, declared, network_policy,  # re-exported)
     num_agents_of, obs_dim, set_spaces, typed_key)
 from plume_jax.train.algorithms.epochs import (  # noqa: F401 (resolve_gamma: re-exported)
-    AdamHparams, EpochStatic, check_minibatches, divide_batch, learning_rate_at, resolve_gamma)
-from plume_jax.train.algorithms.normalize import EPS, ObsStats, normalize, transform
+    AdamHparams, EpochStatic, check_minibatches, clip_then_l2, divide_batch, learning_rate_at,
+    resolve_gamma)
+from plume_jax.train.algorithms.normalize import ObsStats, normalize, transform
+from plume_jax.train.algorithms.returns import gae, scale_rewards
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,9 +104,8 @@ class Hparams(AdamHparams):
     ent_coef: jax.Array = setting(0.01, real(low=0.0, high=10.0), doc="entropy bonus weight")
     vf_coef: jax.Array = setting(0.5, real(low=0.0, high=100.0), doc="value loss weight")
     weight_decay: jax.Array = setting(0.0, real(low=0.0, high=1.0),
-                                      doc="L2 penalty: weight_decay x params added to the clipped "
-                                          "gradient before Adam (PyTorch Adam's weight_decay; "
-                                          "0: none)")
+                                      doc="coupled L2 penalty: this x params added to the clipped "
+                                          "gradient before Adam, as PyTorch's Adam does (0: none)")
 
 
 @chex.dataclass(frozen=True)
@@ -115,8 +117,8 @@ class Runner(Pytree):
 
     Attributes:
         params, opt_state: network parameters and optimiser state.
-        obs_stats: running observation statistics (unused unless
-            ``normalize_obs``).
+        obs_stats: running observation statistics (read where
+            :meth:`PPO.obs_normalizer` says).
         env_state, obs: the env batch (leading axis ``num_envs``).
         hidden: f32[R, H] recurrent state after the last observation.
         prev_action: the last action of each row (network input when
@@ -150,9 +152,9 @@ class Runner(Pytree):
 
 @chex.dataclass(frozen=True)
 class RewardScalingRunner(Runner):
-    """The runner of ``normalize_rewards``: a :class:`Runner` (whose
-    structure, and so its checkpoints, stay as they were without it) plus
-    the reward scaling's state.
+    """The runner when rewards are scaled: a :class:`Runner` (whose
+    structure, and so its checkpoints, stay as they were without scaling)
+    plus the state of :func:`~plume_jax.train.algorithms.returns.scale_rewards`.
 
     Attributes:
         return_stats: the running statistics of the discounted return
@@ -175,7 +177,7 @@ class Transition(Pytree):
     action: jax.Array         # [R] the sampled action (normalised for Box actions)
     logp: jax.Array           # [R]
     value: jax.Array          # [R]
-    reward: jax.Array         # [R] (scaled, with normalize_rewards: what GAE reads)
+    reward: jax.Array         # [R] what GAE reads (scaled, when rewards are)
     terminated: jax.Array     # [R] the return ends, no bootstrap (agent_boundaries)
     truncated: jax.Array      # [R] the return ends, bootstrap from final_value
     final_value: jax.Array    # [R] V(info["final_observation"])
@@ -206,39 +208,6 @@ MULTI_AGENT_METRIC_NAMES = ("agent_steps", "first_arrival_mean", "arrivals_mean"
                             "collisions_mean")
 
 
-def gae(rewards: jax.Array, values: jax.Array, terminated: jax.Array, truncated: jax.Array,
-        final_values: jax.Array, last_value: jax.Array, gamma: Any, lam: Any
-        ) -> tuple[jax.Array, jax.Array]:
-    """Generalised advantage estimation over a time-major rollout.
-
-    Args:
-        rewards, values, terminated, truncated, final_values: [T, ...];
-            ``values[t]`` is ``V(obs_t)``; ``final_values[t]`` is the value of
-            the observation an episode was cut at (read where ``truncated``).
-        last_value: [...], ``V`` of the observation after the last step.
-        gamma, lam: discount and GAE λ.
-
-    Returns:
-        ``(advantages, value_targets)``, both [T, ...], with
-        ``δ_t = r_t + γ·B_t − V_t`` where the bootstrap ``B_t`` is 0 on
-        termination, ``final_values[t]`` on truncation and ``V_{t+1}``
-        otherwise, and ``A_t = δ_t + γλ·(1 − done_t)·A_{t+1}``.
-    """
-    done = jnp.logical_or(terminated, truncated)
-    next_values = jnp.concatenate([values[1:], last_value[None]], axis=0)
-    bootstrap = jnp.where(truncated, final_values, jnp.where(terminated, 0.0, next_values))
-    deltas = rewards + gamma * bootstrap - values
-    decay = gamma * lam * (1.0 - done.astype(jnp.float32))
-
-    def body(next_adv, inp):
-        delta, d = inp
-        adv = delta + d * next_adv
-        return adv, adv
-
-    _, adv = jax.lax.scan(body, jnp.zeros_like(last_value), (deltas, decay), reverse=True)
-    return adv, adv + values
-
-
 def agent_boundaries(terminated: jax.Array, truncated: jax.Array, episode_done: jax.Array
                      ) -> tuple[jax.Array, jax.Array]:
     """Where each agent's return ends, and how (see the module docstring).
@@ -251,7 +220,8 @@ def agent_boundaries(terminated: jax.Array, truncated: jax.Array, episode_done: 
         episode_done: bool[N], the env's episode ended at this step.
 
     Returns:
-        ``(terminated, truncated)`` for :func:`gae`, bool[N, A]: truncated
+        ``(terminated, truncated)`` for
+        :func:`~plume_jax.train.algorithms.returns.gae`, bool[N, A]: truncated
         where the env says so (and the agent has not arrived); terminated
         where the agent has arrived, or the episode ended otherwise than by
         the time limit (a teammate's arrival under ``done_mode="any"``). For
@@ -344,13 +314,18 @@ class PPO(Algorithm):
         return Hparams.from_config(config, self.env, env_params)
 
     def policy(self, runner: Runner) -> tuple[dict[str, Any], dict[str, Any]]:
-        stats = runner.obs_stats if self.static.normalize_obs else None
-        return network_policy(self, runner.params, self.static.network, stats)
+        return network_policy(self, runner.params, self.static.network,
+                              self.obs_normalizer(runner))
+
+    def obs_normalizer(self, runner: Runner) -> ObsStats | None:
+        """The running observation statistics the policy normalises its
+        input with, or None where observations are not normalised."""
+        return runner.obs_stats if self.static.normalize_obs else None
 
     def warm_start(self, runner: Runner, arrays: dict[str, Any]) -> Runner:
         """``runner`` with an exported policy's network parameters (names as
-        ``policy.npz`` flattens them) and, with ``normalize_obs``, its
-        observation mean and variance, counted as one update's observations
+        ``policy.npz`` flattens them) and, where observations are normalised,
+        its observation mean and variance, counted as one update's observations
         (``rows x num_steps``) so that the statistics follow the new env
         within a few updates (:mod:`plume_jax.train.warm_start`)."""
         from flax import traverse_util
@@ -361,7 +336,7 @@ class PPO(Algorithm):
         params["params"] = traverse_util.unflatten_dict(loaded, sep="/")
         params = jax.tree.map(lambda _, x: x, runner.params, params)  # the original containers
         stats = runner.obs_stats
-        if self.static.normalize_obs:
+        if self.obs_normalizer(runner) is not None:
             stats = ObsStats(mean=jnp.asarray(arrays["obs_mean"], jnp.float32),
                              var=jnp.asarray(arrays["obs_var"], jnp.float32),
                              count=jnp.asarray(self.rows * self.static.num_steps, jnp.float32))
@@ -514,18 +489,19 @@ class PPO(Algorithm):
         return jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(keys, env_state, env_action,
                                                                  env_params)
 
-    def rollout(self, runner: Runner, env_params: Any, key: jax.Array, vmapped: bool = False,
-                gamma: Any = 0.99):
+    def rollout(self, runner: Runner, hp: Hparams, env_params: Any, key: jax.Array,
+                vmapped: bool = False):
         """``num_steps`` steps of the env batch under the current policy
-        (``vmapped``: see :meth:`env_step`; ``gamma``: the discount of the
-        returns whose spread scales the rewards, with ``normalize_rewards``).
+        (``vmapped``: see :meth:`env_step`); where rewards are scaled
+        (:class:`RewardScalingRunner`), by the spread of the return discounted
+        at ``hp``'s discount.
 
         Returns ``(runner with the new env batch, transitions [T, ...],
         last_value [R])``.
         """
         s = self.static
         params = runner.params
-        stats = runner.obs_stats if s.normalize_obs else None
+        stats = self.obs_normalizer(runner)
 
         def body(carry, k):
             (env_state, obs, hidden, prev_action, prev_tobs, start, ep_ret, ep_len, arrived,
@@ -552,7 +528,7 @@ class PPO(Algorithm):
             out = self.outcome(reward, term, trunc, info, arrived)
             ep_ret = ep_ret + out["reward"]
             ep_len = ep_len + 1
-            train_reward, scaling = scale_rewards(out["reward"], out["done"], scaling, gamma)
+            train_reward, scaling = scale_rewards(out["reward"], out["done"], scaling, hp.gamma)
             tr = Transition(x=x, start=start, action=action, logp=logp, value=value,
                             reward=train_reward, terminated=out["terminated"],
                             truncated=out["truncated"], final_value=final_value,
@@ -565,7 +541,6 @@ class PPO(Algorithm):
                      jnp.where(out["episode_done"], 0, ep_len), out["arrived"], scaling)
             return carry, tr
 
-        # normalize_rewards: init made a RewardScalingRunner
         scaling = ((runner.return_stats, runner.discounted_return)
                    if isinstance(runner, RewardScalingRunner) else None)
         init = (runner.env_state, runner.obs, runner.hidden, runner.prev_action, runner.prev_obs,
@@ -619,7 +594,7 @@ class PPO(Algorithm):
         return total, (pg, vf, ent, approx_kl, clip_frac)
 
     def minibatches(self, batch: dict, h0: jax.Array, key: jax.Array) -> dict:
-        """One epoch's minibatches, a leading axis ``num_minibatches``.
+        """One epoch's minibatches, along a leading axis.
 
         ``batch``: arrays [T, R, ...]. Recurrent networks get whole env
         sequences, ``[T, (N / nmb) * A, ...]`` each, with their initial
@@ -656,8 +631,8 @@ class PPO(Algorithm):
     # ------------------------------------------------------------ update
     def update(self, runner: Runner, hp: Hparams, env_params: Any,
                vmapped: bool = False) -> tuple[Runner, dict]:
-        """One PPO update: rollout, GAE, ``update_epochs`` x ``num_minibatches``
-        gradient steps (``vmapped``: the update runs under ``vmap``, see
+        """One PPO update: rollout, GAE, epochs of minibatch gradient steps
+        (``vmapped``: the update runs under ``vmap``, see
         :meth:`env_step`). Returns the new runner and scalar metrics
         (:data:`METRIC_NAMES`, and :data:`MULTI_AGENT_METRIC_NAMES` on a
         multi-agent env)."""
@@ -665,8 +640,7 @@ class PPO(Algorithm):
         key = typed_key(runner.key)
         key, k_roll, k_train = jax.random.split(key, 3)
         h0 = runner.hidden
-        new_runner, traj, last_value = self.rollout(runner, env_params, k_roll, vmapped,
-                                                    gamma=hp.gamma)
+        new_runner, traj, last_value = self.rollout(runner, hp, env_params, k_roll, vmapped)
         adv, target = gae(traj.reward, traj.value, traj.terminated, traj.truncated,
                           traj.final_value, last_value, hp.gamma, hp.gae_lambda)
 
@@ -688,7 +662,8 @@ class PPO(Algorithm):
 
         (params, opt_state), losses = jax.lax.scan(
             epoch, (runner.params, runner.opt_state), jax.random.split(k_train, s.update_epochs))
-        obs_stats = runner.obs_stats.update(traj.feat) if s.normalize_obs else runner.obs_stats
+        stats = self.obs_normalizer(runner)
+        obs_stats = runner.obs_stats if stats is None else stats.update(traj.feat)
         update = runner.update + 1
         new_runner = new_runner.replace(params=params, opt_state=opt_state, obs_stats=obs_stats,
                                         key=jax.random.key_data(key), update=update)
@@ -733,46 +708,3 @@ class PPO(Algorithm):
                 "collisions_mean": per_episode(traj.blocked.sum().astype(jnp.float32)),
             })
         return metrics
-
-
-def clip_then_l2(max_norm: Any, weight_decay: Any) -> optax.GradientTransformation:
-    """The gradient clipped to global norm ``max_norm``, then
-    ``weight_decay x params`` added: what PyTorch's
-    ``Adam(weight_decay=...)`` sees after ``clip_grad_norm_`` (coupled L2,
-    not AdamW's decoupled decay). One stage with ``clip_by_global_norm``'s
-    (empty) state, so the optimiser state, and the checkpoints written
-    before ``algo.weight_decay`` existed, keep their structure."""
-    clip = optax.clip_by_global_norm(max_norm)
-
-    def update(updates: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
-        clipped, state = clip.update(updates, state, params)
-        return jax.tree.map(lambda g, p: g + weight_decay * p, clipped, params), state
-
-    return optax.GradientTransformation(clip.init, update)
-
-
-#: Scaled rewards are clipped to ``[-REWARD_CLIP, REWARD_CLIP]`` (VecNormalize's ``clip_reward``).
-REWARD_CLIP = 10.0
-
-
-def scale_rewards(reward: jax.Array, done: jax.Array, scaling: Any, gamma: Any
-                  ) -> tuple[jax.Array, Any]:
-    """One step of reward scaling by the spread of the discounted return
-    (``normalize_rewards``, as baselines' and Stable-Baselines3's
-    ``VecNormalize``): each row's return ``G <- gamma G + r`` joins the
-    running statistics, the reward is divided by their ``sqrt(var + EPS)``
-    and clipped to ``+-REWARD_CLIP``, and ``G`` restarts where the episode
-    ended (``done`` bool[R]). The mean is not subtracted, so the sign of
-    every reward is kept.
-
-    ``scaling``: ``(return_stats, discounted_return f32[R])``, or None
-    (no scaling: ``reward`` comes back as it is).
-    Returns ``(scaled reward f32[R], new scaling)``.
-    """
-    if scaling is None:
-        return reward, None
-    stats, ret = scaling
-    ret = ret * gamma + reward
-    stats = stats.update(ret[:, None])
-    scaled = jnp.clip(reward / jnp.sqrt(stats.var[0] + EPS), -REWARD_CLIP, REWARD_CLIP)
-    return scaled.astype(jnp.float32), (stats, jnp.where(done, 0.0, ret))
