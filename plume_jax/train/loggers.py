@@ -1,16 +1,13 @@
 """Where a run's metrics go besides ``metrics.jsonl`` / ``metrics.csv``:
-TensorBoard event files (written by ``tensorboardX``) and, when asked for
-and installed, Weights & Biases.
+TensorBoard event files (``tensorboardX``) and, when asked for and installed,
+Weights & Biases.
 
-Scalars are the columns of ``metrics.csv`` under ``train/`` (``train/
-success_rate``, ``train/return_mean``, ...; every one of
-:data:`plume_jax.train.algorithms.ppo.METRIC_NAMES`), the periodic evaluations under
-``eval/`` (Stable-Baselines3's ``EvalCallback`` tags) and the final greedy
-evaluation under ``final/`` (:func:`final_scalars`: the periodic evaluations
-own ``eval/``, and one of them may fall on the final step); the step is the
-env step count (of one run, or of one sweep member). A resumed run rewrites
-its TensorBoard files from the metrics kept up to the checkpoint it resumed
-from, so they hold every update once for any reader (W&B keeps what it received first for a step).
+The scalars are the metrics columns under ``train/`` (and Stable-Baselines3's
+``rollout/`` tags), the periodic evaluations under SB3's ``EvalCallback``
+tags (``eval/``) and the final evaluation under ``final/``; the step is the
+env step count (of one run or sweep member). A resumed run rewrites its
+TensorBoard files from the metrics kept up to its checkpoint, so they hold
+every update once (W&B keeps what it received first for a step).
 """
 
 from __future__ import annotations
@@ -49,14 +46,8 @@ _WANDB_RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 def wandb_run_id(folder: str | pathlib.Path) -> str:
     """The W&B run id kept in ``folder/wandb_run_id`` (a resumed run logs to
     the same W&B run), or a new one, written there (atomically) first.
-
-    The file is read with a bound (1 KiB, :func:`plume_jax.files.safe_io.
-    read_text_bounded`) and must hold one id of W&B's characters.
-
-    Raises:
-        ValidationError: (parameter ``wandb_run_id``) the file is a folder,
-            unreadable, too big or holds something else.
-    """
+    ``ValidationError`` (parameter ``wandb_run_id``) when the file is a
+    folder, unreadable, over 1 KiB or holds something else."""
     from plume_jax.files.safe_io import read_text_bounded
 
     id_file = pathlib.Path(folder) / "wandb_run_id"
@@ -97,29 +88,25 @@ PERIODIC_TAGS = {"mean_return": "eval/mean_reward", "mean_steps_to_goal": "eval/
 
 
 def final_scalars(evaluation: dict[str, Any]) -> dict[str, float]:
-    """The final evaluation's TensorBoard/W&B scalars: ``final/<name>``, with
-    the periodic tags' names for the numbers a periodic row has too (the mean
-    return is ``final/mean_reward`` as it is ``eval/mean_reward``), so each
-    number has one name; ``final/`` so the final evaluation never adds a
-    second point to a periodic tag at the same step."""
+    """The final evaluation's scalars, ``final/<name>`` (a periodic evaluation
+    may fall on the same step), named as the periodic tags name the numbers
+    they share (``final/mean_reward`` as ``eval/mean_reward``)."""
     names = {name: tag.split("/", 1)[1] for name, tag in PERIODIC_TAGS.items()}
     return _scalars({names.get(name, name): value for name, value in evaluation.items()},
                     "final")
 
 
 def hparams(config: dict[str, Any] | None) -> dict[str, Any]:
-    """The hyperparameters of a resolved config for TensorBoard's HPARAMS
-    table: ``env.id``, every ``algo.*``, ``network.*`` and ``run.seed``
-    (lists and mappings as text, None as ``"null"``)."""
+    """A resolved config's ``env.id``, ``algo.*``, ``network.*`` and
+    ``run.seed`` for TensorBoard's HPARAMS table (lists and mappings as
+    text, None as ``"null"``)."""
     if not config:
         return {}
     out: dict[str, Any] = {"env.id": str(config.get("env", {}).get("id"))}
     for section in ("algo", "network"):
         for key, value in (config.get(section) or {}).items():
-            if isinstance(value, bool) or isinstance(value, (int, float, str)):
-                out[f"{section}.{key}"] = value
-            else:
-                out[f"{section}.{key}"] = "null" if value is None else json.dumps(value)
+            out[f"{section}.{key}"] = value if isinstance(value, (int, float, str)) \
+                else json.dumps(value)
     out["run.seed"] = int((config.get("run") or {}).get("seed", 0))
     return out
 
@@ -188,9 +175,8 @@ class RunLoggers:
 
     def log_periodic_evaluation(self, row: dict[str, Any], *, tensorboard_only: bool = False
                                 ) -> None:
-        """One periodic evaluation (:mod:`plume_jax.train.periodic_eval`)
-        under Stable-Baselines3's ``EvalCallback`` tags, at its ``env_steps``
-        (``tensorboard_only``: a resumed run's kept rows, written anew)."""
+        """One periodic evaluation row under :data:`PERIODIC_TAGS` at its
+        ``env_steps`` (``tensorboard_only``: a resumed run's kept rows)."""
         values = {tag: float(row[name]) for name, tag in PERIODIC_TAGS.items()
                   if isinstance(row.get(name), (int, float)) and math.isfinite(row[name])}
         step = int(row["env_steps"])
@@ -202,9 +188,8 @@ class RunLoggers:
             self.wandb_run.log(values, step=step)
 
     def log_evaluation(self, evaluation: dict[str, Any], step: int) -> None:
-        """The final evaluation's numbers under ``final/``
-        (:func:`final_scalars`), and the run's hyperparameters with them in
-        TensorBoard's HPARAMS table (sweep members side by side)."""
+        """The final evaluation (:func:`final_scalars`), with the run's
+        hyperparameters in TensorBoard's HPARAMS table."""
         values = final_scalars(evaluation)
         if self.writer is not None:
             for tag, value in values.items():

@@ -1,14 +1,11 @@
 """Progress from inside the compiled program, and the metrics files.
 
-:class:`Progress` is the host function that ``PPO.run`` hands to
-``jax.debug.callback``: the compiled program calls it with the metrics of
-every ``log_every``-th update (it never returns anything to the program, so
-it cannot break ``jit`` or change results). It feeds a
-:class:`plume_jax.progress.ProgressBar` (a rich bar with ETA on a terminal,
-plain lines otherwise, nothing when quiet) with the env steps done and a
-message: update, env steps per second since the last report, mean return,
-success rate, episode length and the approximate KL. For a sweep it gets
-the metrics of all members of a program and reports their mean and range.
+:class:`Progress` is the ``jax.debug.callback`` of a training program: called
+with the metrics of every ``log_every``-th update (it returns nothing to the
+program, so it cannot change results), it feeds a
+:class:`plume_jax.progress.ProgressBar` the env steps done and a line
+(update, env steps per second, return, success, length, KL; a program's
+members' mean and range).
 """
 
 from __future__ import annotations
@@ -37,9 +34,7 @@ def _percent(rate: float, spec: str = ".1f") -> str:
 
 def _ended(episodes: np.ndarray, batched: bool) -> str:
     """How many episodes ended: of a run, or of a program's members (their
-    total, and how many members had one: the rates that follow are theirs;
-    a mean count rounded to "0 episodes ended" beside a success rate read
-    as a rate of nothing)."""
+    total and how many members had one: the rates that follow are theirs)."""
     if not batched:
         return f"{_fmt(float(episodes.reshape(-1)[0]), '.0f')} episodes ended: "
     counts = np.nan_to_num(episodes.reshape(-1))
@@ -154,11 +149,10 @@ MAX_METRICS_BYTES = 4 << 30
 
 
 def read_jsonl(path: str | pathlib.Path) -> list[dict[str, Any]]:
-    """The rows of a metrics file: one JSON object per line, each with an
-    integer ``update``. A torn last line (a kill during the append) is
-    skipped; a damaged line before it (not JSON, not an object, nested
-    deeper than a row is, no ``update``) is a ``ValidationError`` naming
-    the file and the line. The file is bounded (:data:`MAX_METRICS_BYTES`)."""
+    """The rows of a metrics file (at most :data:`MAX_METRICS_BYTES`): one
+    JSON object with an integer ``update`` per line. A torn last line (a kill
+    during the append) is skipped; a damaged line before it is a
+    ``ValidationError`` naming the file and the line."""
     from plume_jax.files.safe_io import read_bytes_bounded
 
     path = pathlib.Path(path)
@@ -202,9 +196,8 @@ def rows_up_to(path: str | pathlib.Path, last_update: int) -> list[dict[str, Any
 
 
 def trim_jsonl(path: str | pathlib.Path, last_update: int) -> list[dict[str, Any]]:
-    """Keep the rows of updates ``<= last_update`` (a checkpoint's) and drop
-    the rest and any torn line: the metrics then match the checkpoint a run
-    resumes from, so no update is counted twice. Returns the rows kept."""
+    """Keep only the rows of updates ``<= last_update`` (a checkpoint's), so
+    a resumed run counts no update twice; returns them."""
     path = pathlib.Path(path)
     kept = rows_up_to(path, last_update)
     if path.exists():
