@@ -474,7 +474,7 @@ def train_program(p: Program, runner: Any, rows: list[list[dict[str, Any]]], *,
         hp, env_params = (shard_members(t, p.mesh, "members") for t in (hp, env_params))
     loggers = loggers or [None] * len(p.runs)
     evaluate_now = periodic_evaluator(p, loggers, note=lambda update, text: bar.update(
-        offset + len(p.runs) * update * steps, message=text))
+        offset + len(p.runs) * update * cfg.steps_per_update, message=text))
     if evaluate_now is not None and done % cfg.eval["every"] == 0 < done:
         evaluate_now(runner, done, resumed=True)  # if a kill interrupted it
     printer = Progress(bar, p.num_updates, cfg.steps_per_update, offset=offset,
