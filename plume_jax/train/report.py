@@ -364,27 +364,26 @@ def sweep_figures(out: pathlib.Path, summary: dict[str, Any], rows: list[dict[st
     labels = [e["label"] for e in settings]
     results = summary["results"]
     if "eval" in summary:
-        plot_setting_bars(out / "eval_success.png", labels,
-                          [[results[i]["eval_success_rate"] for i in e["members"]]
-                           for e in settings],
-                          "greedy evaluation success (%)", scale=100.0,
-                          title=f"Greedy success on {summary['eval']['episodes']} fresh episodes "
-                          "per member (bar: seed mean, dots: seeds)")
-        plot_setting_bars(out / "eval_steps.png", labels,
-                          [[results[i]["eval_mean_steps_to_goal"] for i in e["members"]]
-                           for e in settings],
-                          "mean steps to the goal (successful greedy episodes)",
-                          title="Steps to the goal (bar: seed mean, dots: seeds)")
+        for name, metric, xlabel, scale, title in (
+                ("eval_success", "eval_success_rate", "greedy evaluation success (%)", 100.0,
+                 f"Greedy success on {summary['eval']['episodes']} fresh episodes per member"),
+                ("eval_steps", "eval_mean_steps_to_goal",
+                 "mean steps to the goal (successful greedy episodes)", 1.0,
+                 "Steps to the goal")):
+            plot_setting_bars(out / f"{name}.png", labels,
+                              [[results[i][metric] for i in e["members"]] for e in settings],
+                              xlabel, scale=scale, title=f"{title} (bar: seed mean, dots: seeds)")
     by_member: dict[int, list[dict[str, Any]]] = {}
     for r in rows:
         by_member.setdefault(r["member"], []).append(r)
     curves = {e["label"]: [by_member[i] for i in e["members"]] for e in settings}
-    plot_setting_curves(out / "train_success.png", curves, "success_rate",
-                        "training success, sampled actions (%)", scale=100.0,
-                        title="Training success per setting (line: seed mean, band: range)")
-    plot_setting_curves(out / "train_return.png", curves, "return_mean",
-                        "mean episode return (training reward)",
-                        title="Training return per setting (line: seed mean, band: range)")
+    for name, metric, ylabel, scale, title in (
+            ("train_success", "success_rate", "training success, sampled actions (%)", 100.0,
+             "Training success"),
+            ("train_return", "return_mean", "mean episode return (training reward)", 1.0,
+             "Training return")):
+        plot_setting_curves(out / f"{name}.png", curves, metric, ylabel, scale=scale,
+                            title=f"{title} per setting (line: seed mean, band: range)")
 
 
 def print_results(summary: dict[str, Any], stream: TextIO | None = None) -> None:
