@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -189,25 +191,48 @@ def _rows(path):
     return [json.loads(x) for x in path.read_text().splitlines()]
 
 
+def _example_blocks(language: str) -> list[str]:
+    """The ```LANGUAGE blocks of docs/training.md's "Adding an algorithm"."""
+    text = (ROOT / "docs" / "training.md").read_text()
+    section = text.split("### Adding an algorithm\n")[1].split("\n### ")[0]
+    return re.findall(rf"^```{language}\n(.*?)^```", section, flags=re.S | re.M)
+
+
+def _example_commands() -> list[list[str]]:
+    """The page's shell block: one argument list per command."""
+    (block,) = _example_blocks("bash")
+    return [shlex.split(line, comments=True)
+            for line in block.replace("\\\n", " ").splitlines() if line.strip()]
+
+
+#: What the test adds to each of the page's commands, for time only: no
+#: TensorBoard, a small final evaluation, no progress lines.
+FAST = ["--set", "run.tensorboard=false", "--set", "eval.num_envs=8",
+        "--set", "eval.num_steps=24", "--quiet"]
+
+
 @pytest.mark.slow  # four plume-jax processes, each importing jax and compiling (~25 s each)
 def test_the_docs_example_trains_resumes_sweeps_exports_and_evaluates_from_the_working_folder(
         tmp_path):
     """The issue's proof: docs/training.md's "Adding an algorithm" code block,
     verbatim, as reinforce.py in the working folder (no PYTHONPATH for it),
-    through plume-jax train, train --resume, sweep (2 members, one program)
-    and evaluate of the exported policy, with the page's own configs."""
+    with the page's two YAML files as written, through the page's own
+    commands: plume-jax train, train --resume, sweep (2 members, one
+    program) and evaluate of the exported policy (each with :data:`FAST`'s
+    flags; evaluate with 4 episodes)."""
     (tmp_path / "reinforce.py").write_text(tagged("adding-an-algorithm")[0])
-    config = {"env": {"id": "PlumeNav-Gaussian-v0",
-                      "overrides": {"grid_size": [16, 16], "max_steps": 24}},
-              "algo": {"algorithm": "reinforce:Reinforce", "total_steps": 512, "num_envs": 16,
-                       "num_steps": 16, "learning_rate": 0.01, "baseline_decay": 0.5},
-              "network": {"hidden_sizes": [8]}, "run": {"tensorboard": False},
-              "eval": {"num_envs": 8, "num_steps": 24}}
-    (tmp_path / "reinforce.yaml").write_text(yaml.safe_dump(config))
-    _cli("train", "--config", "reinforce.yaml", "--out", "run", "--total-steps", "256",
-         "--quiet", cwd=tmp_path)
+    for block in _example_blocks("yaml"):
+        name = re.match(r"# (\S+\.yaml)", block)
+        assert name, block
+        (tmp_path / name.group(1)).write_text(block)
+    commands = _example_commands()
+    assert [c[:2] for c in commands] == [["plume-jax", "train"], ["plume-jax", "train"],
+                                         ["plume-jax", "sweep"], ["plume-jax", "evaluate"]]
+    train, resume, sweep, evaluate = (c[1:] for c in commands)
+
+    _cli(*train, *FAST, cwd=tmp_path)
     assert [r["update"] for r in _rows(tmp_path / "run" / "metrics.jsonl")] == [1]
-    _cli("train", "--config", "reinforce.yaml", "--resume", "run", "--quiet", cwd=tmp_path)
+    _cli(*resume, *FAST, cwd=tmp_path)
     assert [r["update"] for r in _rows(tmp_path / "run" / "metrics.jsonl")] == [1, 2]
     spec = json.loads((tmp_path / "run" / "policy" / "policy.json").read_text())
     assert spec["algorithm"] == "reinforce:Reinforce" and spec["trained_env_steps"] == 512
@@ -217,18 +242,14 @@ def test_the_docs_example_trains_resumes_sweeps_exports_and_evaluates_from_the_w
     assert json.loads((tmp_path / "run" / "summary.json").read_text())[
         "evaluation"]["episodes"] == 8
 
-    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(
-        {"base": "reinforce.yaml", "grid": {"algo.baseline_decay": [0.5, 0.9]}}))
-    _cli("sweep", "--config", "sweep.yaml", "--out", "sweep", "--quiet", cwd=tmp_path)
+    _cli(*sweep, *FAST, cwd=tmp_path)
     results = json.loads((tmp_path / "sweep" / "results.json").read_text())
     assert len(results["results"]) == 2 and len(results["programs"]) == 1
     for member in (tmp_path / "sweep" / "members").iterdir():
         assert (member / "policy" / "policy.npz").exists()
 
-    scenario = ROOT / "configs" / "scenarios" / "gaussian_random_walk.yaml"
-    _cli("evaluate", "--scenario", str(scenario), "--agent", "trained", "--agent-param",
-         f"trained.path={tmp_path / 'run' / 'policy'}", "--env-from-run", "--episodes", "4",
-         "--out", "ev", "--quiet", cwd=tmp_path)
+    evaluate = [str(ROOT / a) if a.startswith("configs/") else a for a in evaluate]
+    _cli(*evaluate, "--episodes", "4", "--out", "ev", "--quiet", cwd=tmp_path)
     assert any((tmp_path / "ev").rglob("*.json"))
 
 
