@@ -1,4 +1,4 @@
-"""Training (layer 5): algorithms, the run driver and run folders.
+"""Training (layer 5): algorithms, the training loop and run folders.
 
 Any :class:`~plume_jax.train.algorithms.base.Algorithm` (PPO in flax +
 optax, belief value iteration, lookahead value iteration, or a user's own)

@@ -94,7 +94,7 @@ ENV_SCHEMA: dict[str, Setting] = {
     "overrides": _s({}, mapping_check, False, "passed to plume_jax.make / make_from_config"),
 }
 
-#: The ``algo.*`` settings every algorithm shares, whose meaning the driver
+#: The ``algo.*`` settings every algorithm shares, whose meaning the loop
 #: fixes (an algorithm's own: ``Algorithm.SETTINGS``; it may not redeclare these).
 COMMON_ALGO: dict[str, Setting] = {
     "algorithm": _s("ppo", lambda name, value, grid=None: algorithm_class(value, name) and value,
@@ -233,7 +233,7 @@ def schemas(algorithm: Any = "ppo") -> dict[str, dict[str, Setting]]:
     """``section -> key -> Setting`` of a config whose ``algo.algorithm`` is
     ``algorithm``: its ``algo`` section is :data:`COMMON_ALGO` plus that
     algorithm's own ``SETTINGS`` and nothing else. ``ValidationError``
-    when the algorithm redeclares a shared setting (the driver fixes their
+    when the algorithm redeclares a shared setting (the loop fixes their
     meaning)."""
     cls, own = settings_for(algorithm)
     clash = sorted(set(own) & set(COMMON_ALGO))

@@ -3,7 +3,7 @@ program per static structure, every member a run folder you can evaluate,
 load and resume. This module validates the sweep, groups its members into
 programs and trains them through the one run function
 (:func:`plume_jax.train.run.run`) with the sweep's folder rules
-(:class:`plume_jax.train.run_folder.Sweep`); :mod:`plume_jax.train.report`
+(:class:`plume_jax.train.folder.Sweep`); :mod:`plume_jax.train.report`
 ranks and reports the results.
 
 One program ``vmap``s ``Algorithm.update`` over a leading *member* axis of
@@ -23,7 +23,7 @@ all. Sweep YAML::
       network.hidden_sizes: [[32], [64, 64]]    # static: two programs
     mode: product                  # product (every combination) | zip
 
-The folder holds :data:`~plume_jax.train.run_folder.SWEEP_FILES`: member
+The folder holds :data:`~plume_jax.train.folder.SWEEP_FILES`:
 ``members/<name>/`` (a run folder named by its grid values,
 :mod:`plume_jax.train.member_names`; ``plume-jax train --resume`` continues
 it as a single run) and ``programs/<k>/checkpoint/`` (program k's stacked
@@ -225,7 +225,7 @@ def program_groups(sweep: SweepConfig) -> list[list[int]]:
 
 def setup(sweep: SweepConfig, members: list[int] | None = None,
           out: pathlib.Path | None = None, program: int = 1) -> Program:
-    """The batched :class:`~plume_jax.train.driver.Program` of ``members``
+    """The batched :class:`~plume_jax.train.loop.Program` of ``members``
     (default: all) — their envs built, checked to share one program
     (:func:`program_groups`), hyperparameters, env params and keys stacked
     along the member axis. With ``out`` (the sweep folder) the members' run
@@ -257,7 +257,7 @@ def setup(sweep: SweepConfig, members: list[int] | None = None,
 @dataclasses.dataclass
 class SweepResult:
     """What :func:`run_sweep` returns: ``summary`` (also ``results.json``)
-    and one :class:`~plume_jax.train.driver.ProgramResult` per program.
+    and one :class:`~plume_jax.train.loop.ProgramResult` per program.
     ``runner``, ``metrics`` and ``setup`` are those of a one-program sweep."""
 
     summary: dict[str, Any]
@@ -304,11 +304,11 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
               evaluate_members: bool = True, overwrite: bool = False,
               resume: bool = False) -> SweepResult:
     """Train every member of ``sweep``, one compiled program per group of
-    :func:`program_groups`, and write :data:`~plume_jax.train.run_folder.SWEEP_FILES`
+    :func:`program_groups`, and write :data:`~plume_jax.train.folder.SWEEP_FILES`
     to ``out_dir`` (None: nothing written). The folder rules (new or empty,
     ``overwrite``, ``resume`` from ``programs/<k>/checkpoint``, locks,
     renaming an older sweep's member folders) are
-    :class:`~plume_jax.train.run_folder.Sweep`'s; everything is checked
+    :class:`~plume_jax.train.folder.Sweep`'s; everything is checked
     before anything is written or compiled."""
     t_wall = time.perf_counter()
     out = pathlib.Path(out_dir) if out_dir is not None else None

@@ -209,7 +209,7 @@ def start_notes(p: Any) -> list[str]:
 
 
 def warm_start_program(p: Any, runner: Any) -> Any:
-    """The fresh runner of program ``p`` (a :class:`~plume_jax.train.driver.Program`)
+    """The fresh runner of program ``p`` (a :class:`~plume_jax.train.loop.Program`)
     with every member whose ``run.init_from`` is set started from its policy."""
     sources = [m.config.run.get("init_from") for m in p.runs]
     if not any(sources):
