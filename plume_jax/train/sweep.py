@@ -226,11 +226,9 @@ def program_groups(sweep: SweepConfig) -> list[list[int]]:
 def setup(sweep: SweepConfig, members: list[int] | None = None,
           out: pathlib.Path | None = None, program: int = 1) -> Program:
     """The batched :class:`~plume_jax.train.loop.Program` of ``members``
-    (default: all) — their envs built, checked to share one program
-    (:func:`program_groups`), hyperparameters, env params and keys stacked
-    along the member axis. With ``out`` (the sweep folder) the members' run
-    folders are ``out/members/<name>`` and the program's checkpoints go to
-    ``out/programs/<program>``."""
+    (default: all; ``ValidationError`` unless they share one program); with
+    ``out`` (the sweep folder) their run folders are ``out/members/<name>``
+    and the program's checkpoints ``out/programs/<program>``."""
     members = list(range(len(sweep.configs))) if members is None else list(members)
     runs: list[Member] = []
     ref = None
@@ -284,10 +282,9 @@ class SweepResult:
 
 # ------------------------------------------------------------------ running
 def _static_differences(sweep: SweepConfig, groups: list[list[int]]) -> list[dict[str, Any]]:
-    """Per program: what sets it apart from the other programs — the static
-    settings whose values differ between programs, and the swept env
-    settings that are constant within every program but not across them
-    (those changed the env's structure)."""
+    """Per program, what sets it apart: the static settings whose values
+    differ between programs, and the swept env settings constant within
+    each program but not across them (they changed the env's structure)."""
     sigs = [static_signature(sweep.configs[g[0]]) for g in groups]
     keys = [k for k in sigs[0] if len({json.dumps(s[k]) for s in sigs}) > 1]
     values = [{k: sig[k] for k in keys} for sig in sigs]
