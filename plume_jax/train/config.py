@@ -37,7 +37,8 @@ import yaml
 
 from plume_jax.core.errors import ValidationError
 from plume_jax.settings import REQUIRED, Setting, resolve_keys, unknown_setting
-from plume_jax.settings.checks import boolean, choice, count, integer_list, optional, real
+from plume_jax.settings.schema import declared_settings
+from plume_jax.settings.checks import boolean, choice, count, optional, real
 from plume_jax.train.algorithms.base import algo_setting, algorithm_class, readers, settings_for
 from plume_jax.train.lane_schedule import lanes_check
 from plume_jax.train.algorithms.networks import NetworkConfig
@@ -108,60 +109,8 @@ COMMON_ALGO: dict[str, Setting] = {
     "num_steps": _s(128, count(low=1, high=1 << 16), True, "env steps of each env per update"),
 }
 
-def image_shape_check(name: str, value: Any, grid: Any = None) -> tuple[int, ...] | None:
-    """``None`` or ``[rows, columns]`` / ``[channels, rows, columns]``."""
-    if value is None:
-        return None
-    try:
-        return integer_list(low=1, high=65536, lengths=(2, 3), whole_floats=True)(
-            name, value, grid)
-    except ValidationError:
-        raise ValidationError.for_parameter(
-            name, value, "null or [rows, columns] or [channels, rows, columns] (integers >= 1)"
-        ) from None
-
-
-NETWORK_SCHEMA: dict[str, Setting] = {
-    "type": _s("mlp", choice(("mlp", "gru", "rnn", "cnn")), True,
-               "mlp | gru (recurrent: a GRU) | rnn (recurrent: a vanilla tanh RNN, "
-               "flax.linen.SimpleCell) | cnn (conv torso over an image in the inputs; "
-               "belief_value_iteration: mlp | cnn, its value network's conv layers then the "
-               "hidden_sizes dense ReLU layers)"),
-    "hidden_sizes": _s((64, 64), integer_list(low=1, high=65536, whole_floats=True), True,
-                       "mlp: actor and critic layers; gru, rnn: the input embedding, then the "
-                       "actor / critic head layers; cnn: the actor / critic layers after the "
-                       "conv torso"),
-    "gru_size": _s(64, count(low=1, high=65536), True,
-                   "GRU hidden size (gru only; rnn refuses another value, mlp and cnn ignore "
-                   "it)"),
-    "rnn_size": _s(64, count(low=1, high=65536), True,
-                   "vanilla RNN hidden size (rnn only; gru refuses another value, mlp and cnn "
-                   "ignore it)"),
-    "image_shape": _s(None, image_shape_check, True,
-                      "cnn: [rows, columns] or [channels, rows, columns] of the image in the "
-                      "first inputs (the belief sensor's window: rows = columns = 2 * grid - 1)"),
-    "conv_features": _s((8, 16, 16), integer_list(low=1, high=65536, whole_floats=True), True,
-                        "cnn: output channels of each conv layer"),
-    "conv_kernels": _s((3, 3, 3), integer_list(low=1, high=64, whole_floats=True), True,
-                       "cnn: kernel side of each conv layer"),
-    "conv_strides": _s((2, 2, 2), integer_list(low=1, high=64, whole_floats=True), True,
-                       "cnn: stride of each conv layer ('SAME' padding)"),
-    "activation": _s("tanh", choice(("tanh", "relu")), True, "tanh | relu"),
-    "obs_transform": _s("none", choice(("none", "log")), True,
-                        "none | log: log(obs + log_eps)"),
-    "log_eps": _s(1e-6, real(low=0.0, high=1.0, low_inclusive=False), True,
-                  "the offset of obs_transform: log"),
-    "prev_action": _s(False, boolean(), True, "feed the previous action to the network"),
-    "obs_delta": _s(False, boolean(), True,
-                    "also feed the change of the (transformed) observation since the "
-                    "previous step"),
-    "log_std_init": _s(0.0, real(low=-20.0, high=5.0), True,
-                       "Box actions: initial log std of the Gaussian policy"),
-    "critic": _s("decentralised", choice(("decentralised", "centralised")), True,
-                 "multi-agent envs: decentralised (the value sees the agent's own input, like "
-                 "the actor) | centralised (MAPPO-style: the value sees every agent's "
-                 "features, own first, then the others in agent order from the next one on)"),
-}
+#: The ``network.*`` settings, declared on :class:`NetworkConfig`.
+NETWORK_SCHEMA: dict[str, Setting] = declared_settings(NetworkConfig, None)
 
 #: Values of ``run.distributed`` (see :mod:`plume_jax.train.distributed`).
 DISTRIBUTED_MODES = ("auto", "cluster", "off")

@@ -65,32 +65,74 @@ import numpy as np
 from agents.actor_critic import RECURRENT_WIDTH, actor_critic, hidden_width
 from agents.actor_critic import joint_features  # noqa: F401 (re-exported)
 from plume_jax.core.errors import ValidationError
+from plume_jax.settings import setting
+from plume_jax.settings.checks import boolean, choice, count, integer_list, real
+
+
+def image_shape_check(name: str, value: Any, grid: Any = None) -> tuple[int, ...] | None:
+    """``None`` or ``[rows, columns]`` / ``[channels, rows, columns]``."""
+    if value is None:
+        return None
+    try:
+        return integer_list(low=1, high=65536, lengths=(2, 3), whole_floats=True)(
+            name, value, grid)
+    except ValidationError:
+        raise ValidationError.for_parameter(
+            name, value, "null or [rows, columns] or [channels, rows, columns] (integers >= 1)"
+        ) from None
+
+
+_SIZE = count(low=1, high=65536)
+_SIZES = integer_list(low=1, high=65536, whole_floats=True)
+_CONV = integer_list(low=1, high=64, whole_floats=True)
 
 
 @dataclasses.dataclass(frozen=True)
 class NetworkConfig:
-    """Static network settings (hashable: part of the compiled program).
+    """The ``network.*`` settings, each declared once here (default, check,
+    doc: :func:`plume_jax.settings.setting`); static, so hashable and part of
+    the compiled program. A recurrent network refuses the other cell's width
+    set away from its default (it would size nothing)."""
 
-    ``gru_size`` is the GRU's width (``type: gru``), ``rnn_size`` the vanilla
-    RNN's (``type: rnn``); a recurrent network refuses the other cell's
-    width set away from its default (it would be ignored), while ``mlp`` and
-    ``cnn`` ignore both (as they always ignored ``gru_size``)."""
-
-    type: str = "mlp"
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    gru_size: int = 64
-    rnn_size: int = 64
-    image_shape: tuple[int, ...] | None = None
-    conv_features: tuple[int, ...] = (8, 16, 16)
-    conv_kernels: tuple[int, ...] = (3, 3, 3)
-    conv_strides: tuple[int, ...] = (2, 2, 2)
-    activation: str = "tanh"
-    obs_transform: str = "none"
-    log_eps: float = 1e-6
-    prev_action: bool = False
-    obs_delta: bool = False
-    log_std_init: float = 0.0
-    critic: str = "decentralised"
+    type: str = setting(
+        "mlp", choice(("mlp", "gru", "rnn", "cnn")),
+        doc="mlp | gru (recurrent: a GRU) | rnn (recurrent: a vanilla tanh RNN, "
+        "flax.linen.SimpleCell) | cnn (conv torso over an image in the inputs; "
+        "belief_value_iteration: mlp | cnn, its value network's conv layers then the "
+        "hidden_sizes dense ReLU layers)")
+    hidden_sizes: tuple[int, ...] = setting(
+        (64, 64), _SIZES, doc="mlp: actor and critic layers; gru, rnn: the input embedding, "
+        "then the actor / critic head layers; cnn: the actor / critic layers after the "
+        "conv torso")
+    gru_size: int = setting(64, _SIZE, doc="GRU hidden size (gru only; rnn refuses another "
+                            "value, mlp and cnn ignore it)")
+    rnn_size: int = setting(64, _SIZE, doc="vanilla RNN hidden size (rnn only; gru refuses "
+                            "another value, mlp and cnn ignore it)")
+    image_shape: tuple[int, ...] | None = setting(
+        None, image_shape_check, doc="cnn: [rows, columns] or [channels, rows, columns] of "
+        "the image in the first inputs (the belief sensor's window: rows = columns = "
+        "2 * grid - 1)")
+    conv_features: tuple[int, ...] = setting((8, 16, 16), _SIZES,
+                                             doc="cnn: output channels of each conv layer")
+    conv_kernels: tuple[int, ...] = setting((3, 3, 3), _CONV,
+                                            doc="cnn: kernel side of each conv layer")
+    conv_strides: tuple[int, ...] = setting((2, 2, 2), _CONV,
+                                            doc="cnn: stride of each conv layer ('SAME' padding)")
+    activation: str = setting("tanh", choice(("tanh", "relu")), doc="tanh | relu")
+    obs_transform: str = setting("none", choice(("none", "log")),
+                                 doc="none | log: log(obs + log_eps)")
+    log_eps: float = setting(1e-6, real(low=0.0, high=1.0, low_inclusive=False),
+                             doc="the offset of obs_transform: log")
+    prev_action: bool = setting(False, boolean(), doc="feed the previous action to the network")
+    obs_delta: bool = setting(False, boolean(), doc="also feed the change of the "
+                              "(transformed) observation since the previous step")
+    log_std_init: float = setting(0.0, real(low=-20.0, high=5.0),
+                                  doc="Box actions: initial log std of the Gaussian policy")
+    critic: str = setting(
+        "decentralised", choice(("decentralised", "centralised")),
+        doc="multi-agent envs: decentralised (the value sees the agent's own input, like the "
+        "actor) | centralised (MAPPO-style: the value sees every agent's features, own "
+        "first, then the others in agent order from the next one on)")
 
     def __post_init__(self):
         self._check_recurrent_width()
@@ -110,19 +152,18 @@ class NetworkConfig:
 
     def _check_recurrent_width(self) -> None:
         """Refuse, on a ``gru`` or ``rnn`` network, the other cell's width
-        set away from its default: it would be ignored (a config copied from
-        a GRU's, with ``type`` changed to ``rnn``, keeps a ``gru_size`` that
-        sizes nothing)."""
+        set away from its default (a GRU's config with ``type: rnn`` keeps a
+        ``gru_size`` that sizes nothing)."""
         if self.type not in RECURRENT_WIDTH:
             return
         own = RECURRENT_WIDTH[self.type]
-        for kind, setting in RECURRENT_WIDTH.items():
-            value = getattr(self, setting)
-            default = NetworkConfig.__dataclass_fields__[setting].default
+        for kind, width in RECURRENT_WIDTH.items():
+            value = getattr(self, width)
+            default = NetworkConfig.__dataclass_fields__[width].default
             if kind != self.type and value != default:
                 raise ValidationError.for_parameter(
-                    f"network.{setting}", value,
-                    f"its default {default} for network.type {self.type!r}: {setting} is "
+                    f"network.{width}", value,
+                    f"its default {default} for network.type {self.type!r}: {width} is "
                     f"the width of network.type {kind!r} only; the {self.type} cell's width "
                     f"is network.{own} (now {getattr(self, own)})")
 
