@@ -65,7 +65,6 @@ class Progress:
         self.offset = offset
         self.members = members
         self.prefix = prefix
-        self.lines: list[dict[str, float]] = []
         self.restart()
 
     def restart(self, env_steps: float = 0.0) -> None:
@@ -110,7 +109,6 @@ class Progress:
                         f"[{_percent(succ[1], '.0f')}, {_percent(succ[2], '.0f')}]")
         if self.prefix:
             message = f"{self.prefix} | {message}"
-        self.lines.append({"update": update, "env_steps": steps, "sps": sps})
         self.bar.update(self.offset + self.members * steps, message=message)
 
 
