@@ -211,3 +211,9 @@ class RunLoggers:
         if self.wandb_run is not None:
             self.wandb_run.finish()
             self.wandb_run = None
+
+    def __enter__(self) -> "RunLoggers":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
