@@ -44,6 +44,22 @@ def square():
     return env, params, VI.BeliefValueIteration(env, params, iterations=10, **SMALL)
 
 
+@pytest.fixture(scope="module")
+def five_iterations(tiny):
+    """``run(runner) -> (runner, metrics)``: 5 iterations of ``tiny``'s
+    algorithm at its own settings, compiled once for the tests that train it."""
+    _, params, algo = tiny
+    return jax.jit(lambda r: algo.run(r, None, params, 5))
+
+
+@pytest.fixture(scope="module")
+def four_iterations_at(tiny):
+    """``run(runner, hp) -> (runner, metrics)``: 4 iterations of ``tiny``'s
+    algorithm at the hyperparameters ``hp`` (one member), compiled once."""
+    _, params, algo = tiny
+    return jax.jit(lambda r, h: algo.run(r, h, params, 4))
+
+
 def walk_observations(env, params, key, steps, actions=None):
     """Real belief observations along a short walk (to cells by the walls)."""
     obs, state = env.reset(key, params)
@@ -235,11 +251,10 @@ def test_replay_memory_fills_in_order_and_wraps_around(tiny):
     assert memory[0, 0, 0] == 16 and memory[1, 0, 0] == 17
 
 
-def test_training_iterations_write_their_walkers_beliefs_into_the_ring(tiny):
+def test_training_iterations_write_their_walkers_beliefs_into_the_ring(tiny, five_iterations):
     _, params, algo = tiny  # 4 walkers x 1 step into 16 slots
     runner = algo.init(jax.random.key(0), None, params)
-    run = jax.jit(lambda r: algo.run(r, None, params, 5))
-    out, _ = run(runner)
+    out, _ = five_iterations(runner)
     assert int(out.memory_count) == 16 and int(out.memory_next) == 20 % 16
     assert int(out.transitions) == 20
     sums = np.asarray(out.memory).sum(axis=(1, 2))
@@ -248,11 +263,11 @@ def test_training_iterations_write_their_walkers_beliefs_into_the_ring(tiny):
 
 # --------------------------------------------------------------------------- 5. chunks
 
-def test_chunked_runs_are_bit_identical_to_one_run(tiny):
+def test_chunked_runs_are_bit_identical_to_one_run(tiny, five_iterations):
     _, params, algo = tiny  # evaluates every 2 iterations: best_params cross the chunks
     run = jax.jit(lambda r, n: algo.run(r, None, params, 3, count=n))
     runner = algo.init(jax.random.key(11), None, params)
-    one, m_one = jax.jit(lambda r: algo.run(r, None, params, 5))(runner)
+    one, m_one = five_iterations(runner)
     a, m_a = run(runner, np.int32(3))
     b, m_b = run(a, np.int32(2))
     for x, y in zip(jax.tree.leaves(one), jax.tree.leaves(b)):
@@ -384,7 +399,7 @@ def test_missing_env_params_are_refused(tiny):
 # --------------------------------------------------------------------------- 7. sweeps
 
 @pytest.fixture(scope="module")
-def two_seeds(tiny):
+def two_seeds(tiny, four_iterations_at):
     """Seeds 3 and 7, at learning rates 1e-3 and 3e-3, trained 4 iterations
     (evaluated at 2 and 4) as one batched program, and each alone."""
     from plume_jax.train.members import shared
@@ -395,21 +410,20 @@ def two_seeds(tiny):
     stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *runners)
     hp = jax.tree.map(lambda *xs: jnp.stack(xs), *hps)
     batched = jax.jit(lambda r, h: algo.run(r, h, shared(params), 4, batched=True))(stacked, hp)
-    alone = jax.jit(lambda r, h: algo.run(r, h, params, 4))
-    return algo, shared(params), stacked, batched, [alone(r, h) for r, h in zip(runners, hps)]
+    alone = [four_iterations_at(r, h) for r, h in zip(runners, hps)]
+    return algo, shared(params), stacked, batched, alone
 
 
-def test_the_learning_rate_is_a_leaf_of_hp_not_compiled_in(tiny):
+def test_the_learning_rate_is_a_leaf_of_hp_not_compiled_in(tiny, four_iterations_at):
     """belief_value_iteration's learning rate was a constant compiled into
     the program, and ``hp`` was ignored: a sweep over it could not share a
     program. It is now the leaf ``hp.learning_rate``: one compiled run
     trains at either rate, and the rates train differently; ``hparams``
     reads it from the config."""
     _, params, algo = tiny
-    run = jax.jit(lambda r, h: algo.run(r, h, params, 2)[0].params)
     start = algo.init(jax.random.key(3), None, params)
-    slow, fast = (run(start, VI.ValueIterationHparams(learning_rate=jnp.float32(lr)))
-                  for lr in (1e-4, 1e-1))
+    slow, fast = (four_iterations_at(start, VI.ValueIterationHparams(
+        learning_rate=jnp.float32(lr)))[0].params for lr in (1e-4, 1e-1))
     assert not all(np.allclose(a, b) for a, b in zip(jax.tree.leaves(slow),
                                                       jax.tree.leaves(fast)))
     hp = algo.hparams(tiny_config(2), params)
