@@ -17,14 +17,11 @@ import json
 import math
 import pathlib
 import warnings
-from typing import TYPE_CHECKING, Any, Sequence, TextIO
+from typing import Any, Protocol, Sequence, TextIO
 
 import numpy as np
 
 from plume_jax.train.member_names import member_label, short_key
-
-if TYPE_CHECKING:
-    from plume_jax.train.sweep import SweepConfig
 
 #: The fewest ended episodes a plotted point of a training rate or return pools.
 MIN_EPISODES_PER_POINT = 20
@@ -204,7 +201,19 @@ def _stats(values: list[float | None]) -> dict[str, Any]:
             "min": float(v.min()), "max": float(v.max()), "n": int(v.size)}
 
 
-def rank_settings(sweep: SweepConfig, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+class SweepMembers(Protocol):
+    """What the ranking reads of a sweep (a :class:`plume_jax.train.sweep.SweepConfig`):
+    each member's grid values, config and folder name."""
+
+    @property
+    def members(self) -> Sequence[dict[str, Any]]: ...
+    @property
+    def configs(self) -> Sequence[Any]: ...
+    @property
+    def names(self) -> Sequence[str]: ...
+
+
+def rank_settings(sweep: SweepMembers, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One entry per setting (a grid point without ``run.seed``), ranked:
     by greedy evaluation success (mean over seeds, highest first), then mean
     steps to the goal (fewest first); by training success over the last 10%
@@ -307,7 +316,7 @@ def best_setting_line(summary: dict[str, Any]) -> str:
             f"seed{'s' if seeds > 1 else ''})")
 
 
-def summary_markdown(summary: dict[str, Any], sweep: SweepConfig) -> str:
+def summary_markdown(summary: dict[str, Any]) -> str:
     """``summary.md``: the ranked settings, the best named, what the figures
     are, the programs and the members."""
     lines = [f"# Sweep: {summary['members']} members, {len(summary['settings'])} settings, "

@@ -408,7 +408,7 @@ def _write_sweep(out: pathlib.Path, sweep: SweepConfig, summary: dict[str, Any],
     write_csv(out / "results.csv", summary["results"])
     summary["wall_seconds"] = time.perf_counter() - t_wall
     write_text(out / "results.json", json.dumps(summary, indent=2))
-    write_text(out / "summary.md", summary_markdown(summary, sweep))
+    write_text(out / "summary.md", summary_markdown(summary))
     try:
         sweep_figures(out, summary, rows)
     except Exception as exc:  # a figure never loses the results

@@ -14,9 +14,9 @@ import pytest
 TRAIN = pathlib.Path(__file__).resolve().parents[2] / "plume_jax" / "train"
 
 #: What only the run function (plume_jax/train/run.py) and the folder rules
-#: (run_folder.py) use: a front end importing one of these has a skeleton
+#: (folder.py) use: a front end importing one of these has a skeleton
 #: or a folder rule of its own again.
-SKELETON = {"run_program", "init_runner", "load_runner", "evaluate_members", "export_member",
+SKELETON = {"train_program", "init_runner", "load_runner", "evaluate_members", "export_member",
             "write_member", "FolderLock", "check_out_dir", "clear_outputs", "make_out_dir",
             "set_aside_later_state", "check_writable_logdir", "stop_on_signals", "barrier",
             "check_joined", "ProgressBar", "RunLoggers", "check_best", "trim_evaluations"}
@@ -33,7 +33,7 @@ def imported_names(path: pathlib.Path) -> dict[str, str]:
     return names
 
 
-@pytest.mark.parametrize("front_end", ["trainer.py", "sweep.py"])
+@pytest.mark.parametrize("front_end", ["trainer.py", "sweep.py", "../cli/train.py"])
 def test_both_front_ends_train_through_the_one_run_function(front_end):
     names = imported_names(TRAIN / front_end)
     assert names.get("run") == "plume_jax.train.run", f"{front_end} does not call run.run"

@@ -125,7 +125,7 @@ def test_sweep_tables_print_no_training_rate_where_no_episode_ended(evaluated):
     sweep, summary = _summary(evaluated)
     tail = [r["train_episodes_last10pct"] for r in summary["results"]]
     assert tail == [20, 30, 0, 0]
-    md = summary_markdown(summary, sweep)
+    md = summary_markdown(summary)
     printed = io.StringIO()
     print_results(summary, printed)
     for text in (md, printed.getvalue()):
@@ -142,7 +142,7 @@ def test_sweep_tables_print_no_training_rate_where_no_episode_ended(evaluated):
 
 def test_sweep_tables_say_which_success_is_greedy_and_which_sampled():
     sweep, summary = _summary(True)
-    md = summary_markdown(summary, sweep)
+    md = summary_markdown(summary)
     assert "| greedy success % | mean steps to goal | training success % (sampled actions, " \
            "last 10% of updates) |" in md
     assert "*Greedy success*" in md and "*Training success*" in md
