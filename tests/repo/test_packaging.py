@@ -223,23 +223,27 @@ def _changelog_section(version: str) -> str:
     return text[start:end if end >= 0 else len(text)]
 
 
-def test_changelog_lists_breaking_changes_first():
+@pytest.mark.parametrize("version", ["0.2.0", "0.3.0"])
+def test_changelog_lists_breaking_changes_first(version):
     """A release that moved modules says so before anything else."""
-    section = _changelog_section("0.2.0")
+    section = _changelog_section(version)
     subsections = [line for line in section.splitlines() if line.startswith("### ")]
     assert subsections[0] == "### Breaking changes"
 
 
-def test_changelog_moved_modules_are_gone_and_their_new_paths_import():
-    """Each ``old -> new`` module path in 0.2.0's breaking changes: the new
-    one imports, the old one is gone (so the list is neither stale nor
+@pytest.mark.parametrize("version, at_least, example", [
+    ("0.2.0", 20, ("plume_jax.legacy_step", "plume_jax.envs.legacy_step")),
+    ("0.3.0", 9, ("plume_jax.train.run_folder", "plume_jax.train.folder"))])
+def test_changelog_moved_modules_are_gone_and_their_new_paths_import(version, at_least, example):
+    """Each ``old -> new`` module path in a release's breaking changes: the
+    new one imports, the old one is gone (so the list is neither stale nor
     invented)."""
     import importlib
     import re
 
-    section = _changelog_section("0.2.0").split("### ", 2)[1]
+    section = _changelog_section(version).split("### ", 2)[1]
     moves = re.findall(r"^- `(plume_jax[\w.]*)` -> `(plume_jax[\w.]*)`$", section, flags=re.M)
-    assert len(moves) >= 20 and ("plume_jax.legacy_step", "plume_jax.envs.legacy_step") in moves
+    assert len(moves) >= at_least and example in moves
     for old, new in moves:
         importlib.import_module(new)
         assert importlib.util.find_spec(old) is None, f"{old} still imports"
