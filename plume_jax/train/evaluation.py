@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import time
 from typing import Any
 
@@ -169,17 +170,7 @@ def evaluate(env: Any, spec: dict, params: dict, env_params: Any, seed: int, num
         summary["first_arrival_rate"] = arrived.mean(axis=-1)
         summary["mean_arrivals"] = np.asarray(out["arrivals"]).mean(axis=-1)
         summary["mean_collisions"] = np.asarray(out["collisions"]).mean(axis=-1)
-    if not batched:
-        summary["success_rate"] = float(summary["success_rate"])
-        summary["successes"] = int(summary["successes"])
-        summary["mean_return"] = float(summary["mean_return"])
-        if mean_steps is not None:
-            summary["mean_steps_to_goal"] = float(mean_steps)
-        for name in ("mean_steps_to_first_arrival", "first_arrival_rate", "mean_arrivals",
-                     "mean_collisions"):
-            if summary.get(name) is not None:
-                summary[name] = float(summary[name])
-    return summary
+    return summary if batched else member_evaluation(summary, 0)
 
 
 def eval_num_steps(cfg: TrainConfig, env_params: Any) -> int:
@@ -190,22 +181,25 @@ def eval_num_steps(cfg: TrainConfig, env_params: Any) -> int:
 
 
 def member_evaluation(evaluation: dict[str, Any], j: int) -> dict[str, Any]:
-    """Member ``j``'s figures of a batched :func:`evaluate` (Python
-    scalars; ``mean_steps_to_goal`` None where no episode succeeded)."""
-    steps = evaluation["mean_steps_to_goal"]
-    step = None if steps is None or not np.isfinite(steps[j]) else float(steps[j])
-    out = {"episodes": evaluation["episodes"], "max_steps": evaluation["max_steps"],
-           "seed": evaluation["seed"], "greedy": evaluation["greedy"],
-           "success_rate": float(evaluation["success_rate"][j]),
-           "successes": int(evaluation["successes"][j]), "mean_steps_to_goal": step,
-           "mean_return": float(evaluation["mean_return"][j]),
-           "seconds_incl_compile": evaluation["seconds_incl_compile"]}
+    """Member ``j``'s figures of a batched :func:`evaluate` (``j`` 0: of an
+    unbatched one's arrays) as Python scalars; a mean no episode defines
+    (``mean_steps_to_goal`` where none succeeded) is None."""
+    def at(key: str) -> float:
+        values = np.asarray(evaluation[key], np.float64).reshape(-1)
+        return float(values[j] if values.size > 1 else values[0])
+
+    def mean(key: str) -> float | None:
+        value = None if evaluation[key] is None else at(key)
+        return value if value is None or math.isfinite(value) else None
+
+    out = {k: evaluation[k] for k in ("episodes", "max_steps", "seed", "greedy")}
+    out.update(success_rate=at("success_rate"), successes=int(at("successes")),
+               mean_steps_to_goal=mean("mean_steps_to_goal"), mean_return=at("mean_return"),
+               seconds_incl_compile=evaluation["seconds_incl_compile"])
     for key in ("mean_steps_to_first_arrival", "first_arrival_rate", "mean_arrivals",
                 "mean_collisions"):
-        if evaluation.get(key) is not None:
-            value = np.asarray(evaluation[key], np.float64).reshape(-1)
-            value = value[j] if value.size > 1 else value[0]
-            out[key] = float(value) if np.isfinite(value) else None
+        if key in evaluation:
+            out[key] = mean(key)
     return out
 
 

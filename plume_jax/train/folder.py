@@ -286,12 +286,12 @@ class FolderLock:
         self.release()
 
 
-def check_writable_logdir(folder: pathlib.Path, name: str = "tensorboard",
-                          parameter: str = "run.tensorboard") -> None:
-    """``ValidationError`` unless ``folder/name`` is (or can be made) a real
-    folder this process can write: checked before a run changes anything, so
-    an unwritable log folder never fails a run half-way through its resume."""
-    path = folder / name
+def check_writable_logdir(folder: pathlib.Path) -> None:
+    """``ValidationError`` unless ``folder/tensorboard`` is (or can be made)
+    a real folder this process can write: checked before a run changes
+    anything, so an unwritable log folder never fails a run half-way through
+    its resume."""
+    path, parameter = folder / "tensorboard", "run.tensorboard"
     allowed = (f"a writable folder {path} for the event files (it {{}}); fix it, or set "
                f"{parameter}: false")
     if path.is_symlink():
@@ -896,12 +896,6 @@ def recorded_best(folder: pathlib.Path, up_to: int | None = None) -> dict[str, A
     return _checked_row(flagged[-1], str(folder / EVALUATIONS)) if flagged else None
 
 
-def dropped_folders(folder: pathlib.Path) -> list[str]:
-    """The ``.best.drop-*`` folders in ``folder``: folders set aside to be
-    deleted (:func:`settle_best`) that a kill left, whole or part deleted."""
-    return sorted(p.name for p in folder.glob(f"{DROP}*") if p.is_dir() and not p.is_symlink())
-
-
 def _best_plan(folder: pathlib.Path, up_to: int | None = None
                ) -> tuple[dict[str, Any] | None, str | None, list[str]]:
     """How ``folder``'s best policy is made consistent with its rows (of
@@ -927,7 +921,8 @@ def _best_plan(folder: pathlib.Path, up_to: int | None = None
             continue
         if row is not None:
             found[name] = row
-    leftovers = dropped_folders(folder)
+    leftovers = sorted(p.name for p in folder.glob(f"{DROP}*")  # a deletion a kill cut short
+                       if p.is_dir() and not p.is_symlink())
     holder = next((name for name, row in found.items() if _same_row(row, best)), None)
     if holder is not None:
         return best, holder, [name for name in [*found, *damaged] if name != holder] + leftovers

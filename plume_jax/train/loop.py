@@ -443,10 +443,6 @@ class ProgramResult:
         return self.stats.train_seconds
 
     @property
-    def interrupted(self) -> str | None:
-        return self.stats.interrupted
-
-    @property
     def update(self) -> int:
         return update_of(self.runner)
 
@@ -520,9 +516,7 @@ def _phases(p: Program) -> list[tuple[int, Any, int]]:
     if p.lanes is None:
         return [(0, p.algo if p.algo.sweepable or not p.batched else _OneMember(p.algo),
                  p.num_updates)]
-    starts = [s for s, _ in p.lanes.segments[1:]] + [p.num_updates]
-    return [(s, Lanes(p.algo, w), min(e, p.num_updates))
-            for (s, w), e in zip(p.lanes.segments, starts)]
+    return [(a, Lanes(p.algo, w), b) for a, b, w in p.lanes.ends(p.num_updates)]
 
 
 def _append_rows(p: Program, rows: list[list[dict[str, Any]]], loggers: list[Any],
@@ -761,19 +755,18 @@ def member_summary(p: Program, result: ProgramResult, j: int) -> dict[str, Any]:
 
 
 def write_member(p: Program, result: ProgramResult, j: int, summary: dict[str, Any], *,
-                 rows: list[dict[str, Any]] | None = None, loggers: RunLoggers | None = None,
-                 curve: Callable[[pathlib.Path, list[dict[str, Any]]], None] | None = None,
-                 figure: str = "learning_curve.png") -> None:
+                 rows: list[dict[str, Any]], loggers: RunLoggers | None = None,
+                 curve: Callable[[pathlib.Path, list[dict[str, Any]]], Any] | None = None
+                 ) -> None:
     """Finish member ``j``'s run folder (process 0), results first:
-    ``metrics.csv`` (of ``rows``, default the member's rows of this call)
-    and ``summary.json`` (atomic replacements), the evaluation logged to
-    ``loggers``, then the figure ``curve(folder / figure, rows)``: a figure
-    that fails is a warning that loses nothing."""
+    ``metrics.csv`` of ``rows`` and ``summary.json`` (atomic replacements),
+    the evaluation logged to ``loggers``, then the figure
+    ``curve(folder / "learning_curve.png", rows)``: a figure that fails is a
+    warning that loses nothing."""
     member = p.runs[j]
     if member.folder is None or not is_main_process():
         return
-    folder = member.folder
-    rows = result.rows[j] if rows is None else rows
+    folder, figure = member.folder, "learning_curve.png"
     write_csv(folder / "metrics.csv", rows)
     summary.setdefault("finished_at", dt.datetime.now(dt.timezone.utc).isoformat(
         timespec="seconds"))

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import pathlib
 import time
 from typing import Any, Callable, TextIO
@@ -118,8 +117,9 @@ def run(folders: RunFolders, build: Callable[[], list[Program]], configs: list[T
                 result.notes.extend(notes)
                 trained = train_program(p, runner, start.rows, bar=bar, offset=offset,
                                         init_seconds=init_s, loggers=start.loggers, stop=stop)
-                if trained.interrupted:  # checkpointed: the folder resumes where it stopped
-                    raise Interrupted(trained.interrupted, trained.update, folders.resume_command)
+                if trained.stats.interrupted:  # checkpointed: the folder resumes where it stopped
+                    raise Interrupted(trained.stats.interrupted, trained.update,
+                                      folders.resume_command)
                 result.programs.append(trained)
                 _finish_program(folders, trained, checkpoint, start.loggers, evaluate, t_wall,
                                 result)
@@ -213,14 +213,9 @@ def _write(folders: RunFolders, trained: ProgramResult, j: int, summary: dict[st
     if member.folder is None or not is_main_process():
         return
     rows = read_jsonl(member.folder / "metrics.jsonl")
-    curve = None
-    if folders.figure:
-        curve = functools.partial(_learning_curve, env_id=summary["env"], title=(
-            f"{p.algo.name} ({member.config.network.type}) on {summary['env']}"))
+    env_id = summary["env"]
+    title = f"{p.algo.name} ({member.config.network.type}) on {env_id}"
+    curve = (lambda path, r: plot_learning_curves(path, {env_id: r}, title=title)) \
+        if folders.figure else None
     with folders.logs(p, j, live, rows) as loggers:
         write_member(p, trained, j, summary, rows=rows, loggers=loggers, curve=curve)
-
-
-def _learning_curve(path: pathlib.Path, rows: list[dict[str, Any]], *, title: str,
-                    env_id: str) -> None:
-    plot_learning_curves(path, {env_id: rows}, title=title)
