@@ -1,9 +1,7 @@
 """The run folder: what ``train`` and ``sweep`` write, and every rule for
 writing and resuming it. The run function (:func:`plume_jax.train.run.run`)
-follows these rules through a :class:`SingleRun` (``plume-jax train``: the
-run folder is ``--out``) or a :class:`Sweep` (``plume-jax sweep``: a run
-folder per member under ``members/``, a checkpoint folder per compiled
-program under ``programs/``); it knows neither layout.
+follows these rules through a :class:`SingleRun` or a :class:`Sweep` (the
+two layouts); it knows neither layout.
 
 Nothing is replaced silently. A command writes into a folder only if it is
 new or empty, or if the user said what to do with what is there:
@@ -455,23 +453,22 @@ def prepare_run_folder(out: pathlib.Path, config: TrainConfig, point: ResumePoin
     they are trained again, bit for bit). Returns the metrics rows kept and
     the folder the later state went to (or None)."""
     make_out_dir(out)
-    if point is None:
-        write_config(out, config)
-        return None, None
+    kept: list[dict[str, Any]] | None = None
     aside = None
-    if out.resolve() == point.run_dir.resolve():
-        rows = read_jsonl(out / "metrics.jsonl")
-        settle_best(out)  # a best/ swap a kill cut short, finished before it is set aside
-        aside = set_aside_later_state(out, point.update, point.checkpoint, rows)
-        kept = [r for r in rows if int(r["update"]) <= point.update]
-        if aside is None and point.update == point.num_updates < config.num_updates:
-            keep_finished_run(out, point)
-    else:
-        kept = rows_up_to(point.run_dir / "metrics.jsonl", point.update)
-        copy_evaluations(point.run_dir, out, point.update)
-    trim_evaluations(out, point.update)
-    write_jsonl(out / "metrics.jsonl", kept)
-    write_config(out, config)
+    if point is not None:
+        if out.resolve() == point.run_dir.resolve():
+            rows = read_jsonl(out / "metrics.jsonl")
+            settle_best(out)  # a best/ swap a kill cut short, finished before it is set aside
+            aside = set_aside_later_state(out, point.update, point.checkpoint, rows)
+            kept = [r for r in rows if int(r["update"]) <= point.update]
+            if aside is None and point.update == point.num_updates < config.num_updates:
+                keep_finished_run(out, point)
+        else:
+            kept = rows_up_to(point.run_dir / "metrics.jsonl", point.update)
+            copy_evaluations(point.run_dir, out, point.update)
+        trim_evaluations(out, point.update)
+        write_jsonl(out / "metrics.jsonl", kept)
+    atomic_write(out / "config.yaml", dump_yaml(config.to_dict()))
     return kept, aside
 
 
@@ -489,10 +486,6 @@ def keep_finished_run(out: pathlib.Path, point: ResumePoint) -> None:
         if (out / "policy").is_dir():
             shutil.copytree(out / "policy", tmp / "policy")
         tmp.rename(dest)
-
-
-def write_config(out: pathlib.Path, config: TrainConfig) -> None:
-    atomic_write(out / "config.yaml", dump_yaml(config.to_dict()))
 
 
 # ------------------------------------------------------------------ resuming a sweep
@@ -582,14 +575,10 @@ class Start:
 
 
 class RunFolders:
-    """The folder rules of one command, as the run function
-    (:func:`plume_jax.train.run.run`) asks for them, in its order: lock
-    (:meth:`locked`), check (:meth:`check`: everything a resume reads, before
-    anything moves), migrate (:meth:`migrate`), the checkpoint a program
-    resumes from (:meth:`checkpoint_of`, :meth:`as_saved`), prepare the folder
-    (:meth:`prepare`, process 0), then per program :meth:`start` (its
-    members' rows; process 0 writes) and, when it finished, :meth:`logs`.
-    ``out`` None: nothing is written, nothing resumed.
+    """The folder rules of one command: from :meth:`locked` on, its methods
+    below are in the order the run function (:func:`plume_jax.train.run.run`)
+    calls them (:meth:`start` and :meth:`logs` per program). ``out`` None:
+    nothing is written, nothing resumed.
 
     Class attributes: ``command`` (``train`` / ``sweep``), ``outputs``
     (what ``--overwrite`` deletes), ``unit`` (of the progress bar),
@@ -632,11 +621,7 @@ class RunFolders:
 
     def check(self, overwrite: bool) -> None:
         """``ValidationError`` / ``StateError`` unless the folder may be
-        written and a resume may read what it needs."""
-
-    def notes(self) -> list[str]:
-        """Notes on what the run will do (shown first, kept in summary.json)."""
-        return []
+        written and a resume may read what it needs, before anything moves."""
 
     def migrate(self, locks: Mapping[pathlib.Path, FolderLock]) -> None:
         """Bring an older folder up to date (process 0, after the checks)."""
@@ -658,9 +643,13 @@ class RunFolders:
             clear_outputs(self.out, self.outputs)
         make_out_dir(self.out)
 
+    def notes(self) -> list[str]:
+        """Notes on what the run will do (shown first, kept in summary.json)."""
+        return []
+
     def start(self, p: Program, resumed_at: int | None) -> Start:
         """``p``'s members' rows before training (``resumed_at``: the update
-        of the checkpoint loaded, None for a fresh start)."""
+        of the checkpoint loaded, None for a fresh start; process 0 writes)."""
         return Start([[] for _ in p.runs], [None] * len(p.runs))
 
     def logs(self, p: Program, j: int, live: RunLoggers | None,
@@ -903,9 +892,8 @@ def _best_plan(folder: pathlib.Path, up_to: int | None = None
     ``(recorded best row, the folder among best/, .best.partial/,
     .best.old/ holding its policy or None, the folders to drop)``.
 
-    The holder is the folder whose ``evaluation.json`` is the recorded row
-    itself (not merely a row of the same update: a folder another run left
-    is never adopted). A damaged folder (a kill part way through writing or
+    The holder: the folder whose ``evaluation.json`` is the recorded row
+    itself (module docstring). A damaged folder (a kill part way through writing or
     deleting it) is dropped when another folder holds the recorded row, and
     so is a damaged ``.best.partial/`` or ``.best.old/`` in any case; a
     damaged ``best/`` with no other holder is refused (``ValidationError``

@@ -26,7 +26,7 @@ is evaluated greedily on ``eval.periodic_episodes`` episodes from
 end of the chunk, checkpointed.
 
 ``run.lanes`` trains a single run as lane 0 of a vmapped program of
-identical copies (:class:`Lanes`): a member of a vmapped program depends on
+identical copies (:class:`_Lanes`): a member of a vmapped program depends on
 the program's width (XLA picks other loop orders), not on its position or
 the other members' hyperparameters, so ``N`` copies reproduce a sweep
 member of width ``N`` bit for bit; a width schedule compiles a program per
@@ -309,10 +309,11 @@ class _OneMember:
         return jax.tree.map(lambda x: x[None], runner), jax.tree.map(lambda x: x[:, None], metrics)
 
 
-class Lanes:
+class _Lanes:
     """A sweepable algorithm whose ``run`` takes and gives one member's
-    runner and metrics but trains ``lanes`` copies of it as one batched
-    program (copied inside it, env params kept once), keeping lane 0."""
+    runner and metrics (a program that is not ``batched``) but trains
+    ``lanes`` copies of it as one batched program (copied inside it, env
+    params kept once), keeping lane 0."""
 
     def __init__(self, algo: Algorithm, lanes: int):
         self.algo, self.lanes = algo, int(lanes)
@@ -320,8 +321,6 @@ class Lanes:
     def run(self, runner: Any, hp: Any, env_params: Any, num_updates: int,
             callback: Any = None, log_every: int = 1, batched: bool = False,
             count: Any = None) -> tuple[Any, dict[str, Any]]:
-        if batched:
-            raise ValueError("Lanes.run takes one member's runner (batched=False)")
         inner = None if callback is None else (
             lambda m: callback(jax.tree.map(lambda x: np.asarray(x)[0], m)))
         out, metrics = self.algo.run(_copies(runner, self.lanes), _copies(hp, self.lanes),
@@ -516,7 +515,7 @@ def _phases(p: Program) -> list[tuple[int, Any, int]]:
     if p.lanes is None:
         return [(0, p.algo if p.algo.sweepable or not p.batched else _OneMember(p.algo),
                  p.num_updates)]
-    return [(a, Lanes(p.algo, w), b) for a, b, w in p.lanes.ends(p.num_updates)]
+    return [(a, _Lanes(p.algo, w), b) for a, b, w in p.lanes.ends(p.num_updates)]
 
 
 def _append_rows(p: Program, rows: list[list[dict[str, Any]]], loggers: list[Any],
@@ -629,12 +628,8 @@ def periodic_evaluator(p: Program, loggers: list[Any], *, note: Callable[[int, s
             runner = host_copy(runner)
         spec, arrays = p.algo.policy(runner)
         seed, episodes = cfg.eval["periodic_seed"], cfg.eval["periodic_episodes"]
-        if p.lanes is not None:  # at the width of the program that trained this update
-            figures = evaluate_in_lanes(p.env, spec, arrays, p.env_params, seed, episodes,
-                                        num_steps, True, p.lanes.evaluation_width(update))
-        else:
-            figures = evaluation.evaluate(p.env, spec, arrays, p.env_params, seed, episodes,
-                                          num_steps, greedy=True, batched=p.batched)
+        figures = _evaluate(p, spec, arrays, seed, episodes, num_steps, True, update,
+                            evaluation.evaluate)
         texts = []
         for j, member in enumerate(p.runs):
             if done[j]:
@@ -693,6 +688,19 @@ def _restore_best(p: Program, j: int) -> None:
     settle_best(folder)
 
 
+def _evaluate(p: Program, spec: dict[str, Any], arrays: Any, seed: int, episodes: int,
+              num_steps: int, greedy: bool, update: int, run: Callable[..., Any] = evaluate
+              ) -> dict[str, Any]:
+    """``run`` (:func:`~plume_jax.train.evaluation.evaluate`) of the policy
+    ``spec`` / ``arrays`` on ``p``'s env: over its members when batched; a
+    run in lanes at the width of the program that trained ``update``."""
+    if p.lanes is not None:
+        return evaluate_in_lanes(p.env, spec, arrays, p.env_params, seed, episodes, num_steps,
+                                 greedy, p.lanes.evaluation_width(update))
+    return run(p.env, spec, arrays, p.env_params, seed, episodes, num_steps, greedy=greedy,
+               batched=p.batched)
+
+
 def evaluate_members(p: Program, runner: Any) -> list[dict[str, Any]]:
     """The final greedy (``eval.greedy``) evaluation of every member on
     ``eval.num_envs`` fresh episodes: one batched call for a batched
@@ -702,9 +710,7 @@ def evaluate_members(p: Program, runner: Any) -> list[dict[str, Any]]:
     num_steps = eval_num_steps(cfg, p.env_params)
     greedy, seed, episodes = cfg.eval["greedy"], cfg.eval["seed"], cfg.eval["num_envs"]
     if p.batched:
-        spec, arrays = p.algo.policy(runner)
-        e = evaluate(p.env, spec, arrays, p.env_params, seed, episodes, num_steps,
-                     greedy=greedy, batched=True)
+        e = _evaluate(p, *p.algo.policy(runner), seed, episodes, num_steps, greedy, 0)
         return [member_evaluation(e, j) for j in range(len(p.runs))]
     from agents.trained import TrainedPolicy
 
@@ -715,12 +721,8 @@ def evaluate_members(p: Program, runner: Any) -> list[dict[str, Any]]:
         spec, arrays = p.algo.policy(runner)
         policy = TrainedPolicy({**spec, "env": p.env.settings},
                                {k: np.asarray(v) for k, v in arrays.items()}, greedy=greedy)
-    if p.lanes is not None:  # at the width of the program that trained the last update
-        return [evaluate_in_lanes(p.env, policy.spec, policy.params, p.env_params, seed,
-                                  episodes, num_steps, greedy,
-                                  p.lanes.evaluation_width(update_of(runner)))]
-    return [evaluate(p.env, policy.spec, policy.params, p.env_params, seed, episodes,
-                     num_steps, greedy=greedy)]
+    return [_evaluate(p, policy.spec, policy.params, seed, episodes, num_steps, greedy,
+                      update_of(runner))]
 
 
 # ------------------------------------------------------------------ finished members
@@ -786,7 +788,7 @@ def write_member(p: Program, result: ProgramResult, j: int, summary: dict[str, A
                       stacklevel=2)
 
 
-__all__ = ["ChunkStats", "Interrupted", "Lanes", "MAX_CHUNK", "Member", "Program",
+__all__ = ["ChunkStats", "Interrupted", "MAX_CHUNK", "Member", "Program",
            "ProgramResult", "REPORT_SECONDS", "StopRequest", "StoppedAtOnce", "build_program",
            "evaluate_members", "export_member", "init_runner", "load_runner", "machine_info",
            "member_summary", "next_chunk", "periodic_evaluator", "place_runner",
