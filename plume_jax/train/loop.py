@@ -1,16 +1,9 @@
-"""The training loop: one compiled *program* of any
+"""The training loop: one compiled *program* (:class:`Program`) of any
 :class:`~plume_jax.train.algorithms.base.Algorithm`, built, initialised or
 loaded, trained in chunks with checkpoints between them, evaluated
 periodically with each member's best policy kept, then evaluated and
 written. ``train``, ``sweep`` and ``tune`` train through it, by the folder
 rules of :mod:`plume_jax.train.folder`.
-
-A :class:`Program` is what one XLA program trains: the algorithm, its
-members (:class:`Member`: a config, its env, a run folder), their
-hyperparameters, env params and keys, stacked along a leading member axis
-when ``batched`` (``Algorithm.run`` vmapped over members), and the
-``folder`` its checkpoints go to (a single run's run folder, a sweep's
-``programs/<k>``).
 
 :func:`train_program` compiles ``Algorithm.run`` once with a dynamic
 number of updates per call (``count``), so splitting a run into chunks of
@@ -123,10 +116,11 @@ class Member:
 
 @dataclasses.dataclass
 class Program:
-    """Members trained by one compiled program (module docstring).
-
-    ``hp``, ``env_params`` and ``keys`` have a leading member axis when
-    ``batched``; ``mesh`` shards that axis (batched) or the env batch (a
+    """What one compiled XLA program trains: ``algo``, its members
+    (``runs``), their ``hp``, ``env_params`` and ``keys`` (with a leading
+    member axis when ``batched``: ``Algorithm.run`` vmapped over members),
+    and the ``folder`` its checkpoints go to (a single run's run folder, a
+    sweep's ``programs/<k>``). ``mesh`` shards the member axis (batched) or the env batch (a
     single run of an algorithm that ``shards_env_batch``). ``members``: the
     members' indices in their sweep (``[0]`` for a single run). ``lanes``:
     a single run's ``run.lanes`` (None: the plain unbatched program).
