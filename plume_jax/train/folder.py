@@ -445,13 +445,11 @@ def check_metrics_cover(point: ResumePoint) -> None:
 def prepare_run_folder(out: pathlib.Path, config: TrainConfig, point: ResumePoint | None
                         ) -> tuple[list[dict[str, Any]] | None, pathlib.Path | None]:
     """Create the run folder and write its config; on resume make its metrics
-    match the checkpoint. Write-ahead: when the folder holds a later state
-    than the checkpoint resumed (kept checkpoints past it, or a later
-    ``checkpoint/``) that state is first moved aside, whole
-    (:func:`set_aside_later_state`); rows past
-    the checkpoint are then dropped by an atomic replacement (after a kill
-    they are trained again, bit for bit). Returns the metrics rows kept and
-    the folder the later state went to (or None)."""
+    match the checkpoint. Write-ahead: a later state is first moved aside,
+    whole (:func:`set_aside_later_state`); rows past the checkpoint are then
+    dropped by an atomic replacement (after a kill they are trained again,
+    bit for bit). Returns the metrics rows kept and the folder the later
+    state went to (or None)."""
     make_out_dir(out)
     kept: list[dict[str, Any]] | None = None
     aside = None
