@@ -1,6 +1,6 @@
 """The value of ``run.lanes``, checked (:func:`lanes_check`) and read as a
 :class:`LaneSchedule`: the width of the vmapped program a single run trains
-in, update by update (:mod:`plume_jax.train.lanes` runs it).
+in, update by update (:mod:`plume_jax.train.loop` runs it).
 
 ``run.lanes`` is one of:
 

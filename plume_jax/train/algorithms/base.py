@@ -4,7 +4,7 @@ is a complete example written against this module alone.
 
 A training algorithm is a class derived from :class:`Algorithm`, as a plume
 is a class derived from ``Plume``: it says what it provides, the run driver
-(:mod:`plume_jax.train.driver`, under ``plume-jax train`` and ``sweep``)
+(:mod:`plume_jax.train.loop`, under ``plume-jax train`` and ``sweep``)
 does the rest — chunking, progress, logging, checkpoints, resume, run
 folders, sweeps over members, policy export and evaluation.
 
