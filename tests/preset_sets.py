@@ -29,16 +29,11 @@ SAME_CODE_AS_ANOTHER_PRESET = frozenset({
 
 
 #: Presets whose Gymnasium interface (spaces, reset and step signatures, render
-#: modes) is another preset's, differing only inside the plume (its wind code, its
-#: puff kernel): the API checkers (Gymnasium's, SB3's) run them with the slow
-#: tests. Their own reset, step, observation bounds and frame are checked in the
-#: default run by tests/plumes/test_plumes_common.py (Filament-Farrell) and
-#: tests/core/test_settings_bounds.py (every preset of SAME_CODE's complement).
+#: modes) is another preset's, differing only in the plume's wind code: the
+#: API checkers (Gymnasium's, SB3's) run them with the slow tests.
 SAME_INTERFACE_AS_ANOTHER_PRESET = SAME_CODE_AS_ANOTHER_PRESET | frozenset({
     "PlumeNav-Singh2023-SwitchOnce-v0",  # = PlumeNav-Singh2023-Constant-v0's interface
     "PlumeNav-Singh2023-SwitchMany-v0",
-    "PlumeNav-Filament-Farrell-v0",      # = PlumeNav-Filament-v0's interface (same sensor,
-                                         #   actions, reward, start, grid; field wind, 3-D kernel)
 })
 
 
