@@ -1,25 +1,12 @@
 """The value of ``run.lanes``, checked (:func:`lanes_check`) and read as a
 :class:`LaneSchedule`: the width of the vmapped program a single run trains
-in, update by update (:mod:`plume_jax.train.loop` runs it).
-
-``run.lanes`` is one of:
-
-- ``null``: the plain single-run program (the default);
-- ``N`` (an integer in ``[1, MAX_LANES]``): every update, and each
-  evaluation, as lane 0 of ``N`` identical copies;
-- a *width schedule*, a list of ``{from_update: U, lanes: N}`` mappings
-  (``from_update`` 0 first, then strictly increasing; each ``lanes`` as
-  ``N`` above): updates ``[U_i, U_{i+1})`` (the last: to the end) train in
-  a program of ``N_i`` copies. It is what a tune trial that survived a
-  pruning rebuild trained in (its ``summary.json`` ``tune.programs``,
-  without ``devices``), so ``train`` reproduces it bit for bit.
-
-An evaluation of the runner at update ``u`` (``u`` updates done) runs at
-the width of the program that made that runner, the one that trained
-update ``u`` (:meth:`LaneSchedule.evaluation_width`): a tune trial
-evaluates at a rebuild's update in the program it had before the rebuild.
-
-This module does not import JAX: the config reads it.
+in, update by update (:mod:`plume_jax.train.loop` runs it). ``null``: the
+plain single-run program; ``N``: lane 0 of ``N`` identical copies; a *width
+schedule* ``[{from_update: U, lanes: N}, ...]``: updates ``[U_i, U_{i+1})`` in
+programs of ``N_i`` copies, as a tune trial trained through pruning rebuilds.
+An evaluation of the runner at update ``u`` runs at the width of the program
+that made that runner (:meth:`LaneSchedule.evaluation_width`; docs/training.md,
+"Tuning", says why). This module does not import JAX: the config reads it.
 """
 
 from __future__ import annotations
@@ -36,15 +23,10 @@ from plume_jax.core.errors import ValidationError, bounded_repr
 #: The most lanes (copies) of one program, each width of a schedule included.
 MAX_LANES = 4096
 
-#: The keys of one entry of a width schedule.
-ENTRY_KEYS = ("from_update", "lanes")
-
 #: What a width schedule is, for error messages.
 SCHEDULE = ("a width schedule: a non-empty list of {from_update: U, lanes: N} mappings, "
             "from_update 0 first and strictly increasing integers, each lanes an integer in "
             f"[1, {MAX_LANES}]")
-#: What ``run.lanes`` allows, for error messages.
-ALLOWED = f"null, an integer in [1, {MAX_LANES}] or {SCHEDULE}"
 
 
 def _integer(value: Any) -> int | None:
@@ -58,36 +40,24 @@ def _integer(value: Any) -> int | None:
     return int(value) if isinstance(value, (int, np.integer)) else None
 
 
-def _width(name: str, value: Any, whole: Any, where: str) -> int:
-    """A schedule entry's width ``value`` as an int in ``[1, MAX_LANES]``;
-    else a ``ValidationError`` naming ``name``, quoting the ``whole``
-    schedule and saying which entry (``where``) is wrong."""
-    n = _integer(value)
-    if n is None or not 1 <= n <= MAX_LANES:
-        raise ValidationError.for_parameter(
-            name, whole, f"{SCHEDULE} ({where} is {bounded_repr(value)}, not an integer in "
-            f"[1, {MAX_LANES}])")
-    return n
-
-
 def lanes_check(name: str, value: Any, grid: Any = None) -> int | list[dict[str, int]] | None:
-    """The checker of ``run.lanes`` (module docstring): ``None``, a width
-    (Python int) or a width schedule as a new list of ``{"from_update",
-    "lanes"}`` dicts of Python ints. Every refusal is one
-    :class:`~plume_jax.core.errors.ValidationError` naming ``name`` and,
-    for a schedule, the entry and key that is wrong."""
+    """The checker of ``run.lanes``: ``None``, a width (Python int) or a
+    width schedule as a new list of ``{"from_update", "lanes"}`` dicts of
+    Python ints. A refusal is a ``ValidationError`` naming ``name`` and, for
+    a schedule, the entry and key that is wrong."""
     if value is None:
         return None
     if not isinstance(value, (list, tuple)):
         n = _integer(value)
         if n is None or not 1 <= n <= MAX_LANES:
-            raise ValidationError.for_parameter(name, value, ALLOWED)
+            raise ValidationError.for_parameter(
+                name, value, f"null, an integer in [1, {MAX_LANES}] or {SCHEDULE}")
         return n
     if not value:
         raise ValidationError.for_parameter(name, value, f"{SCHEDULE} (the list is empty)")
     entries: list[dict[str, int]] = []
     for i, entry in enumerate(value):
-        if not isinstance(entry, Mapping) or sorted(map(str, entry)) != sorted(ENTRY_KEYS):
+        if not isinstance(entry, Mapping) or sorted(map(str, entry)) != ["from_update", "lanes"]:
             keys = sorted(map(str, entry)) if isinstance(entry, Mapping) else None
             raise ValidationError.for_parameter(
                 name, value, f"{SCHEDULE} (entry {i} is "
@@ -106,8 +76,12 @@ def lanes_check(name: str, value: Any, grid: Any = None) -> int | list[dict[str,
             raise ValidationError.for_parameter(
                 name, value, f"{SCHEDULE} (entry {i}'s from_update {start} does not come after "
                 f"entry {i - 1}'s {entries[-1]['from_update']})")
-        entries.append({"from_update": start,
-                        "lanes": _width(name, entry["lanes"], value, f"entry {i}'s lanes")})
+        lanes = _integer(entry["lanes"])
+        if lanes is None or not 1 <= lanes <= MAX_LANES:
+            raise ValidationError.for_parameter(
+                name, value, f"{SCHEDULE} (entry {i}'s lanes is {bounded_repr(entry['lanes'])}, "
+                f"not an integer in [1, {MAX_LANES}])")
+        entries.append({"from_update": start, "lanes": lanes})
     return entries
 
 
@@ -133,11 +107,8 @@ class LaneSchedule:
     def training_width(self, update: int) -> int:
         """The width of the program that trains from ``update`` (updates
         done) on: the last segment with ``from_update <= update``."""
-        width = self.segments[0][1]
-        for start, lanes in self.segments:
-            if start <= update:
-                width = lanes
-        return width
+        return next((w for start, w in reversed(self.segments) if start <= update),
+                    self.segments[0][1])
 
     def evaluation_width(self, update: int) -> int:
         """The width of an evaluation of the runner at ``update``: that of
@@ -158,11 +129,9 @@ class LaneSchedule:
         return sum((b - a) * w for a, b, w in self.ends(num_updates))
 
     def cost_text(self, num_updates: int) -> str:
-        """What the schedule runs and costs in a run of ``num_updates``
-        updates: each segment's width times its updates, their sum against
-        one run's (``4 copies for updates 0..4, then 2 copies for updates
-        5..9 (4 x 5 + 2 x 5 = 30 lane-updates, 3 times the compute of one
-        run's 10 updates)``)."""
+        """``4 copies for updates 0..4, then 2 copies for updates 5..9 (4 x 5
+        + 2 x 5 = 30 lane-updates, 3 times the compute of one run's 10
+        updates)``."""
         parts = [(w, a, b) for a, b, w in self.ends(num_updates)]
         segments = ", then ".join(f"{w} copies for updates {a}..{b - 1}" for w, a, b in parts)
         cost = self.cost(num_updates)
@@ -172,10 +141,9 @@ class LaneSchedule:
 
 
 def lanes_line(setting: Any, num_updates: int) -> str | None:
-    """The closing line of a run trained in lanes (``run.lanes``, as
-    :func:`lanes_check` returned it; ``num_updates``: the run's): that it
-    trained as lane 0 of identical copies, at what cost, and that its env
-    steps and steps/s are one lane's. None for ``run.lanes: null``."""
+    """The closing line of a run trained in lanes (``setting``: its checked
+    ``run.lanes``): as lane 0 of how many copies, at what cost, and that its
+    env steps and steps/s are one lane's. None for ``run.lanes: null``."""
     schedule = LaneSchedule.of(setting)
     if schedule is None:
         return None
@@ -191,5 +159,4 @@ def lanes_line(setting: Any, num_updates: int) -> str | None:
             "and memory of one run)" + one_lane)
 
 
-__all__ = ["ALLOWED", "ENTRY_KEYS", "LaneSchedule", "MAX_LANES", "SCHEDULE", "lanes_check",
-           "lanes_line"]
+__all__ = ["LaneSchedule", "MAX_LANES", "SCHEDULE", "lanes_check", "lanes_line"]

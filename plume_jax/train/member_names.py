@@ -10,9 +10,12 @@ import dataclasses
 import pathlib
 import re
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from plume_jax.core.errors import StateError, ValidationError
+
+if TYPE_CHECKING:
+    from plume_jax.train.sweep import SweepConfig
 
 
 def short_key(key: str) -> str:
@@ -82,17 +85,8 @@ def member_label(assignment: dict[str, Any]) -> str:
 
 
 # ------------------------------------------------------------------ older names
-#: The names older sweeps gave their members (``sigma=10.0,seed=0``);
-#: ``sweep --resume`` renames such folders (:func:`rename_legacy_member_folders`).
+#: The names older sweeps gave their members (``sigma=10.0,seed=0``).
 LEGACY = _NameStyle("=", ",", "+", re.compile(r"[^A-Za-z0-9._=+-]+"), ".")
-
-
-class Named(Protocol):
-    """A sweep's members as the migration needs them: ``members`` (each
-    member's grid values) and ``names`` (its folder name now)."""
-
-    members: list[dict[str, Any]]
-    names: list[str]
 
 
 def legacy_member_names(members: list[dict[str, Any]]) -> list[str]:
@@ -100,11 +94,11 @@ def legacy_member_names(members: list[dict[str, Any]]) -> list[str]:
     return member_names(members, style=LEGACY)
 
 
-def member_folders(out: pathlib.Path, sweep: Named, *, resume: bool = False
+def member_folders(out: pathlib.Path, sweep: SweepConfig, *, resume: bool = False
                    ) -> list[pathlib.Path]:
     """Each member's run folder in the sweep folder ``out``: ``members/<name>``,
-    or, when ``resume`` and only its older name's folder exists, that one.
-    ``ValidationError`` naming both when a member has a folder under each."""
+    or, when ``resume`` and only its older name's folder exists, that one
+    (``ValidationError`` when both exist)."""
     folders = []
     old_names = legacy_member_names(sweep.members) if resume else sweep.names
     for name, old in zip(sweep.names, old_names):
@@ -122,17 +116,15 @@ def member_folders(out: pathlib.Path, sweep: Named, *, resume: bool = False
     return folders
 
 
-def rename_legacy_member_folders(out: pathlib.Path, sweep: Named,
+def rename_legacy_member_folders(out: pathlib.Path, sweep: SweepConfig,
                                  locks: Mapping[pathlib.Path, Any] | None = None
                                  ) -> list[tuple[pathlib.Path, pathlib.Path]]:
-    """For ``sweep --resume`` of a sweep written with the older names: rename
-    each member folder that has only its older name to its name now, one
-    atomic ``rename`` each. If one fails, those renamed so far are renamed
-    back before the ``StateError`` (naming the folder), so the sweep is as it
-    was; a kill between two renames leaves both kinds of name, which the next
-    resume finishes (:func:`member_folders` finds either). ``locks``: the
-    member folders' locks by folder; each moves with its folder. Returns the
-    (older, new) folders renamed."""
+    """``sweep --resume``: rename each member folder that has only its older
+    name to its name now, one atomic ``rename`` each; returns the (older, new)
+    folders renamed. If one fails, those renamed so far are renamed back
+    before the ``StateError``, so the sweep is as it was; a kill between two
+    renames leaves both kinds of name, which the next resume finishes.
+    ``locks`` (the member folders' locks by folder) move with their folders."""
     moves = [(folder, out / "members" / name)
              for folder, name in zip(member_folders(out, sweep, resume=True), sweep.names)
              if folder.name != name]
@@ -154,18 +146,18 @@ def rename_legacy_member_folders(out: pathlib.Path, sweep: Named,
     return moves
 
 
-def checkpoint_member_names(meta: Mapping[str, Any], sweep: Named, members: list[int]
+def checkpoint_member_names(meta: Mapping[str, Any], sweep: SweepConfig, members: list[int]
                             ) -> list[str]:
     """The names a program's checkpoint (its ``meta``) gives the sweep's
-    ``members`` (indices): their older names when an older sweep wrote it
-    (until the program's next checkpoint), else their names now."""
+    ``members`` (indices): their older names when an older sweep wrote it,
+    else their names now."""
     names = [sweep.names[i] for i in members]
     every_old = legacy_member_names(sweep.members)
     old = [every_old[i] for i in members]
     return old if old != names and meta.get("members") == old else names
 
 
-def row_names(sweep: Named) -> list[tuple[str, ...]]:
+def row_names(sweep: SweepConfig) -> list[tuple[str, ...]]:
     """Each member's names in the sweep's ``metrics.jsonl`` rows: now, and
     as an older sweep wrote them."""
     return list(zip(sweep.names, legacy_member_names(sweep.members)))

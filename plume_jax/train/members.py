@@ -1,18 +1,12 @@
 """Pytrees of a batched program's members: a leading member axis only where
 the members differ.
 
-A sweep trains its members as one ``vmap``. Stacking every member's env
-params copies what no member varies once per member: a movie plume's frames
-(``f32[frames, rows, cols]``, 5 MB for the bundled movie) became
-``f32[members, frames, rows, cols]``, and each member's env step read its
-own copy. :func:`stack_members` keeps such a leaf once, wrapped in
-:class:`Shared`; :func:`member_axes` gives the ``vmap`` ``in_axes`` that
-broadcast it, and :func:`unshare` unwraps it inside the mapped function,
-where the env sees its usual params.
-
-The other operations on a member tree go through these helpers too:
-:func:`member_of` (member ``j``'s own tree), :func:`member_values` (a leaf
-as one value per member, for host-side reads).
+A sweep trains its members as one ``vmap``; stacking a leaf no member varies
+(a movie plume's ``f32[frames, rows, cols]`` frames) would copy it per member.
+:func:`stack_members` keeps such a leaf once as :class:`Shared`,
+:func:`member_axes` gives the ``vmap`` ``in_axes`` that broadcast it and
+:func:`unshare` unwraps it inside the mapped function (docs/training.md,
+"The training loop").
 """
 
 from __future__ import annotations
@@ -46,19 +40,14 @@ def is_shared(x: Any) -> bool:
     return isinstance(x, Shared)
 
 
-def _same(values: list[Any]) -> bool:
+def _stack_leaf(*values: Any) -> Any:
     first = values[0]
     if all(v is first for v in values[1:]):
-        return True
-    arrays = [np.asarray(v) for v in values]
-    a = arrays[0]
-    return all(b.dtype == a.dtype and b.shape == a.shape and np.array_equal(a, b, equal_nan=True)
-               for b in arrays[1:])
-
-
-def _stack_leaf(*values: Any) -> Any:
-    if _same(list(values)):
-        return Shared(jnp.asarray(values[0]))
+        return Shared(jnp.asarray(first))
+    a, *others = [np.asarray(v) for v in values]
+    if all(b.dtype == a.dtype and b.shape == a.shape and np.array_equal(a, b, equal_nan=True)
+           for b in others):
+        return Shared(jnp.asarray(first))
     return jnp.stack([jnp.asarray(v) for v in values])
 
 

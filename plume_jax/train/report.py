@@ -1,13 +1,11 @@
 """What a training run or sweep reports to its reader: the figures
 (matplotlib, Agg, PNG), a sweep's ranked settings, ``summary.md`` and console
-lines.
-
-Training success, return and length are per-episode metrics: a figure's point
-or a table's figure pools the episodes that ended in its updates, each counting
-once (:func:`episode_mean`). A plotted point is drawn only where at least
-:data:`MIN_EPISODES_PER_POINT` ended (in the first updates the few that end are
-mostly the quick successes); a table gives a training rate with its episode
-count, "no episode ended" where none did.
+lines. Training success, return and length are per-episode metrics: a plotted
+point or a table's figure pools the episodes that ended in its updates
+(:func:`episode_mean`). A point is drawn only where at least
+:data:`MIN_EPISODES_PER_POINT` ended (the few that end first are mostly the
+quick successes); a table gives a training rate with its episode count, "no
+episode ended" where none did.
 """
 
 from __future__ import annotations
@@ -16,17 +14,22 @@ import functools
 import json
 import math
 import pathlib
+import sys
 import warnings
-from typing import Any, Protocol, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Sequence, TextIO
 
 import numpy as np
 
-from plume_jax.train.member_names import member_label, short_key
+from plume_jax.train.member_names import member_label
+
+if TYPE_CHECKING:
+    from plume_jax.train.sweep import SweepConfig
 
 #: The fewest ended episodes a plotted point of a training rate or return pools.
 MIN_EPISODES_PER_POINT = 20
-#: The grid key that tells a sweep's seeds of one setting apart.
-SEED_KEY = "run.seed"
+#: The updates a plotted point pools: its own and the ones before.
+SMOOTH_WINDOW = 5
+_POINTS = f"points: \u2265 {MIN_EPISODES_PER_POINT} episodes in {SMOOTH_WINDOW} updates"
 
 
 def episode_mean(rows: list[dict[str, Any]], metric: str) -> tuple[float | None, int | None]:
@@ -79,15 +82,14 @@ def _save(fig: Any, path: str | pathlib.Path) -> pathlib.Path:
     return path
 
 
-def episode_curve(rows: list[dict[str, Any]], metric: str, window: int = 5,
-                  min_episodes: int = MIN_EPISODES_PER_POINT) -> np.ndarray:
-    """f64[len(rows)]: per update, :func:`episode_mean` of ``metric`` over it
-    and the ``window - 1`` updates before; NaN where fewer than
-    ``min_episodes`` episodes ended there."""
+def episode_curve(rows: list[dict[str, Any]], metric: str) -> np.ndarray:
+    """f64[len(rows)]: per update, :func:`episode_mean` of ``metric`` over
+    its :data:`SMOOTH_WINDOW` updates; NaN where fewer than
+    :data:`MIN_EPISODES_PER_POINT` episodes ended there."""
     out = np.full(len(rows), np.nan)
     for i in range(len(rows)):
-        value, episodes = episode_mean(rows[max(0, i - window + 1): i + 1], metric)
-        if value is not None and (episodes is None or episodes >= min_episodes):
+        value, episodes = episode_mean(rows[max(0, i - SMOOTH_WINDOW + 1): i + 1], metric)
+        if value is not None and (episodes is None or episodes >= MIN_EPISODES_PER_POINT):
             out[i] = value
     return out
 
@@ -97,7 +99,7 @@ def _column(rows: list[dict[str, Any]], name: str) -> np.ndarray:
 
 
 def plot_learning_curves(path: str | pathlib.Path, curves: dict[str, list[dict[str, Any]]],
-                         title: str = "", smooth_window: int = 5) -> pathlib.Path:
+                         title: str = "") -> pathlib.Path:
     """A run's ``learning_curve.png``: training success, mean return
     (:func:`episode_curve`) and episodes ended per update against env steps;
     one line per curve (``label -> metric rows``)."""
@@ -106,18 +108,16 @@ def plot_learning_curves(path: str | pathlib.Path, curves: dict[str, list[dict[s
     for label, rows in curves.items():
         x = _column(rows, "env_steps")
         for ax, name, scale in ((axes[0], "success_rate", 100.0), (axes[1], "return_mean", 1.0)):
-            ax.plot(x, scale * episode_curve(rows, name, smooth_window), label=label,
-                    linewidth=1.2)
+            ax.plot(x, scale * episode_curve(rows, name), label=label, linewidth=1.2)
         axes[2].plot(x, _column(rows, "episodes"), label=label, linewidth=1.0)
-    axes[0].set_ylabel("training success, sampled actions (%)")
-    axes[1].set_ylabel("mean episode return (training reward)")
-    axes[2].set_ylabel("episodes ended per update")
-    for ax in axes[:2]:
-        ax.set_title(f"points: \u2265 {MIN_EPISODES_PER_POINT} episodes in {smooth_window} "
-                     "updates", fontsize=8)
-    for ax in axes:
+    for ax, ylabel in zip(axes, ("training success, sampled actions (%)",
+                                 "mean episode return (training reward)",
+                                 "episodes ended per update")):
+        ax.set_ylabel(ylabel)
         ax.set_xlabel("env steps")
         ax.grid(alpha=0.3)
+    for ax in axes[:2]:
+        ax.set_title(_POINTS, fontsize=8)
     if len(curves) > 1:
         fig.legend(*axes[1].get_legend_handles_labels(), loc="center left",
                    bbox_to_anchor=(1.0, 0.5), fontsize=7)
@@ -129,8 +129,7 @@ def plot_learning_curves(path: str | pathlib.Path, curves: dict[str, list[dict[s
 
 def plot_setting_curves(path: str | pathlib.Path,
                         settings: dict[str, list[list[dict[str, Any]]]], metric: str,
-                        ylabel: str, title: str = "", scale: float = 1.0,
-                        smooth_window: int = 5) -> pathlib.Path:
+                        ylabel: str, title: str = "", scale: float = 1.0) -> pathlib.Path:
     """A sweep's training curves of one per-episode metric: ``settings`` maps
     a setting's label to its seeds' metrics rows; the line is the seeds' mean
     :func:`episode_curve`, the band their range, the panel below the episodes
@@ -140,8 +139,7 @@ def plot_setting_curves(path: str | pathlib.Path,
                                        gridspec_kw={"height_ratios": [3, 1]})
     for label, seeds in settings.items():
         x = _column(seeds[0], "env_steps")
-        ys = np.stack([scale * episode_curve(rows[:len(x)], metric, smooth_window)
-                       for rows in seeds])
+        ys = np.stack([scale * episode_curve(rows[:len(x)], metric) for rows in seeds])
         counts = np.stack([_column(rows[:len(x)], "episodes") for rows in seeds])
         with warnings.catch_warnings():  # all-NaN columns (too few episodes ended yet)
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -155,8 +153,7 @@ def plot_setting_curves(path: str | pathlib.Path,
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
-    ax.set_title((f"{title}\n" if title else "") + f"points: \u2265 {MIN_EPISODES_PER_POINT} "
-                 f"episodes in {smooth_window} updates", fontsize=9)
+    ax.set_title((f"{title}\n" if title else "") + _POINTS, fontsize=9)
     count_ax.set_xlabel("env steps (per member)")
     count_ax.set_ylabel("episodes ended\nper update", fontsize=8)
     count_ax.grid(alpha=0.3)
@@ -164,8 +161,8 @@ def plot_setting_curves(path: str | pathlib.Path,
 
 
 def plot_setting_bars(path: str | pathlib.Path, labels: Sequence[str],
-                      values: Sequence[Sequence[float | None]], xlabel: str, title: str = "",
-                      scale: float = 1.0) -> pathlib.Path:
+                      values: Sequence[Sequence[float | None]], xlabel: str, title: str,
+                      scale: float) -> pathlib.Path:
     """One final metric per setting, ranked from the top: ``values[i]`` is
     setting ``i``'s value per seed (None: none, e.g. no goal reached); the
     seed mean as a bar, each seed a dot, the range a line."""
@@ -187,8 +184,7 @@ def plot_setting_bars(path: str | pathlib.Path, labels: Sequence[str],
     ax.set_yticklabels(list(reversed(list(labels))), fontsize=8)
     ax.set_xlabel(xlabel)
     ax.grid(axis="x", alpha=0.3)
-    if title:
-        ax.set_title(title)
+    ax.set_title(title)
     return _save(fig, path)
 
 
@@ -201,26 +197,14 @@ def _stats(values: list[float | None]) -> dict[str, Any]:
             "min": float(v.min()), "max": float(v.max()), "n": int(v.size)}
 
 
-class SweepMembers(Protocol):
-    """What the ranking reads of a sweep (a :class:`plume_jax.train.sweep.SweepConfig`):
-    each member's grid values, config and folder name."""
-
-    @property
-    def members(self) -> Sequence[dict[str, Any]]: ...
-    @property
-    def configs(self) -> Sequence[Any]: ...
-    @property
-    def names(self) -> Sequence[str]: ...
-
-
-def rank_settings(sweep: SweepMembers, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def rank_settings(sweep: SweepConfig, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One entry per setting (a grid point without ``run.seed``), ranked:
     by greedy evaluation success (mean over seeds, highest first), then mean
     steps to the goal (fewest first); by training success over the last 10%
     of updates when there is no evaluation."""
     settings: dict[str, dict[str, Any]] = {}
     for i, assignment in enumerate(sweep.members):
-        point = {k: v for k, v in assignment.items() if k != SEED_KEY}
+        point = {k: v for k, v in assignment.items() if k != "run.seed"}
         key = json.dumps(point, sort_keys=True, default=str)
         entry = settings.setdefault(key, {"setting": point, "label": member_label(point)
                                           or "(base config)", "members": []})
@@ -266,8 +250,7 @@ FIGURES_EXPLAINED = (
 
 
 def _pct(s: dict[str, Any], empty: str) -> str:
-    """Seed statistics of a rate (:func:`_stats`) in percent, ``empty``
-    where there is none."""
+    """Seed statistics of a rate (:func:`_stats`) in percent; else ``empty``."""
     if s["mean"] is None:
         return empty
     text = f"{100 * s['mean']:.1f}"
@@ -283,17 +266,15 @@ def _num(s: dict[str, Any], empty: str) -> str:
 
 
 def _greedy(success: dict[str, Any], steps: dict[str, Any]) -> tuple[str, str]:
-    """The greedy success (%) and mean steps to the goal: ``not
-    evaluated`` without an evaluation; no steps where no greedy episode
-    reached the goal."""
+    """The greedy success (%) and mean steps to the goal, or why there are
+    none."""
     return (_pct(success, "not evaluated"),
             _num(steps, "not evaluated" if success["mean"] is None else "none reached it"))
 
 
 def _training(success: dict[str, Any], episodes: int | None, unit: str = "") -> str:
-    """The training success (seed statistics, :func:`_stats`) with the
-    number of episodes it is over (``unit`` after the rate); no rate where
-    no episode ended."""
+    """The training success (:func:`_stats`, ``unit`` after it) with the
+    number of episodes it is over; no rate where no episode ended."""
     if success["mean"] is None or episodes == 0:
         return "no episode ended"
     count = "" if episodes is None else f", {episodes:,} episode{'s' if episodes != 1 else ''}"
@@ -345,8 +326,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
               "program.", "", "| program | static settings | members | compile s | train s |",
               "|---|---|---|---|---|"]
     for p in summary["programs"]:
-        static = ", ".join(f"{short_key(k)}={v}" for k, v in p["static_settings"].items()) \
-            or "(all the same)"
+        static = member_label(p["static_settings"]) or "(all the same)"
         lines.append(f"| {p['program']} | {static} | {', '.join(p['members'])} | "
                      f"{p['compile_seconds']:.1f} | {p['train_seconds']:.1f} |")
     lines += ["", "## Members", "", "| member | folder | greedy success % | mean steps to goal | "
@@ -397,10 +377,7 @@ def sweep_figures(out: pathlib.Path, summary: dict[str, Any], rows: list[dict[st
 
 def print_results(summary: dict[str, Any], stream: TextIO | None = None) -> None:
     """The programs, the settings ranked and the best setting."""
-    import sys
-
-    stream = stream or sys.stdout
-    p = functools.partial(print, file=stream)
+    p = functools.partial(print, file=stream or sys.stdout)
     n_prog = len(summary["programs"])
     sps = summary["steps_per_second_excl_compile"]
     p(f"sweep: {summary['members']} members in {n_prog} compiled program"
@@ -409,7 +386,7 @@ def print_results(summary: dict[str, Any], stream: TextIO | None = None) -> None
       + (f" ({sps:,.0f} env steps/s over all members)" if sps else "")
       + f", wall {summary['wall_seconds']:.1f} s")
     for prog in summary["programs"]:
-        static = ", ".join(f"{short_key(k)}={v}" for k, v in prog["static_settings"].items())
+        static = member_label(prog["static_settings"])
         p(f"  program {prog['program']}{' (' + static + ')' if static else ''} shared by "
           f"{len(prog['members'])} members: {', '.join(prog['members'])}")
     evaluated = summary["settings"][0]["ranked_by"] == "eval_success_rate"

@@ -1,40 +1,22 @@
-"""Sweeps (``plume-jax sweep``): a grid of training runs, one compiled
-program per static structure, every member a run folder you can evaluate,
-load and resume. This module validates the sweep, groups its members into
-programs and trains them through the one run function
-(:func:`plume_jax.train.run.run`) with the sweep's folder rules
-(:class:`plume_jax.train.folder.Sweep`); :mod:`plume_jax.train.report`
-ranks and reports the results.
+"""Sweeps (``plume-jax sweep``): a grid of training runs, every member a run
+folder you can evaluate, load and resume. This module validates the sweep,
+groups its members into programs and trains them through the one run
+function (:func:`plume_jax.train.run.run`) with the sweep's folder rules
+(:class:`plume_jax.train.folder.Sweep`: ``members/<name>/`` run folders,
+``programs/<k>/checkpoint/``). Sweep YAML (docs/training.md, "Sweeps")::
 
-One program ``vmap``s ``Algorithm.update`` over a leading *member* axis of
-the runner, the hyperparameters and the env params. Members whose static
-settings (``static_signature``: network shape, batch sizes, ...) and env
-structure (grid size, component types) are equal share a program; they
-differ only in array leaves (the seed, the algorithm's dynamic settings,
-dynamic env settings). Programs run one after the other; one summary covers
-all. Sweep YAML::
-
-    base: train_gaussian.yaml      # a training config (relative to this
-                                   # file), or an inline mapping
+    base: train_gaussian.yaml      # a training config (relative to this file) or a mapping
     set: {algo.total_steps: 500000}  # optional: overrides of the base
     grid:                          # any setting by its dotted name
       run.seed: [0, 1]
-      env.reward.scale: [0.05, 0.1]
       network.hidden_sizes: [[32], [64, 64]]    # static: two programs
     mode: product                  # product (every combination) | zip
 
-The folder holds :data:`~plume_jax.train.folder.SWEEP_FILES`:
-``members/<name>/`` (a run folder named by its grid values,
-:mod:`plume_jax.train.member_names`; ``plume-jax train --resume`` continues
-it as a single run) and ``programs/<k>/checkpoint/`` (program k's stacked
-state, continued by ``plume-jax sweep --resume``).
-
-On a CPU with few cores a sweep of M members costs about M single runs, but
-each program compiles once; on several devices (or processes) the members
-shard across them (their number a multiple of the device count) and nothing
-is communicated. ``vmap`` changes the order of floating-point reductions, so
-a member matches the single run of its settings to float tolerance over the
-first updates and only statistically over long runs.
+One program ``vmap``s ``Algorithm.update`` over a leading member axis; members
+whose static settings (``static_signature``) and env structure are equal share
+it. ``vmap`` changes the order of floating-point reductions, so a member
+matches the single run of its settings to float tolerance over the first
+updates and only statistically over long runs.
 """
 
 from __future__ import annotations
@@ -45,6 +27,7 @@ import itertools
 import json
 import pathlib
 import time
+import warnings
 from collections.abc import Mapping
 from typing import Any, TextIO
 
@@ -179,14 +162,11 @@ def load_sweep_config(path: str | pathlib.Path, overrides: Mapping[str, Any] | N
 
 def member_sweep(base: Mapping[str, Any], members: list[Mapping[str, Any]], *,
                  base_dir: str | pathlib.Path | None = None) -> SweepConfig:
-    """A sweep of the given members (e.g. the trials a tuner picked): each
-    member is ``base`` (a training config mapping) with its dotted settings
-    (``{"env.overrides.sigma": 10.0, "run.seed": 1}``) applied. Every member
-    names the same settings; they become a ``zip`` grid, so ``sweep.yaml``
-    and ``sweep --resume`` reproduce exactly these members, and
-    :func:`run_sweep` trains them as any sweep (one program per static
-    structure). ``ValidationError`` for no members, a member naming no
-    setting, or members that name different settings."""
+    """A sweep of the given members (e.g. the trials a tuner picked): each is
+    ``base`` (a training config mapping) with its dotted settings
+    (``{"env.overrides.sigma": 10.0, "run.seed": 1}``) applied, written as a
+    ``zip`` grid so ``sweep --resume`` reproduces exactly these members.
+    ``ValidationError`` unless every member names the same settings."""
     keys = list(members[0]) if members else []
     if not keys:
         raise ValidationError.for_parameter("members", list(members),
@@ -412,7 +392,5 @@ def _write_sweep(out: pathlib.Path, sweep: SweepConfig, summary: dict[str, Any],
     try:
         sweep_figures(out, summary, rows)
     except Exception as exc:  # a figure never loses the results
-        import warnings
-
         warnings.warn(f"sweep figures were not written ({type(exc).__name__}: {exc}); "
                       "the results are in results.json", RuntimeWarning, stacklevel=2)
