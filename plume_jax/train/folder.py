@@ -1,42 +1,15 @@
 """The run folder: what ``train`` and ``sweep`` write, and every rule for
-writing and resuming it. The run function (:func:`plume_jax.train.run.run`)
-follows these rules through a :class:`SingleRun` or a :class:`Sweep` (the
-two layouts); it knows neither layout.
+writing and resuming it (docs/training.md states them for users). The run
+function (:func:`plume_jax.train.run.run`) follows them through a
+:class:`SingleRun` or a :class:`Sweep` (the two layouts); it knows neither.
 
-Nothing is replaced silently. A command writes into a folder only if it is
-new or empty, or if the user said what to do with what is there:
-``--resume`` (continue the run in it) or ``--overwrite`` (delete the outputs
-this command writes, :data:`RUN_OUTPUTS` / :data:`SWEEP_OUTPUTS`, then start
-afresh; other files are left alone). The checks run before anything is
-written, compiled or trained, holding the folder's :class:`FolderLock`.
-
-A folder changes only by appending or by atomic replacement; nothing is
-trimmed or deleted before what replaces it is durable; what a resume from
-an older checkpoint would drop is moved aside, whole, under
-``superseded/`` (:func:`set_aside_later_state`).
-
-The periodic evaluations (``eval.every``, run by :mod:`plume_jax.train.loop`)
-leave a row per evaluation in ``evaluations.jsonl`` and the best policy so
-far in ``best/``. What is on disk is the truth, so a kill at any moment
-loses nothing:
-
-- the best so far is the last row of ``evaluations.jsonl`` flagged
-  ``best`` (:func:`recorded_best`); a resumed run compares its next
-  evaluations with that row, whatever ``best/`` holds. Best: the higher
-  success rate, then the fewer mean steps to the goal (:func:`better`);
-- a new best policy is written whole into ``.best.partial/`` (its
-  ``evaluation.json`` last), then its row is appended (the commit), then it
-  is swapped into ``best/`` by renames (:func:`record_evaluation`).
-  :func:`settle_best` finishes or undoes a swap a kill interrupted: the
-  folder whose ``evaluation.json`` is the committed row itself becomes
-  ``best/``, an uncommitted ``.best.partial/`` is dropped (its evaluation is
-  run again), a ``.best.old/`` goes once ``best/`` holds the committed
-  policy, and a swap folder no row commits (another run's) is never
-  adopted. A folder is dropped by renaming it to a unique ``.best.drop-*``
-  name, then deleting it, so a kill part way through a deletion leaves only
-  such a folder, which the next settle deletes;
-- a resume drops rows (and a ``best/``) past the update it resumes from, as
-  it drops metrics rows (:func:`trim_evaluations`).
+Nothing is replaced silently: a command writes into a new or empty folder,
+or one where ``--resume`` or ``--overwrite`` says what to do with what is
+there; the checks run before anything is written, under the folder's
+:class:`FolderLock`. A folder changes only by appending or by atomic
+replacement, nothing is deleted before what replaces it is durable, and what
+a resume would drop is moved aside, whole (:func:`set_aside_later_state`).
+``evaluations.jsonl`` is the truth about ``best/`` (:func:`settle_best`).
 """
 
 from __future__ import annotations
@@ -71,29 +44,20 @@ from plume_jax.train.progress import append_jsonl, read_jsonl, rows_up_to, trim_
 #: A :class:`plume_jax.train.loop.Program` (the loop imports this module, not the reverse).
 Program = Any
 
-#: The file of a member's periodic evaluation rows, in its run folder.
-EVALUATIONS = "evaluations.jsonl"
-#: The folder of a member's best policy, in its run folder.
-BEST = "best"
-#: Where a new best policy is written before its row commits it, and where
-#: the previous ``best/`` waits during the swap (:func:`settle_best`).
-PARTIAL, OLD = f".{BEST}.partial", f".{BEST}.old"
-#: The name prefix of a folder renamed aside to be deleted (:func:`settle_best`).
-DROP = f".{BEST}.drop-"
-#: Every name a run folder's best policy and its swap folders may have
-#: (``*``: any token), for ``--overwrite`` to clear.
-BEST_FOLDERS = (BEST, PARTIAL, OLD, f"{DROP}*")
+#: A member's periodic evaluation rows and best policy, in its run folder.
+EVALUATIONS, BEST = "evaluations.jsonl", "best"
+#: ``best/``'s swap folders (:func:`settle_best`): a new best before its row
+#: commits it, the previous best during the swap, the prefix of one being deleted.
+PARTIAL, OLD, DROP = f".{BEST}.partial", f".{BEST}.old", f".{BEST}.drop-"
 #: The lock file of a run or sweep folder (:class:`FolderLock`).
 LOCK_NAME = ".plume_jax.lock"
-#: Where a resume from an older checkpoint moves the run's later state.
-SUPERSEDED = "superseded"
 
 
 @dataclasses.dataclass(frozen=True)
 class Output:
     """One entry a command writes into its folder: ``name`` (a folder ends
-    in ``/``), what it holds, and the setting that makes it (``when``, a
-    dotted setting: written only when that setting is set; ``""``: always)."""
+    in ``/``), what it holds, and ``when``: the dotted setting that makes
+    it (``""``: always)."""
 
     name: str
     what: str
@@ -101,17 +65,14 @@ class Output:
 
     def written(self, config: Any) -> bool:
         """Whether a run of ``config`` (a ``TrainConfig``) writes it."""
-        if not self.when:
-            return True
-        section, key = self.when.split(".")
-        return bool(getattr(config, section)[key])
+        section, _, key = self.when.partition(".")
+        return not self.when or bool(getattr(config, section)[key])
 
 
-#: What ``train`` writes into a run folder, stated once: the code deletes
-#: these on ``--overwrite`` (:data:`RUN_OUTPUTS`), the CLI's closing line
-#: names them (:func:`outputs_line`) and docs/training.md's table lists them
-#: (a test compares). A sweep member's folder holds the same, but for the
-#: figure.
+#: What ``train`` writes into a run folder, stated once: ``--overwrite``
+#: deletes these (:data:`RUN_OUTPUTS`), the CLI's closing line names them
+#: (:func:`outputs_line`), docs/training.md's table lists them (a test
+#: compares). A sweep member's folder holds the same, but for the figure.
 RUN_FILES = (
     Output("config.yaml", "the resolved config, every default spelled out"),
     Output("metrics.jsonl", "one JSON object per update"),
@@ -129,11 +90,10 @@ RUN_FILES = (
     Output("summary.json", "budget, timings, throughput, evaluation"),
 )
 
-#: What ``--overwrite`` deletes from a run folder (``*`` stands for any
-#: token): :data:`RUN_FILES`, ``wandb_run_id`` and the hidden folders a kill
-#: may leave (a first ``checkpoint/`` written whole, ``best/``'s swap folders).
+#: What ``--overwrite`` deletes from a run folder (``*``: any token):
+#: :data:`RUN_FILES`, ``wandb_run_id`` and the hidden folders a kill may leave.
 RUN_OUTPUTS = (*(f.name.rstrip("/") for f in RUN_FILES), "wandb_run_id",
-               f"{partial_folder_prefix('checkpoint')}*", *BEST_FOLDERS[1:])
+               f"{partial_folder_prefix('checkpoint')}*", PARTIAL, OLD, f"{DROP}*")
 
 #: What ``sweep`` writes into its folder, stated once (the code, the CLI's
 #: closing line and the sweep module's docs read it).
@@ -190,9 +150,8 @@ def check_out_dir(out: pathlib.Path, *, overwrite: bool, resuming_here: bool = F
 
 
 def clear_outputs(out: pathlib.Path, names: Iterable[str]) -> list[str]:
-    """Delete the entries ``names`` (files or folders) of ``out`` that
-    exist (a name with ``*`` in it that is no entry itself: every entry it
-    matches); returns the names deleted."""
+    """Delete the entries ``names`` of ``out`` that exist (a name with ``*``
+    that is no entry itself: every entry it matches); returns those deleted."""
     removed = []
     for pattern in names:
         exact = out / pattern
@@ -219,18 +178,12 @@ def make_out_dir(out: pathlib.Path) -> None:
 
 class FolderLock:
     """An exclusive lock on a run or sweep folder for one process:
-    ``fcntl.flock`` on the folder itself, while ``folder/.plume_jax.lock``
-    names the holder (PID, host, command, start) for the others' message.
-
-    A second ``train`` / ``sweep`` on the same folder gets a ``StateError``
-    naming the holder's PID instead of interleaving its writes. The kernel
-    releases the lock when the holder ends, however it ends (kill -9
-    included), so a lock is never stale; a holder file a killed process left
-    is only information, replaced by the next holder and removed on release.
-    ``folder`` is created if needed (and removed again on :meth:`release` if
-    this lock created it and it is still empty). Where ``fcntl`` does not
-    exist (Windows) the folder is not locked.
-    """
+    ``fcntl.flock`` on the folder, whose ``.plume_jax.lock`` names the holder
+    (PID, host, command, start) in the ``StateError`` another process gets.
+    The kernel releases it when the holder ends, however (kill -9 included),
+    so a lock is never stale. ``folder`` is created if needed, and removed on
+    :meth:`release` if this lock created it and it is still empty. Where
+    ``fcntl`` does not exist (Windows) the folder is not locked."""
 
     def __init__(self, folder: pathlib.Path, command: str):
         self.folder = folder
@@ -264,17 +217,14 @@ class FolderLock:
 
     def release(self) -> None:
         """Release the lock (idempotent)."""
-        if self.fd is None:
-            if self.created and self.folder.is_dir() and not any(self.folder.iterdir()):
-                self.folder.rmdir()
-            return
-        import fcntl
+        if self.fd is not None:
+            import fcntl
 
-        self.path.unlink(missing_ok=True)
-        fcntl.flock(self.fd, fcntl.LOCK_UN)
-        os.close(self.fd)
-        self.fd = None
-        if self.created and not any(self.folder.iterdir()):
+            self.path.unlink(missing_ok=True)
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+        if self.created and self.folder.is_dir() and not any(self.folder.iterdir()):
             self.folder.rmdir()
 
     def __enter__(self) -> "FolderLock":
@@ -286,45 +236,40 @@ class FolderLock:
 
 def check_writable_logdir(folder: pathlib.Path) -> None:
     """``ValidationError`` unless ``folder/tensorboard`` is (or can be made)
-    a real folder this process can write: checked before a run changes
-    anything, so an unwritable log folder never fails a run half-way through
-    its resume."""
+    a real folder this process can write, so that it never fails a run half
+    way through its resume."""
     path, parameter = folder / "tensorboard", "run.tensorboard"
-    allowed = (f"a writable folder {path} for the event files (it {{}}); fix it, or set "
-               f"{parameter}: false")
-    if path.is_symlink():
-        raise ValidationError.for_parameter(parameter, True, allowed.format("is a symbolic link"))
-    if path.exists() and not path.is_dir():
-        raise ValidationError.for_parameter(parameter, True, allowed.format("is a file"))
     target = path if path.exists() else folder
-    if target.exists() and not os.access(target, os.W_OK | os.X_OK):
-        raise ValidationError.for_parameter(parameter, True, allowed.format("is not writable"))
-    if path.exists():
+    problem = ("is a symbolic link" if path.is_symlink()
+               else "is a file" if path.exists() and not path.is_dir()
+               else "is not writable" if target.exists()
+               and not os.access(target, os.W_OK | os.X_OK) else None)
+    if problem is None and path.exists():
         try:
             probe = path / f".write-probe-{os.getpid()}"
             probe.write_bytes(b"")
             probe.unlink()
         except OSError as exc:
-            raise ValidationError.for_parameter(
-                parameter, True, allowed.format(f"cannot be written: {exc.strerror or exc}")
-            ) from None
+            problem = f"cannot be written: {exc.strerror or exc}"
+    if problem is not None:
+        raise ValidationError.for_parameter(
+            parameter, True, f"a writable folder {path} for the event files (it {problem}); "
+            f"fix it, or set {parameter}: false")
 
 
 def set_aside_later_state(out: pathlib.Path, update: int, checkpoint: pathlib.Path,
                           rows: list[dict[str, Any]]) -> pathlib.Path | None:
     """Before a run folder resumes from ``checkpoint`` at ``update`` while it
-    holds a later state (kept checkpoints past ``update``, or a
-    ``checkpoint/`` further on): move that later state aside, whole, to
-    ``out/superseded/after_update_<N>-<time>/`` — the metrics (a full copy),
-    the later kept checkpoints and ``checkpoint/`` (moved), the policy and
-    summary (copied) — and make ``checkpoint/`` the resumed one. Every step
-    is a copy or an atomic rename, so a kill at any moment loses nothing.
-    Returns the folder written, or None when there was no later state (a
-    run resumed from its own latest checkpoint keeps its folder)."""
-    kept_dir = out / "checkpoints"
+    holds a later state (kept checkpoints past ``update``, or a later
+    ``checkpoint/``): move that state aside to
+    ``out/superseded/after_update_<N>-<time>/`` (metrics, evaluations,
+    summary, policy and best copied; the later checkpoints moved) and make
+    ``checkpoint/`` the resumed one, by copies and atomic renames only, so a
+    kill at any moment loses nothing. Returns that folder, or None when
+    there was no later state. ``rows``: the folder's metrics rows."""
+    kept_dir, current = out / "checkpoints", out / "checkpoint"
     later = sorted(p for p in kept_dir.glob("update_*") if p.name[7:].isdigit()
                    and int(p.name[7:]) > update) if kept_dir.is_dir() else []
-    current = out / "checkpoint"
     current_later = False
     if current.is_dir() and current.resolve() != checkpoint.resolve():
         try:
@@ -333,17 +278,16 @@ def set_aside_later_state(out: pathlib.Path, update: int, checkpoint: pathlib.Pa
             current_later = True  # damaged: keep it aside rather than lose it
     if not later and not current_later:
         return None
-    stamp = dt.datetime.now().strftime("%Y%m%dT%H%M%S")
-    dest = out / SUPERSEDED / f"after_update_{update:08d}-{stamp}"
-    n = 1
+    stamp = f"after_update_{update:08d}-{dt.datetime.now().strftime('%Y%m%dT%H%M%S')}"
+    dest, n = out / "superseded" / stamp, 1
     while dest.exists():
         n += 1
-        dest = out / SUPERSEDED / f"after_update_{update:08d}-{stamp}-{n}"
+        dest = out / "superseded" / f"{stamp}-{n}"
     dest.mkdir(parents=True)
-    for name in ("metrics.jsonl", "metrics.csv", "summary.json", "evaluations.jsonl"):
+    for name in ("metrics.jsonl", "metrics.csv", "summary.json", EVALUATIONS):
         if (out / name).is_file():
             shutil.copy2(out / name, dest / name)
-    for name in ("policy", "best"):
+    for name in ("policy", BEST):
         if (out / name).is_dir():
             shutil.copytree(out / name, dest / name)
     if later:
@@ -367,11 +311,11 @@ def set_aside_later_state(out: pathlib.Path, update: int, checkpoint: pathlib.Pa
     return dest
 
 
-# ------------------------------------------------------------------ resuming a run
+# ------------------------------------------------------------------ resuming
 @dataclasses.dataclass(frozen=True)
 class ResumePoint:
     """Where a resumed run starts: the checkpoint, its run folder, the update
-    it holds and its config."""
+    it holds, the budget it was trained for (updates) and its config."""
 
     checkpoint: pathlib.Path
     run_dir: pathlib.Path
@@ -381,12 +325,10 @@ class ResumePoint:
 
 
 def resume_point(resume: str | pathlib.Path, config: TrainConfig) -> ResumePoint:
-    """Check that ``config`` may resume from ``resume`` (a run folder or a
-    checkpoint folder): the checkpoint's files are whole, its config equals
-    ``config`` in everything but what a resume may change
-    (:data:`plume_jax.train.config.RESUME_MAY_CHANGE`), and the new budget
-    is not below the updates already done. ``ValidationError`` otherwise,
-    naming the differing settings."""
+    """Where ``config`` resumes from ``resume`` (a run or checkpoint folder);
+    ``ValidationError`` unless the checkpoint is whole, its config equals
+    ``config`` but in :data:`~plume_jax.train.config.RESUME_MAY_CHANGE`
+    (naming the differences), and the budget covers the updates done."""
     run_dir, ckpt = find_checkpoint(resume)
     meta, _ = read_checkpoint(ckpt)
     saved = current_form(meta.get("config"))  # an earlier version's form: this one's
@@ -416,9 +358,7 @@ def resume_point(resume: str | pathlib.Path, config: TrainConfig) -> ResumePoint
 
 def resume_notes(config: TrainConfig, point: ResumePoint) -> list[str]:
     """What resuming at ``point`` under ``config``'s budget does to the
-    algorithm's own settings (:meth:`Algorithm.resume_notes
-    <plume_jax.train.algorithms.base.Algorithm.resume_notes>`: an annealed
-    learning rate jumps when the budget changed); ``[]`` when nothing."""
+    algorithm's settings (``Algorithm.resume_notes``)."""
     from plume_jax.train.algorithms.base import algorithm_class
 
     algorithm = algorithm_class(config.algo["algorithm"], "algo.algorithm")
@@ -426,55 +366,10 @@ def resume_notes(config: TrainConfig, point: ResumePoint) -> list[str]:
                                   config.num_updates)
 
 
-def check_metrics_cover(point: ResumePoint) -> None:
-    """``StateError`` unless the resumed run's ``metrics.jsonl`` holds a row
-    for every update up to the checkpoint's (rows are appended before each
-    checkpoint is written, so a shorter file has lost rows: resuming would
-    hide the loss)."""
-    path = point.run_dir / "metrics.jsonl"
-    have = {int(r["update"]) for r in read_jsonl(path)}
-    missing = [u for u in range(1, point.update + 1) if u not in have]
-    if missing:
-        raise StateError(
-            f"--resume {point.checkpoint}: {path} lacks the metrics rows of {len(missing)} of "
-            f"the {point.update} updates the checkpoint has trained (first missing: update "
-            f"{missing[0]}); resuming would hide their loss. Restore the file, or train anew "
-            "with --overwrite")
-
-
-def prepare_run_folder(out: pathlib.Path, config: TrainConfig, point: ResumePoint | None
-                        ) -> tuple[list[dict[str, Any]] | None, pathlib.Path | None]:
-    """Create the run folder and write its config; on resume make its metrics
-    match the checkpoint. Write-ahead: a later state is first moved aside,
-    whole (:func:`set_aside_later_state`); rows past the checkpoint are then
-    dropped by an atomic replacement (after a kill they are trained again,
-    bit for bit). Returns the metrics rows kept and the folder the later
-    state went to (or None)."""
-    make_out_dir(out)
-    kept: list[dict[str, Any]] | None = None
-    aside = None
-    if point is not None:
-        if out.resolve() == point.run_dir.resolve():
-            rows = read_jsonl(out / "metrics.jsonl")
-            settle_best(out)  # a best/ swap a kill cut short, finished before it is set aside
-            aside = set_aside_later_state(out, point.update, point.checkpoint, rows)
-            kept = [r for r in rows if int(r["update"]) <= point.update]
-            if aside is None and point.update == point.num_updates < config.num_updates:
-                keep_finished_run(out, point)
-        else:
-            kept = rows_up_to(point.run_dir / "metrics.jsonl", point.update)
-            copy_evaluations(point.run_dir, out, point.update)
-        trim_evaluations(out, point.update)
-        write_jsonl(out / "metrics.jsonl", kept)
-    atomic_write(out / "config.yaml", dump_yaml(config.to_dict()))
-    return kept, aside
-
-
 def keep_finished_run(out: pathlib.Path, point: ResumePoint) -> None:
-    """A finished run continued with a larger budget: keep its final state —
-    the checkpoint as ``checkpoints/update_<N>/`` (as ``run.checkpoint_every``
-    keeps them) and the policy as ``checkpoints/update_<N>/policy/`` — before
-    the continuation replaces ``checkpoint/`` and ``policy/``."""
+    """A finished run continued with a larger budget: keep its checkpoint and
+    policy as ``checkpoints/update_<N>/`` (and its ``policy/``) before the
+    continuation replaces them."""
     dest = out / "checkpoints" / f"update_{point.update:08d}"
     if not dest.exists():
         tmp = out / "checkpoints" / f".update_{point.update:08d}.copy"
@@ -486,36 +381,12 @@ def keep_finished_run(out: pathlib.Path, point: ResumePoint) -> None:
         tmp.rename(dest)
 
 
-# ------------------------------------------------------------------ resuming a sweep
-def resume_member_rows(p: Program, done: int, names: list[tuple[str, ...]]
-                       ) -> list[list[dict[str, Any]]]:
-    """Each member's metrics rows up to ``done``, the update of its program's
-    checkpoint (already loaded and checked), their run folders'
-    ``metrics.jsonl`` trimmed to them (atomic replacements, every row kept)
-    and a later state of the program folder set aside. ``names``: the
-    names each of the sweep's members has in the sweep's own metrics rows
-    (:func:`~plume_jax.train.member_names.row_names`)."""
-    assert p.folder is not None  # resumed from the checkpoint in its folder
-    members_dir = p.folder.parent.parent / "members"
-    rows = [member_rows(members_dir, m.name, done, names[i])
-            for m, i in zip(p.runs, p.members)]
-    if is_main_process():  # reads; process 0 writes the files
-        for m, kept in zip(p.runs, rows):
-            assert m.folder is not None  # a program with a folder writes every member
-            make_out_dir(m.folder)
-            write_jsonl(m.folder / "metrics.jsonl", kept)
-            trim_evaluations(m.folder, done)
-        set_aside_later_state(p.folder, done, p.folder / "checkpoint", [])
-    return rows
-
-
 def member_rows(members_dir: pathlib.Path, name: str, done: int,
                 names: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    """The metrics rows of member ``name`` for updates 1..``done``: from its
-    run folder, or — when that file was deleted or lost rows — from the
-    sweep's own ``metrics.jsonl`` (written when the sweep last finished,
-    naming the member ``name`` or one of ``names``: an older sweep's).
-    ``StateError`` naming the member when neither holds them all."""
+    """The metrics rows of sweep member ``name`` for updates 1..``done``:
+    from its run folder or, when that lost rows, from the sweep's own
+    ``metrics.jsonl`` (naming it ``name`` or one of ``names``, an older
+    sweep's); ``StateError`` when neither holds them all."""
     def complete(rows: list[dict[str, Any]]) -> bool:
         return {int(r["update"]) for r in rows} >= set(range(1, done + 1))
 
@@ -536,11 +407,9 @@ def member_rows(members_dir: pathlib.Path, name: str, done: int,
 
 def check_members_not_ahead(out: pathlib.Path, sweep: Any,
                              folders: list[pathlib.Path]) -> None:
-    """``ValidationError`` naming a member whose run folder (``folders``,
-    :func:`member_folders`) was trained further than this sweep trains it
-    (``plume-jax train --resume members/<m>`` with a larger budget):
-    resuming the sweep would rewind it to the sweep's budget and replace its
-    checkpoint, metrics and policy."""
+    """``ValidationError`` naming a member whose run folder (of ``folders``)
+    was trained beyond the sweep's budget (``train --resume`` with a larger
+    one): resuming the sweep would rewind it."""
     for cfg, name, folder in zip(sweep.configs, sweep.names, folders):
         ckpt = folder / "checkpoint"
         if not (ckpt / "runner.msgpack").exists():
@@ -563,9 +432,9 @@ def check_members_not_ahead(out: pathlib.Path, sweep: Any,
 # ------------------------------------------------------------------ the two layouts
 @dataclasses.dataclass
 class Start:
-    """What a program starts from in its folders (:meth:`RunFolders.start`):
-    each member's metrics rows so far, its live loggers (None: its logs are
-    written when it finishes) and notes for the user."""
+    """What a program starts from (:meth:`RunFolders.start`): each member's
+    metrics rows so far, its live loggers (None: logged when it finishes)
+    and notes for the user."""
 
     rows: list[list[dict[str, Any]]]
     loggers: list[RunLoggers | None]
@@ -573,14 +442,11 @@ class Start:
 
 
 class RunFolders:
-    """The folder rules of one command: from :meth:`locked` on, its methods
-    below are in the order the run function (:func:`plume_jax.train.run.run`)
-    calls them (:meth:`start` and :meth:`logs` per program). ``out`` None:
-    nothing is written, nothing resumed.
-
-    Class attributes: ``command`` (``train`` / ``sweep``), ``outputs``
-    (what ``--overwrite`` deletes), ``unit`` (of the progress bar),
-    ``figure`` (each member gets ``learning_curve.png``)."""
+    """The folder rules of one command; from :meth:`locked` on, its methods
+    are in the order :func:`plume_jax.train.run.run` calls them (:meth:`start`
+    and :meth:`logs` per program). ``out`` None: nothing written or resumed.
+    ``outputs``: what ``--overwrite`` deletes; ``unit``: of the progress bar;
+    ``figure``: each member gets ``learning_curve.png``."""
 
     command = ""
     outputs: tuple[str, ...] = ()
@@ -603,10 +469,9 @@ class RunFolders:
 
     @contextlib.contextmanager
     def locked(self, overwrite: bool) -> Iterator[dict[pathlib.Path, FolderLock]]:
-        """Hold the folder's :class:`FolderLock` and those of the existing
-        member folders in it (unless ``overwrite``: those go), so that a
-        second process on any of them is refused, naming this one. Yields
-        the member folders' locks by folder."""
+        """Hold the :class:`FolderLock` of the folder and of its existing
+        member folders (unless ``overwrite``: those go); yields the members'
+        locks by folder."""
         assert self.out is not None
         if self.out.exists() and not self.out.is_dir():
             raise ValidationError.for_parameter("--out", str(self.out), "a folder (this is a file)")
@@ -629,8 +494,7 @@ class RunFolders:
         return None
 
     def as_saved(self, p: Program, checkpoint: pathlib.Path) -> Program:
-        """``p`` as ``checkpoint`` was written for it (what its runner is
-        loaded and checked against)."""
+        """``p`` as ``checkpoint`` was written for it (what it is checked against)."""
         return p
 
     def prepare(self, overwrite: bool) -> None:
@@ -647,21 +511,19 @@ class RunFolders:
 
     def start(self, p: Program, resumed_at: int | None) -> Start:
         """``p``'s members' rows before training (``resumed_at``: the update
-        of the checkpoint loaded, None for a fresh start; process 0 writes)."""
+        of the checkpoint loaded, or None; process 0 writes)."""
         return Start([[] for _ in p.runs], [None] * len(p.runs))
 
     def logs(self, p: Program, j: int, live: RunLoggers | None,
              rows: list[dict[str, Any]]) -> contextlib.AbstractContextManager[Any]:
-        """The loggers member ``j``'s final figures go to: its live ones, or
-        fresh ones given its ``rows``."""
+        """The loggers member ``j``'s final figures go to (given its ``rows``)."""
         return contextlib.nullcontext(live)
 
 
 class SingleRun(RunFolders):
-    """``plume-jax train``: the run folder is ``out`` (:data:`RUN_FILES`),
-    a program of one member whose checkpoints go there; ``resume``: a run
-    folder or checkpoint folder to continue from (:func:`resume_point`), in
-    its own folder or a new one."""
+    """``plume-jax train``: the run folder is ``out`` (:data:`RUN_FILES`);
+    ``resume``: a run or checkpoint folder to continue from, in its own
+    folder or a new one."""
 
     command = "train"
     outputs = RUN_OUTPUTS
@@ -684,9 +546,19 @@ class SingleRun(RunFolders):
         check_out_dir(out, overwrite=overwrite, resuming_here=here)
         if self.config.run["tensorboard"] and is_main_process():
             check_writable_logdir(out)
-        if point is not None:
-            check_metrics_cover(point)
-            check_best(point.run_dir)  # everything the resume reads, before anything moves
+        if point is None:
+            return
+        # rows are appended before each checkpoint: a file that lacks some lost them
+        path = point.run_dir / "metrics.jsonl"
+        have = {int(r["update"]) for r in read_jsonl(path)}
+        missing = [u for u in range(1, point.update + 1) if u not in have]
+        if missing:
+            raise StateError(
+                f"--resume {point.checkpoint}: {path} lacks the metrics rows of {len(missing)} "
+                f"of the {point.update} updates the checkpoint has trained (first missing: "
+                f"update {missing[0]}); resuming would hide their loss. Restore the file, or "
+                "train anew with --overwrite")
+        check_best(point.run_dir)  # everything the resume reads, before anything moves
 
     def notes(self) -> list[str]:
         return resume_notes(self.config, self.point) if self.point else []
@@ -695,15 +567,34 @@ class SingleRun(RunFolders):
         return self.point.checkpoint if self.point is not None else None
 
     def start(self, p: Program, resumed_at: int | None) -> Start:
+        """Write the config; on resume, first set a later state aside, whole
+        (:func:`set_aside_later_state`), then drop the metrics and evaluation
+        rows past the checkpoint by atomic replacements (after a kill they
+        are trained again, bit for bit)."""
         out, point = self.out, self.point
         if out is None or not is_main_process():
             return Start([[]], [None])
-        history, aside = prepare_run_folder(out, self.config, point)
+        make_out_dir(out)
+        history: list[dict[str, Any]] | None = None
         notes = []
-        if point is not None and aside is not None:  # a folder is set aside only on resume
-            notes.append(f"resumed from update {point.update} while this folder held a later "
-                         f"state: that state (metrics, checkpoints, policy) was moved, whole, to "
-                         f"{aside}")
+        if point is not None:
+            if out.resolve() == point.run_dir.resolve():
+                rows = read_jsonl(out / "metrics.jsonl")
+                settle_best(out)  # a swap a kill cut short, finished before it is set aside
+                aside = set_aside_later_state(out, point.update, point.checkpoint, rows)
+                history = [r for r in rows if int(r["update"]) <= point.update]
+                if aside is not None:
+                    notes.append(f"resumed from update {point.update} while this folder held a "
+                                 "later state: that state (metrics, checkpoints, policy) was "
+                                 f"moved, whole, to {aside}")
+                elif point.update == point.num_updates < self.config.num_updates:
+                    keep_finished_run(out, point)
+            else:
+                history = rows_up_to(point.run_dir / "metrics.jsonl", point.update)
+                copy_evaluations(point.run_dir, out, point.update)
+            trim_evaluations(out, point.update)
+            write_jsonl(out / "metrics.jsonl", history)
+        atomic_write(out / "config.yaml", dump_yaml(self.config.to_dict()))
         loggers = RunLoggers(out, tensorboard=self.config.run["tensorboard"],
                              wandb_project=self.config.run["wandb_project"], name=out.name,
                              config=self.config.to_dict(), history=history)
@@ -716,10 +607,9 @@ class SingleRun(RunFolders):
 class Sweep(RunFolders):
     """``plume-jax sweep``: the folder ``out`` (:data:`SWEEP_FILES`) holds a
     run folder per member (``members/<name>/``) and a checkpoint folder per
-    compiled program (``programs/<k>/``); ``resume`` continues the sweep in
-    ``out`` from those checkpoints. ``sweep``: the sweep's ``members``
-    (grid values), ``names``, ``configs``, ``base`` config, ``grid`` and
-    ``mode``."""
+    program (``programs/<k>/``), from which ``resume`` continues. ``sweep``:
+    its ``members`` (grid values), ``names``, ``configs``, ``base``,
+    ``grid`` and ``mode``."""
 
     command = "sweep"
     outputs = SWEEP_OUTPUTS
@@ -778,11 +668,25 @@ class Sweep(RunFolders):
             (out / "members" / name / "config.yaml").write_text(dump_yaml(cfg.to_dict()))
 
     def start(self, p: Program, resumed_at: int | None) -> Start:
+        """Resumed: each member's rows up to ``resumed_at`` (:func:`member_rows`),
+        its files trimmed to them (atomic replacements) and a later state of
+        the program folder set aside. Fresh: rows of a killed attempt that
+        reached no checkpoint go."""
         if resumed_at is not None:
+            assert p.folder is not None  # resumed from the checkpoint in its folder
             names = row_names(self.sweep)
-            return Start(resume_member_rows(p, resumed_at, names), [None] * len(p.runs))
-        if p.folder is not None and is_main_process():  # rows of a killed attempt that
-            for m in p.runs:                             # reached no checkpoint
+            rows = [member_rows(p.folder.parent.parent / "members", m.name, resumed_at,
+                                names[i]) for m, i in zip(p.runs, p.members)]
+            if is_main_process():  # reads; process 0 writes the files
+                for m, kept in zip(p.runs, rows):
+                    assert m.folder is not None  # a program with a folder writes every member
+                    make_out_dir(m.folder)
+                    write_jsonl(m.folder / "metrics.jsonl", kept)
+                    trim_evaluations(m.folder, resumed_at)
+                set_aside_later_state(p.folder, resumed_at, p.folder / "checkpoint", [])
+            return Start(rows, [None] * len(p.runs))
+        if p.folder is not None and is_main_process():
+            for m in p.runs:
                 if m.folder is not None:
                     (m.folder / "metrics.jsonl").unlink(missing_ok=True)
         return super().start(p, resumed_at)
@@ -790,8 +694,8 @@ class Sweep(RunFolders):
     def logs(self, p: Program, j: int, live: RunLoggers | None,
              rows: list[dict[str, Any]]) -> contextlib.AbstractContextManager[Any]:
         """Fresh loggers for member ``j``, TensorBoard written anew from all
-        its ``rows`` (a resumed member has some from before); W&B holds one
-        run at a time, so a sweep's members log when they finish."""
+        its ``rows``; W&B holds one run at a time, so members log when they
+        finish."""
         member = p.runs[j]
         assert member.folder is not None and self.out is not None
         cfg = member.config
@@ -804,8 +708,6 @@ class Sweep(RunFolders):
 
 
 # ------------------------------------------------------------------ the best policy
-
-
 def better(row: dict[str, Any], best: dict[str, Any] | None) -> bool:
     """Whether evaluation ``row`` beats ``best`` (None: anything does): a
     higher success rate, or the same and fewer mean steps to the goal."""
@@ -822,8 +724,8 @@ def better(row: dict[str, Any], best: dict[str, Any] | None) -> bool:
 
 
 def _checked_row(row: Any, where: str) -> dict[str, Any]:
-    """``row`` if it is an evaluation row :func:`better` can compare;
-    ``ValidationError`` naming ``where`` otherwise."""
+    """``row`` if :func:`better` can compare it; ``ValidationError`` naming
+    ``where`` otherwise."""
     def number(value: Any) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool) \
             and math.isfinite(value)
@@ -841,8 +743,8 @@ def _checked_row(row: Any, where: str) -> dict[str, Any]:
 
 
 def _policy_row(policy: pathlib.Path) -> dict[str, Any] | None:
-    """The row in ``policy/evaluation.json`` (a ``best/`` or one of its
-    swap folders), checked; None when that folder is absent."""
+    """The checked row in ``policy/evaluation.json`` (``best/`` or a swap
+    folder); None when that folder is absent."""
     if not policy.exists():
         return None
     path = policy / "evaluation.json"
@@ -860,24 +762,14 @@ def _policy_row(policy: pathlib.Path) -> dict[str, Any] | None:
     return _checked_row(row, str(path))
 
 
-def _same_row(row: dict[str, Any], best: dict[str, Any] | None) -> bool:
-    """Whether a policy folder's row is the recorded best row ``best``
-    itself: every key and value alike (compared as JSON, so a NaN figure
-    matches itself)."""
-    return best is not None and json.dumps(row, sort_keys=True) == json.dumps(best,
-                                                                              sort_keys=True)
-
-
 def best_row(folder: pathlib.Path) -> dict[str, Any] | None:
-    """The row of the policy in ``folder/best/`` (None when there is none),
-    checked (``ValidationError`` naming the file when it is damaged)."""
+    """The checked row of the policy in ``folder/best/`` (None: there is none)."""
     return _policy_row(folder / BEST)
 
 
 def recorded_best(folder: pathlib.Path, up_to: int | None = None) -> dict[str, Any] | None:
-    """The best periodic evaluation so far as ``evaluations.jsonl`` records
-    it: its last row flagged ``best`` (of updates ``<= up_to`` when given),
-    checked; None when none is."""
+    """The best evaluation so far: the last row of ``evaluations.jsonl``
+    flagged ``best`` (of updates ``<= up_to`` when given), checked, or None."""
     flagged = [r for r in replay_rows(folder) if r.get("best") is True
                and (up_to is None or int(r["update"]) <= up_to)]
     return _checked_row(flagged[-1], str(folder / EVALUATIONS)) if flagged else None
@@ -885,17 +777,12 @@ def recorded_best(folder: pathlib.Path, up_to: int | None = None) -> dict[str, A
 
 def _best_plan(folder: pathlib.Path, up_to: int | None = None
                ) -> tuple[dict[str, Any] | None, str | None, list[str]]:
-    """How ``folder``'s best policy is made consistent with its rows (of
-    updates ``<= up_to``), everything read and checked, nothing changed:
-    ``(recorded best row, the folder among best/, .best.partial/,
-    .best.old/ holding its policy or None, the folders to drop)``.
-
-    The holder: the folder whose ``evaluation.json`` is the recorded row
-    itself (module docstring). A damaged folder (a kill part way through writing or
-    deleting it) is dropped when another folder holds the recorded row, and
-    so is a damaged ``.best.partial/`` or ``.best.old/`` in any case; a
-    damaged ``best/`` with no other holder is refused (``ValidationError``
-    naming it). Leftover ``.best.drop-*`` folders are always dropped."""
+    """What :func:`settle_best` does, everything read and checked, nothing
+    changed: ``(the recorded best row, the folder among best/ and its swap
+    folders whose evaluation.json is that row itself, or None, the folders
+    to drop)``. A damaged folder (a kill while it was written or deleted) is
+    dropped unless it is a ``best/`` nothing else replaces: that is refused
+    (``ValidationError`` naming it)."""
     best = recorded_best(folder, up_to)
     found: dict[str, dict[str, Any]] = {}
     damaged: dict[str, ValidationError] = {}
@@ -903,36 +790,40 @@ def _best_plan(folder: pathlib.Path, up_to: int | None = None
         try:
             row = _policy_row(folder / name)
         except ValidationError as exc:
-            damaged[name] = exc  # killed while it was written or deleted, or hand-damaged
+            damaged[name] = exc
             continue
         if row is not None:
             found[name] = row
     leftovers = sorted(p.name for p in folder.glob(f"{DROP}*")  # a deletion a kill cut short
                        if p.is_dir() and not p.is_symlink())
-    holder = next((name for name, row in found.items() if _same_row(row, best)), None)
+    same = json.dumps(best, sort_keys=True)  # as JSON, so that a NaN figure matches itself
+    holder = next((name for name, row in found.items()
+                   if best is not None and json.dumps(row, sort_keys=True) == same), None)
     if holder is not None:
         return best, holder, [name for name in [*found, *damaged] if name != holder] + leftovers
     if BEST in damaged:  # nothing else holds the recorded best: best/ is not to be guessed at
         raise damaged[BEST]
-    # no folder holds the recorded best: the swap folders go (an uncommitted
-    # partial, an old best superseded, or another run's), and so does a best/
-    # past ``up_to`` (set aside before a resume from an older update)
+    # the swap folders go (an uncommitted partial, an old best superseded, or
+    # another run's), and so does a best/ past ``up_to`` (set aside before a resume)
     drop = [*damaged, *(name for name, row in found.items() if name != BEST
                         or (up_to is not None and row["update"] > up_to))]
-    return best, BEST if BEST in found and BEST not in drop else None, drop + leftovers
+    return best, None, drop + leftovers
 
 
 def check_best(folder: pathlib.Path) -> None:
-    """Read and check everything :func:`settle_best` and a resume read in
-    ``folder`` (``evaluations.jsonl``, ``best/`` and its swap folders):
-    ``ValidationError`` naming the damaged file, before anything moves."""
+    """Read and check all that :func:`settle_best` and a resume read in
+    ``folder``: ``ValidationError`` naming a damaged file, before anything moves."""
     _best_plan(folder)
 
 
 def settle_best(folder: pathlib.Path, up_to: int | None = None) -> dict[str, Any] | None:
     """Make ``folder/best/`` hold the policy of the recorded best row (of
-    updates ``<= up_to``), finishing or undoing a swap a kill interrupted,
-    by renames only (module docstring); returns that row."""
+    updates ``<= up_to``), by renames, finishing or undoing a swap a kill cut
+    short; returns that row. The folder whose ``evaluation.json`` is the
+    row itself becomes ``best/`` (a swap folder no row commits, another
+    run's, is never adopted); the others go, each renamed to a unique
+    ``.best.drop-*`` first, so a kill while it is deleted leaves only such
+    a folder, which the next settle deletes."""
     best, holder, drop = _best_plan(folder, up_to)
     doomed = [_set_aside(folder / name) for name in drop]
     if holder in (PARTIAL, OLD):
@@ -945,8 +836,8 @@ def settle_best(folder: pathlib.Path, up_to: int | None = None) -> dict[str, Any
 
 
 def _set_aside(path: pathlib.Path) -> pathlib.Path:
-    """``path`` renamed (atomically) to a unique ``.best.drop-*`` name beside
-    it, unless it has one already; the path it now has."""
+    """``path`` renamed atomically to a unique ``.best.drop-*`` name beside
+    it (unless it has one); the path it now has."""
     if path.name.startswith(DROP):
         return path
     aside = path.with_name(f"{DROP}{secrets.token_hex(6)}")
@@ -955,11 +846,9 @@ def _set_aside(path: pathlib.Path) -> pathlib.Path:
 
 
 def trim_evaluations(folder: pathlib.Path, update: int) -> None:
-    """Before a run folder resumes at ``update``: drop the periodic
-    evaluation rows past it (an atomic replacement) and a ``best/`` policy
-    found past it (it belongs to a trajectory the resume retrains; the next
-    evaluation that beats the recorded best writes ``best/`` anew). Call it
-    after any later state was set aside and :func:`check_best` passed."""
+    """Before a run folder resumes at ``update`` (after a later state was set
+    aside and :func:`check_best` passed): drop the evaluation rows past it
+    (an atomic replacement) and a ``best/`` found past it."""
     settle_best(folder)  # a swap a kill cut short, finished before anything is dropped
     trim_jsonl(folder / EVALUATIONS, update)
     settle_best(folder, update)
@@ -967,16 +856,14 @@ def trim_evaluations(folder: pathlib.Path, update: int) -> None:
 
 def copy_evaluations(source: pathlib.Path, folder: pathlib.Path, update: int) -> None:
     """A run resumed into a new folder from ``source``'s checkpoint at
-    ``update``: its periodic evaluation rows up to ``update`` and the policy
-    of its recorded best by then (from ``best/``, or from a swap folder a
-    kill left), as the metrics rows are copied. ``source`` is only read."""
-    best, holder, _ = _best_plan(source, update)
+    ``update`` gets the evaluation rows up to it and the policy of the
+    recorded best by then (from ``best/`` or a swap folder). ``source`` is
+    only read."""
+    _, holder, _ = _best_plan(source, update)
     if (source / EVALUATIONS).is_file():
         write_jsonl(folder / EVALUATIONS, rows_up_to(source / EVALUATIONS, update))
-    row = _policy_row(source / holder) if holder is not None else None
-    if row is not None and _same_row(row, best) \
-            and not (folder / BEST).exists():
-        shutil.copytree(source / str(holder), folder / BEST)
+    if holder is not None and not (folder / BEST).exists():
+        shutil.copytree(source / holder, folder / BEST)
 
 
 def replay_rows(folder: pathlib.Path) -> list[dict[str, Any]]:
@@ -999,9 +886,9 @@ def write_partial_best(folder: pathlib.Path, row: dict[str, Any],
 
 def record_evaluation(folder: pathlib.Path, row: dict[str, Any],
                       write_policy: Callable[[pathlib.Path], Any]) -> None:
-    """Append periodic evaluation ``row`` to ``folder/evaluations.jsonl``;
-    a new best (``row["best"]``) is first written whole
-    (:func:`write_partial_best`), committed by its row, then swapped in."""
+    """Append periodic evaluation ``row`` to ``evaluations.jsonl``; a new
+    best (``row["best"]``) is first written whole (:func:`write_partial_best`),
+    committed by its row, then swapped in."""
     if row["best"]:
         write_partial_best(folder, row, write_policy)
     append_jsonl(folder / EVALUATIONS, [row])
