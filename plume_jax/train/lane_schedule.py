@@ -53,34 +53,32 @@ def lanes_check(name: str, value: Any, grid: Any = None) -> int | list[dict[str,
             raise ValidationError.for_parameter(
                 name, value, f"null, an integer in [1, {MAX_LANES}] or {SCHEDULE}")
         return n
+
+    def refused(why: str) -> ValidationError:
+        return ValidationError.for_parameter(name, value, f"{SCHEDULE} ({why})")
+
     if not value:
-        raise ValidationError.for_parameter(name, value, f"{SCHEDULE} (the list is empty)")
+        raise refused("the list is empty")
     entries: list[dict[str, int]] = []
     for i, entry in enumerate(value):
-        if not isinstance(entry, Mapping) or sorted(map(str, entry)) != ["from_update", "lanes"]:
-            keys = sorted(map(str, entry)) if isinstance(entry, Mapping) else None
-            raise ValidationError.for_parameter(
-                name, value, f"{SCHEDULE} (entry {i} is "
-                + (f"a mapping with keys {bounded_repr(keys)}" if keys is not None
-                   else bounded_repr(entry))
-                + ", not a mapping with exactly the keys from_update and lanes)")
-        start = _integer(entry["from_update"])
+        if not isinstance(entry, Mapping):
+            raise refused(f"entry {i} is {bounded_repr(entry)}, not a mapping with exactly the "
+                          "keys from_update and lanes")
+        if sorted(map(str, entry)) != ["from_update", "lanes"]:
+            raise refused(f"entry {i} is a mapping with keys {bounded_repr(sorted(map(str, entry)))}"
+                          ", not a mapping with exactly the keys from_update and lanes")
+        start, lanes = _integer(entry["from_update"]), _integer(entry["lanes"])
         if start is None or start < 0:
-            raise ValidationError.for_parameter(
-                name, value, f"{SCHEDULE} (entry {i}'s from_update is "
-                f"{bounded_repr(entry['from_update'])}, not an integer >= 0)")
+            raise refused(f"entry {i}'s from_update is {bounded_repr(entry['from_update'])}, "
+                          "not an integer >= 0")
         if i == 0 and start != 0:
-            raise ValidationError.for_parameter(
-                name, value, f"{SCHEDULE} (the first entry's from_update is {start}, not 0)")
+            raise refused(f"the first entry's from_update is {start}, not 0")
         if i > 0 and start <= entries[-1]["from_update"]:
-            raise ValidationError.for_parameter(
-                name, value, f"{SCHEDULE} (entry {i}'s from_update {start} does not come after "
-                f"entry {i - 1}'s {entries[-1]['from_update']})")
-        lanes = _integer(entry["lanes"])
+            raise refused(f"entry {i}'s from_update {start} does not come after entry {i - 1}'s "
+                          f"{entries[-1]['from_update']}")
         if lanes is None or not 1 <= lanes <= MAX_LANES:
-            raise ValidationError.for_parameter(
-                name, value, f"{SCHEDULE} (entry {i}'s lanes is {bounded_repr(entry['lanes'])}, "
-                f"not an integer in [1, {MAX_LANES}])")
+            raise refused(f"entry {i}'s lanes is {bounded_repr(entry['lanes'])}, not an integer "
+                          f"in [1, {MAX_LANES}]")
         entries.append({"from_update": start, "lanes": lanes})
     return entries
 

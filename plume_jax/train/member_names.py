@@ -128,17 +128,15 @@ def rename_legacy_member_folders(out: pathlib.Path, sweep: SweepConfig,
     moves = [(folder, out / "members" / name)
              for folder, name in zip(member_folders(out, sweep, resume=True), sweep.names)
              if folder.name != name]
-    done: list[tuple[pathlib.Path, pathlib.Path]] = []
-    for old, new in moves:
+    for k, (old, new) in enumerate(moves):
         try:
             old.rename(new)
         except OSError as exc:
-            for renamed, back in reversed(done):
+            for back, renamed in reversed(moves[:k]):
                 renamed.rename(back)
             raise StateError(
                 f"sweep --resume: the member folder {old} could not be renamed to {new.name} "
                 f"({exc}); the member folders are as they were") from None
-        done.append((new, old))
     for old, new in moves:
         lock = (locks or {}).get(old)
         if lock is not None:  # the flock follows the folder; its holder file moved with it

@@ -225,8 +225,7 @@ def rank_settings(sweep: SweepConfig, results: list[dict[str, Any]]) -> list[dic
     primary = "eval_success_rate" if evaluated else "train_success_rate_last10pct"
 
     def order(e: dict[str, Any]) -> tuple[float, float]:
-        success = e[primary]["mean"]
-        steps = e["eval_mean_steps_to_goal"]["mean"]
+        success, steps = e[primary]["mean"], e["eval_mean_steps_to_goal"]["mean"]
         return (-(success if success is not None else -1.0),
                 steps if steps is not None else math.inf)
 
@@ -259,17 +258,14 @@ def _pct(s: dict[str, Any], empty: str) -> str:
     return text
 
 
-def _num(s: dict[str, Any], empty: str) -> str:
-    if s["mean"] is None:
-        return empty
-    return f"{s['mean']:.1f}" + (f" ± {s['sd']:.1f}" if s["n"] > 1 else "")
-
-
 def _greedy(success: dict[str, Any], steps: dict[str, Any]) -> tuple[str, str]:
     """The greedy success (%) and mean steps to the goal, or why there are
     none."""
-    return (_pct(success, "not evaluated"),
-            _num(steps, "not evaluated" if success["mean"] is None else "none reached it"))
+    if steps["mean"] is None:
+        steps_text = "not evaluated" if success["mean"] is None else "none reached it"
+    else:
+        steps_text = f"{steps['mean']:.1f}" + (f" ± {steps['sd']:.1f}" if steps["n"] > 1 else "")
+    return _pct(success, "not evaluated"), steps_text
 
 
 def _training(success: dict[str, Any], episodes: int | None, unit: str = "") -> str:
@@ -349,9 +345,7 @@ def sweep_figures(out: pathlib.Path, summary: dict[str, Any], rows: list[dict[st
                   ) -> None:
     """A sweep's figures in ``out``: greedy success and steps per setting
     (when evaluated), training success and return curves per setting."""
-    settings = summary["settings"]
-    labels = [e["label"] for e in settings]
-    results = summary["results"]
+    settings, results = summary["settings"], summary["results"]
     if "eval" in summary:
         for name, metric, xlabel, scale, title in (
                 ("eval_success", "eval_success_rate", "greedy evaluation success (%)", 100.0,
@@ -359,7 +353,7 @@ def sweep_figures(out: pathlib.Path, summary: dict[str, Any], rows: list[dict[st
                 ("eval_steps", "eval_mean_steps_to_goal",
                  "mean steps to the goal (successful greedy episodes)", 1.0,
                  "Steps to the goal")):
-            plot_setting_bars(out / f"{name}.png", labels,
+            plot_setting_bars(out / f"{name}.png", [e["label"] for e in settings],
                               [[results[i][metric] for i in e["members"]] for e in settings],
                               xlabel, scale=scale, title=f"{title} (bar: seed mean, dots: seeds)")
     by_member: dict[int, list[dict[str, Any]]] = {}

@@ -100,8 +100,7 @@ def sweep_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None
         path = pathlib.Path(base)
         if not path.is_absolute() and not path.exists():
             path = base_dir / path
-        raw = read_yaml(path, parameter="base")
-        raw_dir = path.parent
+        raw, raw_dir = read_yaml(path, parameter="base"), path.parent
     elif isinstance(base, Mapping):
         raw, raw_dir = copy.deepcopy(dict(base)), base_dir
     else:
@@ -129,8 +128,7 @@ def sweep_config(data: Mapping[str, Any], *, base_dir: str | pathlib.Path | None
             raise ValidationError.for_parameter(f"grid.{key}", values, "a non-empty list")
     keys = list(grid)
     if mode == "zip":
-        lengths = {len(v) for v in grid.values()}
-        if len(lengths) != 1:
+        if len({len(v) for v in grid.values()}) != 1:
             raise ValidationError.for_parameter("grid", dict(grid),
                                                 "lists of one length (mode: zip)")
         combos = list(zip(*grid.values()))
@@ -235,8 +233,8 @@ def setup(sweep: SweepConfig, members: list[int] | None = None,
 @dataclasses.dataclass
 class SweepResult:
     """What :func:`run_sweep` returns: ``summary`` (also ``results.json``)
-    and one :class:`~plume_jax.train.loop.ProgramResult` per program.
-    ``runner``, ``metrics`` and ``setup`` are those of a one-program sweep."""
+    and one :class:`~plume_jax.train.loop.ProgramResult` per program;
+    ``runner`` and ``metrics`` are those of a one-program sweep."""
 
     summary: dict[str, Any]
     programs: list[ProgramResult]
@@ -254,10 +252,6 @@ class SweepResult:
     @property
     def metrics(self) -> dict[str, np.ndarray]:
         return self._only().metrics
-
-    @property
-    def setup(self) -> Program:
-        return self._only().setup
 
 
 # ------------------------------------------------------------------ running
@@ -282,11 +276,9 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
               resume: bool = False) -> SweepResult:
     """Train every member of ``sweep``, one compiled program per group of
     :func:`program_groups`, and write :data:`~plume_jax.train.folder.SWEEP_FILES`
-    to ``out_dir`` (None: nothing written). The folder rules (new or empty,
-    ``overwrite``, ``resume`` from ``programs/<k>/checkpoint``, locks,
-    renaming an older sweep's member folders) are
-    :class:`~plume_jax.train.folder.Sweep`'s; everything is checked
-    before anything is written or compiled."""
+    to ``out_dir`` (None: nothing written) under the folder rules of
+    :class:`~plume_jax.train.folder.Sweep` (``overwrite``, ``resume``, locks),
+    all checked before anything is written or compiled."""
     t_wall = time.perf_counter()
     out = pathlib.Path(out_dir) if out_dir is not None else None
     folders = Sweep(out, sweep, resume)
@@ -301,8 +293,18 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
 
     def finish(result: RunResult) -> dict[str, Any]:
         summary, rows = _sweep_summary(sweep, groups, result, t_wall)
-        if out is not None and is_main_process():
-            _write_sweep(out, sweep, summary, rows, t_wall)
+        if out is None or not is_main_process():
+            return summary
+        write_jsonl(out / "metrics.jsonl", rows)  # results first (atomic), figures last
+        write_csv(out / "results.csv", summary["results"])
+        summary["wall_seconds"] = time.perf_counter() - t_wall
+        write_text(out / "results.json", json.dumps(summary, indent=2))
+        write_text(out / "summary.md", summary_markdown(summary))
+        try:
+            sweep_figures(out, summary, rows)
+        except Exception as exc:  # a figure never loses the results
+            warnings.warn(f"sweep figures were not written ({type(exc).__name__}: {exc}); "
+                          "the results are in results.json", RuntimeWarning, stacklevel=1)
         return summary
 
     result = run(folders, build, sweep.configs, progress=progress, stream=stream,
@@ -312,9 +314,8 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
 
 def _member_results(sweep: SweepConfig, result: RunResult
                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """One ``results.csv`` row per member (grid values, training tail,
-    evaluation), in member order, and every member's metrics rows (the
-    sweep's ``metrics.jsonl``, each row naming its member)."""
+    """One ``results.csv`` row per member, in member order, and every
+    member's metrics rows (the sweep's ``metrics.jsonl``)."""
     by_member: dict[int, dict[str, Any]] = {}  # every member is in one program
     all_rows: list[dict[str, Any]] = []
     for k, p in enumerate(result.programs):
@@ -379,18 +380,3 @@ def _sweep_summary(sweep: SweepConfig, groups: list[list[int]], result: RunResul
     summary["machine"] = machine_info()
     return summary, all_rows
 
-
-def _write_sweep(out: pathlib.Path, sweep: SweepConfig, summary: dict[str, Any],
-                 rows: list[dict[str, Any]], t_wall: float) -> None:
-    """The sweep's own files (process 0): results first (atomic
-    replacements), figures last; a figure that fails is a warning."""
-    write_jsonl(out / "metrics.jsonl", rows)
-    write_csv(out / "results.csv", summary["results"])
-    summary["wall_seconds"] = time.perf_counter() - t_wall
-    write_text(out / "results.json", json.dumps(summary, indent=2))
-    write_text(out / "summary.md", summary_markdown(summary))
-    try:
-        sweep_figures(out, summary, rows)
-    except Exception as exc:  # a figure never loses the results
-        warnings.warn(f"sweep figures were not written ({type(exc).__name__}: {exc}); "
-                      "the results are in results.json", RuntimeWarning, stacklevel=2)
