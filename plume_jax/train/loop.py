@@ -1,33 +1,13 @@
-"""The training loop: one compiled *program* (:class:`Program`) of any
-:class:`~plume_jax.train.algorithms.base.Algorithm`, built, initialised or
-loaded, trained in chunks with checkpoints between them, evaluated
-periodically with each member's best policy kept, then evaluated and
-written. ``train``, ``sweep`` and ``tune`` train through it, by the folder
-rules of :mod:`plume_jax.train.folder`.
-
-:func:`train_program` compiles ``Algorithm.run`` once with a dynamic
-number of updates per call (``count``), so splitting a run into chunks of
-any lengths gives bit-for-bit the results of one call. Each chunk ends at
-the budget, the next ``run.checkpoint_every`` or ``eval.every`` multiple,
-after about :data:`REPORT_SECONDS` of training, or when a timed checkpoint
-(``run.checkpoint_minutes``) is due (:func:`next_chunk`). After it the
-metrics rows go to each member's ``metrics.jsonl`` and loggers; at an
-``eval.every`` multiple the checkpoint is written first, then every member
-is evaluated greedily on ``eval.periodic_episodes`` episodes from
-``eval.periodic_seed`` (a row in ``evaluations.jsonl``, a new best into
-``best/``). SIGINT / SIGTERM (:func:`stop_on_signals`) stop the run at the
-end of the chunk, checkpointed.
-
-``run.lanes`` trains a single run as lane 0 of a vmapped program of
-identical copies (:class:`_Lanes`): a member of a vmapped program depends on
-the program's width (XLA picks other loop orders), not on its position or
-the other members' hyperparameters, so ``N`` copies reproduce a sweep
-member of width ``N`` bit for bit; a width schedule compiles a program per
-width, and each evaluation runs at the width that trained its update.
-
-Every process runs the same calls: chunk lengths and checkpoint decisions
-are process 0's (:func:`~plume_jax.train.distributed.agree`), and process 0
-alone writes.
+"""The training loop: one compiled :class:`Program` of any
+:class:`~plume_jax.train.algorithms.base.Algorithm` (a single run, or sweep
+members vmapped), built, initialised or loaded, trained in chunks with
+checkpoints between them (:func:`train_program`; chunk lengths never change
+the results: docs/training.md), evaluated periodically with each member's
+best policy kept, then evaluated and written. ``train``, ``sweep`` and
+``tune`` train through it, by the folder rules of
+:mod:`plume_jax.train.folder`. Every process runs the same calls: chunk
+lengths and checkpoint decisions are process 0's
+(:func:`~plume_jax.train.distributed.agree`), and process 0 alone writes.
 """
 
 from __future__ import annotations
@@ -44,6 +24,7 @@ import platform
 import signal
 import threading
 import time
+import warnings
 from typing import Any, Callable, Iterator
 
 import jax
@@ -54,20 +35,19 @@ from plume_jax.core.errors import ValidationError
 from plume_jax.core.seeding import keys_from_seeds, seed_key
 from plume_jax.files import atomic_write
 from plume_jax.progress import ProgressBar
+from plume_jax.train import evaluation
 from plume_jax.train.algorithms.base import Algorithm, algorithm_class
 from plume_jax.train.checkpoint import checkpoint_update, export_policy, load_checkpoint, \
     save_checkpoint
 from plume_jax.train.config import TrainConfig, current_form
 from plume_jax.train.distributed import agree, host_copy, is_main_process, mesh as make_mesh, \
     resolve_devices, shard_members, shard_runner
-from plume_jax.train.evaluation import eval_num_steps, evaluate, evaluate_in_lanes, \
-    member_evaluation
+from plume_jax.train.evaluation import eval_num_steps, evaluate_in_lanes, member_evaluation
 from plume_jax.train.folder import BEST, best_row, better, record_evaluation, recorded_best, \
     replay_rows, settle_best, write_partial_best
 from plume_jax.train.lane_schedule import LaneSchedule
-from plume_jax.train.loggers import RunLoggers
 from plume_jax.train.members import member_of, shared, stack_members, vmap_members
-from plume_jax.train.progress import Progress, append_jsonl, metric_rows, write_csv
+from plume_jax.train.progress import Progress, RunLoggers, append_jsonl, metric_rows, write_csv
 from plume_jax.train.warm_start import check_member, warm_start_program
 
 #: Seconds of training between two host visits (metrics written, checkpoint
@@ -101,10 +81,10 @@ def update_of(runner: Any) -> int:
 # ------------------------------------------------------------------ programs
 @dataclasses.dataclass
 class Member:
-    """One run trained by a program: its validated ``config``, the ``env``
-    and ``env_params`` it trains on, its run ``folder`` (None: nothing
-    written), its ``name`` in a sweep (``""`` for a single run) and extra
-    ``summary.json`` fields (a sweep member's grid values)."""
+    """One run a program trains: its validated ``config``, the ``env`` and
+    ``env_params`` it trains on, its run ``folder`` (None: nothing written),
+    its ``name`` in a sweep (``""``: a single run) and extra ``summary.json``
+    fields (a sweep member's grid values)."""
 
     config: TrainConfig
     env: Any
@@ -118,13 +98,11 @@ class Member:
 class Program:
     """What one compiled XLA program trains: ``algo``, its members
     (``runs``), their ``hp``, ``env_params`` and ``keys`` (with a leading
-    member axis when ``batched``: ``Algorithm.run`` vmapped over members),
-    and the ``folder`` its checkpoints go to (a single run's run folder, a
-    sweep's ``programs/<k>``). ``mesh`` shards the member axis (batched) or the env batch (a
-    single run of an algorithm that ``shards_env_batch``). ``members``: the
-    members' indices in their sweep (``[0]`` for a single run). ``lanes``:
-    a single run's ``run.lanes`` (None: the plain unbatched program).
-    """
+    member axis when ``batched``), and the ``folder`` its checkpoints go to
+    (a single run's run folder, a sweep's ``programs/<k>``). ``mesh`` shards
+    the member axis (batched) or the env batch (a single run of an algorithm
+    that ``shards_env_batch``). ``members``: their indices in their sweep.
+    ``lanes``: a single run's ``run.lanes`` (None: the plain program)."""
 
     algo: Algorithm
     runs: list[Member]
@@ -158,12 +136,10 @@ class Program:
     def meta(self, update: int) -> dict[str, Any]:
         """A checkpoint's metadata at ``update``: a single run's config, or
         a batched program's member names and configs."""
-        if not self.batched:
-            return {"config": self.config.to_dict(), "update": update,
-                    "num_updates": self.num_updates}
-        return {"members": [m.name for m in self.runs],
-                "configs": [m.config.to_dict() for m in self.runs], "update": update,
-                "num_updates": self.num_updates}
+        own = {"members": [m.name for m in self.runs],
+               "configs": [m.config.to_dict() for m in self.runs]} if self.batched \
+            else {"config": self.config.to_dict()}
+        return {**own, "update": update, "num_updates": self.num_updates}
 
     def runner_of(self, runner: Any, j: int) -> Any:
         """Member ``j``'s runner (the stacked runner's slice when batched)."""
@@ -173,11 +149,11 @@ class Program:
 def build_program(runs: list[Member], *, batched: bool, folder: pathlib.Path | None = None,
                   members: list[int] | None = None, label: str = "") -> Program:
     """The :class:`Program` of ``runs``, which share static settings and env
-    structure (the caller groups them). ``batched``: stack their
-    hyperparameters, env params (:func:`~plume_jax.train.members.stack_members`)
-    and keys along a member axis; otherwise ``runs`` is one member trained
-    unbatched, as ``plume-jax train`` does. Every member is checked
-    (``run.init_from`` included) before anything is written."""
+    structure. ``batched``: their hyperparameters, env params
+    (:func:`~plume_jax.train.members.stack_members`) and keys stacked along
+    a member axis; otherwise ``runs`` is the one member of a single run.
+    Every member is checked (``run.init_from`` included) before anything
+    is written."""
     first = runs[0]
     cls = algorithm_class(first.config.algo["algorithm"])
     mesh = lanes = None
@@ -217,7 +193,11 @@ def build_program(runs: list[Member], *, batched: bool, folder: pathlib.Path | N
 
 def _lanes(config: TrainConfig, cls: type[Algorithm]) -> LaneSchedule | None:
     """A single run's ``run.lanes``, checked: a sweepable algorithm, one
-    device (``run.devices`` auto or 1), one process."""
+    device (``run.devices`` auto or 1), one process. The run trains as lane
+    0 of a vmapped program of identical copies: a member of a vmapped
+    program depends on the program's width (XLA picks other loop orders),
+    not on its position or the other members' hyperparameters, so ``N``
+    copies reproduce a sweep member of width ``N`` bit for bit."""
     lanes = config.run["lanes"]
     if lanes is None:
         return None
@@ -262,9 +242,8 @@ def place_runner(p: Program, runner: Any) -> Any:
 
 
 def init_runner(p: Program) -> Any:
-    """A fresh runner: ``algo.init`` of every member, then each member with
-    ``run.init_from`` started from that policy
-    (:mod:`plume_jax.train.warm_start`), on the program's mesh."""
+    """A fresh runner on the program's mesh: ``algo.init`` of every member,
+    each member with ``run.init_from`` started from that policy."""
     runner = jax.block_until_ready(jax.jit(lambda: _init(p))())
     return place_runner(p, warm_start_program(p, runner))
 
@@ -285,42 +264,28 @@ def load_runner(p: Program, checkpoint: pathlib.Path) -> tuple[Any, int]:
     return place_runner(p, runner), int(meta.get("update", 0))
 
 
-class _OneMember:
-    """A batched program of one member of an algorithm that is not
-    ``sweepable``: ``run`` takes and gives the stacked form (a member axis
-    of 1) and runs the algorithm unbatched."""
+class _Reshaped:
+    """``algo.run`` for a caller whose runner has another form. ``lanes``
+    None: a batched program of one member of an algorithm that is not
+    ``sweepable`` (a member axis of 1 outside, the algorithm run unbatched);
+    else a single run trained as ``lanes`` copies of it in one batched
+    program (env params kept once), keeping lane 0."""
 
-    def __init__(self, algo: Algorithm):
-        self.algo = algo
-
-    def run(self, runner: Any, hp: Any, env_params: Any, num_updates: int,
-            callback: Any = None, log_every: int = 1, batched: bool = True, count: Any = None):
-        inner = None if callback is None else (
-            lambda m: callback(jax.tree.map(lambda x: np.asarray(x)[None], m)))
-        runner, metrics = self.algo.run(
-            member_of(runner, 0), member_of(hp, 0), member_of(env_params, 0), num_updates,
-            callback=inner, log_every=log_every, batched=False, count=count)
-        return jax.tree.map(lambda x: x[None], runner), jax.tree.map(lambda x: x[:, None], metrics)
-
-
-class _Lanes:
-    """A sweepable algorithm whose ``run`` takes and gives one member's
-    runner and metrics (a program that is not ``batched``) but trains
-    ``lanes`` copies of it as one batched program (copied inside it, env
-    params kept once), keeping lane 0."""
-
-    def __init__(self, algo: Algorithm, lanes: int):
-        self.algo, self.lanes = algo, int(lanes)
+    def __init__(self, algo: Algorithm, lanes: int | None = None):
+        self.algo, self.lanes = algo, lanes
 
     def run(self, runner: Any, hp: Any, env_params: Any, num_updates: int,
             callback: Any = None, log_every: int = 1, batched: bool = False,
             count: Any = None) -> tuple[Any, dict[str, Any]]:
+        if self.lanes is None:  # member 0 in, a member axis of 1 out
+            args, k = member_of((runner, hp, env_params), 0), None
+        else:  # the copies in, lane 0 out
+            args, k = (_copies(runner, self.lanes), _copies(hp, self.lanes), shared(env_params)), 0
         inner = None if callback is None else (
-            lambda m: callback(jax.tree.map(lambda x: np.asarray(x)[0], m)))
-        out, metrics = self.algo.run(_copies(runner, self.lanes), _copies(hp, self.lanes),
-                                     shared(env_params), num_updates, callback=inner,
-                                     log_every=log_every, batched=True, count=count)
-        return jax.tree.map(lambda x: x[0], out), jax.tree.map(lambda x: x[:, 0], metrics)
+            lambda m: callback(jax.tree.map(lambda x: np.asarray(x)[k], m)))
+        out, metrics = self.algo.run(*args, num_updates, callback=inner, log_every=log_every,
+                                     batched=self.lanes is not None, count=count)
+        return jax.tree.map(lambda x: x[k], out), jax.tree.map(lambda x: x[:, k], metrics)
 
 
 # ------------------------------------------------------------------ stopping
@@ -332,9 +297,7 @@ class Interrupted(Exception):
     def __init__(self, signal_name: str, update: int, resume: str):
         super().__init__(f"interrupted by {signal_name} at update {update}: the checkpoint is "
                          f"saved; continue with: {resume}")
-        self.signal_name = signal_name
-        self.update = update
-        self.resume = resume
+        self.signal_name, self.update, self.resume = signal_name, update, resume
 
 
 class StoppedAtOnce(KeyboardInterrupt):
@@ -367,15 +330,13 @@ def stop_on_signals() -> Iterator[StopRequest]:
     if threading.current_thread() is not threading.main_thread():
         yield request
         return
-    previous = {}
 
     def handler(signum: int, frame: Any) -> None:
         if request.signal_name is not None and signum == signal.SIGINT:
             raise StoppedAtOnce
         request.signal_name = signal.Signals(signum).name
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        previous[sig] = signal.signal(sig, handler)
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield request
     finally:
@@ -387,8 +348,10 @@ def stop_on_signals() -> Iterator[StopRequest]:
 def next_chunk(done: int, num_updates: int, *, every: int | None, seconds_per_update: float | None,
                seconds_to_checkpoint: float | None, max_chunk: int = MAX_CHUNK,
                eval_every: int | None = None) -> int:
-    """How many updates the next call runs (module docstring); the first
-    chunk (speed not measured yet) is one update."""
+    """How many updates the next call runs: one first (the speed not
+    measured yet), then up to the budget, the next ``every``
+    (``run.checkpoint_every``) or ``eval_every`` multiple, about
+    :data:`REPORT_SECONDS` of training, or the timed checkpoint due."""
     n = min(num_updates - done, max_chunk)
     for period in (every, eval_every):
         if period:
@@ -403,37 +366,22 @@ def next_chunk(done: int, num_updates: int, *, every: int | None, seconds_per_up
 
 
 @dataclasses.dataclass
-class ChunkStats:
-    """Timings of a program's training (seconds); ``interrupted``: the stop
-    request (signal name) it stopped early on, after checkpointing."""
+class ProgramResult:
+    """A trained program: its final ``runner``, each member's metrics
+    ``rows`` (per update, from update 1), the update it started from (0:
+    fresh), timings (seconds) and the checkpoints written; ``interrupted``:
+    the stop request (signal name) it stopped early on, after checkpointing."""
 
+    setup: Program
+    runner: Any
+    rows: list[list[dict[str, Any]]]
+    init_seconds: float = 0.0
+    resumed_at_update: int = 0
     compile_seconds: float = 0.0
     train_seconds: float = 0.0
     checkpoint_seconds: float = 0.0
     checkpoints: int = 0
     interrupted: str | None = None
-
-
-@dataclasses.dataclass
-class ProgramResult:
-    """A trained program: its final ``runner``, per-member metrics ``rows``
-    (one list of per-update rows per member, from update 1), timings and
-    the update it started from (0: fresh)."""
-
-    setup: Program
-    runner: Any
-    rows: list[list[dict[str, Any]]]
-    init_seconds: float
-    stats: ChunkStats
-    resumed_at_update: int = 0
-
-    @property
-    def compile_seconds(self) -> float:
-        return self.stats.compile_seconds
-
-    @property
-    def train_seconds(self) -> float:
-        return self.stats.train_seconds
 
     @property
     def update(self) -> int:
@@ -450,28 +398,32 @@ class ProgramResult:
 def train_program(p: Program, runner: Any, rows: list[list[dict[str, Any]]], *,
                   bar: ProgressBar, offset: float = 0.0, init_seconds: float = 0.0,
                   loggers: list[Any] | None = None, stop: Any = None) -> ProgramResult:
-    """Train ``p`` from ``runner`` (at its update; ``rows``: each member's
-    metrics rows so far, extended in place) to ``p.num_updates``, in chunks
-    (module docstring). ``loggers``: each member's live loggers or None;
-    the bar is at ``offset`` plus the members' env steps; ``stop``: a
+    """Train ``p`` from ``runner`` to ``p.num_updates`` in chunks of one
+    compiled program (one per width of a ``run.lanes`` schedule), whose
+    number of updates per call is an argument. ``rows``: each member's rows
+    so far, extended in place; ``loggers``: each member's live loggers or
+    None; the bar is at ``offset`` plus the members' env steps; ``stop``: a
     :class:`StopRequest` (or a tuner's) that, once set after a chunk or an
-    evaluation, ends the run there, checkpointed (``stats.interrupted``)."""
-    cfg, steps, main = p.config, p.algo.steps_per_update, is_main_process()
-    start = done = update_of(runner)
+    evaluation, ends the run there, checkpointed (``interrupted``)."""
+    cfg, steps, main = p.config, p.config.steps_per_update, is_main_process()
+    result = ProgramResult(p, runner, rows, init_seconds, resumed_at_update=update_of(runner))
+    done = result.resumed_at_update
     hp, env_params = p.hp, p.env_params
     if p.batched and p.mesh is not None:
         hp, env_params = (shard_members(t, p.mesh, "members") for t in (hp, env_params))
     loggers = loggers or [None] * len(p.runs)
     evaluate_now = periodic_evaluator(p, loggers, note=lambda update, text: bar.update(
-        offset + len(p.runs) * update * cfg.steps_per_update, message=text))
+        offset + len(p.runs) * update * steps, message=text))
     if evaluate_now is not None and done % cfg.eval["every"] == 0 < done:
         evaluate_now(runner, done, resumed=True)  # if a kill interrupted it
-    printer = Progress(bar, p.num_updates, cfg.steps_per_update, offset=offset,
-                       members=len(p.runs), prefix=p.label)
-    chunks = _Chunks(p, stop, evaluate_now)
-    phases = _phases(p)
+    printer = Progress(bar, p.num_updates, offset=offset, members=len(p.runs),
+                       prefix=p.label)
+    chunks = _Chunks(p, stop, evaluate_now, result)
+    phases = [(a, _Reshaped(p.algo, w), b) for a, b, w in p.lanes.ends(p.num_updates)] \
+        if p.lanes is not None else [(0, p.algo if p.algo.sweepable or not p.batched
+                                      else _Reshaped(p.algo), p.num_updates)]
     for begin, algo, end in phases:
-        if done >= end or chunks.stats.interrupted:
+        if done >= end or result.interrupted:
             continue
         at = offset + len(p.runs) * done * steps
         bar.update(at, message=f"{p.label + ' | ' if p.label else ''}compiling the training "
@@ -481,7 +433,7 @@ def train_program(p: Program, runner: Any, rows: list[list[dict[str, Any]]], *,
             algo.run, num_updates=min(p.num_updates, MAX_CHUNK), callback=printer,
             log_every=cfg.run["log_every"], batched=p.batched)).lower(
             runner, hp, env_params, count=1).compile()
-        chunks.stats.compile_seconds += time.perf_counter() - t0
+        result.compile_seconds += time.perf_counter() - t0
         bar.restart_clock(at)
         seconds_per_update = None
         while done < end:
@@ -491,25 +443,15 @@ def train_program(p: Program, runner: Any, rows: list[list[dict[str, Any]]], *,
             runner, metrics = program(runner, hp, env_params, count=n)
             jax.block_until_ready(runner)
             elapsed = time.perf_counter() - t0
-            chunks.stats.train_seconds += elapsed
+            result.train_seconds += elapsed
             seconds_per_update, done = elapsed / n, done + n
             _append_rows(p, rows, loggers, host_copy(jax.tree.map(lambda x: x[:n], metrics)),
                          main)
             if chunks.after(runner, done, seconds_per_update):
                 break
-    if jax.process_count() > 1:  # the members' state on every process, for what follows
-        runner = host_copy(runner)
-    return ProgramResult(setup=p, runner=runner, rows=rows, init_seconds=init_seconds,
-                         stats=chunks.stats, resumed_at_update=start)
-
-
-def _phases(p: Program) -> list[tuple[int, Any, int]]:
-    """``(from_update, algo, to_update)`` of each compiled program ``p``
-    trains in: one, or one per width of a ``run.lanes`` schedule."""
-    if p.lanes is None:
-        return [(0, p.algo if p.algo.sweepable or not p.batched else _OneMember(p.algo),
-                 p.num_updates)]
-    return [(a, _Lanes(p.algo, w), b) for a, b, w in p.lanes.ends(p.num_updates)]
+    # the members' state on every process, for what follows
+    result.runner = host_copy(runner) if jax.process_count() > 1 else runner
+    return result
 
 
 def _append_rows(p: Program, rows: list[list[dict[str, Any]]], loggers: list[Any],
@@ -533,15 +475,15 @@ def _append_rows(p: Program, rows: list[list[dict[str, Any]]], loggers: list[Any
 class _Chunks:
     """What the host decides between the chunks of one program: each
     chunk's length, the checkpoints (to ``p.folder``; none without one),
-    the periodic evaluation and the stop request; its ``stats``."""
+    the periodic evaluation and the stop request, counted in ``result``."""
 
-    def __init__(self, p: Program, stop: Any, evaluate: Callable[..., None] | None):
-        self.p, self.stop, self.evaluate = p, stop, evaluate
+    def __init__(self, p: Program, stop: Any, evaluate: Callable[..., None] | None,
+                 result: ProgramResult):
+        self.p, self.stop, self.evaluate, self.result = p, stop, evaluate, result
         self.every, self.eval_every = p.config.run["checkpoint_every"], p.config.eval["every"]
         minutes = p.config.run["checkpoint_minutes"]
         self.interval = None if minutes is None or p.folder is None else 60.0 * minutes
         self.last = time.monotonic()
-        self.stats = ChunkStats()
 
     def length(self, done: int, seconds_per_update: float | None) -> int:
         """The next chunk's length (:func:`next_chunk`; without a folder,
@@ -573,8 +515,8 @@ class _Chunks:
                     if kept:
                         save_checkpoint(p.folder / "checkpoints" / f"update_{done:08d}", state,
                                         p.meta(done))
-                self.stats.checkpoint_seconds += time.perf_counter() - t0
-                self.stats.checkpoints += 1
+                self.result.checkpoint_seconds += time.perf_counter() - t0
+                self.result.checkpoints += 1
                 self.last = time.monotonic()
         if evaluate is not None:
             evaluate(runner, done)
@@ -583,10 +525,10 @@ class _Chunks:
 
     def _stopping(self) -> bool:
         """Whether a stop was asked for (every process agreeing); sets
-        ``stats.interrupted``."""
+        ``result.interrupted``."""
         if self.stop is None or not bool(agree(bool(self.stop))):
             return False
-        self.stats.interrupted = self.stop.signal_name or "a stop request"
+        self.result.interrupted = self.stop.signal_name or "a stop request"
         return True
 
 
@@ -594,19 +536,18 @@ class _Chunks:
 def periodic_evaluator(p: Program, loggers: list[Any], *, note: Callable[[int, str], None]
                        ) -> Callable[..., None] | None:
     """The ``on_evaluation(runner, update, resumed=False)`` of ``p`` (None
-    without ``eval.every``): every member's greedy figures, a row each
+    without ``eval.every``), called after the update's checkpoint: every
+    member evaluated greedily on ``eval.periodic_episodes`` episodes from
+    ``eval.periodic_seed``, a row each
     (:func:`~plume_jax.train.folder.record_evaluation`), a new best into
     ``best/``, its logger's ``eval/`` scalars and one progress ``note``. A
     member whose ``evaluations.jsonl`` holds the update's row gets no second
-    one; with ``resumed`` nothing is evaluated unless a row is missing. Each
-    member's best so far is its recorded best row, read when this is made."""
-    from plume_jax.train import evaluation  # looked up now: tests patch evaluation.evaluate
-
+    one; with ``resumed`` nothing is evaluated unless a row is missing."""
     cfg = p.config
     if not cfg.eval["every"]:
         return None
     num_steps, main = eval_num_steps(cfg, p.env_params), is_main_process()
-    best: list[dict[str, Any] | None] = []
+    best: list[dict[str, Any] | None] = []  # each member's recorded best row
     for j, m in enumerate(p.runs):
         if m.folder is not None and main:
             settle_best(m.folder)
@@ -622,8 +563,7 @@ def periodic_evaluator(p: Program, loggers: list[Any], *, note: Callable[[int, s
             runner = host_copy(runner)
         spec, arrays = p.algo.policy(runner)
         seed, episodes = cfg.eval["periodic_seed"], cfg.eval["periodic_episodes"]
-        figures = _evaluate(p, spec, arrays, seed, episodes, num_steps, True, update,
-                            evaluation.evaluate)
+        figures = _evaluate(p, spec, arrays, seed, episodes, num_steps, True, update)
         texts = []
         for j, member in enumerate(p.runs):
             if done[j]:
@@ -650,8 +590,8 @@ def periodic_evaluator(p: Program, loggers: list[Any], *, note: Callable[[int, s
 
 def _best_writer(p: Program, runner: Any, j: int, row: dict[str, Any]
                  ) -> Callable[[pathlib.Path], Any]:
-    """What writes member ``j``'s policy of ``runner`` as a best policy of
-    the evaluation ``row`` into a folder."""
+    """What writes member ``j``'s policy of ``runner`` as the best policy
+    of the evaluation ``row`` into a folder."""
     return lambda folder: export_policy(
         folder, p.algo, p.runner_of(runner, j), p.runs[j].env.settings,
         {"trained_env_steps": row["env_steps"], "best_of_periodic_evaluations": row})
@@ -683,16 +623,15 @@ def _restore_best(p: Program, j: int) -> None:
 
 
 def _evaluate(p: Program, spec: dict[str, Any], arrays: Any, seed: int, episodes: int,
-              num_steps: int, greedy: bool, update: int, run: Callable[..., Any] = evaluate
-              ) -> dict[str, Any]:
-    """``run`` (:func:`~plume_jax.train.evaluation.evaluate`) of the policy
-    ``spec`` / ``arrays`` on ``p``'s env: over its members when batched; a
-    run in lanes at the width of the program that trained ``update``."""
+              num_steps: int, greedy: bool, update: int) -> dict[str, Any]:
+    """:func:`~plume_jax.train.evaluation.evaluate` of the policy ``spec`` /
+    ``arrays`` on ``p``'s env: over its members when batched; a run in
+    lanes at the width of the program that trained ``update``."""
     if p.lanes is not None:
         return evaluate_in_lanes(p.env, spec, arrays, p.env_params, seed, episodes, num_steps,
                                  greedy, p.lanes.evaluation_width(update))
-    return run(p.env, spec, arrays, p.env_params, seed, episodes, num_steps, greedy=greedy,
-               batched=p.batched)
+    return evaluation.evaluate(p.env, spec, arrays, p.env_params, seed, episodes, num_steps,
+                               greedy=greedy, batched=p.batched)
 
 
 def evaluate_members(p: Program, runner: Any) -> list[dict[str, Any]]:
@@ -775,15 +714,6 @@ def write_member(p: Program, result: ProgramResult, j: int, summary: dict[str, A
     try:
         curve(folder / figure, rows)
     except Exception as exc:  # results first: a figure that fails loses nothing
-        import warnings
-
         warnings.warn(f"{figure} was not written ({type(exc).__name__}: {exc}); "
                       "the results are in summary.json and metrics.csv", RuntimeWarning,
                       stacklevel=2)
-
-
-__all__ = ["ChunkStats", "Interrupted", "MAX_CHUNK", "Member", "Program",
-           "ProgramResult", "REPORT_SECONDS", "StopRequest", "StoppedAtOnce", "build_program",
-           "evaluate_members", "export_member", "init_runner", "load_runner", "machine_info",
-           "member_summary", "next_chunk", "periodic_evaluator", "place_runner",
-           "stop_on_signals", "train_program", "update_of", "write_member"]

@@ -117,8 +117,8 @@ def run(folders: RunFolders, build: Callable[[], list[Program]], configs: list[T
                 result.notes.extend(notes)
                 trained = train_program(p, runner, start.rows, bar=bar, offset=offset,
                                         init_seconds=init_s, loggers=start.loggers, stop=stop)
-                if trained.stats.interrupted:  # checkpointed: the folder resumes where it stopped
-                    raise Interrupted(trained.stats.interrupted, trained.update,
+                if trained.interrupted:  # checkpointed: the folder resumes where it stopped
+                    raise Interrupted(trained.interrupted, trained.update,
                                       folders.resume_command)
                 result.programs.append(trained)
                 _finish_program(folders, trained, checkpoint, start.loggers, evaluate, t_wall,
@@ -185,8 +185,8 @@ def run_summary(trained: ProgramResult, j: int, checkpoint: pathlib.Path | None,
         "init_seconds": trained.init_seconds,
         "compile_seconds": compile_s,
         "train_seconds": run_s,
-        "checkpoints_written": trained.stats.checkpoints,
-        "checkpoint_seconds": trained.stats.checkpoint_seconds,
+        "checkpoints_written": trained.checkpoints,
+        "checkpoint_seconds": trained.checkpoint_seconds,
         "steps_per_second_excl_compile": steps / run_s if run_s > 0 else None,
         "steps_per_second_incl_compile": (steps / (run_s + compile_s + trained.init_seconds)
                                           if steps else None),
