@@ -9,6 +9,8 @@ development CPU the single-agent cases here were bit for bit identical)."""
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -58,16 +60,26 @@ def _run(env, params, agents, step):
     return jax.jit(lambda s: jax.lax.scan(body, s, jax.random.split(key, NUM_STEPS)))(state)
 
 
-@pytest.mark.parametrize("case,max_resets", [
-    ("gaussian", 1), ("gaussian", None), ("poisson_composite_obs", 1),
-    ("poisson_composite_obs", None), ("filament", None), ("agents_gaussian", None),
-    pytest.param("swarm", None, marks=pytest.mark.slow)])
-def test_step_batch_equals_speculative_step(case, max_resets):
+@functools.lru_cache(maxsize=None)
+def _reference(case):
+    """``(env, params, agents, want)``: the case's env and the speculative
+    reference rollout, computed once and shared by the case's pool sizes."""
     preset, overrides, agents = CASES[case]
     make = {"num_agents": agents} if agents else {}
     env, params = plume_jax.make(preset, **overrides, **make)
     want = _run(env, params, agents, lambda k, s, a: jax.vmap(
         env.step_speculative, in_axes=(0, 0, 0, None))(k, s, a, params))
+    return env, params, agents, want
+
+
+# max_resets=None is the default pool max(1, NUM_ENVS // 16) = 1: the explicit
+# pool of 4 runs the cheap branch with several resets gathered at once
+@pytest.mark.parametrize("case,max_resets", [
+    ("gaussian", 4), ("gaussian", None), ("poisson_composite_obs", None),
+    ("filament", None), ("agents_gaussian", None),
+    pytest.param("swarm", None, marks=pytest.mark.slow)])
+def test_step_batch_equals_speculative_step(case, max_resets):
+    env, params, agents, want = _reference(case)
     got = _run(env, params, agents,
                lambda k, s, a: env.step_batch(k, s, a, params, max_resets=max_resets))
     assert_same_up_to_rounding(got, want)
@@ -121,8 +133,8 @@ def _sweep(env, params, step):
 
 @pytest.fixture(scope="module")
 def gaussian_case():
-    preset, overrides, _ = CASES["gaussian"]
-    return plume_jax.make(preset, **overrides)
+    env, params, _, _ = _reference("gaussian")
+    return env, params
 
 
 def test_step_under_nested_vmap_equals_speculative_step(gaussian_case):
