@@ -1,5 +1,5 @@
 """``plume-jax train`` and ``plume-jax sweep``: a training run from a YAML
-config (any algorithm, ``algo.algorithm``; :mod:`plume_jax.train.trainer`)
+config (any algorithm, ``algo.algorithm``; :func:`plume_jax.train.run.train`)
 and a grid of trainings, one compiled program per static structure
 (:mod:`plume_jax.train.sweep`). Each parses its arguments into one config
 and makes one call to the run function (:mod:`plume_jax.train.run`); the
@@ -115,14 +115,13 @@ def train_overrides(args: argparse.Namespace) -> dict:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    """``plume-jax train``: one run (:func:`plume_jax.train.trainer.single_run`)
+    """``plume-jax train``: one run (:func:`plume_jax.train.run.single_run`)
     through the run function (:func:`plume_jax.train.run.run`)."""
     from plume_jax.train.checkpoint import find_checkpoint, read_checkpoint
     from plume_jax.train.config import current_form, load_train_config, train_config, \
         with_overrides
     from plume_jax.train.folder import RUN_FILES, outputs_line
-    from plume_jax.train.run import run
-    from plume_jax.train.trainer import print_summary, single_run
+    from plume_jax.train.run import print_summary, run, single_run
 
     overrides = train_overrides(args)
     run_dir = None

@@ -14,7 +14,7 @@ docs/architecture.md names every module of the package and the need it serves.
 from plume_jax.train.config import TrainConfig, load_train_config, train_config
 from plume_jax.train.algorithms.ppo import PPO, Hparams, PPOStatic, Runner
 from plume_jax.train.algorithms.returns import gae
-from plume_jax.train.trainer import TrainResult, train
+from plume_jax.train.run import TrainResult, train
 
 __all__ = ["Hparams", "PPO", "PPOStatic", "Runner", "TrainConfig", "TrainResult", "gae",
            "load_train_config", "train", "train_config"]

@@ -1,30 +1,13 @@
 """Checkpoints (save / resume a whole training run) and policy export.
 
-A checkpoint is a folder: ``runner.msgpack`` (every leaf of the runner:
-network, optimiser state, observation statistics, env batch, recurrent
-states, PRNG key, update counter; flax msgpack) and ``meta.json``, a
-readable copy of the metadata (the resolved config, the update, the
-runner's tree structure).
-
-``runner.msgpack`` is the checkpoint, one file whose own metadata is the
-truth: its leaves are one payload whose SHA-256 is in the metadata, checked
-on every load, so a damaged file (one flipped byte) is refused rather than
-resumed with other weights, and a missing, stale or damaged ``meta.json``
-never misleads a resume (format /1 kept its metadata only there and still
-reads it). ``runner.msgpack`` is replaced atomically
-(:func:`plume_jax.files.atomic_write`), and a checkpoint folder that does
-not exist yet is written whole into a hidden sibling
-(``.NAME.partial-*``) and renamed into place, so a kill at any moment
-leaves the previous checkpoint or the new one, whole; the next save or
-load removes what a kill left. A missing, empty, truncated or corrupt
-``runner.msgpack`` is a ``ValidationError`` naming the file. Resuming
-restores the exact runner: a resumed run continues bit for bit.
-
-An exported policy is a folder readable without flax (``agents.trained``):
-``policy.npz`` (the network parameters under '/'-joined names, plus
-``obs_mean`` / ``obs_var`` when observations are normalised) and
-``policy.json`` (the network settings, action space, observation transform
-and the env it was trained on).
+A checkpoint is a folder: ``runner.msgpack``, every leaf of the runner with
+its metadata (the resolved config, the update, the tree structure) and their
+SHA-256s, checked on every load, so a damaged file is a ``ValidationError``
+naming it rather than a resume with other weights; and ``meta.json``, a
+readable copy no resume trusts (format /1 kept its metadata only there).
+Writes are atomic (:func:`save_checkpoint`), and a resume restores the exact
+runner: it continues bit for bit (docs/training.md, "Kills"). An exported
+policy (``policy.npz``, ``policy.json``) is read by ``agents.trained``.
 """
 
 from __future__ import annotations
@@ -47,16 +30,14 @@ from plume_jax.core.errors import ValidationError
 from plume_jax.files import atomic_write, fsync_folder, is_temporary, new_folder
 from plume_jax.files.safe_io import load_json_bounded, load_json_file, read_bytes_bounded
 
-#: The largest checkpoint metadata read (bytes).
+#: The largest checkpoint metadata and checkpoint file read (bytes): bounds, not targets.
 MAX_META_BYTES = 16 << 20
+MAX_CHECKPOINT_BYTES = 16 << 30
 
 CHECKPOINT_FORMAT = "plume_jax.checkpoint/3"
 #: Earlier checkpoints still load: /2 (no checksum) and /1 (metadata only in meta.json).
-_FORMATS = (CHECKPOINT_FORMAT, "plume_jax.checkpoint/2", "plume_jax.checkpoint/1")
-#: The format that embedded its metadata without a SHA-256 of it.
 _FORMAT_WITHOUT_CHECKSUM = "plume_jax.checkpoint/2"
-#: The largest checkpoint file read (bytes): a bound, not a target.
-MAX_CHECKPOINT_BYTES = 16 << 30
+_FORMATS = (CHECKPOINT_FORMAT, _FORMAT_WITHOUT_CHECKSUM, "plume_jax.checkpoint/1")
 POLICY_FORMAT = "plume_jax.trained_policy/1"
 
 #: Temporary files of an interrupted write by earlier versions
@@ -70,18 +51,6 @@ def partial_folder_prefix(name: str) -> str:
     """The name prefix of the hidden folder a new checkpoint folder ``name``
     is written whole in before it is renamed into place."""
     return f".{name}.partial-"
-
-
-def remove_partial_folders(directory: pathlib.Path) -> None:
-    """Delete every hidden partial folder (``.NAME.partial-*``) beside
-    ``directory``, whatever checkpoint folder NAME it was for: a kill left
-    it while writing that folder whole (:func:`save_checkpoint`); it was
-    never renamed into place, so nothing read it. (No other process writes
-    there at the same time: the run or sweep folder's lock excludes it.)"""
-    if directory.parent.is_dir():
-        for path in directory.parent.glob(partial_folder_prefix("*") + "*"):
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path, ignore_errors=True)
 
 
 def remove_temporaries(directory: str | pathlib.Path) -> list[pathlib.Path]:
@@ -104,12 +73,15 @@ def _leaf_to_numpy(x: Any) -> np.ndarray:
     return np.asarray(jax.device_get(x))
 
 
-def save_checkpoint(directory: str | pathlib.Path, runner: Any, meta: dict[str, Any]) -> pathlib.Path:
-    """Write ``runner`` (any pytree) and ``meta`` (JSON) to ``directory``
-    (see the module docstring): a new folder is written whole beside it and
+def save_checkpoint(directory: str | pathlib.Path, runner: Any, meta: dict[str, Any]
+                    ) -> pathlib.Path:
+    """Write ``runner`` (any pytree) and ``meta`` (JSON) to ``directory``: a
+    new folder is written whole in a hidden sibling (``.NAME.partial-*``) and
     renamed into place; an existing one gets ``runner.msgpack`` replaced
-    atomically first (it holds the metadata too, so the checkpoint is whole
-    as soon as it is replaced), then its readable copy ``meta.json``."""
+    atomically first (the checkpoint is whole as soon as it is), then
+    ``meta.json``. First removes what a kill left: the partial folders
+    beside it, for whatever NAME (never renamed into place, so nothing read
+    them; the folder's lock keeps other writers out), and temporary files."""
     directory = pathlib.Path(directory)
     leaves, treedef = jax.tree.flatten(runner)
     payload = serialization.msgpack_serialize(
@@ -121,7 +93,10 @@ def save_checkpoint(directory: str | pathlib.Path, runner: Any, meta: dict[str, 
              "payload": payload}
     data = serialization.msgpack_serialize(state)
     readable = json.dumps(meta, indent=2).encode()
-    remove_partial_folders(directory)
+    if directory.parent.is_dir():
+        for path in directory.parent.glob(partial_folder_prefix("*") + "*"):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
     if directory.is_dir():
         remove_temporaries(directory)
         atomic_write(directory / "runner.msgpack", data)
@@ -144,7 +119,7 @@ def _bad_file(path: pathlib.Path, what: str) -> ValidationError:
 
 
 def _meta_json(directory: pathlib.Path) -> dict[str, Any]:
-    """The metadata in ``meta.json``: only a format /1 checkpoint's truth."""
+    """A format /1 checkpoint's metadata: ``meta.json``."""
     path = directory / "meta.json"
     if not path.exists():
         raise _bad_file(path, "an existing file (a checkpoint of format plume_jax.checkpoint/1 "
@@ -200,10 +175,8 @@ def _runner_state(directory: pathlib.Path) -> tuple[pathlib.Path, dict[str, Any]
 
 
 def read_meta(directory: str | pathlib.Path) -> dict[str, Any]:
-    """The metadata of the checkpoint in ``directory``, from inside its
-    ``runner.msgpack`` (the truth; ``meta.json`` only for format /1),
-    checked: ``ValidationError`` naming the file if it is missing, torn or
-    not a plume_jax checkpoint's."""
+    """The checked metadata of the checkpoint in ``directory`` (from inside
+    ``runner.msgpack``; ``ValidationError`` naming the file otherwise)."""
     return _runner_state(pathlib.Path(directory))[2]
 
 
@@ -219,9 +192,9 @@ def checkpoint_update(directory: str | pathlib.Path) -> int:
 
 
 def read_checkpoint(directory: str | pathlib.Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(meta, leaves)`` of the checkpoint in ``directory``, every file
-    checked (see the module docstring); ``leaves`` maps the leaf index (a
-    string) to its array. Removes temporary files of an interrupted write."""
+    """``(meta, leaves)`` of the checkpoint in ``directory``, checked;
+    ``leaves`` maps the leaf index (a string) to its array. Removes
+    temporary files of an interrupted write."""
     directory = pathlib.Path(directory)
     path, state, meta = _runner_state(directory)
     remove_temporaries(directory)
@@ -248,13 +221,9 @@ def read_checkpoint(directory: str | pathlib.Path) -> tuple[dict[str, Any], dict
 
 
 def load_checkpoint(directory: str | pathlib.Path, template: Any) -> tuple[Any, dict[str, Any]]:
-    """Restore a runner saved by :func:`save_checkpoint`.
-
-    ``template``: a runner (or ``jax.eval_shape`` of one) with the same
-    structure, shapes and dtypes. Raises ``ValidationError`` if the
-    checkpoint is damaged (naming the file) or does not match the template
-    (another network, env or batch size).
-    """
+    """``(runner, meta)`` saved by :func:`save_checkpoint`, shaped as
+    ``template`` (a runner or its ``jax.eval_shape``); ``ValidationError``
+    if the checkpoint is damaged or of another network, env or batch size."""
     directory = pathlib.Path(directory)
     meta, stored = read_checkpoint(directory)
     leaves, treedef = jax.tree.flatten(template)
@@ -299,7 +268,7 @@ def find_checkpoint(path: str | pathlib.Path) -> tuple[pathlib.Path, pathlib.Pat
 # ------------------------------------------------------------------- export
 def policy_arrays(params: Any, obs_stats: Any | None) -> dict[str, np.ndarray]:
     """Flat ``name -> array`` of a network's parameters (and observation
-    statistics). Works on a leading sweep axis too."""
+    statistics), also with a leading sweep axis."""
     flat = traverse_util.flatten_dict(jax.device_get(params["params"]), sep="/")
     arrays = {name: np.asarray(v) for name, v in flat.items()}
     if obs_stats is not None:
@@ -311,10 +280,8 @@ def policy_arrays(params: Any, obs_stats: Any | None) -> dict[str, np.ndarray]:
 def export_policy(directory: str | pathlib.Path, algo: Any, runner: Any,
                   env_settings: dict[str, Any] | None = None,
                   extra: dict[str, Any] | None = None) -> pathlib.Path:
-    """Write ``policy.npz`` and ``policy.json`` for ``agents.trained``:
-    the policy of ``runner`` as ``algo.policy`` gives it (an
-    :class:`~plume_jax.train.algorithms.base.Algorithm`), with the env settings
-    and ``extra`` added to the spec."""
+    """Write ``policy.npz`` and ``policy.json``: ``algo.policy(runner)``,
+    with the env settings and ``extra`` added to the spec."""
     directory = pathlib.Path(directory)
     remove_temporaries(directory)
     spec, arrays = algo.policy(runner)

@@ -1,39 +1,13 @@
 """The devices and processes of one run or sweep: the device mesh, and
 ``jax.distributed`` for several processes (``plume-jax train`` and ``sweep``).
 
-Devices (``run.devices``): a single run shards its *env batch* along the
-mesh axis ``"envs"`` (every runner leaf in :data:`BATCH_FIELDS`; parameters
-and optimiser state replicated; XLA inserts the collectives, so sharded and
-unsharded training agree to float tolerance); a sweep shards its *members*
-along ``"members"`` (nothing is communicated).
-
-Processes: one runs on each GPU (or host); once they form one JAX system,
-``jax.devices()`` lists the devices of all of them, the mesh spans them, and
-every process builds the same runner and keeps only its own shards. Whether
-a process joins such a system (:func:`requested_launch`):
-
-- command-line flags ``--coordinator HOST:PORT --num-processes N
-  --process-id I`` (all three), always;
-- ``run.distributed: auto`` (the default) otherwise: the environment of a
-  launcher that started several processes — ``JAX_COORDINATOR_ADDRESS``,
-  ``JAX_NUM_PROCESSES`` and ``JAX_PROCESS_ID``; a SLURM job step of more
-  than one task (``srun``: ``SLURM_JOB_ID``, ``SLURM_STEP_NODELIST``,
-  ``SLURM_NTASKS`` > 1, ``SLURM_PROCID``, ``SLURM_LOCALID``; JAX's SLURM
-  detection derives the rest); a multi-host Cloud TPU VM
-  (``TPU_WORKER_HOSTNAMES`` naming more than one host) — and with none of
-  these, a single process;
-- ``run.distributed: cluster``: ``jax.distributed.initialize()`` with no
-  arguments (JAX's cluster detection decides); ``off``: never.
-
-:func:`join` must run before any other JAX computation in the process; on
-CPU it selects the gloo collectives, and it discards the CPU backend that
-importing ``plume_jax`` started (gymnax creates arrays on import), so arrays
-created before it are unusable afterwards. :func:`host_copy` gathers
-sharded arrays (a collective: every process calls it), :func:`agree` gives
-every process process 0's host decision, :func:`barrier` waits for all.
-Process 0 writes the outputs (:func:`is_main_process`); a resumed run reads
-its checkpoint on every process, so the run folder must be on a filesystem
-all hosts share.
+A single run shards its env batch along the mesh axis ``"envs"`` (the
+:data:`BATCH_FIELDS` leaves; XLA inserts the collectives, so sharded and
+unsharded training agree to float tolerance); a sweep shards its members along
+``"members"``. Several processes form one JAX system (:func:`join`, by
+:func:`requested_launch`'s rule; docs/training.md, "Several processes") whose
+mesh spans all their devices; process 0 writes the outputs, and a resume reads
+the checkpoint on every process, so the run folder must be on a shared disk.
 """
 
 from __future__ import annotations
@@ -61,11 +35,9 @@ _SLURM_VARIABLES = ("SLURM_JOB_ID", "SLURM_STEP_NODELIST", "SLURM_NTASKS", "SLUR
 @dataclasses.dataclass(frozen=True)
 class Launch:
     """How this process joins a multi-process JAX system: ``source`` (what
-    asked for it: ``"command line"``, ``"SLURM"``, ...), process 0's
-    ``coordinator`` ``HOST:PORT``, ``num_processes`` and this process's
-    ``process_id`` in ``[0, num_processes)``; None: JAX's cluster detection
-    finds it. Counts JAX would misread (``True``, ``"2"``, negative) are
-    refused before anything joins."""
+    asked for it: ``"SLURM"``, ...), process 0's ``coordinator``
+    ``HOST:PORT``, ``num_processes``, ``process_id`` (None: JAX detects it).
+    Counts JAX would misread (``True``, ``"2"``, negative) are refused."""
 
     source: str
     coordinator: str | None = None
@@ -121,12 +93,12 @@ def requested_launch(mode: str, *, coordinator: str | None = None,
                      num_processes: int | None = None, process_id: int | None = None,
                      environ: Mapping[str, str] | None = None) -> Launch | None:
     """The multi-process system this process should join, or None (a single
-    process); see the module docstring for the rules. Pure: reads only its
-    arguments (``environ`` defaults to ``os.environ``).
-
-    Raises:
-        ValidationError: an unknown ``mode``, flags given only in part or
-            with ``mode == "off"``, malformed values.
+    process): the three flags, always; for ``mode`` ``"auto"`` the
+    ``JAX_*`` variables, a SLURM job step of more than one task or a
+    multi-host Cloud TPU VM; ``"cluster"``: JAX's own detection; ``"off"``:
+    never. Pure (``environ`` defaults to ``os.environ``). ``ValidationError``
+    for an unknown ``mode``, flags given in part or with ``"off"``, or
+    malformed values.
     """
     environ = os.environ if environ is None else environ
     if mode not in DISTRIBUTED_MODES:
@@ -147,9 +119,9 @@ def requested_launch(mode: str, *, coordinator: str | None = None,
     if any(name in environ for name in _JAX_VARIABLES):
         return _explicit("JAX_* variables", _JAX_VARIABLES,
                          *(environ.get(name) for name in _JAX_VARIABLES))
-    if all(name in environ for name in _SLURM_VARIABLES):
-        if _count("SLURM_NTASKS", environ["SLURM_NTASKS"], 1) > 1:
-            return Launch("SLURM")
+    if all(name in environ for name in _SLURM_VARIABLES) \
+            and _count("SLURM_NTASKS", environ["SLURM_NTASKS"], 1) > 1:
+        return Launch("SLURM")
     hosts = [h for h in environ.get("TPU_WORKER_HOSTNAMES", "").split(",") if h.strip()]
     if len(hosts) > 1:
         return Launch("Cloud TPU")
@@ -157,15 +129,13 @@ def requested_launch(mode: str, *, coordinator: str | None = None,
 
 
 def initialize(launch: Launch | None, *, discard_import_backends: bool = False) -> bool:
-    """Join the system ``launch`` describes (``jax.distributed.initialize``;
-    nothing for None or when already joined); returns whether the process is
-    one of several. ``discard_import_backends``: first clear the backends
-    that imports started (module docstring).
-
-    Raises:
-        StateError: JAX has already run a computation in this process.
-        ValidationError: JAX could not tell the missing settings (naming
-            ``run.distributed``).
+    """Join the system ``launch`` describes (``jax.distributed.initialize``
+    with gloo CPU collectives; nothing for None or when already joined);
+    returns whether the process is one of several. ``discard_import_backends``:
+    first clear the backends that importing ``plume_jax`` started (arrays
+    made before are unusable after). ``StateError`` if JAX has already run a
+    computation here; ``ValidationError`` (``run.distributed``) if JAX could
+    not tell the missing settings.
     """
     if launch is not None and not jax.distributed.is_initialized():
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
@@ -193,9 +163,8 @@ def initialize(launch: Launch | None, *, discard_import_backends: bool = False) 
 
 def join(mode: str = "auto", *, coordinator: str | None = None,
          num_processes: int | None = None, process_id: int | None = None) -> bool:
-    """Join the multi-process system that ``mode`` (``run.distributed``), the
-    flags or the launcher's environment ask for (:func:`requested_launch`),
-    if any, at the start of the process; returns whether it is one of several.
+    """Join the multi-process system :func:`requested_launch` names, if any,
+    before any other JAX computation; returns whether it is one of several.
 
     Example (every process of a SLURM job step, ``srun python script.py``)::
 
@@ -228,13 +197,13 @@ def is_main_process() -> bool:
 
 
 def _is_key(x: Any) -> bool:
-    return isinstance(x, jax.Array) and jax.numpy.issubdtype(x.dtype, jax.dtypes.prng_key)
+    return isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
 
 
 def host_copy(tree: Any) -> Any:
-    """``tree`` with every array as a NumPy array of its *global* value (typed
-    PRNG keys stay keys); with several processes a collective
-    (``process_allgather``) every process calls with the same tree."""
+    """``tree`` with every array as a NumPy array of its global value (typed
+    PRNG keys stay keys); with several processes a collective every process
+    calls with the same tree."""
     if jax.process_count() == 1:
         return jax.device_get(tree)
     from jax.experimental import multihost_utils
@@ -249,9 +218,8 @@ def host_copy(tree: Any) -> Any:
 
 
 def agree(value: int | bool) -> int:
-    """Process 0's ``value`` (an int or bool), in every process: a host-side
-    decision that changes which program calls run (a chunk's length, whether
-    a checkpoint is due) must be the same everywhere."""
+    """Process 0's ``value`` in every process: a host-side decision that
+    changes which program calls run must be the same everywhere."""
     if jax.process_count() == 1:
         return int(value)
     from jax.experimental import multihost_utils
@@ -270,10 +238,8 @@ def barrier(name: str) -> None:
 # ------------------------------------------------------------------ devices
 def resolve_devices(requested: Any, batch: int, what: str) -> int:
     """How many devices to use: ``requested`` (an int), or for ``"auto"`` the
-    largest count ``<= jax.local_device_count()`` that divides ``batch``.
-    With several processes every device of every process is used:
-    ``requested`` must be ``"auto"`` or ``jax.device_count()``, dividing
-    ``batch``."""
+    most local devices that divide ``batch``; with several processes all
+    ``jax.device_count()`` devices (``requested`` "auto" or that count)."""
     if jax.process_count() > 1:
         total = jax.device_count()
         if requested not in ("auto", total):
@@ -297,11 +263,9 @@ def resolve_devices(requested: Any, batch: int, what: str) -> int:
     return int(requested)
 
 
-def mesh(num_devices: int, axis: str, devices: Any = None) -> Mesh:
-    """A 1-D mesh over the first ``num_devices`` devices (default
-    ``jax.devices()``: every process's)."""
-    devices = list(jax.devices() if devices is None else devices)[:num_devices]
-    return Mesh(np.asarray(devices), (axis,))
+def mesh(num_devices: int, axis: str) -> Mesh:
+    """A 1-D mesh over the first ``num_devices`` of every process's devices."""
+    return Mesh(np.asarray(jax.devices()[:num_devices]), (axis,))
 
 
 def constrain_batch(tree: Any, m: Mesh, axis: str) -> Any:
@@ -320,8 +284,7 @@ BATCH_FIELDS = ("env_state", "obs", "hidden", "prev_action", "prev_obs", "start"
 
 def put(x: Any, sharding: NamedSharding) -> Any:
     """``jax.device_put(x, sharding)``, also for typed PRNG keys on a mesh
-    of several processes (placed as their key data). Every process passes
-    the same global value and keeps its own shards."""
+    of several processes (placed as their key data)."""
     if _is_key(x):
         return jax.random.wrap_key_data(jax.device_put(jax.random.key_data(x), sharding))
     return jax.device_put(x, sharding)

@@ -1,16 +1,12 @@
 """Evaluation of trained policies: the first episode of each of ``num_envs``
 envs, run by the exported policy's own forward pass
-(``agents.trained.policy_step``), in one jitted ``lax.scan`` over vmapped
-``env.step``. The policy parameters are an argument, so a sweep evaluates
-all its members in one ``vmap``.
-
-Success is the env's own goal test: the first episode ended with
-``terminated`` (and ``info["goal_reached"]`` where the env reports it). On a
-multi-agent env every agent acts with its own carry (the network is shared)
-and the outcome is the team's: the episode ended at the goal (the first
-arrival for ``done_mode="any"``, every agent for "all"); the summary adds the
-mean time to the first arrival, the agents at the goal at the episode's end
-and the moves blocked by another agent (collisions) per episode.
+(``agents.trained.policy_step``) in one jitted ``lax.scan`` over vmapped
+``env.step``; the parameters are an argument, so a sweep evaluates all its
+members in one ``vmap``. Success is the env's own goal test (``terminated``,
+and ``info["goal_reached"]`` where reported). On a multi-agent env every
+agent acts with its own carry (the network is shared) and the outcome is the
+team's: the episode ended at the goal (the first arrival for
+``done_mode="any"``, every agent for "all").
 """
 
 from __future__ import annotations
@@ -38,15 +34,10 @@ from agents.trained import initial_carry, policy_step  # noqa: E402  (after the 
 #: ``eval.num_steps`` is null (an explicit ``eval.num_steps`` may go to 10**7).
 MAX_INHERITED_EVAL_STEPS = 100_000
 
-
 #: The spec keys the forward pass reads (the rest, e.g. env settings, is
 #: informational and left out of the jit cache key).
 _FORWARD_KEYS = ("format", "policy", "network", "discrete", "action_dim", "action_low",
                  "action_high", "obs_dim", "normalize_obs")
-
-
-def _spec_key(spec: dict) -> str:
-    return json.dumps({k: spec.get(k) for k in _FORWARD_KEYS}, sort_keys=True)
 
 
 def episodes(env: Any, spec: dict, params: dict, env_params: Any, key: jax.Array,
@@ -138,35 +129,28 @@ def _nanmean(x: np.ndarray) -> np.ndarray:
 def evaluate(env: Any, spec: dict, params: dict, env_params: Any, seed: int, num_envs: int,
              num_steps: int, greedy: bool = True, batched: bool = False) -> dict[str, Any]:
     """Run :func:`episodes` (jitted; over a leading member axis of ``params``
-    and ``env_params`` when ``batched``; ``env_params`` may keep leaves every
-    member shares once, see :mod:`plume_jax.train.members`) and summarise: success rate, mean
-    steps to goal of the successful episodes, mean return."""
+    and ``env_params``, :mod:`plume_jax.train.members`, when ``batched``) and
+    summarise: success rate, mean steps to goal of the successful episodes,
+    mean return; on a multi-agent env the mean time to the first arrival, the
+    agents at the goal when it ended and the blocked moves per episode."""
     t0 = time.perf_counter()
-    out = jax.device_get(_run(env, _spec_key(spec), params, env_params, seed_key(seed),
-                              num_envs, num_steps, greedy, batched))
+    spec_key = json.dumps({k: spec.get(k) for k in _FORWARD_KEYS}, sort_keys=True)
+    out = jax.device_get(_run(env, spec_key, params, env_params, seed_key(seed), num_envs,
+                              num_steps, greedy, batched))
     seconds = time.perf_counter() - t0
     success = np.asarray(out["success"])
-    length = np.asarray(out["length"]).astype(np.float64)
-    steps = np.where(success, length, np.nan)
-    with np.errstate(invalid="ignore"):
-        mean_steps = _nanmean(steps) if success.any() else None
+    steps = np.where(success, np.asarray(out["length"]).astype(np.float64), np.nan)
     summary: dict[str, Any] = {
-        "episodes": int(num_envs),
-        "max_steps": int(num_steps),
-        "seed": int(seed),
-        "greedy": bool(greedy),
-        "success_rate": success.mean(axis=-1),
+        "episodes": int(num_envs), "max_steps": int(num_steps), "seed": int(seed),
+        "greedy": bool(greedy), "success_rate": success.mean(axis=-1),
         "successes": success.sum(axis=-1),
-        "mean_steps_to_goal": mean_steps,
-        "mean_return": np.asarray(out["ret"]).mean(axis=-1),
-        "seconds_incl_compile": seconds,
-    }
+        "mean_steps_to_goal": _nanmean(steps) if success.any() else None,
+        "mean_return": np.asarray(out["ret"]).mean(axis=-1), "seconds_incl_compile": seconds}
     if "first_arrival" in out:
         first = np.asarray(out["first_arrival"]).astype(np.float64)
         arrived = first < num_steps
-        with np.errstate(invalid="ignore"):
-            summary["mean_steps_to_first_arrival"] = (
-                _nanmean(np.where(arrived, first, np.nan)) if arrived.any() else None)
+        summary["mean_steps_to_first_arrival"] = (
+            _nanmean(np.where(arrived, first, np.nan)) if arrived.any() else None)
         summary["first_arrival_rate"] = arrived.mean(axis=-1)
         summary["mean_arrivals"] = np.asarray(out["arrivals"]).mean(axis=-1)
         summary["mean_collisions"] = np.asarray(out["collisions"]).mean(axis=-1)
@@ -207,9 +191,8 @@ def evaluate_in_lanes(env: Any, spec: dict, params: dict, env_params: Any, seed:
                       num_envs: int, num_steps: int, greedy: bool, lanes: int
                       ) -> dict[str, Any]:
     """:func:`evaluate` of one policy's ``params`` as ``lanes`` identical
-    members of a batched evaluation (a run trained in ``run.lanes``, as its
-    program's width computes it): lane 0's figures, as
-    :func:`member_evaluation` gives them."""
+    members (a run trained in ``run.lanes``, computed as its program's width
+    computes it): lane 0's :func:`member_evaluation`."""
     stacked = {k: np.broadcast_to(np.asarray(v), (lanes, *np.shape(v))) for k, v in
                params.items()}
     return member_evaluation(evaluate(env, spec, stacked, shared(env_params), seed, num_envs,

@@ -35,11 +35,10 @@ from plume_jax.train.checkpoint import checkpoint_update, find_checkpoint, \
 from plume_jax.train.config import RESUME_MAY_CHANGE, TrainConfig, current_form, dump_yaml, \
     resume_differences, train_config
 from plume_jax.train.distributed import is_main_process
-from plume_jax.train.loggers import RunLoggers
 from plume_jax.train.member_names import checkpoint_member_names, member_folders, \
     rename_legacy_member_folders, row_names
-from plume_jax.train.progress import append_jsonl, read_jsonl, rows_up_to, trim_jsonl, \
-    write_jsonl
+from plume_jax.train.progress import RunLoggers, append_jsonl, read_jsonl, rows_up_to, \
+    trim_jsonl, write_jsonl
 
 #: A :class:`plume_jax.train.loop.Program` (the loop imports this module, not the reverse).
 Program = Any

@@ -1,56 +1,50 @@
 """The one run function: ``plume-jax train``, ``plume-jax sweep`` and
-:func:`plume_jax.train.train` all train through :func:`run`. A single run
-is a sweep of one member: one program of one member whose run folder is
+:func:`plume_jax.train.train` all train through :func:`run`. A single run is
+a sweep of one member: one program of one member whose run folder is
 ``--out``; a sweep is one program per group of members that share their
-static structure, each member a run folder under ``members/``.
-
-:func:`run` is the skeleton they share, in this order: lock the folder,
-check it (and everything a resume reads), build the programs, load or
-initialise the first one's runner (all before anything is written or
-compiled), then prepare the folder and, program after program, start its
-members' rows, train it (:func:`plume_jax.train.loop.train_program`),
-export, evaluate and write each member's summary. Which folders, which
-checkpoint a program resumes from and what a resume rewrites are the rules
-of :mod:`plume_jax.train.folder` (:class:`~plume_jax.train.folder.SingleRun`,
-:class:`~plume_jax.train.folder.Sweep`); what a command does with the
-results (a sweep's ranked tables) is its ``finish`` callback, run while
-the folder is still locked.
-
-Across several processes every process calls :func:`run` with the same
-arguments; process 0 alone holds the locks, shows progress and writes, and
-no process returns before process 0 has written.
+static structure, each member a run folder under ``members/``. Which folders,
+which checkpoint a program resumes from and what a resume rewrites are the
+rules of :mod:`plume_jax.train.folder`; what a command does with the results
+(a sweep's ranked tables) is its ``finish`` callback, run while the folder is
+still locked. Across several processes every process calls :func:`run` with
+the same arguments; process 0 alone holds the locks, shows progress and
+writes, and no process returns before process 0 has written. :func:`train`
+is ``plume-jax train`` from Python (:func:`single_run`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import pathlib
+import sys
 import time
 from typing import Any, Callable, TextIO
 
 import jax
+import numpy as np
 
 from plume_jax.progress import ProgressBar
+from plume_jax.train.algorithms.base import Algorithm
 from plume_jax.train.config import TrainConfig
 from plume_jax.train.distributed import barrier, check_joined, is_main_process
-from plume_jax.train.folder import RunFolders
-from plume_jax.train.loggers import RunLoggers, check_wandb
-from plume_jax.train.loop import Interrupted, Program, ProgramResult, evaluate_members, \
-    export_member, init_runner, load_runner, machine_info, member_summary, stop_on_signals, \
-    train_program, update_of, write_member
+from plume_jax.train.folder import RunFolders, SingleRun
+from plume_jax.train.lane_schedule import lanes_line
+from plume_jax.train.loop import Interrupted, Member, Program, ProgramResult, build_program, \
+    evaluate_members, export_member, init_runner, load_runner, machine_info, member_summary, \
+    stop_on_signals, train_program, update_of, write_member
 from plume_jax.train.report import plot_learning_curves
-from plume_jax.train.progress import read_jsonl
+from plume_jax.train.progress import RunLoggers, check_wandb, read_jsonl
 from plume_jax.train.warm_start import start_notes
 
 
 @dataclasses.dataclass
 class RunResult:
-    """What :func:`run` returns: one
-    :class:`~plume_jax.train.loop.ProgramResult` per program, each member's
-    ``summary.json`` contents and final evaluation (None: not evaluated) by
+    """What :func:`run` returns: one ``ProgramResult`` per program, each
+    member's ``summary.json`` and final evaluation (None: not evaluated) by
     its index in the sweep (0 for a single run), the notes the run told the
-    user (also in every summary), and what the ``finish`` callback returned."""
+    user (also in every summary), and what ``finish`` returned."""
 
     programs: list[ProgramResult] = dataclasses.field(default_factory=list)
     summaries: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
@@ -62,21 +56,19 @@ class RunResult:
 def run(folders: RunFolders, build: Callable[[], list[Program]], configs: list[TrainConfig], *,
         progress: bool = True, stream: TextIO | None = None, evaluate: bool = True,
         overwrite: bool = False, finish: Callable[[RunResult], Any] | None = None) -> RunResult:
-    """Train the programs ``build()`` returns (called once the folder is
-    checked; building makes the envs and algorithms, compiles nothing) in
-    ``folders`` (``folders.out`` None writes nothing), in the module
-    docstring's order. ``configs``: every member's (checked first: W&B);
-    ``progress``: a progress bar or lines (to ``stream``, default stderr);
-    ``evaluate``: the final greedy evaluation of every member;
-    ``overwrite``: delete the outputs of an earlier run in the folder
-    (``folders.outputs``) first; ``finish(result)``: called once every
-    member is written, the folder still locked (its value is
-    ``RunResult.finished``).
+    """Train the programs ``build()`` returns in ``folders`` (``folders.out``
+    None writes nothing): lock the folder, check it and what a resume reads,
+    build the programs (envs and algorithms; nothing compiles), load or
+    initialise the first one's runner, all before anything is written or
+    compiled; then prepare the folder (``overwrite``: delete an earlier run's
+    ``folders.outputs`` first) and, program after program, train, export,
+    evaluate (``evaluate``) and write each member's summary. ``configs``:
+    every member's; ``progress``: a bar or lines (to ``stream``, default
+    stderr); ``finish(result)``: called once every member is written.
 
     Raises ``ValidationError`` / ``StateError`` for a folder or resume the
-    rules refuse (before anything is written), and
-    :class:`~plume_jax.train.loop.Interrupted` when a signal stopped the
-    training (after a checkpoint: ``folders.resume_command`` continues it).
+    rules refuse (before anything is written), and ``Interrupted`` when a
+    signal stopped the training (after a checkpoint).
     """
     check_joined(configs[0].run["distributed"])
     t_wall, main = time.perf_counter(), is_main_process()
@@ -146,13 +138,15 @@ def _finish_program(folders: RunFolders, trained: ProgramResult, checkpoint: pat
                     result: RunResult) -> None:
     """Export every member of a trained program (its checkpoint and policy,
     process 0), evaluate them (every process: the same work; a single run
-    from its exported files), then write each member's summary and figure."""
+    from its exported files), then (process 0) write each member's run
+    folder: ``metrics.csv`` of every row its ``metrics.jsonl`` holds,
+    ``summary.json``, the evaluation logged, then (``folders.figure``)
+    ``learning_curve.png``."""
     p = trained.setup
     for j in range(len(p.runs)):
         export_member(p, trained, j)
     train_wall = time.perf_counter() - t_wall
-    evaluations = (evaluate_members(p, trained.runner) if evaluate
-                   else [None] * len(p.runs))
+    evaluations = evaluate_members(p, trained.runner) if evaluate else [None] * len(p.runs)
     for j, i in enumerate(p.members):
         summary = run_summary(trained, j, checkpoint, result.notes)
         summary["train_wall_seconds"] = train_wall
@@ -161,21 +155,28 @@ def _finish_program(folders: RunFolders, trained: ProgramResult, checkpoint: pat
         summary["wall_seconds"] = time.perf_counter() - t_wall
         summary["machine"] = machine_info()
         result.summaries[i], result.evaluations[i] = summary, evaluations[j]
-        _write(folders, trained, j, summary, loggers[j])
+        member = p.runs[j]
+        if member.folder is None or not is_main_process():
+            continue
+        rows = read_jsonl(member.folder / "metrics.jsonl")
+        env_id = summary["env"]
+        title = f"{p.algo.name} ({member.config.network.type}) on {env_id}"
+        curve = (lambda path, r: plot_learning_curves(path, {env_id: r}, title=title)) \
+            if folders.figure else None
+        with folders.logs(p, j, loggers[j], rows) as live:
+            write_member(p, trained, j, summary, rows=rows, loggers=live, curve=curve)
 
 
 def run_summary(trained: ProgramResult, j: int, checkpoint: pathlib.Path | None,
                 notes: list[str]) -> dict[str, Any]:
-    """Member ``j``'s ``summary.json`` fields but the evaluation and wall
-    times: :func:`~plume_jax.train.loop.member_summary`, the updates and
-    env steps of this call, timings (seconds; the program's, which a sweep's
-    members share) and throughput (env steps per second of this member's
-    own steps), where it resumed from, the notes."""
+    """Member ``j``'s ``summary.json`` but the evaluation and wall times:
+    ``member_summary``'s fields, this call's updates and env steps, timings
+    (seconds; the program's, which a sweep's members share), throughput (of
+    this member's own env steps), where it resumed from, the notes."""
     p = trained.setup
-    per_update = p.runs[j].config.steps_per_update
-    start, run_s, compile_s = (trained.resumed_at_update, trained.train_seconds,
-                               trained.compile_seconds)
-    steps = (trained.update - start) * per_update
+    start, run_s, compile_s = trained.resumed_at_update, trained.train_seconds, \
+        trained.compile_seconds
+    steps = (trained.update - start) * p.runs[j].config.steps_per_update
     summary: dict[str, Any] = {
         **member_summary(p, trained, j),
         "updates_this_call": trained.update - start,
@@ -203,19 +204,89 @@ def run_summary(trained: ProgramResult, j: int, checkpoint: pathlib.Path | None,
     return summary
 
 
-def _write(folders: RunFolders, trained: ProgramResult, j: int, summary: dict[str, Any],
-           live: RunLoggers | None) -> None:
-    """Member ``j``'s finished run folder (process 0): ``metrics.csv`` of
-    every row its ``metrics.jsonl`` holds, ``summary.json``, the evaluation
-    logged, then (``folders.figure``) ``learning_curve.png``."""
-    p = trained.setup
-    member = p.runs[j]
-    if member.folder is None or not is_main_process():
-        return
-    rows = read_jsonl(member.folder / "metrics.jsonl")
-    env_id = summary["env"]
-    title = f"{p.algo.name} ({member.config.network.type}) on {env_id}"
-    curve = (lambda path, r: plot_learning_curves(path, {env_id: r}, title=title)) \
-        if folders.figure else None
-    with folders.logs(p, j, live, rows) as loggers:
-        write_member(p, trained, j, summary, rows=rows, loggers=loggers, curve=curve)
+@dataclasses.dataclass
+class TrainResult:
+    """What :func:`train` returns: the ``config`` and ``algo`` trained, the
+    final ``runner``, this call's per-update metrics ``rows``, the
+    ``summary`` (as ``summary.json``) and the output folder (or None)."""
+
+    config: TrainConfig
+    algo: Algorithm
+    runner: Any
+    rows: list[dict[str, Any]]
+    summary: dict[str, Any]
+    out_dir: pathlib.Path | None
+
+    def policy(self, greedy: bool = True):
+        """The trained policy as an ``agents.trained.TrainedPolicy``."""
+        from agents.trained import TrainedPolicy
+
+        spec, arrays = self.algo.policy(self.runner)
+        return TrainedPolicy({**spec, "env": self.algo.env.settings},
+                             {k: np.asarray(v) for k, v in arrays.items()}, greedy=greedy)
+
+
+def single_run(config: TrainConfig, out: pathlib.Path | None,
+               resume: str | pathlib.Path | None = None
+               ) -> tuple[SingleRun, Callable[[], list[Program]]]:
+    """The folder rules (:class:`~plume_jax.train.folder.SingleRun`) and the
+    program builder of one run of ``config`` in ``out``, for :func:`run`: a
+    program of one member in ``out``."""
+    def build() -> list[Program]:
+        env, env_params = config.make_env()
+        return [build_program([Member(config, env, env_params, folder=out)], batched=False,
+                              folder=out)]
+
+    return SingleRun(out, config, resume), build
+
+
+def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
+          progress: bool = True, stream: TextIO | None = None,
+          resume: str | pathlib.Path | None = None, evaluate: bool = True,
+          overwrite: bool = False) -> TrainResult:
+    """Train with ``config`` into ``out_dir`` (None: write nothing), as
+    :func:`run` does (``overwrite``, ``progress``, ``stream``, ``evaluate``);
+    ``out_dir`` must be new or empty unless ``overwrite`` or it is the folder
+    of the run being resumed. ``resume``: a run or checkpoint folder to
+    continue from, with a config that may differ from the checkpoint's only
+    as :func:`~plume_jax.train.folder.resume_point` allows. With several
+    processes every process calls ``train`` with the same arguments, after
+    :func:`plume_jax.train.distributed.join`.
+    """
+    out = pathlib.Path(out_dir) if out_dir is not None else None
+    folders, build = single_run(config, out, resume)
+    result = run(folders, build, [config], progress=progress, stream=stream, evaluate=evaluate,
+                 overwrite=overwrite)
+    trained = result.programs[0]
+    return TrainResult(config=config, algo=trained.setup.algo, runner=trained.runner,
+                       rows=trained.rows[0], summary=result.summaries[0], out_dir=out)
+
+
+def print_summary(summary: dict[str, Any], stream: TextIO | None = None) -> None:
+    """A run's summary for the terminal: what was trained, how fast, the
+    evaluation, the notes (``stream``: default stdout)."""
+    stream = stream or sys.stdout
+    p = functools.partial(print, file=stream)
+    p(f"trained {summary['env_steps_this_call']:,} env steps ({summary['updates_this_call']} "
+      f"updates, {summary['env_steps_total']:,} in total) on {summary['env']}")
+    sps = summary["steps_per_second_excl_compile"]
+    p(f"compile {summary['compile_seconds']:.1f} s, train {summary['train_seconds']:.1f} s"
+      + (f" ({sps:,.0f} env steps/s excluding compile)" if sps else ""))
+    lanes = lanes_line(summary.get("config", {}).get("run", {}).get("lanes"),
+                       summary["num_updates"])
+    if lanes is not None:  # N copies trained: N times the compute, steps/s one lane's
+        p(lanes)
+    ev = summary.get("evaluation")
+    if ev:
+        kind = "greedy" if ev["greedy"] else "sampled"
+        steps = ev["mean_steps_to_goal"]
+        p(f"{kind} evaluation on {ev['episodes']} fresh episodes (seed {ev['seed']}): "
+          f"success {100 * ev['success_rate']:.1f}% ({ev['successes']}/{ev['episodes']})"
+          + (f", mean steps to goal {steps:.1f}" if steps is not None else ""))
+        if ev.get("mean_steps_to_first_arrival") is not None:
+            p(f"first arrival after {ev['mean_steps_to_first_arrival']:.1f} steps on average; "
+              f"{ev['mean_arrivals']:.2f} agents at the goal and {ev['mean_collisions']:.1f} "
+              "blocked moves per episode")
+    for note in summary.get("notes", []):
+        p(f"note: {note}")
+    p(f"wall time {summary['wall_seconds']:.1f} s")

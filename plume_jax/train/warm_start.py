@@ -1,27 +1,15 @@
 """Starting a training run from a trained policy (``run.init_from``), the
 building block of a curriculum: train stage 1, then stage 2 on another env
-from stage 1's policy.
+from stage 1's policy (a sweep member from the stage-1 member of its name).
 
-``run.init_from`` names an exported policy (``policy.json`` + ``policy.npz``)
-by its policy folder, a run folder (its ``policy/``) or a sweep folder: there
-each member takes the policy of the stage-1 member of the same name
-(``members/<name>/policy``), so a seed sweep continues a seed sweep seed by
-seed.
-
-The network's parameters carry over, and normalised observations' mean and
-variance, weighted as one update's worth of observations so that they follow
-the new env within a few updates (:meth:`Algorithm.warm_start`); the
-optimiser, the learning-rate schedule, the envs and the PRNG key start fresh.
-The policy must be the same network on the same spaces (:data:`_SAME`, every
-array's name and shape; network settings that do not apply to its type, and
-``log_std_init``, are not compared; a setting an earlier export lacks is read
-at its default): a mismatch is a ``ValidationError`` naming what differs,
-before anything trains. The policy is read by
-:func:`agents.trained.load_policy_files`, with its checks, and ``policy.npz``
-may unpack to at most the new network's arrays in float64 plus 1 MiB.
-:func:`check_init_from` makes these checks without training (what ``train``,
-``sweep`` and ``tune`` check before any folder is written). A resumed run
-continues from its own checkpoint and does not read ``run.init_from`` again.
+The network's parameters carry over, and normalised observations' statistics
+(:meth:`Algorithm.warm_start`); the optimiser, the learning-rate schedule,
+the envs and the PRNG key start fresh. The policy must be the same network on
+the same spaces (:func:`check_compatible`), or a ``ValidationError`` names
+what differs before anything trains; :func:`check_init_from` makes these
+checks without training (``train``, ``sweep`` and ``tune`` before any folder
+is written). A resumed run continues from its own checkpoint and does not
+read ``run.init_from`` again.
 """
 
 from __future__ import annotations
@@ -42,8 +30,7 @@ SETTING = "run.init_from"
 #: The spec fields two policies must share for one to start the other's training.
 _SAME = ("algorithm", "network", "discrete", "action_dim", "action_low", "action_high",
          "obs_dim", "normalize_obs", "num_agents")
-#: What a spec field that a policy exported by an earlier version lacks
-#: stands for (``algorithm``: not recorded then, not compared).
+#: What a spec field an earlier version's export lacks stands for.
 _SPEC_DEFAULTS = {"num_agents": 1}
 #: Network settings that apply only to some network types.
 _ONLY_FOR_TYPE = {"gru_size": ("gru",), "rnn_size": ("rnn",), "image_shape": ("cnn",),
@@ -52,34 +39,30 @@ _ONLY_FOR_TYPE = {"gru_size": ("gru",), "rnn_size": ("rnn",), "image_shape": ("c
 _NPZ_SLACK_BYTES = 1 << 20
 
 
-def applicable_network(network: Any) -> Any:
-    """The network settings of a policy spec that make its network what it
-    is: those an earlier export lacks filled in at their defaults, those that
-    do not apply to its type (:data:`_ONLY_FOR_TYPE`; ``log_eps`` without
-    ``obs_transform: log``) and ``log_std_init`` dropped; not a mapping: as
-    it is."""
-    if not isinstance(network, dict):
-        return network
+def _comparable(spec: dict[str, Any], key: str) -> Any:
+    """``spec[key]`` as compared: a missing field at :data:`_SPEC_DEFAULTS`;
+    the network settings with those an earlier export lacks at their
+    defaults, without those that do not apply to its type
+    (:data:`_ONLY_FOR_TYPE`; ``log_eps`` without ``obs_transform: log``) and
+    ``log_std_init``."""
+    value = spec.get(key, _SPEC_DEFAULTS.get(key))
+    if key != "network" or not isinstance(value, dict):
+        return value
     defaults = {f.name: f.default for f in dataclasses.fields(NetworkConfig)}
-    net = {**json.loads(json.dumps(defaults)), **network}  # tuples as lists, as policy.json
-    for key, types in _ONLY_FOR_TYPE.items():
+    net = {**json.loads(json.dumps(defaults)), **value}  # tuples as lists, as policy.json
+    for name, types in _ONLY_FOR_TYPE.items():
         if net.get("type") not in types:
-            net.pop(key, None)
+            net.pop(name, None)
     if net.get("obs_transform") != "log":
         net.pop("log_eps", None)
     net.pop("log_std_init", None)
     return net
 
 
-def _comparable(spec: dict[str, Any], key: str) -> Any:
-    value = spec.get(key, _SPEC_DEFAULTS.get(key))
-    return applicable_network(value) if key == "network" else value
-
-
 def policy_folder(source: str, member: str = "") -> pathlib.Path:
     """The policy folder ``run.init_from: source`` names for the sweep
-    member ``member`` (``""``: a single run); ``ValidationError`` saying
-    what was looked for otherwise."""
+    member ``member`` (``""``: a single run): ``source`` itself, its
+    ``policy/`` or its ``members/<member>/policy``; else ``ValidationError``."""
     if not isinstance(source, str) or not source.strip():
         raise ValidationError.for_parameter(SETTING, source, "a path (not empty) or null")
     root = pathlib.Path(source).expanduser()
@@ -101,10 +84,10 @@ def policy_folder(source: str, member: str = "") -> pathlib.Path:
 
 def read_checked(folder: pathlib.Path, new_spec: dict[str, Any], new_arrays: dict[str, Any]
                  ) -> dict[str, np.ndarray]:
-    """The arrays of the policy in ``folder``, read by
-    :func:`agents.trained.load_policy_files` (errors name ``run.init_from``;
-    at most the new network's arrays in float64 plus :data:`_NPZ_SLACK_BYTES`)
-    and checked by :func:`check_compatible` against ``(new_spec, new_arrays)``."""
+    """The arrays of the policy in ``folder`` (read by
+    :func:`agents.trained.load_policy_files`, at most the new network's
+    arrays in float64 plus :data:`_NPZ_SLACK_BYTES`), checked by
+    :func:`check_compatible` against ``(new_spec, new_arrays)``."""
     from agents.trained import MAX_POLICY_NPZ_BYTES, load_policy_files
 
     wanted = 8 * sum(int(np.prod(np.shape(a), dtype=np.int64)) for a in new_arrays.values())
@@ -117,11 +100,9 @@ def read_checked(folder: pathlib.Path, new_spec: dict[str, Any], new_arrays: dic
 def check_compatible(folder: pathlib.Path, spec: dict[str, Any], arrays: dict[str, np.ndarray],
                      new_spec: dict[str, Any], new_arrays: dict[str, Any]) -> None:
     """``ValidationError`` unless the policy ``(spec, arrays)`` read from
-    ``folder`` is the same network, on the same spaces, as the new run's
-    ``(new_spec, new_arrays)`` (``Algorithm.policy`` of its fresh runner).
-    Network settings are compared as :func:`applicable_network` gives them;
-    a policy whose spec does not record its ``algorithm`` (an earlier
-    version's export) is compared on everything else."""
+    ``folder`` has the new run's (``Algorithm.policy`` of its fresh runner)
+    :data:`_SAME` fields (as :func:`_comparable` gives them; ``algorithm``
+    only where the spec records it) and array names and shapes."""
     new_spec = json.loads(json.dumps(new_spec))  # as policy.json holds it (tuples as lists)
     for key in _SAME:
         if key == "algorithm" and "algorithm" not in spec:
@@ -150,13 +131,9 @@ def check_compatible(folder: pathlib.Path, spec: dict[str, Any], arrays: dict[st
 def check_member(algo: Any, config: Any, env_params: Any, member: str = "") -> pathlib.Path | None:
     """The policy folder a member's ``run.init_from`` names (``None``: not
     set), read and checked against the network ``algo`` builds for
-    ``config`` (``member``: its name in a sweep, ``""`` for a single run):
-    ``init`` is traced abstractly (``jax.eval_shape``), nothing compiles.
-
-    Raises:
-        ValidationError: (parameter ``run.init_from``) the algorithm cannot
-            start from a policy; no policy folder there; a policy the
-            reader refuses; or one of another network or spaces.
+    ``config`` (``member``: its name in a sweep); nothing compiles.
+    ``ValidationError`` (``run.init_from``) if the algorithm cannot start
+    from a policy, or the policy is missing, unreadable or incompatible.
     """
     from plume_jax.core.seeding import seed_key
 
@@ -174,9 +151,8 @@ def check_member(algo: Any, config: Any, env_params: Any, member: str = "") -> p
 
 
 def check_init_from(config: Any, member: str = "") -> pathlib.Path | None:
-    """:func:`check_member` for a :class:`~plume_jax.train.config.TrainConfig`,
-    building its env and algorithm first (``ValidationError`` also when they
-    cannot be built)."""
+    """:func:`check_member` for a ``TrainConfig``, building its env and
+    algorithm first."""
     if config.run.get("init_from") is None:
         return None
     from plume_jax.train.algorithms.base import algorithm_class
@@ -186,17 +162,9 @@ def check_init_from(config: Any, member: str = "") -> pathlib.Path | None:
     return check_member(algo, config, env_params, member)
 
 
-def warm_start_member(algo: Any, runner: Any, source: str, member: str = "") -> Any:
-    """``runner`` (one member's, unbatched) with the policy ``run.init_from:
-    source`` names for ``member`` loaded into it (:meth:`Algorithm.warm_start`)."""
-    return algo.warm_start(runner, read_checked(policy_folder(source, member),
-                                                *algo.policy(runner)))
-
-
 def start_notes(p: Any) -> list[str]:
-    """What the members of program ``p`` (a fresh start, not a resume)
-    start from: one line per member whose ``run.init_from`` is set, naming
-    the policy folder (for the console and the run's summary)."""
+    """One note per member of program ``p`` (a fresh start) whose
+    ``run.init_from`` is set, naming the policy folder."""
     notes = []
     for m in p.runs:
         source = m.config.run.get("init_from")
@@ -209,15 +177,20 @@ def start_notes(p: Any) -> list[str]:
 
 
 def warm_start_program(p: Any, runner: Any) -> Any:
-    """The fresh runner of program ``p`` (a :class:`~plume_jax.train.loop.Program`)
-    with every member whose ``run.init_from`` is set started from its policy."""
+    """Program ``p``'s fresh runner with every member whose
+    ``run.init_from`` is set started from its policy
+    (:meth:`Algorithm.warm_start` of one member's unbatched runner)."""
+    def start(one: Any, source: str, member: str) -> Any:
+        return p.algo.warm_start(one, read_checked(policy_folder(source, member),
+                                                   *p.algo.policy(one)))
+
     sources = [m.config.run.get("init_from") for m in p.runs]
     if not any(sources):
         return runner
     if not p.batched:
-        return warm_start_member(p.algo, runner, sources[0], p.runs[0].name)
+        return start(runner, sources[0], p.runs[0].name)
     for j, (m, source) in enumerate(zip(p.runs, sources)):
         if source:
-            one = warm_start_member(p.algo, p.runner_of(runner, j), source, m.name)
+            one = start(p.runner_of(runner, j), source, m.name)
             runner = jax.tree.map(lambda all_, x, j=j: all_.at[j].set(x), runner, one)
     return runner

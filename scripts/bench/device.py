@@ -338,7 +338,7 @@ def measure_training(preset: str, network: str, num_envs: int,
     def measure() -> dict[str, Any]:
         import plume_jax
         from plume_jax.train.config import train_config
-        from plume_jax.train.trainer import train
+        from plume_jax.train.run import train
 
         steps, updates = args.train_steps, args.train_updates
         t0 = time.perf_counter()

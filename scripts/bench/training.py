@@ -79,7 +79,7 @@ def matched_config(preset: str, num_envs: int, num_steps: int, epochs: int, mini
 
 def bench_ours(data: dict[str, Any], label: str) -> dict[str, Any]:
     from plume_jax.train.config import train_config
-    from plume_jax.train.trainer import train
+    from plume_jax.train.run import train
 
     before = load()
     t0 = time.perf_counter()

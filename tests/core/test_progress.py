@@ -60,7 +60,7 @@ def test_training_progress_prints_no_rate_before_an_episode_ended():
 
     out = io.StringIO()
     bar = ProgressBar(100, "train", stream=out, min_interval_s=0.0)
-    progress = Progress(bar, num_updates=2, steps_per_update=50)
+    progress = Progress(bar, num_updates=2)
     nan = np.float32(np.nan)
     progress({"update": 1, "env_steps": 50, "episodes": 0, "return_mean": nan,
               "success_rate": nan, "length_mean": nan, "approx_kl": 0.01})
@@ -82,7 +82,7 @@ def test_progress_line_of_an_algorithm_without_a_policy_kl_prints_no_kl():
 
     out = io.StringIO()
     bar = ProgressBar(150, "train", stream=out, min_interval_s=0.0)
-    progress = Progress(bar, num_updates=3, steps_per_update=50)
+    progress = Progress(bar, num_updates=3)
     progress({"update": 1, "env_steps": 50, "episodes": 2, "return_mean": 0.5,
               "success_rate": 0.5, "length_mean": 9.0, "approx_kl": np.float32(np.nan)})
     progress({"update": 2, "env_steps": 100, "episodes": 2, "return_mean": 0.5,

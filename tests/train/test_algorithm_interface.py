@@ -257,7 +257,7 @@ def test_the_exported_policy_acts_as_the_trained_network(tmp_path):
     """The export of the new algorithm, loaded by agents.trained, gives the
     logits' argmax of the network it trained."""
     from agents.trained import TrainedPolicy
-    from plume_jax.train.trainer import train
+    from plume_jax.train.run import train
 
     cfg = train_config({**CONFIG, "algo": {**CONFIG["algo"], "total_steps": 256}})
     result = train(cfg, tmp_path / "r", progress=False, evaluate=False)
@@ -297,7 +297,7 @@ def test_a_broken_method_is_one_line_naming_it_before_training(tmp_path, broken,
     export fail with a raw AttributeError. Now the dry run before training
     (policy on a runner of zeros) or the trace of update names the method in
     one line, and no update has run."""
-    from plume_jax.train.trainer import train
+    from plume_jax.train.run import train
 
     cfg = train_config({**CONFIG, "algo": {**CONFIG["algo"], "algorithm": broken.name,
                                            "total_steps": 256}})

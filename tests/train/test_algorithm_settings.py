@@ -17,7 +17,7 @@ from plume_jax.train.algorithms.base import ALGORITHMS, Algorithm, algorithm_cla
 from plume_jax.train.algorithms.ppo import PPO_SETTINGS
 from plume_jax.train.algorithms.value_iteration import VALUE_ITERATION_SETTINGS
 from plume_jax.train.config import ALGO_KEYS_0_1, COMMON_ALGO, current_form, train_config
-from plume_jax.train.loggers import hparams
+from plume_jax.train.progress import hparams
 from tests.train.test_algorithm_interface import CONFIG
 from tests.train.test_belief_training import TINY
 

@@ -162,7 +162,7 @@ LOOKAHEAD = {"env": {"id": "PlumeNav-Poisson-Iso19x19-v0",
 @pytest.fixture(scope="module")
 def lookahead_run(tmp_path_factory):
     """Two updates of ``lookahead_vi`` through ``plume-jax train``'s trainer."""
-    from plume_jax.train.trainer import train
+    from plume_jax.train.run import train
 
     out = tmp_path_factory.mktemp("lookahead")
     result = train(train_config(LOOKAHEAD), out, progress=False)
@@ -231,7 +231,7 @@ def test_a_sweep_of_lookahead_vi_runs_each_member_as_its_own_program(tmp_path):
     every member as a program of its own, unbatched, and each member equals
     the single run of its config bit for bit."""
     from plume_jax.train.sweep import program_groups, run_sweep, sweep_config
-    from plume_jax.train.trainer import train
+    from plume_jax.train.run import train
 
     raw = {**LOOKAHEAD, "algo": {**LOOKAHEAD["algo"], "total_steps": 64}}
     sweep = sweep_config({"base": raw, "grid": {"run.seed": [0, 1]}})

@@ -124,7 +124,7 @@ def test_a_run_in_lanes_says_in_its_closing_lines_that_it_trained_copies(lanes, 
     for a width and for a width schedule, and a run without lanes has none."""
     import io
 
-    from plume_jax.train.trainer import print_summary
+    from plume_jax.train.run import print_summary
 
     def closing(run):
         cfg = train_config({**MINIMAL, "run": run})
@@ -166,7 +166,7 @@ def _rows(path: pathlib.Path) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def scheduled_run(tmp_path_factory):
-    from plume_jax.train.trainer import train
+    from plume_jax.train.run import train
 
     out = tmp_path_factory.mktemp("schedule") / "run"
     train(train_config(RUN), out, progress=False)
@@ -182,7 +182,7 @@ def test_a_run_with_a_lanes_schedule_resumes_bit_for_bit_from_any_segment(schedu
     switch: its evaluation ran at 4 lanes, the rest trains at 2) or 7
     (lanes 2) trains on at the schedule's widths and gives the same
     policy, best/, metrics rows and evaluations as the uninterrupted run."""
-    from plume_jax.train.trainer import train
+    from plume_jax.train.run import train
 
     out = scheduled_run
     copy = tmp_path / "run"

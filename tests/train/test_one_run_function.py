@@ -33,7 +33,7 @@ def imported_names(path: pathlib.Path) -> dict[str, str]:
     return names
 
 
-@pytest.mark.parametrize("front_end", ["trainer.py", "sweep.py", "../cli/train.py"])
+@pytest.mark.parametrize("front_end", ["sweep.py", "../cli/train.py"])
 def test_both_front_ends_train_through_the_one_run_function(front_end):
     names = imported_names(TRAIN / front_end)
     assert names.get("run") == "plume_jax.train.run", f"{front_end} does not call run.run"

@@ -11,7 +11,7 @@ import pytest
 from plume_jax.train.config import train_config
 from plume_jax.train.folder import best_row, better
 from plume_jax.train.progress import read_jsonl
-from plume_jax.train.trainer import train
+from plume_jax.train.run import train
 
 CONFIG = {
     "env": {"id": "PlumeNav-Gaussian-v0",

@@ -125,7 +125,7 @@ RUN = {
 def test_a_run_with_normalized_rewards_resumes_bit_for_bit(tmp_path):
     """The return statistics and each env's running return are in the
     checkpoint: a resume from update 2 trains as the uninterrupted run."""
-    from plume_jax.train.trainer import train
+    from plume_jax.train.run import train
 
     out = tmp_path / "run"
     train(train_config(RUN), out, progress=False)

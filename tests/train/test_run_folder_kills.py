@@ -25,7 +25,7 @@ from plume_jax.train.config import train_config
 from plume_jax.train.folder import best_row, better, check_best, recorded_best, \
     settle_best, trim_evaluations
 from plume_jax.train.progress import read_jsonl
-from plume_jax.train.trainer import train
+from plume_jax.train.run import train
 
 #: 8 updates of 32 env steps, every one checkpointed and kept; evaluated every 2.
 TINY = {"env": {"id": "PlumeNav-Gaussian-v0",

@@ -15,7 +15,7 @@ from plume_jax.core.errors import StateError, ValidationError
 from plume_jax.train.config import train_config
 from plume_jax.train.folder import FolderLock
 from plume_jax.train.sweep import run_sweep, sweep_config
-from plume_jax.train.trainer import train
+from plume_jax.train.run import train
 
 TINY = {"env": {"id": "PlumeNav-Gaussian-v0",
                 "overrides": {"grid_size": [12, 12], "max_steps": 20}},

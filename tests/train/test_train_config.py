@@ -458,7 +458,7 @@ def test_cli_train_needs_a_config_or_a_run_to_resume(tmp_path, capsys):
 def test_wandb_asked_for_but_not_installed_is_refused(monkeypatch):
     import importlib.util
 
-    from plume_jax.train.loggers import check_wandb
+    from plume_jax.train.progress import check_wandb
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
@@ -546,7 +546,7 @@ def test_an_unknown_key_far_from_every_known_one_gets_no_suggestion():
 def test_a_wandb_run_id_file_is_read_with_a_bound(tmp_path, content):
     """Issue 26: the W&B run id of a resumed run was read without bounds
     (``wandb_run_id`` as /dev/zero read gigabytes)."""
-    from plume_jax.train.loggers import wandb_run_id
+    from plume_jax.train.progress import wandb_run_id
 
     first = wandb_run_id(tmp_path)
     assert wandb_run_id(tmp_path) == first == (tmp_path / "wandb_run_id").read_text()

@@ -114,7 +114,7 @@ def test_join_without_a_launch_stays_a_single_process():
 
 
 def test_train_refuses_to_run_alone_when_the_launcher_asks_for_several(tmp_path, monkeypatch):
-    from plume_jax.train.trainer import train
+    from plume_jax.train.run import train
 
     for name, value in SLURM.items():
         monkeypatch.setenv(name, value)

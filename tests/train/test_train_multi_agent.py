@@ -370,7 +370,7 @@ def test_centralised_critic_is_refused_for_a_single_agent_before_compiling():
     data = {"env": {"id": "PlumeNav-Gaussian-v0", "overrides": SMALL},
             "algo": {"total_steps": 4 * 16, "num_envs": 4, "num_steps": 16},
             "network": {"critic": "centralised"}}
-    from plume_jax.train.trainer import train
+    from plume_jax.train.run import train
 
     with pytest.raises(ValidationError, match="centralised critic"):
         train(train_config(data), None, progress=False, evaluate=False)
@@ -548,7 +548,7 @@ SHARDED_TEAM_SCRIPT = """
 import json
 import jax, numpy as np
 from plume_jax.train.config import train_config
-from plume_jax.train.trainer import train
+from plume_jax.train.run import train
 
 assert jax.device_count() == 4, jax.devices()
 base = json.loads('CONFIG')
@@ -592,7 +592,7 @@ def test_gaussian_config_with_the_swarm_id_trains_instead_of_crashing():
     PlumeNav-Swarm-v0 crashed with a vmap rank error; now it trains (one
     small update on a smaller grid to keep the test short) and evaluates."""
     from plume_jax.train.config import read_yaml
-    from plume_jax.train.trainer import train
+    from plume_jax.train.run import train
 
     data = read_yaml(CONFIGS / "train_gaussian.yaml")
     data["env"]["id"] = "PlumeNav-Swarm-v0"

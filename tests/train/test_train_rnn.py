@@ -30,7 +30,7 @@ from plume_jax.train.algorithms import networks
 from plume_jax.train.algorithms.ppo import PPO, Hparams, ppo_static
 from plume_jax.train.checkpoint import load_checkpoint
 from plume_jax.train.config import NetworkConfig, load_train_config
-from plume_jax.train.trainer import train
+from plume_jax.train.run import train
 
 TRIVIAL_ENV = {"grid_size": [16, 16], "sigma": 4.0, "goal_radius": 1.5, "max_steps": 40,
                "start": {"type": "fixed", "position": [4, 7]}}

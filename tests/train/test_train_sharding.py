@@ -17,7 +17,7 @@ COMMON = textwrap.dedent("""
     import json
     import jax, numpy as np
     from plume_jax.train.config import train_config
-    from plume_jax.train.trainer import train
+    from plume_jax.train.run import train
     from plume_jax.train.sweep import run_sweep, sweep_config
 
     assert jax.device_count() == 4, jax.devices()

@@ -20,7 +20,7 @@ import yaml
 from agents.trained import TrainedPolicy
 from plume_jax.cli import main
 from plume_jax.train.config import train_config
-from plume_jax.train.trainer import train
+from plume_jax.train.run import train
 
 TRIVIAL_ENV = {"grid_size": [16, 16], "sigma": 4.0, "goal_radius": 1.5, "max_steps": 40,
                "start": {"type": "fixed", "position": [4, 7]}}

@@ -519,7 +519,7 @@ def test_tune_progress_says_no_success_before_an_episode_ended():
     bar = ProgressBar(10, "tune", quiet=True)
     shown = []
     bar.update = lambda value, message="": shown.append(message)  # type: ignore[method-assign]
-    progress = Progress(bar, 10, 512, members=4)
+    progress = Progress(bar, 10, members=4)
     progress({"update": np.array([1, 1, 1, 1]), "env_steps": np.array([512] * 4),
               "episodes": np.array([1.0, 0.0, 0.0, 0.0]),
               "success_rate": np.array([1.0, np.nan, np.nan, np.nan]),

@@ -1,6 +1,6 @@
 """Loisy & Eloy's value iteration on the belief
 (``plume_jax.train.algorithms.value_iteration.BeliefValueIteration``) and its training
-run driver (``plume_jax.train.trainer.train``), on a tiny Poisson grid: the Bellman
+run driver (``plume_jax.train.run.train``), on a tiny Poisson grid: the Bellman
 target against a hand computation, the symmetry average, the exploration
 schedule, the replay ring, chunked runs and checkpoint resume bit for bit,
 the exported policy's decisions, and the settings it refuses."""
@@ -315,7 +315,7 @@ def test_plume_jax_train_resume_is_bit_identical_to_a_straight_run(tmp_path):
     is the best evaluated parameters and loads as an agents.trained policy."""
     from agents.trained import TrainedPolicy
     from plume_jax.train.checkpoint import read_checkpoint
-    from plume_jax.train.trainer import train
+    from plume_jax.train.run import train
 
     train(tiny_config(2), tmp_path / "a", progress=False, evaluate=False)
     train(tiny_config(4), tmp_path / "a", progress=False, evaluate=False,
@@ -495,7 +495,7 @@ def test_plume_jax_sweep_trains_the_seeds_of_a_searcher_as_one_program(tmp_path)
     from agents.trained import TrainedPolicy
     from plume_jax.train.config import train_config
     from plume_jax.train.sweep import program_groups, run_sweep, sweep_config
-    from plume_jax.train.trainer import train
+    from plume_jax.train.run import train
 
     sweep = sweep_config({"base": tiny_config(4).to_dict(), "grid": {"run.seed": [0, 1]}})
     assert program_groups(sweep) == [[0, 1]]
@@ -546,7 +546,7 @@ def test_cnn_without_frozen_target_trains_and_its_export_acts_bit_for_bit_as_in_
     in-training look-ahead's values and actions bit for bit."""
     from agents.trained import TrainedPolicy
     from plume_jax.train.algorithms.base import algorithm_class
-    from plume_jax.train.trainer import train
+    from plume_jax.train.run import train
 
     cfg = tiny_config(3).replace(network=TINY_CNN, algo={"frozen_target": False})
     train(cfg, tmp_path / "run", progress=False, evaluate=False)

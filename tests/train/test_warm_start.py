@@ -18,7 +18,7 @@ from plume_jax.core.errors import ValidationError
 from plume_jax.train import loop as driver
 from plume_jax.train.config import train_config
 from plume_jax.train.sweep import setup, sweep_config
-from plume_jax.train.trainer import train
+from plume_jax.train.run import train
 from plume_jax.train.warm_start import policy_folder
 
 ENV = {"grid_size": [16, 16], "sigma": 4.0, "goal_radius": 1.5, "max_steps": 40,

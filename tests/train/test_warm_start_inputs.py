@@ -145,7 +145,7 @@ def test_an_empty_init_from_is_refused_not_a_fresh_network(empty):
 def test_a_bad_policy_is_refused_before_the_run_folder_is_written(tmp_path):
     """The reader's checks run in ``plume-jax train``'s pre-flight, not
     only when the runner is built."""
-    from plume_jax.train.trainer import train
+    from plume_jax.train.run import train
 
     folder = copy_policy(tmp_path)
     arrays = arrays_of(folder)

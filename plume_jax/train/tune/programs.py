@@ -38,7 +38,7 @@ from plume_jax.train.loop import Member, Program, ProgramResult, build_program, 
     evaluate_members, export_member, init_runner, member_summary, place_runner, update_of, \
     write_member
 from plume_jax.train.loop import train_program as run_program
-from plume_jax.train.loggers import RunLoggers, hparams
+from plume_jax.train.progress import RunLoggers, hparams
 from plume_jax.train.members import is_shared
 from plume_jax.train.folder import FolderLock, make_out_dir
 from plume_jax.train.sweep import SweepConfig, program_groups
