@@ -69,9 +69,8 @@ def machine_info() -> dict[str, Any]:
 
 
 def update_of(runner: Any) -> int:
-    """The update ``runner`` is at (every member's is the same), read from
-    this process's first shard (a sweep's runner may span devices this
-    process cannot read)."""
+    """The update ``runner`` is at (every member's), read from this
+    process's first shard (a sweep's may span devices it cannot read)."""
     update = runner.update
     if isinstance(update, jax.Array) and not update.is_fully_addressable:
         update = update.addressable_data(0)
@@ -81,10 +80,9 @@ def update_of(runner: Any) -> int:
 # ------------------------------------------------------------------ programs
 @dataclasses.dataclass
 class Member:
-    """One run a program trains: its validated ``config``, the ``env`` and
-    ``env_params`` it trains on, its run ``folder`` (None: nothing written),
-    its ``name`` in a sweep (``""``: a single run) and extra ``summary.json``
-    fields (a sweep member's grid values)."""
+    """One run a program trains: ``config``, ``env``, ``env_params``, run
+    ``folder`` (None: nothing written), ``name`` in a sweep and extra
+    ``summary.json`` fields."""
 
     config: TrainConfig
     env: Any
@@ -96,13 +94,11 @@ class Member:
 
 @dataclasses.dataclass
 class Program:
-    """What one compiled XLA program trains: ``algo``, its members
-    (``runs``), their ``hp``, ``env_params`` and ``keys`` (with a leading
-    member axis when ``batched``), and the ``folder`` its checkpoints go to
-    (a single run's run folder, a sweep's ``programs/<k>``). ``mesh`` shards
-    the member axis (batched) or the env batch (a single run of an algorithm
-    that ``shards_env_batch``). ``members``: their indices in their sweep.
-    ``lanes``: a single run's ``run.lanes`` (None: the plain program)."""
+    """What one compiled program trains: ``algo``, its members (``runs``),
+    their ``hp``, ``env_params`` and ``keys`` (a leading member axis when
+    ``batched``), the ``folder`` of its checkpoints (a run folder, a sweep's
+    ``programs/<k>``), the ``mesh`` sharding the member axis or the env
+    batch, the members' indices in their sweep, a single run's ``lanes``."""
 
     algo: Algorithm
     runs: list[Member]
@@ -120,10 +116,6 @@ class Program:
     def config(self) -> TrainConfig:
         """The first member's config (the static settings all members share)."""
         return self.runs[0].config
-
-    @property
-    def env(self) -> Any:
-        return self.runs[0].env
 
     @property
     def num_updates(self) -> int:
@@ -148,12 +140,9 @@ class Program:
 
 def build_program(runs: list[Member], *, batched: bool, folder: pathlib.Path | None = None,
                   members: list[int] | None = None, label: str = "") -> Program:
-    """The :class:`Program` of ``runs``, which share static settings and env
-    structure. ``batched``: their hyperparameters, env params
-    (:func:`~plume_jax.train.members.stack_members`) and keys stacked along
-    a member axis; otherwise ``runs`` is the one member of a single run.
-    Every member is checked (``run.init_from`` included) before anything
-    is written."""
+    """The :class:`Program` of ``runs`` (sharing static settings): stacked
+    along a member axis when ``batched``, else the one member of a single
+    run. Every member is checked (``run.init_from`` too) before any write."""
     first = runs[0]
     cls = algorithm_class(first.config.algo["algorithm"])
     mesh = lanes = None
@@ -192,12 +181,10 @@ def build_program(runs: list[Member], *, batched: bool, folder: pathlib.Path | N
 
 
 def _lanes(config: TrainConfig, cls: type[Algorithm]) -> LaneSchedule | None:
-    """A single run's ``run.lanes``, checked: a sweepable algorithm, one
-    device (``run.devices`` auto or 1), one process. The run trains as lane
-    0 of a vmapped program of identical copies: a member of a vmapped
-    program depends on the program's width (XLA picks other loop orders),
-    not on its position or the other members' hyperparameters, so ``N``
-    copies reproduce a sweep member of width ``N`` bit for bit."""
+    """A single run's ``run.lanes``, checked (sweepable algorithm, one device
+    and process). A vmapped member depends on its program's width, not its
+    position or its neighbours, so lane 0 of ``N`` copies is bit for bit a
+    sweep member of width ``N``."""
     lanes = config.run["lanes"]
     if lanes is None:
         return None
@@ -242,15 +229,14 @@ def place_runner(p: Program, runner: Any) -> Any:
 
 
 def init_runner(p: Program) -> Any:
-    """A fresh runner on the program's mesh: ``algo.init`` of every member,
-    each member with ``run.init_from`` started from that policy."""
+    """A fresh runner on the mesh (``run.init_from`` policies applied)."""
     runner = jax.block_until_ready(jax.jit(lambda: _init(p))())
     return place_runner(p, warm_start_program(p, runner))
 
 
 def load_runner(p: Program, checkpoint: pathlib.Path) -> tuple[Any, int]:
-    """The runner of ``checkpoint`` on the mesh, and its update; a batched
-    program's checkpoint must hold its members and configs."""
+    """The runner of ``checkpoint`` (a batched program's: of its members
+    and configs) on the mesh, and its update."""
     runner, meta = load_checkpoint(checkpoint, jax.eval_shape(lambda: _init(p)))
     if p.batched:
         expected = json.loads(json.dumps(p.meta(0)))
@@ -265,11 +251,9 @@ def load_runner(p: Program, checkpoint: pathlib.Path) -> tuple[Any, int]:
 
 
 class _Reshaped:
-    """``algo.run`` for a caller whose runner has another form. ``lanes``
-    None: a batched program of one member of an algorithm that is not
-    ``sweepable`` (a member axis of 1 outside, the algorithm run unbatched);
-    else a single run trained as ``lanes`` copies of it in one batched
-    program (env params kept once), keeping lane 0."""
+    """``algo.run`` in another runner form. ``lanes`` None: a batched
+    program of one member of an algorithm that is not ``sweepable`` (run
+    unbatched); else a single run trained as lane 0 of ``lanes`` copies."""
 
     def __init__(self, algo: Algorithm, lanes: int | None = None):
         self.algo, self.lanes = algo, lanes
@@ -290,9 +274,8 @@ class _Reshaped:
 
 # ------------------------------------------------------------------ stopping
 class Interrupted(Exception):
-    """A run stopped on SIGINT or SIGTERM after checkpointing (the CLI says
-    how to resume, exit status 130 or 143): ``signal_name``, ``update`` (the
-    checkpoint's) and ``resume`` (the command that continues the run)."""
+    """A run stopped on SIGINT or SIGTERM, checkpointed at ``update``;
+    ``resume``: the command that continues it (exit status 130 or 143)."""
 
     def __init__(self, signal_name: str, update: int, resume: str):
         super().__init__(f"interrupted by {signal_name} at update {update}: the checkpoint is "
@@ -301,8 +284,7 @@ class Interrupted(Exception):
 
 
 class StoppedAtOnce(KeyboardInterrupt):
-    """A second SIGINT while a run was already stopping: the run stops at
-    once, without a new checkpoint (exit status 130)."""
+    """A second SIGINT: the run stops at once, without a new checkpoint."""
 
     def __init__(self) -> None:
         super().__init__("stopped at once by a second SIGINT, without a new checkpoint: the "
@@ -321,11 +303,9 @@ class StopRequest:
 
 @contextlib.contextmanager
 def stop_on_signals() -> Iterator[StopRequest]:
-    """While the block runs, the first SIGINT (Ctrl-C) or SIGTERM (what a
-    scheduler sends before it kills a job) asks the run to stop at the end of
-    the current chunk, checkpointed; a second SIGINT interrupts at once
-    (:class:`StoppedAtOnce`). Handlers are installed only in the main thread
-    (elsewhere the block runs as it is) and restored after."""
+    """While the block runs, the first SIGINT or SIGTERM asks the run to
+    stop at the end of the chunk, checkpointed; a second SIGINT interrupts
+    at once (:class:`StoppedAtOnce`). Handlers only in the main thread."""
     request = StopRequest()
     if threading.current_thread() is not threading.main_thread():
         yield request
@@ -348,10 +328,9 @@ def stop_on_signals() -> Iterator[StopRequest]:
 def next_chunk(done: int, num_updates: int, *, every: int | None, seconds_per_update: float | None,
                seconds_to_checkpoint: float | None, max_chunk: int = MAX_CHUNK,
                eval_every: int | None = None) -> int:
-    """How many updates the next call runs: one first (the speed not
-    measured yet), then up to the budget, the next ``every``
-    (``run.checkpoint_every``) or ``eval_every`` multiple, about
-    :data:`REPORT_SECONDS` of training, or the timed checkpoint due."""
+    """How many updates the next call runs: one first (to measure the
+    speed), then up to the budget, the next ``every`` or ``eval_every``
+    multiple, :data:`REPORT_SECONDS` of training or the timed checkpoint."""
     n = min(num_updates - done, max_chunk)
     for period in (every, eval_every):
         if period:
@@ -368,9 +347,8 @@ def next_chunk(done: int, num_updates: int, *, every: int | None, seconds_per_up
 @dataclasses.dataclass
 class ProgramResult:
     """A trained program: its final ``runner``, each member's metrics
-    ``rows`` (per update, from update 1), the update it started from (0:
-    fresh), timings (seconds) and the checkpoints written; ``interrupted``:
-    the stop request (signal name) it stopped early on, after checkpointing."""
+    ``rows`` (from update 1), the update it started from, timings (seconds);
+    ``interrupted``: the stop (signal name) it ended on, checkpointed."""
 
     setup: Program
     runner: Any
@@ -399,13 +377,12 @@ def train_program(p: Program, runner: Any, rows: list[list[dict[str, Any]]], *,
                   bar: ProgressBar, offset: float = 0.0, init_seconds: float = 0.0,
                   loggers: list[Any] | None = None, stop: Any = None) -> ProgramResult:
     """Train ``p`` from ``runner`` to ``p.num_updates`` in chunks of one
-    compiled program (one per width of a ``run.lanes`` schedule), whose
-    number of updates per call is an argument. ``rows``: each member's rows
-    so far, extended in place; ``loggers``: each member's live loggers or
-    None; the bar is at ``offset`` plus the members' env steps; ``stop``: a
-    :class:`StopRequest` (or a tuner's) that, once set after a chunk or an
-    evaluation, ends the run there, checkpointed (``interrupted``)."""
-    cfg, steps, main = p.config, p.config.steps_per_update, is_main_process()
+    compiled program (one per width of a ``run.lanes`` schedule) taking the
+    number of updates per call. ``rows``: each member's rows so far,
+    extended in place; ``loggers``: each member's or None; ``stop``: a
+    :class:`StopRequest` (or a tuner's) that ends the run after a chunk or
+    an evaluation, checkpointed (``interrupted``)."""
+    cfg, steps = p.config, p.config.steps_per_update
     result = ProgramResult(p, runner, rows, init_seconds, resumed_at_update=update_of(runner))
     done = result.resumed_at_update
     hp, env_params = p.hp, p.env_params
@@ -445,8 +422,7 @@ def train_program(p: Program, runner: Any, rows: list[list[dict[str, Any]]], *,
             elapsed = time.perf_counter() - t0
             result.train_seconds += elapsed
             seconds_per_update, done = elapsed / n, done + n
-            _append_rows(p, rows, loggers, host_copy(jax.tree.map(lambda x: x[:n], metrics)),
-                         main)
+            _append_rows(p, rows, loggers, host_copy(jax.tree.map(lambda x: x[:n], metrics)))
             if chunks.after(runner, done, seconds_per_update):
                 break
     # the members' state on every process, for what follows
@@ -455,10 +431,9 @@ def train_program(p: Program, runner: Any, rows: list[list[dict[str, Any]]], *,
 
 
 def _append_rows(p: Program, rows: list[list[dict[str, Any]]], loggers: list[Any],
-                 metrics: dict[str, Any], main: bool) -> None:
-    """A chunk's ``metrics`` (stacked over its updates; members on axis 1
-    when batched) as rows: into ``rows``, each member's ``metrics.jsonl``
-    (process 0) and its logger."""
+                 metrics: dict[str, Any]) -> None:
+    """A chunk's ``metrics`` (members on axis 1 when batched) as rows: into
+    ``rows``, each member's ``metrics.jsonl`` (process 0) and its logger."""
     for j, member in enumerate(p.runs):
         if p.batched:
             new = [{k: v for k, v in r.items() if k != "member"} for r in
@@ -466,16 +441,15 @@ def _append_rows(p: Program, rows: list[list[dict[str, Any]]], loggers: list[Any
         else:
             new = metric_rows(metrics)
         rows[j].extend(new)
-        if member.folder is not None and main:
+        if member.folder is not None and is_main_process():
             append_jsonl(member.folder / "metrics.jsonl", new)
         if loggers[j] is not None:
             loggers[j].log_rows(new)
 
 
 class _Chunks:
-    """What the host decides between the chunks of one program: each
-    chunk's length, the checkpoints (to ``p.folder``; none without one),
-    the periodic evaluation and the stop request, counted in ``result``."""
+    """What the host decides between chunks: their lengths, checkpoints (to
+    ``p.folder``), the periodic evaluation and the stop, kept in ``result``."""
 
     def __init__(self, p: Program, stop: Any, evaluate: Callable[..., None] | None,
                  result: ProgramResult):
@@ -524,8 +498,7 @@ class _Chunks:
         return stopping
 
     def _stopping(self) -> bool:
-        """Whether a stop was asked for (every process agreeing); sets
-        ``result.interrupted``."""
+        """Whether a stop was asked for (every process agreeing)."""
         if self.stop is None or not bool(agree(bool(self.stop))):
             return False
         self.result.interrupted = self.stop.signal_name or "a stop request"
@@ -536,13 +509,10 @@ class _Chunks:
 def periodic_evaluator(p: Program, loggers: list[Any], *, note: Callable[[int, str], None]
                        ) -> Callable[..., None] | None:
     """The ``on_evaluation(runner, update, resumed=False)`` of ``p`` (None
-    without ``eval.every``), called after the update's checkpoint: every
-    member evaluated greedily on ``eval.periodic_episodes`` episodes from
-    ``eval.periodic_seed``, a row each
-    (:func:`~plume_jax.train.folder.record_evaluation`), a new best into
-    ``best/``, its logger's ``eval/`` scalars and one progress ``note``. A
-    member whose ``evaluations.jsonl`` holds the update's row gets no second
-    one; with ``resumed`` nothing is evaluated unless a row is missing."""
+    without ``eval.every``), called after the update's checkpoint: each
+    member evaluated greedily, a row (:func:`~plume_jax.train.folder.record_evaluation`:
+    a new best into ``best/``), its logger's scalars, one ``note``. A member
+    whose ``evaluations.jsonl`` holds the update's row gets no second one."""
     cfg = p.config
     if not cfg.eval["every"]:
         return None
@@ -574,10 +544,9 @@ def periodic_evaluator(p: Program, loggers: list[Any], *, note: Callable[[int, s
             row["best"] = better(row, best[j])
             best[j] = row if row["best"] else best[j]
             steps = row["mean_steps_to_goal"]
+            steps = "" if steps is None else f", {steps:.1f} steps"
             texts.append(f"{member.name + ': ' if member.name else ''}success "
-                         f"{row['success_rate']:.3f}" + (f", {steps:.1f} steps" if steps is not
-                                                         None else "")
-                         + (" (new best)" if row["best"] else ""))
+                         f"{row['success_rate']:.3f}{steps}{' (new best)' if row['best'] else ''}")
             if loggers[j] is not None:
                 loggers[j].log_periodic_evaluation(row)
             if member.folder is not None and main:
@@ -590,19 +559,17 @@ def periodic_evaluator(p: Program, loggers: list[Any], *, note: Callable[[int, s
 
 def _best_writer(p: Program, runner: Any, j: int, row: dict[str, Any]
                  ) -> Callable[[pathlib.Path], Any]:
-    """What writes member ``j``'s policy of ``runner`` as the best policy
-    of the evaluation ``row`` into a folder."""
+    """What writes member ``j``'s policy as the best of ``row`` into a folder."""
     return lambda folder: export_policy(
         folder, p.algo, p.runner_of(runner, j), p.runs[j].env.settings,
         {"trained_env_steps": row["env_steps"], "best_of_periodic_evaluations": row})
 
 
 def _restore_best(p: Program, j: int) -> None:
-    """Member ``j``'s ``best/`` again when its recorded best row has no
-    policy on disk (a resume from an older update dropped a later ``best/``
-    that had replaced it): exported from the program's checkpoint of that
-    update, the very runner that row evaluated; without one ``best/`` stays
-    absent until an evaluation beats the recorded row."""
+    """Member ``j``'s ``best/`` again when its recorded best row has none (a
+    resume from an older update dropped a later ``best/``), exported from
+    the checkpoint of that row's update, if kept (else no ``best/`` until an
+    evaluation beats the row)."""
     folder = p.runs[j].folder
     row = recorded_best(folder) if folder is not None else None
     if row is None or folder is None or p.folder is None or (folder / BEST).exists() \
@@ -624,21 +591,20 @@ def _restore_best(p: Program, j: int) -> None:
 
 def _evaluate(p: Program, spec: dict[str, Any], arrays: Any, seed: int, episodes: int,
               num_steps: int, greedy: bool, update: int) -> dict[str, Any]:
-    """:func:`~plume_jax.train.evaluation.evaluate` of the policy ``spec`` /
-    ``arrays`` on ``p``'s env: over its members when batched; a run in
-    lanes at the width of the program that trained ``update``."""
+    """The evaluation of a policy on ``p``'s env (over its members when
+    batched; in lanes at the width of the program that trained ``update``)."""
+    env = p.runs[0].env
     if p.lanes is not None:
-        return evaluate_in_lanes(p.env, spec, arrays, p.env_params, seed, episodes, num_steps,
+        return evaluate_in_lanes(env, spec, arrays, p.env_params, seed, episodes, num_steps,
                                  greedy, p.lanes.evaluation_width(update))
-    return evaluation.evaluate(p.env, spec, arrays, p.env_params, seed, episodes, num_steps,
+    return evaluation.evaluate(env, spec, arrays, p.env_params, seed, episodes, num_steps,
                                greedy=greedy, batched=p.batched)
 
 
 def evaluate_members(p: Program, runner: Any) -> list[dict[str, Any]]:
-    """The final greedy (``eval.greedy``) evaluation of every member on
-    ``eval.num_envs`` fresh episodes: one batched call for a batched
-    program; a single run with a run folder evaluates its exported policy
-    as reloaded from ``policy/`` (written first), the files a user loads."""
+    """The final evaluation of every member (``eval.greedy``,
+    ``eval.num_envs`` episodes); a single run with a run folder evaluates
+    its policy as reloaded from ``policy/``, the files a user loads."""
     cfg = p.config
     num_steps = eval_num_steps(cfg, p.env_params)
     greedy, seed, episodes = cfg.eval["greedy"], cfg.eval["seed"], cfg.eval["num_envs"]
@@ -652,7 +618,7 @@ def evaluate_members(p: Program, runner: Any) -> list[dict[str, Any]]:
         policy = TrainedPolicy.load(member.folder / "policy", greedy=greedy)
     else:
         spec, arrays = p.algo.policy(runner)
-        policy = TrainedPolicy({**spec, "env": p.env.settings},
+        policy = TrainedPolicy({**spec, "env": member.env.settings},
                                {k: np.asarray(v) for k, v in arrays.items()}, greedy=greedy)
     return [_evaluate(p, policy.spec, policy.params, seed, episodes, num_steps, greedy,
                       update_of(runner))]
@@ -660,9 +626,8 @@ def evaluate_members(p: Program, runner: Any) -> list[dict[str, Any]]:
 
 # ------------------------------------------------------------------ finished members
 def export_member(p: Program, result: ProgramResult, j: int) -> None:
-    """Member ``j``'s final state into its run folder (process 0): its
-    checkpoint (unless the program's checkpoints go there and one holds
-    this update) and its exported policy."""
+    """Member ``j``'s checkpoint (unless the program's holds this update
+    there) and exported policy into its run folder (process 0)."""
     member = p.runs[j]
     if member.folder is None or not is_main_process():
         return
@@ -683,8 +648,7 @@ def member_summary(p: Program, result: ProgramResult, j: int) -> dict[str, Any]:
     out = {"env": member.env.settings.get("id", member.env.name), "config": cfg.to_dict(),
            "num_updates": cfg.num_updates,
            "env_steps_total": result.update * cfg.steps_per_update, **member.summary}
-    best = best_row(member.folder) if member.folder is not None else None
-    if best is not None:
+    if member.folder is not None and (best := best_row(member.folder)) is not None:
         out["best_periodic_evaluation"] = best
     return out
 
@@ -694,10 +658,8 @@ def write_member(p: Program, result: ProgramResult, j: int, summary: dict[str, A
                  curve: Callable[[pathlib.Path, list[dict[str, Any]]], Any] | None = None
                  ) -> None:
     """Finish member ``j``'s run folder (process 0), results first:
-    ``metrics.csv`` of ``rows`` and ``summary.json`` (atomic replacements),
-    the evaluation logged to ``loggers``, then the figure
-    ``curve(folder / "learning_curve.png", rows)``: a figure that fails is a
-    warning that loses nothing."""
+    ``metrics.csv`` and ``summary.json`` (atomic), the evaluation logged,
+    then ``curve(folder / "learning_curve.png", rows)`` (failing: a warning)."""
     member = p.runs[j]
     if member.folder is None or not is_main_process():
         return
