@@ -59,13 +59,18 @@ def plume_case(request, movie_path):
     plume, params, _ = PLUMES[request.param.split("-")[0]].build(cfg, GRID, "plume")
 
     def run(key, p, points):
-        """init, 3 advances, then concentration at points and the field."""
+        """init, 3 advances, then at ``points``: the concentration and wind;
+        the field; the source; and the concentration at the cell centres
+        (read in the same call: one compiled program serves every test)."""
         k0, k1 = jax.random.split(key)
         state = plume.init(k0, p)
         state = jax.lax.fori_loop(0, 3, lambda i, s: plume.advance(jax.random.fold_in(k1, i), s, p),
                                   state)
-        return (plume.concentration(state, points, GRID, p), plume.field(state, GRID, p),
-                plume.source_location(state, p), plume.wind(state, points, p))
+        n = points.shape[0]
+        where = jnp.concatenate([points, cell_centres(GRID).reshape(-1, 2)])
+        conc = plume.concentration(state, where, GRID, p)
+        return (conc[:n], plume.field(state, GRID, p), plume.source_location(state, p),
+                plume.wind(state, points, p), conc[n:])
 
     return request.param, plume, params, name, values, jax.jit(run)
 
@@ -74,8 +79,11 @@ def test_every_plume_type_is_covered():
     assert sorted(PLUMES) == ["filament", "gaussian", "movie", "poisson", "singh"]
 
 
+#: 16 points, as many as the property test draws (one compiled program)
 POINTS = jnp.asarray([[0.0, 0.0], [19.0, 13.0], [5.5, 6.25], [10.0, 7.0], [2.0, 7.0],
-                      [-0.5, 3.0], [20.5, 3.0], [4.0, -2.0], [4.0, 14.2]], jnp.float32)
+                      [-0.5, 3.0], [20.5, 3.0], [4.0, -2.0], [4.0, 14.2], [19.0, 0.0],
+                      [0.0, 13.0], [7.0, 7.0], [12.25, 9.75], [15.5, 2.5], [-3.0, -3.0],
+                      [25.0, 20.0]], jnp.float32)
 
 
 def test_determinism_given_the_key(plume_case):
@@ -111,11 +119,11 @@ def test_vmap_over_params_matches_one_at_a_time(plume_case):
 
 def test_field_is_concentration_at_the_cells(plume_case):
     _, plume, params, _, _, run = plume_case
-    key = jax.random.key(5)
-    _, field, _, _ = run(key, params, POINTS)
-    conc = run(key, params, cell_centres(GRID))[0]
+    _, field, _, _, conc = run(jax.random.key(5), params, POINTS)
     assert field.shape == (14, 20) and field.dtype == jnp.float32
-    np.testing.assert_allclose(np.asarray(field), np.asarray(conc), rtol=1e-5, atol=1e-7)
+    assert conc.shape == (14 * 20,)
+    np.testing.assert_allclose(np.asarray(field), np.asarray(conc).reshape(14, 20), rtol=1e-5,
+                               atol=1e-7)
 
 
 # a fixed number of points keeps one compiled program; XLA on CPU flushes
@@ -129,7 +137,8 @@ COORD = {"width": 32, "allow_subnormal": False}
 def test_non_negative_finite_and_zero_outside_the_domain(plume_case, points, seed):
     _, _, params, _, _, run = plume_case
     pts = jnp.asarray(points, jnp.float32)
-    c, field, source, wind = (np.asarray(x) for x in run(jax.random.key(seed), params, pts))
+    c, field, source, wind, _ = (np.asarray(x) for x in run(jax.random.key(seed), params,
+                                                            pts))
     assert c.shape == (len(points),) and np.all(np.isfinite(c)) and np.all(c >= 0.0)
     assert np.all(np.isfinite(field)) and np.all(field >= 0.0)
     p = np.asarray(points, np.float32)
