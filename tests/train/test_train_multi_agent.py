@@ -48,8 +48,9 @@ def _static(network: NetworkConfig, num_updates: int = 3, **over) -> PPOStatic:
 def _train(env, params, static, seed=0):
     algo = PPO(env, params, static)
     hp = _hp()
-    runner = jax.jit(algo.init)(jax.random.key(seed), hp, params)
-    runner, metrics = jax.jit(lambda r: algo.run(r, hp, params, static.num_updates))(runner)
+    # init and run as one program: one compile
+    runner, metrics = jax.jit(lambda k: algo.run(algo.init(k, hp, params), hp, params,
+                                                 static.num_updates))(jax.random.key(seed))
     return algo, jax.device_get(runner), jax.device_get(metrics)
 
 
@@ -147,10 +148,10 @@ def tiny_rollout(request):
     num_envs, num_steps = 8, 48
     algo = PPO(env, params, _static(NETS["mlp"], num_envs=num_envs, num_steps=num_steps))
     hp = _hp()
-    runner = jax.jit(algo.init)(jax.random.key(0), hp, params)
 
     @jax.jit
-    def run(runner):
+    def run(init_key):
+        runner = algo.init(init_key, hp, params)  # in the same program: one compile
         key = jax.random.key(1)
         _, traj, last = algo.rollout(runner, hp, params, key)
         adv, target = gae(traj.reward, traj.value, traj.terminated, traj.truncated,
@@ -168,7 +169,7 @@ def tiny_rollout(request):
                               (jax.random.split(key, num_steps), traj.action))
         return traj, last, adv, target, raw, algo.episode_metrics(traj, jnp.asarray(1))
 
-    traj, last, adv, target, raw, metrics = jax.device_get(run(runner))
+    traj, last, adv, target, raw, metrics = jax.device_get(run(jax.random.key(0)))
     return request.param, traj, last, adv, target, raw, metrics
 
 
@@ -290,9 +291,10 @@ def test_every_agent_acts_through_one_set_of_weights():
     hidden = jnp.zeros((6, multi_algo.hidden_dim))
     starts = jnp.ones((1, 6), bool)
     _, (logits, _), value = multi_algo.net.apply(b, hidden, x, starts)
-    # the same rows one at a time through the single-agent network
+    # the same rows one at a time through the single-agent network (compiled once)
+    single = jax.jit(single_algo.net.apply)
     for r in range(6):
-        _, (lr, _), vr = single_algo.net.apply(a, hidden[r:r + 1], x[:, r:r + 1], starts[:, :1])
+        _, (lr, _), vr = single(a, hidden[r:r + 1], x[:, r:r + 1], starts[:, :1])
         np.testing.assert_allclose(logits[0, r], lr[0, 0], rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(value[0, r], vr[0, 0], rtol=1e-5, atol=1e-6)
 
@@ -349,9 +351,10 @@ def test_centralised_value_reads_the_team_and_the_actor_only_its_agent(kind):
     x = _rows(rng, 2, 3, algo.in_dim)
     hidden = jnp.zeros((6, algo.hidden_dim))
     starts = jnp.ones((1, 6), bool)
-    _, (logits, _), value = algo.net.apply(p, hidden, x, starts)
+    apply = jax.jit(algo.net.apply)  # one compile for both inputs
+    _, (logits, _), value = apply(p, hidden, x, starts)
     changed = x.at[0, 1].add(3.0)  # env 0, agent 1
-    _, (logits2, _), value2 = algo.net.apply(p, hidden, changed, starts)
+    _, (logits2, _), value2 = apply(p, hidden, changed, starts)
     moved = np.abs(np.asarray(value2 - value))[0] > 1e-6
     np.testing.assert_array_equal(moved, [True, True, True, False, False, False])
     same_logits = np.all(np.isclose(logits2, logits), axis=-1)[0]
