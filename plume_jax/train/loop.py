@@ -262,13 +262,15 @@ class _Reshaped:
             callback: Any = None, log_every: int = 1, batched: bool = False,
             count: Any = None) -> tuple[Any, dict[str, Any]]:
         if self.lanes is None:  # member 0 in, a member axis of 1 out
-            args, k = member_of((runner, hp, env_params), 0), None
+            k, (runner, hp, env_params) = None, member_of((runner, hp, env_params), 0)
         else:  # the copies in, lane 0 out
-            args, k = (_copies(runner, self.lanes), _copies(hp, self.lanes), shared(env_params)), 0
+            k, runner, hp = 0, _copies(runner, self.lanes), _copies(hp, self.lanes)
+            env_params = shared(env_params)
         inner = None if callback is None else (
             lambda m: callback(jax.tree.map(lambda x: np.asarray(x)[k], m)))
-        out, metrics = self.algo.run(*args, num_updates, callback=inner, log_every=log_every,
-                                     batched=self.lanes is not None, count=count)
+        out, metrics = self.algo.run(runner, hp, env_params, num_updates, callback=inner,
+                                     log_every=log_every, batched=self.lanes is not None,
+                                     count=count)
         return jax.tree.map(lambda x: x[k], out), jax.tree.map(lambda x: x[:, k], metrics)
 
 
