@@ -270,13 +270,19 @@ def test_python_dash_m_plume_jax_is_the_plume_jax_command(tmp_path):
     assert result.stdout == buffer.getvalue()
 
 
-def test_python_dash_m_plume_jax_reports_bad_input_like_the_command(tmp_path):
+def test_python_dash_m_plume_jax_reports_bad_input_like_the_command(tmp_path, capsys):
+    """The status main returns is python -m's exit status (a fresh interpreter);
+    argparse's usage errors name the command, not ``__main__.py`` (in this
+    process: sys.argv[0] is pytest's, so only an explicit prog names it)."""
     result = _run_python("-m", "plume_jax", "demo", "--preset", "NoSuchPreset-v0",
                          cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.startswith("plume-jax: error:") and "NoSuchPreset-v0" in result.stderr
-    usage = _run_python("-m", "plume_jax", "no-such-command", cwd=tmp_path)
-    assert usage.returncode == 2 and usage.stderr.startswith("usage: plume-jax")
+    from plume_jax import cli
+
+    with pytest.raises(SystemExit) as usage:
+        cli.main(["no-such-command"])
+    assert usage.value.code == 2 and capsys.readouterr().err.startswith("usage: plume-jax")
 
 
 # --- the wheel ----------------------------------------------------------------------
@@ -351,11 +357,12 @@ def _folder_with_another_agents(tmp_path: pathlib.Path, kind: str) -> pathlib.Pa
     return tmp_path
 
 
-@pytest.mark.parametrize("kind", sorted(SHADOWS))
-def test_another_agents_in_the_working_folder_stops_plume_jax_loudly(tmp_path, kind):
+def test_another_agents_in_the_working_folder_stops_plume_jax_loudly(tmp_path):
     """Python puts the working folder first on sys.path, so `import agents` there
-    gets the local module; plume_jax's own code must refuse it, naming both."""
-    folder = _folder_with_another_agents(tmp_path, kind)
+    gets the local module; plume_jax's own code must refuse it, naming both.
+    (A local agents/ package: the next test in this process, and
+    test_the_demo_refuses_a_shadowing_agents_package in a fresh one.)"""
+    folder = _folder_with_another_agents(tmp_path, "module")
     code = ("import agents, pathlib; print(pathlib.Path(agents.__file__).resolve()); "
             "from plume_jax.core.agents_package import check_agents_package; "
             "check_agents_package()")
@@ -364,6 +371,21 @@ def test_another_agents_in_the_working_folder_stops_plume_jax_loudly(tmp_path, k
     assert result.returncode != 0
     assert "ImportError" in result.stderr and str(expected_agents_init()) in result.stderr
     assert str(folder.resolve()) in result.stderr
+
+
+def test_another_agents_package_stops_plume_jax_loudly(tmp_path, monkeypatch):
+    """An ``agents/`` package (``agents/__init__.py``) imported in place of
+    plume_jax's is refused as the ``agents.py`` module above is, naming both."""
+    folder = _folder_with_another_agents(tmp_path, "package")
+    spec = importlib.util.spec_from_file_location("agents", folder / "agents" / "__init__.py",
+                                                  submodule_search_locations=[])
+    local = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(local)
+    monkeypatch.setitem(sys.modules, "agents", local)
+    with pytest.raises(ImportError) as refused:
+        check_agents_package()
+    assert str(expected_agents_init()) in str(refused.value)
+    assert str(folder / "agents" / "__init__.py") in str(refused.value)
 
 
 def test_the_demo_refuses_a_shadowing_agents_package(tmp_path):
