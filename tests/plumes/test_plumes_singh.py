@@ -150,14 +150,15 @@ def test_the_cross_wind_noise_stays_along_world_y_in_a_turned_wind():
 
 @pytest.fixture(scope="module")
 def constant_env():
+    """``(env, params, step)``: the Constant preset and its jitted ``step_env``
+    (compiled once, shared by the tests)."""
     env, params = plume_jax.make("PlumeNav-Singh2023-Constant-v0")
-    return env, params
+    return env, params, jax.jit(env.step_env)
 
 
 def test_straying_two_metres_from_every_puff_ends_the_episode(constant_env):
-    env, params = constant_env
+    env, params, step = constant_env
     obs, state = env.reset(jax.random.key(0), params)
-    step = jax.jit(env.step_env)
     near = state.replace(agent=AgentState.at([8.0, 10.0], 0.0))
     far = state.replace(agent=AgentState.at([8.0, 13.5], 0.0))
     still = jnp.asarray([-1.0, 0.0])
@@ -180,7 +181,7 @@ def test_plumes_without_a_stray_limit_never_end_an_episode_off_the_plume():
 
 
 def test_a_flier_is_carried_by_the_wind_and_feels_the_apparent_wind(constant_env):
-    env, params = constant_env
+    env, params, step = constant_env
     obs, state = env.reset(jax.random.key(0), params)
     heading = math.pi / 2  # facing north, across the wind (0.5 m/s toward east)
     state = state.replace(agent=AgentState.at([6.0, 10.0], heading))
@@ -189,7 +190,7 @@ def test_a_flier_is_carried_by_the_wind_and_feels_the_apparent_wind(constant_env
     # at rest the apparent wind is the wind: 0.5 m/s from the agent's right
     np.testing.assert_allclose(np.asarray(obs0[:2]), [0.0, -0.5], atol=1e-5)
     state = state.replace(sensor=sensor0)
-    obs, after, *_ = env.step_env(jax.random.key(1), state, jnp.asarray([1.0, 0.0]), params)
+    obs, after, *_ = step(jax.random.key(1), state, jnp.asarray([1.0, 0.0]), params)
     # 2 m/s north for 0.04 s plus 0.5 m/s east: (0.02, 0.08)
     np.testing.assert_allclose(np.asarray(after.agent.position), [6.02, 10.08], atol=1e-5)
     # apparent wind: wind - air velocity = (0.5, -2) m/s, i.e. 2 m/s head-on, 0.5 from the right
