@@ -371,7 +371,7 @@ def test_a_kill_between_capture_files_leaves_the_old_capture_whole(captured, tmp
 
     real = cf.file_sha256
     monkeypatch.setattr(cf, "file_sha256", dies_on_the_second_file)
-    assert _evaluate(tmp_path, out, "--episodes", "3") == 130  # the CLI's Ctrl-C exit
+    assert _evaluate(tmp_path, out) == 130  # the CLI's Ctrl-C exit
     # a plain Ctrl-C says so (it printed "plume-jax: " and nothing else)
     assert capsys.readouterr().err.splitlines()[-1] == "plume-jax: interrupted by SIGINT"
     assert len(calls) == 2
@@ -417,9 +417,9 @@ def test_a_leftover_set_aside_folder_does_not_stop_the_next_overwrite(captured, 
     stale = tmp_path / f"capture.capture-old-{os.getpid()}"
     stale.mkdir()
     (stale / "steps.parquet").write_bytes(b"half deleted")
-    assert _evaluate(tmp_path, out, "--episodes", "3") == 0
+    assert _evaluate(tmp_path, out) == 0
     assert "Traceback" not in capsys.readouterr().err
-    assert pq.read_table(out / "episodes.parquet").num_rows == 3
+    assert pq.read_table(out / "episodes.parquet").num_rows == 6
     assert _siblings(out) == [stale.name]  # the leftover is the user's to delete
     before = _files(out)
     steps = pq.read_table(out / "steps.parquet")
