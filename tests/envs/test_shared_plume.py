@@ -130,10 +130,11 @@ def test_every_agent_reads_its_plume_as_a_single_env_would(shared4):
     assert float(params.sensor.sensors[1].noise_std) == 0.0  # the wind sensor
     plume = jax.tree.map(lambda x: jnp.repeat(x, 4, axis=1), states.plume)  # [T, N, ...]
     xy, heading = info["agent_xy"], info["agent_heading"]
-    read = jax.vmap(jax.vmap(lambda p, point: env.plume.concentration(
-        p, point, env.grid, params.plume)))(plume, xy)
-    wind = jax.vmap(jax.vmap(lambda p, point: env.plume.wind(p, point, params.plume)))(
-        plume, xy)
+    read, wind = jax.jit(lambda plume, xy: (
+        jax.vmap(jax.vmap(lambda p, point: env.plume.concentration(
+            p, point, env.grid, params.plume)))(plume, xy),
+        jax.vmap(jax.vmap(lambda p, point: env.plume.wind(p, point, params.plume)))(
+            plume, xy)))(plume, xy)
     c, s = jnp.cos(heading), jnp.sin(heading)
     body = jnp.stack([c * wind[..., 0] + s * wind[..., 1],
                       -s * wind[..., 0] + c * wind[..., 1]], axis=-1)
@@ -169,8 +170,8 @@ def test_only_agents_that_ended_restart_and_the_plume_runs_on(shared4):
     keys = jax.vmap(lambda k: jax.random.split(jax.random.split(k)[1], NUM_ENVS))(
         jax.random.split(jax.random.fold_in(jax.random.key(3), 1), NUM_STEPS))
     lead_keys = keys[:, ::4]
-    advanced = jax.vmap(jax.vmap(lambda k, p: env.plume.advance(
-        env.step_keys(k).plume, p, params.plume)))(lead_keys, before.plume)
+    advanced = jax.jit(jax.vmap(jax.vmap(lambda k, p: env.plume.advance(
+        env.step_keys(k).plume, p, params.plume))))(lead_keys, before.plume)
     for name in ("active", "head", "released"):
         np.testing.assert_array_equal(np.asarray(getattr(states.plume, name)),
                                       np.asarray(getattr(advanced, name)))
