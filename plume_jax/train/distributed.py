@@ -163,16 +163,10 @@ def initialize(launch: Launch | None, *, discard_import_backends: bool = False) 
 
 def join(mode: str = "auto", *, coordinator: str | None = None,
          num_processes: int | None = None, process_id: int | None = None) -> bool:
-    """Join the multi-process system :func:`requested_launch` names, if any,
-    before any other JAX computation; returns whether it is one of several.
-
-    Example (every process of a SLURM job step, ``srun python script.py``)::
-
-        from plume_jax.train import distributed, load_train_config, train
-
-        distributed.join()
-        train(load_train_config("configs/train_gaussian.yaml"), "runs/ppo")
-    """
+    """Join the multi-process system :func:`requested_launch` names, if any:
+    every process of a script calls it first, before any JAX computation
+    (docs/training.md, "Several processes"); returns whether it is one of
+    several."""
     return initialize(requested_launch(mode, coordinator=coordinator,
                                        num_processes=num_processes, process_id=process_id),
                       discard_import_backends=True)
