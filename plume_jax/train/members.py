@@ -22,9 +22,8 @@ import numpy as np
 @jax.tree_util.register_pytree_node_class
 @dataclasses.dataclass(frozen=True)
 class Shared:
-    """A leaf that every member has the same value of, kept once (no member
-    axis). A pytree node with that one child, so it passes through ``jit``
-    and sharding like any leaf."""
+    """A leaf every member has the same value of, kept once (no member axis);
+    a pytree node, so it passes through ``jit`` and sharding like any leaf."""
 
     value: Any
 
@@ -52,16 +51,14 @@ def _stack_leaf(*values: Any) -> Any:
 
 
 def stack_members(trees: list[Any]) -> Any:
-    """One tree for the members ``trees`` (all of one structure): a leaf the
-    members differ in is stacked (a leading member axis), a leaf they share
-    is kept once as :class:`Shared`."""
+    """One tree for the members ``trees`` (all of one structure): a leaf they
+    differ in stacked (a leading member axis), one they share :class:`Shared`."""
     return jax.tree.map(_stack_leaf, *trees)
 
 
 def member_axes(tree: Any) -> Any:
     """``vmap`` ``in_axes`` for ``tree``: 0 for a stacked leaf, None
-    (broadcast) for a :class:`Shared` one. A tree without :class:`Shared`
-    leaves (every leaf stacked) gets 0 everywhere."""
+    (broadcast) for a :class:`Shared` one."""
     return jax.tree.map(lambda x: None if is_shared(x) else 0, tree, is_leaf=is_shared)
 
 

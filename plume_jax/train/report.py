@@ -130,10 +130,9 @@ def plot_learning_curves(path: str | pathlib.Path, curves: dict[str, list[dict[s
 def plot_setting_curves(path: str | pathlib.Path,
                         settings: dict[str, list[list[dict[str, Any]]]], metric: str,
                         ylabel: str, title: str = "", scale: float = 1.0) -> pathlib.Path:
-    """A sweep's training curves of one per-episode metric: ``settings`` maps
-    a setting's label to its seeds' metrics rows; the line is the seeds' mean
-    :func:`episode_curve`, the band their range, the panel below the episodes
-    ended per update (seed mean)."""
+    """A sweep's training curves of one per-episode metric (``settings``: a
+    label -> its seeds' metrics rows): the seeds' mean :func:`episode_curve`,
+    their range as a band, below it the episodes ended per update."""
     plt = _pyplot()
     fig, (ax, count_ax) = plt.subplots(2, 1, figsize=(8, 6), sharex=True,
                                        gridspec_kw={"height_ratios": [3, 1]})

@@ -282,17 +282,15 @@ def run_sweep(sweep: SweepConfig, out_dir: str | pathlib.Path | None = None, *,
     t_wall = time.perf_counter()
     out = pathlib.Path(out_dir) if out_dir is not None else None
     folders = Sweep(out, sweep, resume)
-    groups: list[list[int]] = []
 
     def build() -> list[Program]:
-        groups.extend(program_groups(sweep))
-        setups = [setup(sweep, g, out, k + 1) for k, g in enumerate(groups)]
+        setups = [setup(sweep, g, out, k + 1) for k, g in enumerate(program_groups(sweep))]
         for k, s in enumerate(setups):
             s.label = f"program {k + 1}/{len(setups)}" if len(setups) > 1 else ""
         return setups
 
     def finish(result: RunResult) -> dict[str, Any]:
-        summary, rows = _sweep_summary(sweep, groups, result, t_wall)
+        summary, rows = _sweep_summary(sweep, result, t_wall)
         if out is None or not is_main_process():
             return summary
         write_jsonl(out / "metrics.jsonl", rows)  # results first (atomic), figures last
@@ -332,13 +330,14 @@ def _member_results(sweep: SweepConfig, result: RunResult
     return [by_member[i] for i in range(len(sweep.members))], all_rows
 
 
-def _sweep_summary(sweep: SweepConfig, groups: list[list[int]], result: RunResult,
-                   t_wall: float) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _sweep_summary(sweep: SweepConfig, result: RunResult, t_wall: float
+                   ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``results.json``: the budget, the programs (what sets each apart,
     timings in seconds), the members' results and the ranked settings; and
     every member's metrics rows."""
     results, all_rows = _member_results(sweep, result)
     programs = result.programs
+    groups = [p.setup.members for p in programs]
     statics = _static_differences(sweep, groups)
     per_member = [sweep.configs[g[0]].num_updates * sweep.configs[g[0]].steps_per_update
                   for g in groups]
