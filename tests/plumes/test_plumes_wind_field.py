@@ -203,9 +203,16 @@ def test_mean_wind_over_the_domain_and_time_is_the_configured_wind(plume_wind):
     assert interior.std(axis=(0, 1)).min() > 0.05
 
 
-def test_same_key_same_field_bit_for_bit_and_keys_matter():
+@pytest.fixture(scope="module")
+def warm_plume():
+    """``(plume, params, init)``: a 25-step warm-up and its jitted ``init``,
+    compiled once and shared (what the tests vary is dynamic: params)."""
     plume, params = build(warmup_steps=25)
-    init = jax.jit(plume.init)
+    return plume, params, jax.jit(plume.init)
+
+
+def test_same_key_same_field_bit_for_bit_and_keys_matter(warm_plume):
+    plume, params, init = warm_plume
     a, b, c = init(jax.random.key(4), params), init(jax.random.key(4), params), \
         init(jax.random.key(5), params)
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
@@ -213,11 +220,12 @@ def test_same_key_same_field_bit_for_bit_and_keys_matter():
     assert not np.array_equal(np.asarray(a.gusts.gusts), np.asarray(c.gusts.gusts))
 
 
-def test_puffs_move_with_the_field_at_their_centres():
+def test_puffs_move_with_the_field_at_their_centres(warm_plume):
     """Without centre-relative dispersion, each puff's step is the wind
     (large-scale plus gusts, after their update) at its centre."""
-    plume, params = build(dispersion=0.0, warmup_steps=30, release_rate=0.0)
-    state = jax.jit(plume.init)(jax.random.key(6), params.replace(release_rate=jnp.float32(1.0)))
+    plume, params, init = warm_plume
+    params = params.replace(dispersion=jnp.float32(0.0), release_rate=jnp.float32(0.0))
+    state = init(jax.random.key(6), params.replace(release_rate=jnp.float32(1.0)))
     after = jax.jit(plume.advance)(jax.random.key(7), state, params)
     expected = np.asarray(state.positions) + np.asarray(plume.wind(after, state.positions, params))
     active = np.asarray(after.active)
