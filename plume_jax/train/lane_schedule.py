@@ -86,9 +86,8 @@ def lanes_check(name: str, value: Any, grid: Any = None) -> int | list[dict[str,
 @dataclasses.dataclass(frozen=True)
 class LaneSchedule:
     """A checked ``run.lanes`` (not null): ``segments``, ``(from_update,
-    width)`` pairs, from_update 0 first and strictly increasing; segment
-    ``i`` trains updates ``[from_update_i, from_update_{i+1})``, the last
-    one to the end of the run."""
+    width)`` pairs; segment ``i`` trains updates ``[from_update_i,
+    from_update_{i+1})``, the last one to the end of the run."""
 
     segments: tuple[tuple[int, int], ...]
 
@@ -109,9 +108,8 @@ class LaneSchedule:
                     self.segments[0][1])
 
     def evaluation_width(self, update: int) -> int:
-        """The width of an evaluation of the runner at ``update``: that of
-        the program that trained its last update (``update - 1``); the
-        first width at update 0."""
+        """The width of an evaluation of the runner at ``update``: that of the
+        program that trained update ``update - 1`` (the first at update 0)."""
         return self.training_width(max(update - 1, 0))
 
     def ends(self, num_updates: int) -> list[tuple[int, int, int]]:

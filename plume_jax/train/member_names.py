@@ -10,12 +10,21 @@ import dataclasses
 import pathlib
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from plume_jax.core.errors import StateError, ValidationError
 
-if TYPE_CHECKING:
-    from plume_jax.train.sweep import SweepConfig
+
+class SweepMembers(Protocol):
+    """What this module and the sweep's report read of a sweep (a
+    :class:`plume_jax.train.sweep.SweepConfig`, which imports them)."""
+
+    @property
+    def members(self) -> list[dict[str, Any]]: ...
+    @property
+    def configs(self) -> list[Any]: ...
+    @property
+    def names(self) -> list[str]: ...
 
 
 def short_key(key: str) -> str:
@@ -94,7 +103,7 @@ def legacy_member_names(members: list[dict[str, Any]]) -> list[str]:
     return member_names(members, style=LEGACY)
 
 
-def member_folders(out: pathlib.Path, sweep: SweepConfig, *, resume: bool = False
+def member_folders(out: pathlib.Path, sweep: SweepMembers, *, resume: bool = False
                    ) -> list[pathlib.Path]:
     """Each member's run folder in the sweep folder ``out``: ``members/<name>``,
     or, when ``resume`` and only its older name's folder exists, that one
@@ -116,7 +125,7 @@ def member_folders(out: pathlib.Path, sweep: SweepConfig, *, resume: bool = Fals
     return folders
 
 
-def rename_legacy_member_folders(out: pathlib.Path, sweep: SweepConfig,
+def rename_legacy_member_folders(out: pathlib.Path, sweep: SweepMembers,
                                  locks: Mapping[pathlib.Path, Any] | None = None
                                  ) -> list[tuple[pathlib.Path, pathlib.Path]]:
     """``sweep --resume``: rename each member folder that has only its older
@@ -144,7 +153,7 @@ def rename_legacy_member_folders(out: pathlib.Path, sweep: SweepConfig,
     return moves
 
 
-def checkpoint_member_names(meta: Mapping[str, Any], sweep: SweepConfig, members: list[int]
+def checkpoint_member_names(meta: Mapping[str, Any], sweep: SweepMembers, members: list[int]
                             ) -> list[str]:
     """The names a program's checkpoint (its ``meta``) gives the sweep's
     ``members`` (indices): their older names when an older sweep wrote it,
@@ -155,7 +164,7 @@ def checkpoint_member_names(meta: Mapping[str, Any], sweep: SweepConfig, members
     return old if old != names and meta.get("members") == old else names
 
 
-def row_names(sweep: SweepConfig) -> list[tuple[str, ...]]:
+def row_names(sweep: SweepMembers) -> list[tuple[str, ...]]:
     """Each member's names in the sweep's ``metrics.jsonl`` rows: now, and
     as an older sweep wrote them."""
     return list(zip(sweep.names, legacy_member_names(sweep.members)))

@@ -16,14 +16,11 @@ import math
 import pathlib
 import sys
 import warnings
-from typing import TYPE_CHECKING, Any, Sequence, TextIO
+from typing import Any, Sequence, TextIO
 
 import numpy as np
 
-from plume_jax.train.member_names import member_label
-
-if TYPE_CHECKING:
-    from plume_jax.train.sweep import SweepConfig
+from plume_jax.train.member_names import SweepMembers, member_label
 
 #: The fewest ended episodes a plotted point of a training rate or return pools.
 MIN_EPISODES_PER_POINT = 20
@@ -196,7 +193,7 @@ def _stats(values: list[float | None]) -> dict[str, Any]:
             "min": float(v.min()), "max": float(v.max()), "n": int(v.size)}
 
 
-def rank_settings(sweep: SweepConfig, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def rank_settings(sweep: SweepMembers, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One entry per setting (a grid point without ``run.seed``), ranked:
     by greedy evaluation success (mean over seeds, highest first), then mean
     steps to the goal (fewest first); by training success over the last 10%

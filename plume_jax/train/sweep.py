@@ -1,9 +1,10 @@
 """Sweeps (``plume-jax sweep``): a grid of training runs, every member a run
-folder you can evaluate, load and resume. This module validates the sweep,
-groups its members into programs and trains them through the one run
-function (:func:`plume_jax.train.run.run`) with the sweep's folder rules
-(:class:`plume_jax.train.folder.Sweep`: ``members/<name>/`` run folders,
-``programs/<k>/checkpoint/``). Sweep YAML (docs/training.md, "Sweeps")::
+folder (``members/<name>/``) you can evaluate, load and resume. This module
+validates a sweep, groups its members into programs (members whose static
+settings and env structure are equal share one ``vmap`` of
+``Algorithm.update`` over a member axis) and trains them through
+:func:`plume_jax.train.run.run` under :class:`plume_jax.train.folder.Sweep`'s
+folder rules. Sweep YAML (docs/training.md, "Sweeps")::
 
     base: train_gaussian.yaml      # a training config (relative to this file) or a mapping
     set: {algo.total_steps: 500000}  # optional: overrides of the base
@@ -11,12 +12,6 @@ function (:func:`plume_jax.train.run.run`) with the sweep's folder rules
       run.seed: [0, 1]
       network.hidden_sizes: [[32], [64, 64]]    # static: two programs
     mode: product                  # product (every combination) | zip
-
-One program ``vmap``s ``Algorithm.update`` over a leading member axis; members
-whose static settings (``static_signature``) and env structure are equal share
-it. ``vmap`` changes the order of floating-point reductions, so a member
-matches the single run of its settings to float tolerance over the first
-updates and only statistically over long runs.
 """
 
 from __future__ import annotations
