@@ -1,14 +1,11 @@
 """The run folder: what ``train`` and ``sweep`` write, and every rule for
-writing and resuming it (docs/training.md states them for users). The run
-function (:func:`plume_jax.train.run.run`) follows them through a
-:class:`SingleRun` or a :class:`Sweep` (the two layouts); it knows neither.
-
-Nothing is replaced silently: a command writes into a new or empty folder,
-or one where ``--resume`` or ``--overwrite`` says what to do with what is
-there; the checks run before anything is written, under the folder's
-:class:`FolderLock`. A folder changes only by appending or by atomic
-replacement, nothing is deleted before what replaces it is durable, and what
-a resume would drop is moved aside, whole (:func:`set_aside_later_state`).
+writing and resuming it (docs/training.md states them for users), followed
+by :func:`plume_jax.train.run.run` through a :class:`SingleRun` or a
+:class:`Sweep`. Nothing is replaced silently: a command writes into a new or
+empty folder, or as ``--resume`` / ``--overwrite`` says, checked first under
+the folder's :class:`FolderLock`. A folder changes only by appending or by
+atomic replacement, nothing is deleted before what replaces it is durable,
+and what a resume would drop is moved aside, whole (:func:`set_aside_later_state`).
 ``evaluations.jsonl`` is the truth about ``best/`` (:func:`settle_best`).
 """
 
@@ -54,9 +51,8 @@ LOCK_NAME = ".plume_jax.lock"
 
 @dataclasses.dataclass(frozen=True)
 class Output:
-    """One entry a command writes into its folder: ``name`` (a folder ends
-    in ``/``), what it holds, and ``when``: the dotted setting that makes
-    it (``""``: always)."""
+    """One entry a command writes into its folder: ``name`` (a folder ends in
+    ``/``), what it holds, and ``when``: the setting that makes it (``""``: always)."""
 
     name: str
     what: str
@@ -130,13 +126,11 @@ def check_out_dir(out: pathlib.Path, *, overwrite: bool, resuming_here: bool = F
     resumed (``resuming_here``), or ``overwrite`` is set."""
     if out.exists() and not out.is_dir():
         raise ValidationError.for_parameter("--out", str(out), "a folder (this is a file)")
-    if resuming_here:
-        if overwrite:
-            raise ValidationError.for_parameter(
-                "--overwrite", True, f"not set when resuming in the run's own folder {out} "
-                "(it would delete the checkpoint being resumed)")
-        return
-    if overwrite or not out.exists():
+    if resuming_here and overwrite:
+        raise ValidationError.for_parameter(
+            "--overwrite", True, f"not set when resuming in the run's own folder {out} "
+            "(it would delete the checkpoint being resumed)")
+    if resuming_here or overwrite or not out.exists():
         return
     entries = sorted(p.name for p in out.iterdir() if p.name != LOCK_NAME)
     if entries:
@@ -176,13 +170,11 @@ def make_out_dir(out: pathlib.Path) -> None:
 
 
 class FolderLock:
-    """An exclusive lock on a run or sweep folder for one process:
-    ``fcntl.flock`` on the folder, whose ``.plume_jax.lock`` names the holder
-    (PID, host, command, start) in the ``StateError`` another process gets.
-    The kernel releases it when the holder ends, however (kill -9 included),
-    so a lock is never stale. ``folder`` is created if needed, and removed on
-    :meth:`release` if this lock created it and it is still empty. Where
-    ``fcntl`` does not exist (Windows) the folder is not locked."""
+    """An exclusive ``fcntl.flock`` on a run or sweep folder, which the kernel
+    releases when the holder ends, however (kill -9 included): never stale.
+    ``.plume_jax.lock`` names the holder in the ``StateError`` another process
+    gets. ``folder`` is created if needed, and removed on :meth:`release` if
+    still empty. Where ``fcntl`` does not exist (Windows) nothing is locked."""
 
     def __init__(self, folder: pathlib.Path, command: str):
         self.folder = folder
@@ -234,9 +226,8 @@ class FolderLock:
 
 
 def check_writable_logdir(folder: pathlib.Path) -> None:
-    """``ValidationError`` unless ``folder/tensorboard`` is (or can be made)
-    a real folder this process can write, so that it never fails a run half
-    way through its resume."""
+    """``ValidationError`` unless ``folder/tensorboard`` is (or can be made) a
+    real folder this process can write: it never fails a run half way through."""
     path, parameter = folder / "tensorboard", "run.tensorboard"
     target = path if path.exists() else folder
     problem = ("is a symbolic link" if path.is_symlink()
@@ -259,13 +250,11 @@ def check_writable_logdir(folder: pathlib.Path) -> None:
 def set_aside_later_state(out: pathlib.Path, update: int, checkpoint: pathlib.Path,
                           rows: list[dict[str, Any]]) -> pathlib.Path | None:
     """Before a run folder resumes from ``checkpoint`` at ``update`` while it
-    holds a later state (kept checkpoints past ``update``, or a later
-    ``checkpoint/``): move that state aside to
-    ``out/superseded/after_update_<N>-<time>/`` (metrics, evaluations,
-    summary, policy and best copied; the later checkpoints moved) and make
-    ``checkpoint/`` the resumed one, by copies and atomic renames only, so a
-    kill at any moment loses nothing. Returns that folder, or None when
-    there was no later state. ``rows``: the folder's metrics rows."""
+    holds a later state (kept checkpoints past it, or a later ``checkpoint/``):
+    move that state aside, whole, to ``out/superseded/after_update_<N>-<time>/``
+    and make ``checkpoint/`` the resumed one, by copies and atomic renames
+    only, so a kill at any moment loses nothing. Returns that folder (None:
+    there was no later state); ``rows``: the folder's metrics rows."""
     kept_dir, current = out / "checkpoints", out / "checkpoint"
     later = sorted(p for p in kept_dir.glob("update_*") if p.name[7:].isdigit()
                    and int(p.name[7:]) > update) if kept_dir.is_dir() else []
@@ -325,9 +314,8 @@ class ResumePoint:
 
 def resume_point(resume: str | pathlib.Path, config: TrainConfig) -> ResumePoint:
     """Where ``config`` resumes from ``resume`` (a run or checkpoint folder);
-    ``ValidationError`` unless the checkpoint is whole, its config equals
-    ``config`` but in :data:`~plume_jax.train.config.RESUME_MAY_CHANGE`
-    (naming the differences), and the budget covers the updates done."""
+    ``ValidationError`` unless the checkpoint is whole, its config differs
+    only in ``RESUME_MAY_CHANGE`` and the budget covers the updates done."""
     run_dir, ckpt = find_checkpoint(resume)
     meta, _ = read_checkpoint(ckpt)
     saved = current_form(meta.get("config"))  # an earlier version's form: this one's
@@ -367,8 +355,7 @@ def resume_notes(config: TrainConfig, point: ResumePoint) -> list[str]:
 
 def keep_finished_run(out: pathlib.Path, point: ResumePoint) -> None:
     """A finished run continued with a larger budget: keep its checkpoint and
-    policy as ``checkpoints/update_<N>/`` (and its ``policy/``) before the
-    continuation replaces them."""
+    policy as ``checkpoints/update_<N>/`` before the continuation replaces them."""
     dest = out / "checkpoints" / f"update_{point.update:08d}"
     if not dest.exists():
         tmp = out / "checkpoints" / f".update_{point.update:08d}.copy"
@@ -382,20 +369,17 @@ def keep_finished_run(out: pathlib.Path, point: ResumePoint) -> None:
 
 def member_rows(members_dir: pathlib.Path, name: str, done: int,
                 names: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    """The metrics rows of sweep member ``name`` for updates 1..``done``:
-    from its run folder or, when that lost rows, from the sweep's own
-    ``metrics.jsonl`` (naming it ``name`` or one of ``names``, an older
-    sweep's); ``StateError`` when neither holds them all."""
-    def complete(rows: list[dict[str, Any]]) -> bool:
-        return {int(r["update"]) for r in rows} >= set(range(1, done + 1))
-
+    """The metrics rows of sweep member ``name`` for updates 1..``done``: from
+    its run folder or, when that lost rows, from the sweep's ``metrics.jsonl``
+    (naming it ``name`` or, an older sweep's, one of ``names``); else ``StateError``."""
+    every = set(range(1, done + 1))
     rows = rows_up_to(members_dir / name / "metrics.jsonl", done)
-    if complete(rows):
+    if {int(r["update"]) for r in rows} >= every:
         return rows
     sweep_rows = [{k: v for k, v in r.items() if k not in ("member", "name")}
                   for r in read_jsonl(members_dir.parent / "metrics.jsonl")
                   if r.get("name") in (name, *names) and int(r["update"]) <= done]
-    if complete(sweep_rows):
+    if {int(r["update"]) for r in sweep_rows} >= every:
         return sweep_rows
     raise StateError(
         f"sweep --resume: member {name!r} has metrics rows for {len(rows)} of the {done} updates "
@@ -406,9 +390,8 @@ def member_rows(members_dir: pathlib.Path, name: str, done: int,
 
 def check_members_not_ahead(out: pathlib.Path, sweep: Any,
                              folders: list[pathlib.Path]) -> None:
-    """``ValidationError`` naming a member whose run folder (of ``folders``)
-    was trained beyond the sweep's budget (``train --resume`` with a larger
-    one): resuming the sweep would rewind it."""
+    """``ValidationError`` naming a member whose run folder (of ``folders``) was
+    trained beyond the sweep's budget: resuming the sweep would rewind it."""
     for cfg, name, folder in zip(sweep.configs, sweep.names, folders):
         ckpt = folder / "checkpoint"
         if not (ckpt / "runner.msgpack").exists():
@@ -431,9 +414,8 @@ def check_members_not_ahead(out: pathlib.Path, sweep: Any,
 # ------------------------------------------------------------------ the two layouts
 @dataclasses.dataclass
 class Start:
-    """What a program starts from (:meth:`RunFolders.start`): each member's
-    metrics rows so far, its live loggers (None: logged when it finishes)
-    and notes for the user."""
+    """What a program starts from: each member's metrics rows so far, its live
+    loggers (None: logged when it finishes), notes for the user."""
 
     rows: list[list[dict[str, Any]]]
     loggers: list[RunLoggers | None]
@@ -441,11 +423,10 @@ class Start:
 
 
 class RunFolders:
-    """The folder rules of one command; from :meth:`locked` on, its methods
-    are in the order :func:`plume_jax.train.run.run` calls them (:meth:`start`
-    and :meth:`logs` per program). ``out`` None: nothing written or resumed.
-    ``outputs``: what ``--overwrite`` deletes; ``unit``: of the progress bar;
-    ``figure``: each member gets ``learning_curve.png``."""
+    """The folder rules of one command, its methods from :meth:`locked` on in
+    the order :func:`plume_jax.train.run.run` calls them. ``out`` None: nothing
+    written or resumed; ``outputs``: what ``--overwrite`` deletes; ``unit``: of
+    the progress bar; ``figure``: each member gets ``learning_curve.png``."""
 
     command = ""
     outputs: tuple[str, ...] = ()
@@ -468,9 +449,8 @@ class RunFolders:
 
     @contextlib.contextmanager
     def locked(self, overwrite: bool) -> Iterator[dict[pathlib.Path, FolderLock]]:
-        """Hold the :class:`FolderLock` of the folder and of its existing
-        member folders (unless ``overwrite``: those go); yields the members'
-        locks by folder."""
+        """Hold the locks of the folder and of its existing member folders
+        (unless ``overwrite``: those go); yields the members' locks by folder."""
         assert self.out is not None
         if self.out.exists() and not self.out.is_dir():
             raise ValidationError.for_parameter("--out", str(self.out), "a folder (this is a file)")
@@ -482,8 +462,8 @@ class RunFolders:
             yield locks
 
     def check(self, overwrite: bool) -> None:
-        """``ValidationError`` / ``StateError`` unless the folder may be
-        written and a resume may read what it needs, before anything moves."""
+        """Refuse (``ValidationError`` / ``StateError``) before anything moves
+        unless the folder may be written and a resume may read what it needs."""
 
     def migrate(self, locks: Mapping[pathlib.Path, FolderLock]) -> None:
         """Bring an older folder up to date (process 0, after the checks)."""
@@ -509,8 +489,7 @@ class RunFolders:
         return []
 
     def start(self, p: Program, resumed_at: int | None) -> Start:
-        """``p``'s members' rows before training (``resumed_at``: the update
-        of the checkpoint loaded, or None; process 0 writes)."""
+        """``p``'s start (``resumed_at``: the checkpoint's update; process 0 writes)."""
         return Start([[] for _ in p.runs], [None] * len(p.runs))
 
     def logs(self, p: Program, j: int, live: RunLoggers | None,
@@ -521,8 +500,7 @@ class RunFolders:
 
 class SingleRun(RunFolders):
     """``plume-jax train``: the run folder is ``out`` (:data:`RUN_FILES`);
-    ``resume``: a run or checkpoint folder to continue from, in its own
-    folder or a new one."""
+    ``resume``: a run or checkpoint folder to continue, there or in ``out``."""
 
     command = "train"
     outputs = RUN_OUTPUTS
@@ -566,10 +544,9 @@ class SingleRun(RunFolders):
         return self.point.checkpoint if self.point is not None else None
 
     def start(self, p: Program, resumed_at: int | None) -> Start:
-        """Write the config; on resume, first set a later state aside, whole
-        (:func:`set_aside_later_state`), then drop the metrics and evaluation
-        rows past the checkpoint by atomic replacements (after a kill they
-        are trained again, bit for bit)."""
+        """Write the config; on resume first set a later state aside, then drop
+        the rows past the checkpoint by atomic replacements (write-ahead: after
+        a kill they are trained again, bit for bit)."""
         out, point = self.out, self.point
         if out is None or not is_main_process():
             return Start([[]], [None])
@@ -604,11 +581,9 @@ class SingleRun(RunFolders):
 
 
 class Sweep(RunFolders):
-    """``plume-jax sweep``: the folder ``out`` (:data:`SWEEP_FILES`) holds a
-    run folder per member (``members/<name>/``) and a checkpoint folder per
-    program (``programs/<k>/``), from which ``resume`` continues. ``sweep``:
-    its ``members`` (grid values), ``names``, ``configs``, ``base``,
-    ``grid`` and ``mode``."""
+    """``plume-jax sweep``: ``out`` (:data:`SWEEP_FILES`) holds a run folder per
+    member (``members/<name>/``) and a checkpoint folder per program
+    (``programs/<k>/``), from which ``resume`` continues; ``sweep``: a ``SweepConfig``."""
 
     command = "sweep"
     outputs = SWEEP_OUTPUTS
@@ -667,10 +642,9 @@ class Sweep(RunFolders):
             (out / "members" / name / "config.yaml").write_text(dump_yaml(cfg.to_dict()))
 
     def start(self, p: Program, resumed_at: int | None) -> Start:
-        """Resumed: each member's rows up to ``resumed_at`` (:func:`member_rows`),
-        its files trimmed to them (atomic replacements) and a later state of
-        the program folder set aside. Fresh: rows of a killed attempt that
-        reached no checkpoint go."""
+        """Resumed: each member's rows up to ``resumed_at``, its files trimmed to
+        them and the program folder's later state set aside. Fresh: rows of a
+        killed attempt that reached no checkpoint go."""
         if resumed_at is not None:
             assert p.folder is not None  # resumed from the checkpoint in its folder
             names = row_names(self.sweep)
@@ -692,9 +666,8 @@ class Sweep(RunFolders):
 
     def logs(self, p: Program, j: int, live: RunLoggers | None,
              rows: list[dict[str, Any]]) -> contextlib.AbstractContextManager[Any]:
-        """Fresh loggers for member ``j``, TensorBoard written anew from all
-        its ``rows``; W&B holds one run at a time, so members log when they
-        finish."""
+        """Fresh loggers for member ``j``, given all its ``rows`` (W&B holds one
+        run at a time, so members log when they finish)."""
         member = p.runs[j]
         assert member.folder is not None and self.out is not None
         cfg = member.config
@@ -712,19 +685,15 @@ def better(row: dict[str, Any], best: dict[str, Any] | None) -> bool:
     higher success rate, or the same and fewer mean steps to the goal."""
     if best is None:
         return True
-
-    def steps(r: dict[str, Any]) -> float:
-        value = r.get("mean_steps_to_goal")
-        return math.inf if value is None else float(value)
-
     if row["success_rate"] != best["success_rate"]:
         return row["success_rate"] > best["success_rate"]
-    return steps(row) < steps(best)
+    steps = [math.inf if r.get("mean_steps_to_goal") is None else float(r["mean_steps_to_goal"])
+             for r in (row, best)]
+    return steps[0] < steps[1]
 
 
 def _checked_row(row: Any, where: str) -> dict[str, Any]:
-    """``row`` if :func:`better` can compare it; ``ValidationError`` naming
-    ``where`` otherwise."""
+    """``row`` if :func:`better` can compare it; else ``ValidationError`` naming ``where``."""
     def number(value: Any) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool) \
             and math.isfinite(value)
@@ -742,8 +711,7 @@ def _checked_row(row: Any, where: str) -> dict[str, Any]:
 
 
 def _policy_row(policy: pathlib.Path) -> dict[str, Any] | None:
-    """The checked row in ``policy/evaluation.json`` (``best/`` or a swap
-    folder); None when that folder is absent."""
+    """The checked row in ``policy/evaluation.json`` (None: no such folder)."""
     if not policy.exists():
         return None
     path = policy / "evaluation.json"
@@ -776,12 +744,10 @@ def recorded_best(folder: pathlib.Path, up_to: int | None = None) -> dict[str, A
 
 def _best_plan(folder: pathlib.Path, up_to: int | None = None
                ) -> tuple[dict[str, Any] | None, str | None, list[str]]:
-    """What :func:`settle_best` does, everything read and checked, nothing
-    changed: ``(the recorded best row, the folder among best/ and its swap
-    folders whose evaluation.json is that row itself, or None, the folders
-    to drop)``. A damaged folder (a kill while it was written or deleted) is
-    dropped unless it is a ``best/`` nothing else replaces: that is refused
-    (``ValidationError`` naming it)."""
+    """What :func:`settle_best` does, read and checked, nothing changed: ``(the
+    recorded best row, the folder whose evaluation.json is that row or None,
+    the folders to drop)``. A damaged folder (killed while written or deleted)
+    is dropped, but a ``best/`` nothing replaces is refused (``ValidationError``)."""
     best = recorded_best(folder, up_to)
     found: dict[str, dict[str, Any]] = {}
     damaged: dict[str, ValidationError] = {}
@@ -810,19 +776,16 @@ def _best_plan(folder: pathlib.Path, up_to: int | None = None
 
 
 def check_best(folder: pathlib.Path) -> None:
-    """Read and check all that :func:`settle_best` and a resume read in
-    ``folder``: ``ValidationError`` naming a damaged file, before anything moves."""
+    """``ValidationError`` naming a damaged file :func:`settle_best` would read."""
     _best_plan(folder)
 
 
 def settle_best(folder: pathlib.Path, up_to: int | None = None) -> dict[str, Any] | None:
-    """Make ``folder/best/`` hold the policy of the recorded best row (of
-    updates ``<= up_to``), by renames, finishing or undoing a swap a kill cut
-    short; returns that row. The folder whose ``evaluation.json`` is the
-    row itself becomes ``best/`` (a swap folder no row commits, another
-    run's, is never adopted); the others go, each renamed to a unique
-    ``.best.drop-*`` first, so a kill while it is deleted leaves only such
-    a folder, which the next settle deletes."""
+    """Make ``best/`` hold the policy of the recorded best row (of updates
+    ``<= up_to``), finishing or undoing a swap a kill cut short; returns that
+    row. The folder whose ``evaluation.json`` is that row becomes ``best/`` by
+    a rename (a swap folder no row commits is never adopted); the others are
+    renamed to ``.best.drop-*``, then deleted, so a kill leaves only those."""
     best, holder, drop = _best_plan(folder, up_to)
     doomed = [_set_aside(folder / name) for name in drop]
     if holder in (PARTIAL, OLD):
@@ -845,19 +808,16 @@ def _set_aside(path: pathlib.Path) -> pathlib.Path:
 
 
 def trim_evaluations(folder: pathlib.Path, update: int) -> None:
-    """Before a run folder resumes at ``update`` (after a later state was set
-    aside and :func:`check_best` passed): drop the evaluation rows past it
-    (an atomic replacement) and a ``best/`` found past it."""
+    """Before a run folder resumes at ``update`` (its later state set aside):
+    drop the evaluation rows past it (atomically) and a ``best/`` found past it."""
     settle_best(folder)  # a swap a kill cut short, finished before anything is dropped
     trim_jsonl(folder / EVALUATIONS, update)
     settle_best(folder, update)
 
 
 def copy_evaluations(source: pathlib.Path, folder: pathlib.Path, update: int) -> None:
-    """A run resumed into a new folder from ``source``'s checkpoint at
-    ``update`` gets the evaluation rows up to it and the policy of the
-    recorded best by then (from ``best/`` or a swap folder). ``source`` is
-    only read."""
+    """A run resumed into ``folder`` from ``source``'s checkpoint at ``update``
+    gets the evaluation rows up to it and the recorded best's policy by then."""
     _, holder, _ = _best_plan(source, update)
     if (source / EVALUATIONS).is_file():
         write_jsonl(folder / EVALUATIONS, rows_up_to(source / EVALUATIONS, update))
@@ -873,9 +833,8 @@ def replay_rows(folder: pathlib.Path) -> list[dict[str, Any]]:
 
 def write_partial_best(folder: pathlib.Path, row: dict[str, Any],
                        write_policy: Callable[[pathlib.Path], Any]) -> None:
-    """The policy of evaluation ``row``, written whole by
-    ``write_policy(folder/.best.partial)``, then its ``evaluation.json``;
-    :func:`settle_best` swaps it into ``best/`` once ``row`` is committed."""
+    """Write ``row``'s policy whole (``write_policy(folder/.best.partial)``),
+    then its ``evaluation.json``: the swap :func:`settle_best` finishes."""
     tmp = folder / PARTIAL
     if tmp.exists():
         shutil.rmtree(_set_aside(tmp))
@@ -885,9 +844,8 @@ def write_partial_best(folder: pathlib.Path, row: dict[str, Any],
 
 def record_evaluation(folder: pathlib.Path, row: dict[str, Any],
                       write_policy: Callable[[pathlib.Path], Any]) -> None:
-    """Append periodic evaluation ``row`` to ``evaluations.jsonl``; a new
-    best (``row["best"]``) is first written whole (:func:`write_partial_best`),
-    committed by its row, then swapped in."""
+    """Append evaluation ``row``; a new best (``row["best"]``) is written
+    whole first (:func:`write_partial_best`), committed by it, then swapped in."""
     if row["best"]:
         write_partial_best(folder, row, write_policy)
     append_jsonl(folder / EVALUATIONS, [row])
