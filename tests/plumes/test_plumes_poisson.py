@@ -4,6 +4,7 @@ protocol, and the cheap per-episode source draw."""
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -89,15 +90,25 @@ def probe_at_rate(mean: float) -> PlumeProbe:
     return PlumeProbe(concentration=lambda p: jnp.full(jnp.shape(p)[:-1], mean, jnp.float32))
 
 
-def draw_hits(sensor, params, mean, n, first=False, seed=0):
-    probe = probe_at_rate(mean)
+@functools.lru_cache(maxsize=None)
+def _hits_program(sensor, n, first):
+    """Jitted: ``n`` hit draws of ``sensor`` at a uniform rate, for (keys,
+    rate, params); the rate is an argument, so the cases of a parametrised
+    test share one compiled program."""
     agent = AgentState.at([1.0, 1.0])
+
+    def draw(keys, mean, params):
+        probe = probe_at_rate(mean)
+        if first:
+            return jax.vmap(lambda k: sensor.init(k, agent, probe, params)[0])(keys)
+        return jax.vmap(lambda k: sensor.observe(k, agent, probe, (), params)[0])(keys)
+
+    return jax.jit(draw)
+
+
+def draw_hits(sensor, params, mean, n, first=False, seed=0):
     keys = jax.random.split(jax.random.key(seed), n)
-    if first:
-        fn = jax.vmap(lambda k: sensor.init(k, agent, probe, params)[0])
-    else:
-        fn = jax.vmap(lambda k: sensor.observe(k, agent, probe, (), params)[0])
-    return np.asarray(jax.jit(fn)(keys))[:, 0]
+    return np.asarray(_hits_program(sensor, n, first)(keys, jnp.float32(mean), params))[:, 0]
 
 
 @pytest.mark.parametrize("mean", [0.61, 2.5])
@@ -178,7 +189,7 @@ def test_otto_protocol_draws_the_source_from_the_posterior():
 def test_uniform_and_fixed_sources():
     grid = Grid(5, 4)
     plume, params = plume_for(grid, source_mode="uniform")
-    sources = np.asarray(jax.vmap(lambda k: plume.init(k, params).source)(
+    sources = np.asarray(jax.jit(jax.vmap(lambda k: plume.init(k, params).source))(
         jax.random.split(jax.random.key(1), 4000)))
     counts = np.bincount((sources[:, 1] * 5 + sources[:, 0]).astype(int), minlength=20)
     assert counts.size == 20 and stats.chisquare(counts).pvalue > 1e-4
