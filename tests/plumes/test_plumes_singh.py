@@ -93,16 +93,21 @@ def test_the_concentration_is_their_square_top_hat_of_r0_over_r_cubed():
 
 
 def wind_angles(plume, params, steps, key=0):
-    """The wind direction (degrees) after each env step, from a fresh init."""
-    state = plume.init(jax.random.key(key), params)
+    """The wind direction (degrees) after each env step, from a fresh init
+    (one compiled program: op by op, init and the scan cost several times more)."""
 
-    def body(s, k):
-        s = plume.advance(k, s, params)
-        w = plume.wind(s, jnp.zeros(2), params)
-        return s, jnp.degrees(jnp.arctan2(w[1], w[0]))
+    @jax.jit
+    def run(params):
+        state = plume.init(jax.random.key(key), params)
 
-    _, angles = jax.lax.scan(body, state, jax.random.split(jax.random.key(key + 1), steps))
-    return np.asarray(angles)
+        def body(s, k):
+            s = plume.advance(k, s, params)
+            w = plume.wind(s, jnp.zeros(2), params)
+            return s, jnp.degrees(jnp.arctan2(w[1], w[0]))
+
+        return jax.lax.scan(body, state, jax.random.split(jax.random.key(key + 1), steps))[1]
+
+    return np.asarray(run(params))
 
 
 def test_switch_once_turns_45_degrees_counter_clockwise_at_the_switch_time():
@@ -112,12 +117,16 @@ def test_switch_once_turns_45_degrees_counter_clockwise_at_the_switch_time():
     np.testing.assert_allclose(angles[:62], 0.0, atol=1e-4)
     np.testing.assert_allclose(angles[62:], 45.0, atol=1e-4)
     # auto-reset: the next episode starts at 45 degrees and switches back
-    state = jax.lax.fori_loop(0, 70, lambda i, s: plume.advance(jax.random.key(i), s, params),
-                              plume.init(jax.random.key(0), params))
-    state = plume.reinit(jax.random.key(1), state, params)
-    state = jax.lax.fori_loop(0, 70, lambda i, s: plume.advance(jax.random.key(i), s, params),
-                              state)
-    w = plume.wind(state, jnp.zeros(2), params)
+    @jax.jit
+    def two_episodes(params):
+        state = jax.lax.fori_loop(0, 70, lambda i, s: plume.advance(jax.random.key(i), s, params),
+                                  plume.init(jax.random.key(0), params))
+        state = plume.reinit(jax.random.key(1), state, params)
+        state = jax.lax.fori_loop(0, 70, lambda i, s: plume.advance(jax.random.key(i), s, params),
+                                  state)
+        return plume.wind(state, jnp.zeros(2), params)
+
+    w = two_episodes(params)
     assert abs(float(jnp.degrees(jnp.arctan2(w[1], w[0])))) < 1e-4
 
 
@@ -140,9 +149,9 @@ def test_the_cross_wind_noise_stays_along_world_y_in_a_turned_wind():
     """Theirs adds the cross-wind noise to y whatever the wind's direction."""
     plume, params = build(capacity=64, warmup_steps=0, wind_kind="switch_once",
                           switch_time=0.0, switch_angle=math.pi / 2)
-    state = plume.init(jax.random.key(0), params)
-    state = jax.lax.fori_loop(0, 25, lambda i, s: plume.advance(jax.random.key(i), s, params),
-                              state)
+    state = jax.jit(lambda params: jax.lax.fori_loop(
+        0, 25, lambda i, s: plume.advance(jax.random.key(i), s, params),
+        plume.init(jax.random.key(0), params)))(params)
     rel = np.asarray(state.positions)[np.asarray(state.active)] - np.asarray(SOURCE)
     np.testing.assert_allclose(rel[:, 0], 0.0, atol=1e-6)  # no noise along x
     assert rel[:, 1].max() > 0.3
