@@ -87,11 +87,16 @@ def test_rnn_state_is_zeroed_at_episode_starts():
     hidden = jnp.asarray(rng.normal(size=(2, 6)), jnp.float32)
     starts = np.zeros((6, 2), bool)
     starts[3, 0] = True
-    _, (logits, _), value = networks.apply_network(net, params, hidden, x, jnp.asarray(starts))
     fresh_start = np.zeros((3, 2), bool)
     fresh_start[0] = True
-    _, (fresh, _), fresh_value = networks.apply_network(
-        net, params, jnp.zeros_like(hidden), x[3:], jnp.asarray(fresh_start))
+
+    @jax.jit  # both passes in one program: one compile, not one per eager scan
+    def both(params, hidden, x, starts, fresh_start):
+        return (networks.apply_network(net, params, hidden, x, starts),
+                networks.apply_network(net, params, jnp.zeros_like(hidden), x[3:], fresh_start))
+
+    (_, (logits, _), value), (_, (fresh, _), fresh_value) = both(
+        params, hidden, x, jnp.asarray(starts), jnp.asarray(fresh_start))
     np.testing.assert_allclose(logits[3:, 0], fresh[:, 0], rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(value[3:, 0], fresh_value[:, 0], rtol=1e-6, atol=1e-6)
     assert np.abs(np.asarray(logits[3:, 1]) - np.asarray(fresh[:, 1])).max() > 1e-3
