@@ -346,13 +346,17 @@ def test_a_network_it_does_not_build_is_refused_naming_the_setting():
 
 def test_exported_policy_acts_as_the_greedy_symmetry_averaged_decision(square):
     env, params, algo = square
-    runner = algo.init(jax.random.key(2), None, params)
-    runner, _ = jax.jit(lambda r: algo.run(r, None, params, 4))(runner)
-    assert np.isfinite(float(runner.best_score))
+    # an evaluated runner (finite best score) whose best parameters are not its
+    # current ones, without compiling a training run (that a run evaluates and
+    # keeps a finite best score: test_chunked_runs_are_bit_identical_to_one_run)
+    runner = algo.init(jax.random.key(2), None, params).replace(
+        params=random_params(algo, 8), best_params=random_params(algo, 9),
+        best_score=jnp.asarray(12.0, jnp.float32))
     arrays = VI.export_arrays(algo, runner)
     assert arrays["symmetry_perm"].shape[0] == 8
-    act = jax.jit(lambda o: VI.act(arrays, o))
-    scores = jax.jit(lambda o: VI.policy_scores(arrays, o))
+    decide = jax.jit(lambda o: (VI.act(arrays, o), VI.policy_scores(arrays, o)))  # one compile
+    act = lambda o: decide(o)[0]  # noqa: E731
+    scores = lambda o: decide(o)[1]  # noqa: E731
     observations = walk_observations(env, params, jax.random.key(5), 5,
                                      actions=["move_west", "move_north"])
     beliefs, grids = zip(*(split_obs(algo, o) for o in observations))
