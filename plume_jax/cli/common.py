@@ -1,32 +1,13 @@
-"""Helpers shared by the ``plume-jax`` subcommands: ``--set NAME=VALUE``
-parsing, the default output folder, and checks of output paths made before
-any long work starts."""
+"""Helpers shared by the ``plume-jax`` subcommands: the default output
+folder and checks of output paths made before any long work starts
+(``--set NAME=VALUE`` is read by :func:`plume_jax.settings.parse_overrides`)."""
 
 from __future__ import annotations
 
 import os
 import pathlib
-from typing import Any
 
 from plume_jax.core.errors import ValidationError
-
-
-def parse_overrides(items: list[str], option: str = "--set") -> dict[str, Any]:
-    """``["sigma=10", "grid_size=[64, 64]"]`` -> dict, values parsed as YAML
-    with the bounds of :func:`plume_jax.files.safe_io.load_yaml_bounded` (a
-    malformed value, a ``!!python/...`` tag, an alias bomb or nesting deeper
-    than 64 levels is a ``ValidationError`` naming ``option``, quoting a
-    bounded excerpt). A name given twice keeps the last value."""
-    from plume_jax.files.safe_io import load_yaml_bounded
-
-    out = {}
-    for item in items:
-        name, sep, raw = item.partition("=")
-        if not sep or not name.strip():
-            raise ValidationError.for_parameter(option, item, "NAME=VALUE (VALUE in YAML syntax)")
-        out[name.strip()] = load_yaml_bounded(
-            raw, option, value=item, what="NAME=VALUE with VALUE in plain YAML syntax")
-    return out
 
 
 def default_out(config: str) -> str:

@@ -15,7 +15,8 @@ import sys
 import time
 from typing import Any
 
-from plume_jax.cli.common import check_output_file, parse_overrides
+from plume_jax.cli.common import check_output_file
+from plume_jax.settings import parse_overrides
 from plume_jax.core.errors import ValidationError
 from plume_jax.core.seeding import seed_key
 

@@ -39,7 +39,8 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from plume_jax.cli.common import check_output_file, check_output_folder, parse_overrides
+from plume_jax.cli.common import check_output_file, check_output_folder
+from plume_jax.settings import parse_overrides
 from plume_jax.core.errors import ValidationError
 from plume_jax.train.folder import check_out_dir, clear_outputs
 

@@ -32,7 +32,8 @@ import os
 import pathlib
 from typing import Any
 
-from plume_jax.cli.common import check_output_file, parse_overrides
+from plume_jax.cli.common import check_output_file
+from plume_jax.settings import parse_overrides
 from plume_jax.core.errors import ValidationError
 
 #: What ``RUN`` may be, for messages.

@@ -21,7 +21,8 @@ from __future__ import annotations
 import argparse
 import pathlib
 
-from plume_jax.cli.common import default_out, parse_overrides
+from plume_jax.cli.common import default_out
+from plume_jax.settings import parse_overrides
 from plume_jax.core.errors import ValidationError
 
 _SET_HELP = ("override one setting by its dotted name, VALUE in YAML syntax (repeatable), e.g. "

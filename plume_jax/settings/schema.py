@@ -173,6 +173,32 @@ def declared_settings(static_fields: object, dynamic_fields: object) -> dict[str
     return out
 
 
+T = TypeVar("T")
+
+
+def static_part(cls: type[T], values: Mapping[str, Any], **given: Any) -> T:
+    """An instance of ``cls``, a frozen dataclass declaring static settings
+    (:func:`declared_settings`): each declared setting read from ``values``
+    (already checked and defaulted, e.g. a training config's ``algo``
+    section), its other fields from ``given``."""
+    return cls(**{name: values[name] for name in declared_settings(cls, None)}, **given)
+
+
+def dynamic_part(cls: type[T], values: Mapping[str, Any], **given: Any) -> T:
+    """An instance of ``cls``, a pytree dataclass declaring dynamic settings:
+    each field an f32[] leaf of its value in ``given``, else in ``values``,
+    else its declared default (which must not be None), so that ``jax.vmap``
+    can sweep them."""
+    values = {**values, **given}
+    leaves = {}
+    for name, s in declared_settings(None, cls).items():
+        value = values.get(name, s.default)
+        if value is None:
+            raise ValidationError.for_parameter(f"algo.{name}", None, f"a number ({s.doc})")
+        leaves[name] = jnp.asarray(value, jnp.float32)
+    return cls(**leaves)
+
+
 class _Schema:
     """Class attribute descriptor: ``cls.SETTINGS`` is :func:`settings_of`."""
 
@@ -193,6 +219,25 @@ class _Required:
 #: Default of a setting the user must give (``algo.total_steps``, a
 #: scenario's ``env.preset``).
 REQUIRED: Any = _Required()
+
+
+def parse_overrides(items: list[str], option: str = "--set") -> dict[str, Any]:
+    """Settings given as text, as ``--set`` gives them: ``["sigma=10",
+    "grid_size=[64, 64]"]`` -> dict, values parsed as YAML
+    with the bounds of :func:`plume_jax.files.safe_io.load_yaml_bounded` (a
+    malformed value, a ``!!python/...`` tag, an alias bomb or nesting deeper
+    than 64 levels is a ``ValidationError`` naming ``option``, quoting a
+    bounded excerpt). A name given twice keeps the last value."""
+    from plume_jax.files.safe_io import load_yaml_bounded
+
+    out = {}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        if not sep or not name.strip():
+            raise ValidationError.for_parameter(option, item, "NAME=VALUE (VALUE in YAML syntax)")
+        out[name.strip()] = load_yaml_bounded(
+            raw, option, value=item, what="NAME=VALUE with VALUE in plain YAML syntax")
+    return out
 
 
 def qualified(prefix: str, key: str) -> str:

@@ -2,26 +2,14 @@
 
 Five sections (``env``, ``algo``, ``network``, ``run``, ``eval``); every key
 is optional but ``env.id`` (or ``env.config``) and ``algo.total_steps``. Each
-key is declared once as a :class:`plume_jax.settings.Setting` (default,
-checker, static flag, doc): the sections' schemas below, and for ``algo``
-:data:`COMMON_ALGO` plus the chosen algorithm's own settings
-(:func:`schemas`); docs/config_reference.md is generated from them. An
-example::
-
-    env: {id: PlumeNav-Gaussian-v0, overrides: {sigma: 10.0}}
-    algo: {algorithm: ppo, total_steps: 1000000, num_envs: 64}
-    network: {type: mlp, hidden_sizes: [64, 64]}
-    run: {seed: 0, checkpoint_minutes: 5.0}
-    eval: {num_envs: 1000}
-
-Unknown keys ("did you mean") and bad values raise
-:class:`plume_jax.core.errors.ValidationError` naming the key, the value and
-what is allowed (:func:`plume_jax.settings.resolve_keys`, the resolver of
-component settings and scenario files too). *Static* settings are compiled
-into the program; the others are leaves of the algorithm's hyperparameters
-and can differ between the members of one sweep program. Any setting can be
-given by its dotted name (``run.seed``, ``env.overrides.sigma``,
-``env.reward.scale``): :func:`apply_dotted`, behind ``--set`` and sweep grids.
+key is declared once as a :class:`plume_jax.settings.Setting`: the schemas
+below, and for ``algo`` :data:`COMMON_ALGO` plus the chosen algorithm's own
+(:func:`schemas`); docs/config_reference.md is generated from them, and
+docs/training.md shows examples. Bad keys and values raise
+``ValidationError`` through :func:`plume_jax.settings.resolve_keys`. Any
+setting can be given by its dotted name (``run.seed``,
+``env.overrides.sigma``, ``env.reward.scale``): :func:`apply_dotted`, behind
+``--set`` and sweep grids.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ def test_an_integer_too_large_for_a_float_is_refused_by_the_real_checker_not_ove
 
 
 def test_a_400_digit_learning_rate_given_with_set_is_a_one_line_error():
-    from plume_jax.cli.common import parse_overrides
+    from plume_jax.settings import parse_overrides
     from plume_jax.train.config import load_train_config
 
     overrides = parse_overrides(["algo.learning_rate=" + "9" * 400])
@@ -69,7 +69,7 @@ def test_a_repeated_learning_rate_is_refused_not_the_later_value_taken(tmp_path)
 
 
 def test_a_set_value_with_a_key_twice_is_refused():
-    from plume_jax.cli.common import parse_overrides
+    from plume_jax.settings import parse_overrides
 
     with pytest.raises(ValidationError, match=r"^--set='reward=\{type: sparse, type: dense\}' "
                        r"is invalid: .*the key 'type' is on line 1 and again on line 1"):
@@ -102,7 +102,7 @@ def test_strings_that_yaml_1_2_reads_as_numbers_keep_their_type_through_written_
 
 
 def test_tensorboard_on_and_base_60_total_steps_are_refused_not_read_as_true_and_5120():
-    from plume_jax.cli.common import parse_overrides
+    from plume_jax.settings import parse_overrides
     from plume_jax.train.config import load_train_config
 
     with pytest.raises(ValidationError, match=r"run\.tensorboard='on' is invalid: expected a "
@@ -140,7 +140,7 @@ def user_modules(tmp_path, monkeypatch):
 
 
 def test_a_user_algorithm_module_that_raises_at_import_is_a_one_line_error(user_modules):
-    from plume_jax.cli.common import parse_overrides
+    from plume_jax.settings import parse_overrides
     from plume_jax.train.config import load_train_config
 
     with pytest.raises(ValidationError, match=r"algo\.algorithm='raises_at_import:Algo' is "

@@ -10,6 +10,7 @@ import pytest
 
 import plume_jax
 from plume_jax.core.errors import ValidationError
+from plume_jax.train.algorithms.epochs import adam
 from plume_jax.train.algorithms.ppo import PPO, Hparams, PPOStatic
 from plume_jax.train.config import train_config
 from plume_jax.train.algorithms.networks import NetworkConfig
@@ -28,7 +29,7 @@ def ppo() -> PPO:
 
 def _first_update(ppo: PPO, params, grads, weight_decay: float):
     hp = Hparams.create(**HP, weight_decay=weight_decay)
-    tx = ppo.tx(hp, HP["learning_rate"])
+    tx = adam(hp, ppo.static, jnp.int32(0), hp.weight_decay)  # update 0: the full step size
     updates, _ = tx.update(grads, tx.init(params), params)
     return updates
 

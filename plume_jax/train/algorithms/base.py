@@ -16,8 +16,8 @@ What an algorithm provides:
   of doc) of a frozen dataclass of the settings compiled into the program
   (static) or of the ``chex.dataclass`` of its hyperparameters (dynamic:
   f32[] leaves), ``SETTINGS = declared(Static, Hparams)``;
-  :func:`static_settings` and :func:`hyperparameters` fill the two from a
-  config (``algo_setting`` declares one in a plain mapping instead). A config's
+  :func:`plume_jax.settings.static_part` and
+  :func:`~plume_jax.settings.dynamic_part` fill the two from a config (``algo_setting`` declares one in a plain mapping instead). A config's
   ``algo`` section is :data:`plume_jax.train.config.COMMON_ALGO` (the
   settings every algorithm shares: ``algorithm``, ``total_steps``,
   ``num_envs``, ``num_steps``) plus these, and nothing else: another
@@ -35,7 +35,7 @@ What an algorithm provides:
   attribute list; :func:`set_spaces` sets the spaces);
 - :meth:`Algorithm.hparams`: its *dynamic* settings as a pytree of array
   leaves (a sweep ``vmap``\\ s members that differ only in them;
-  ``hyperparameters(Hparams, config.algo)``);
+  ``dynamic_part(Hparams, config.algo)``);
 - :meth:`Algorithm.init`: ``(key, hp, env_params) -> runner``, a pytree that
   carries everything from one update to the next and has an ``update``
   field (i32[], updates done);
@@ -55,8 +55,7 @@ dry run of ``hparams``, ``init`` (abstractly, :func:`jax.eval_shape`) and
 one-line ``ValidationError`` naming the method before training starts,
 never a traceback after it.
 
-The helpers every algorithm needs live here: :func:`declared`,
-:func:`static_settings`, :func:`hyperparameters`, :func:`obs_dim`,
+The helpers every algorithm needs live here: :func:`declared`, :func:`obs_dim`,
 :func:`action_spec`, :func:`num_agents_of`, :func:`set_spaces`,
 :func:`actor_critic` (the network the exported policy runs),
 :func:`network_policy`, :func:`typed_key` and :func:`scan_updates`.
@@ -77,7 +76,7 @@ import importlib
 import inspect
 import re
 from collections.abc import Mapping
-from typing import Any, Callable, ClassVar, TypeVar
+from typing import Any, Callable, ClassVar
 
 import os
 import sys
@@ -94,7 +93,6 @@ from plume_jax.train.algorithms import networks
 from plume_jax.train.checkpoint import POLICY_FORMAT, policy_arrays
 from plume_jax.train.members import vmap_members
 
-T = TypeVar("T")
 
 #: ``algo.algorithm`` value -> ``'module:Class'`` of every registered algorithm.
 ALGORITHMS: dict[str, str] = {
@@ -130,31 +128,6 @@ def declared(static: type | None = None, hparams: type | None = None) -> dict[st
     Fields made otherwise (``num_envs``, ``network``) are not ``algo.*``
     settings of its own: :func:`static_settings` is given them."""
     return declared_settings(static, hparams)
-
-
-def static_settings(cls: type[T], algo: Mapping[str, Any], **given: Any) -> T:
-    """An instance of ``cls`` (an algorithm's static declaration,
-    :func:`declared`): each of its declared settings read from ``algo`` (a
-    config's ``algo`` section: already checked and defaulted), its other
-    fields from ``given``."""
-    names = declared_settings(cls, None)
-    return cls(**{name: algo[name] for name in names}, **given)
-
-
-def hyperparameters(cls: type[T], algo: Mapping[str, Any], **given: Any) -> T:
-    """An instance of ``cls`` (an algorithm's hyperparameter declaration,
-    :func:`declared`): each field an f32[] leaf of its value in ``given``,
-    else in ``algo`` (a config's ``algo`` section, or any mapping of the
-    values; a setting missing from both takes its declared default, which
-    must not be None)."""
-    values = {**algo, **given}
-    leaves = {}
-    for name, s in declared_settings(None, cls).items():
-        value = values.get(name, s.default)
-        if value is None:
-            raise ValidationError.for_parameter(f"algo.{name}", None, f"a number ({s.doc})")
-        leaves[name] = jnp.asarray(value, jnp.float32)
-    return cls(**leaves)
 
 
 class Algorithm(abc.ABC):
@@ -315,18 +288,9 @@ class Algorithm(abc.ABC):
         for the console and the summary; ``algo``: the new config's ``algo``
         section. The resume code knows no setting: it asks here.
 
-        Default: for an algorithm that declares ``anneal_lr`` (with
-        ``learning_rate``) and anneals, the linear decay runs to 0 over the
-        new budget, so the rate jumps; say to what. Else nothing."""
-        if "anneal_lr" not in cls.SETTINGS or not algo.get("anneal_lr") \
-                or old_updates == new_updates:
-            return []
-        lr = algo["learning_rate"]
-        before = lr * (1.0 - update / old_updates)
-        after = lr * (1.0 - update / new_updates)
-        return [f"algo.anneal_lr: the learning rate decays linearly to 0 over the whole budget, "
-                f"now {new_updates} updates instead of {old_updates}: at update {update + 1} it "
-                f"is {after:.3g} (it would have been {before:.3g} under the old budget)"]
+        Default: nothing (an epochs algorithm that anneals its step size
+        says how it jumps: :func:`~plume_jax.train.algorithms.epochs.annealing_resume_notes`)."""
+        return []
 
 
 def cannot_continue(algo_name: str, source: Any = "(set)") -> ValidationError:
@@ -596,6 +560,6 @@ def readers(key: str) -> list[str]:
 
 
 __all__ = ["ALGORITHMS", "Algorithm", "action_spec", "actor_critic", "algo_setting",
-           "algorithm_class", "check_methods", "declared", "hyperparameters", "is_import_path",
+           "algorithm_class", "check_methods", "declared", "is_import_path",
            "network_policy", "network_spec", "num_agents_of", "obs_dim", "readers",
-           "scan_updates", "set_spaces", "settings_for", "static_settings", "typed_key"]
+           "scan_updates", "set_spaces", "settings_for", "typed_key"]

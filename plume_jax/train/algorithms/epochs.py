@@ -6,7 +6,8 @@ Each shared setting is declared once, here, as a field
 (:func:`plume_jax.settings.setting`) of :class:`EpochStatic` (compiled in)
 or of :class:`AdamHparams` (f32[] leaves); an algorithm adds its own by
 deriving from them, and its ``SETTINGS`` is
-:func:`~plume_jax.train.algorithms.base.declared` of the two classes.
+:func:`~plume_jax.train.algorithms.base.declared` of the two classes. The
+step size reaches optax in one place, :func:`adam`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import optax
 from plume_jax.core.errors import ValidationError
 from plume_jax.core.pytree import Pytree
 from plume_jax.settings import boolean, count, optional, real, setting
-from plume_jax.train.algorithms.base import hyperparameters, static_settings
+from plume_jax.settings.schema import dynamic_part, static_part
 from plume_jax.train.algorithms.networks import NetworkConfig
 
 
@@ -50,7 +51,7 @@ class EpochStatic:
     def from_config(cls, config: Any) -> Any:
         """The compiled-in settings of a validated ``TrainConfig``."""
         a = config.algo
-        return static_settings(cls, a, num_envs=a["num_envs"], num_steps=a["num_steps"],
+        return static_part(cls, a, num_envs=a["num_envs"], num_steps=a["num_steps"],
                                num_updates=config.num_updates, network=config.network)
 
 
@@ -70,13 +71,13 @@ class AdamHparams(Pytree):
     def create(cls, **values: float) -> Any:
         """f32[] leaves from Python numbers; a setting left out takes its
         declared default (``gamma`` has none: give it)."""
-        return hyperparameters(cls, values)
+        return dynamic_part(cls, values)
 
     @classmethod
     def from_config(cls, config: Any, env: Any, env_params: Any) -> Any:
         """The hyperparameters of a validated ``TrainConfig`` on ``env``
         (``gamma`` resolved by :func:`resolve_gamma`)."""
-        return hyperparameters(cls, config.algo,
+        return dynamic_part(cls, config.algo,
                                gamma=resolve_gamma(env, env_params, config.algo["gamma"]))
 
 
@@ -102,6 +103,36 @@ def clip_then_l2(max_norm: Any, weight_decay: Any) -> optax.GradientTransformati
         return jax.tree.map(lambda g, p: g + weight_decay * p, clipped, params), state
 
     return optax.GradientTransformation(clip.init, update)
+
+
+def adam(hp: Any, static: EpochStatic, update: jax.Array, weight_decay: Any = None
+         ) -> optax.GradientTransformation:
+    """The optimiser of update ``update`` (i32[], updates done): the gradient
+    clipped to global norm ``hp.max_grad_norm`` (then ``weight_decay x
+    params`` added when given: :func:`clip_then_l2`), Adam with
+    ``static.adam_eps``, and the step :func:`learning_rate_at`. The only
+    place the step size reaches optax; the state does not depend on
+    ``update``."""
+    clip = (optax.clip_by_global_norm(hp.max_grad_norm) if weight_decay is None
+            else clip_then_l2(hp.max_grad_norm, weight_decay))
+    return optax.chain(clip, optax.scale_by_adam(eps=static.adam_eps),
+                       optax.scale(-learning_rate_at(hp, static, update)))
+
+
+def annealing_resume_notes(algo: Any, update: int, old_updates: int, new_updates: int
+                           ) -> list[str]:
+    """``Algorithm.resume_notes`` of an epochs algorithm: with ``anneal_lr``
+    the step size decays linearly to 0 over the whole budget, so a resume
+    under a new budget makes it jump; one line saying to what (none
+    otherwise)."""
+    if not algo.get("anneal_lr") or old_updates == new_updates:
+        return []
+    lr = algo["learning_rate"]
+    before = lr * (1.0 - update / old_updates)
+    after = lr * (1.0 - update / new_updates)
+    return [f"algo.anneal_lr: the learning rate decays linearly to 0 over the whole budget, "
+            f"now {new_updates} updates instead of {old_updates}: at update {update + 1} it "
+            f"is {after:.3g} (it would have been {before:.3g} under the old budget)"]
 
 
 def divide_batch(name: str, num_envs: int, num_steps: int, num_minibatches: int,
@@ -149,5 +180,5 @@ def resolve_gamma(env: Any, env_params: Any, gamma: float | None) -> float:
     return float(gamma)
 
 
-__all__ = ["AdamHparams", "EpochStatic", "check_minibatches", "clip_then_l2", "divide_batch",
-           "learning_rate_at", "resolve_gamma"]
+__all__ = ["AdamHparams", "EpochStatic", "adam", "annealing_resume_notes", "check_minibatches",
+           "clip_then_l2", "divide_batch", "learning_rate_at", "resolve_gamma"]

@@ -78,8 +78,8 @@ from plume_jax.sensors.belief import BeliefSensor
 from plume_jax.train.algorithms import networks as N
 from plume_jax.train.algorithms.normalize import transform
 from plume_jax.train.algorithms.base import Algorithm, declared, network_policy, typed_key
-from plume_jax.train.algorithms.epochs import AdamHparams, EpochStatic, check_minibatches, \
-    learning_rate_at
+from plume_jax.train.algorithms.epochs import AdamHparams, EpochStatic, adam, \
+    annealing_resume_notes, check_minibatches, learning_rate_at
 from plume_jax.settings import real, setting
 
 #: The parameters (under ``params["params"]``) that hold the look-ahead's model, not trained.
@@ -226,6 +226,7 @@ class LookaheadVI(BeliefSearchAlgorithm):
 
     name = "lookahead_vi"
     SETTINGS = LOOKAHEAD_SETTINGS
+    resume_notes = staticmethod(annealing_resume_notes)
     sweepable = False
 
     @classmethod
@@ -324,17 +325,13 @@ class LookaheadVI(BeliefSearchAlgorithm):
         return jnp.where(valid, q, jnp.inf), valid
 
     # ------------------------------------------------------------ training
-    def tx(self, hp: AdamHparams, lr: Any) -> optax.GradientTransformation:
-        return optax.chain(optax.clip_by_global_norm(hp.max_grad_norm),
-                           optax.scale_by_adam(eps=self.static.adam_eps), optax.scale(-lr))
-
     def init(self, key: jax.Array, hp: AdamHparams, env_params: Any) -> LookaheadRunner:
         """A fresh runner: network init, env batch reset."""
         s = self.static
         k_net, k_env, k_run = jax.random.split(typed_key(key), 3)
         net_params = N.init_params(self.net, k_net, self.in_dim)
         params = {"params": {**net_params["params"], MODEL_KEY: self.model()}}
-        opt_state = self.tx(hp, hp.learning_rate).init(self.network_params(params))
+        opt_state = adam(hp, s, jnp.zeros((), jnp.int32)).init(self.network_params(params))
         obs, env_state = jax.vmap(self.env.reset, in_axes=(0, None))(
             jax.random.split(k_env, s.num_envs), env_params)
         return LookaheadRunner(
@@ -397,8 +394,7 @@ class LookaheadVI(BeliefSearchAlgorithm):
         ys = ys.reshape(total)
         residual = ys - model["baseline"] * self.baseline(xs, model["baseline_scale"])
 
-        lr = learning_rate_at(hp, s, runner.update)
-        tx = self.tx(hp, lr)
+        tx = adam(hp, s, runner.update)
 
         def loss(net_params, x, y):
             full = {"params": {**net_params["params"], MODEL_KEY: model}}
@@ -437,7 +433,7 @@ class LookaheadVI(BeliefSearchAlgorithm):
             "length_mean": jnp.where(episodes > 0, (done * lens).sum() / denom, nan),
             "success_rate": jnp.where(episodes > 0, success.sum() / denom, nan),
             "loss": mse, "pg_loss": nan, "vf_loss": mse, "entropy": nan, "approx_kl": nan,
-            "clip_frac": nan, "learning_rate": jnp.asarray(lr, jnp.float32),
+            "clip_frac": nan, "learning_rate": learning_rate_at(hp, s, runner.update),
             "value_mean": ys.mean(),
         }
         return new_runner, metrics

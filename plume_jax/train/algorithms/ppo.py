@@ -75,8 +75,8 @@ from plume_jax.train.algorithms.base import (  # noqa: F401 (action_spec, obs_di
     Algorithm, action_spec, actor_critic, declared, network_policy,  # re-exported)
     num_agents_of, obs_dim, set_spaces, typed_key)
 from plume_jax.train.algorithms.epochs import (  # noqa: F401 (resolve_gamma: re-exported)
-    AdamHparams, EpochStatic, check_minibatches, clip_then_l2, divide_batch, learning_rate_at,
-    resolve_gamma)
+    AdamHparams, EpochStatic, adam, annealing_resume_notes, check_minibatches, divide_batch,
+    learning_rate_at, resolve_gamma)
 from plume_jax.train.algorithms.normalize import ObsStats, normalize, transform
 from plume_jax.train.algorithms.returns import gae, scale_rewards
 
@@ -277,6 +277,7 @@ class PPO(Algorithm):
 
     name = "ppo"
     SETTINGS = PPO_SETTINGS
+    resume_notes = staticmethod(annealing_resume_notes)
     shards_env_batch = True
 
     def __init__(self, env: Any, env_params: Any, static: PPOStatic, mesh: Any = None,
@@ -346,11 +347,6 @@ class PPO(Algorithm):
         return self.update(runner, hp, env_params, vmapped=True)
 
     # ------------------------------------------------------------ helpers
-    def tx(self, hp: Hparams, lr: Any) -> optax.GradientTransformation:
-        return optax.chain(clip_then_l2(hp.max_grad_norm, hp.weight_decay),
-                           optax.scale_by_adam(eps=self.static.adam_eps),
-                           optax.scale(-lr))
-
     def to_rows(self, x: jax.Array) -> jax.Array:
         """An env-batch array ``[N, A, ...]`` as rows ``[N*A, ...]`` (a
         single-agent env's ``[N, ...]`` is already rows)."""
@@ -451,7 +447,7 @@ class PPO(Algorithm):
         rows = self.rows
         k_net, k_env, k_run = jax.random.split(typed_key(key), 3)
         params = networks.init_params(self.net, k_net, self.in_dim)
-        opt_state = self.tx(hp, hp.learning_rate).init(params)
+        opt_state = adam(hp, s, jnp.zeros((), jnp.int32), hp.weight_decay).init(params)
         obs, env_state = jax.vmap(self.env.reset, in_axes=(0, None))(
             jax.random.split(k_env, s.num_envs), env_params)
         if self.discrete:
@@ -644,8 +640,7 @@ class PPO(Algorithm):
         adv, target = gae(traj.reward, traj.value, traj.terminated, traj.truncated,
                           traj.final_value, last_value, hp.gamma, hp.gae_lambda)
 
-        lr = learning_rate_at(hp, s, runner.update)
-        tx = self.tx(hp, lr)
+        tx = adam(hp, s, runner.update, hp.weight_decay)
         mask = traj.active.astype(jnp.float32)
         batch = {"x": traj.x, "start": traj.start, "action": traj.action, "logp": traj.logp,
                  "value": traj.value, "adv": adv, "target": target, "mask": mask}
@@ -670,7 +665,7 @@ class PPO(Algorithm):
         loss, pg, vf, ent, kl, cf = (jnp.mean(x) for x in losses)
         metrics = {**self.episode_metrics(traj, update),
                    "loss": loss, "pg_loss": pg, "vf_loss": vf, "entropy": ent, "approx_kl": kl,
-                   "clip_frac": cf, "learning_rate": jnp.asarray(lr, jnp.float32),
+                   "clip_frac": cf, "learning_rate": learning_rate_at(hp, s, runner.update),
                    "value_mean": masked_mean(traj.value, mask)}
         return self.constrain(new_runner), metrics
 

@@ -100,7 +100,8 @@ from plume_jax.core.pytree import Pytree
 from plume_jax.core.seeding import seed_key
 from plume_jax.train.algorithms.lookahead import BeliefSearchAlgorithm, _apply_symmetry, _symmetries, \
     belief_searcher
-from plume_jax.train.algorithms.base import declared, hyperparameters, static_settings, typed_key
+from plume_jax.settings.schema import dynamic_part, static_part
+from plume_jax.train.algorithms.base import declared, typed_key
 from plume_jax.train.members import vmap_members
 from plume_jax.settings import boolean, count, optional, real, resolve_keys, setting
 
@@ -389,7 +390,7 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
         return algo
 
     def hparams(self, config: Any, env_params: Any) -> ValueIterationHparams:
-        return hyperparameters(ValueIterationHparams, config.algo)
+        return dynamic_part(ValueIterationHparams, config.algo)
 
     def policy(self, runner: "SearcherRunner") -> tuple[dict[str, Any], dict[str, Any]]:
         return policy_spec(self, runner), export_arrays(self, runner)
@@ -418,9 +419,9 @@ class BeliefValueIteration(BeliefSearchAlgorithm):
         self.own_settings = resolve_keys("", VALUE_ITERATION_SETTINGS, settings,
                                          what="a setting of belief_value_iteration")
         #: the compiled-in settings
-        self.static = static_settings(ValueIterationStatic, self.own_settings)
+        self.static = static_part(ValueIterationStatic, self.own_settings)
         #: the hyperparameters :meth:`update` uses when it is given none
-        self.hp = hyperparameters(ValueIterationHparams, self.own_settings)
+        self.hp = dynamic_part(ValueIterationHparams, self.own_settings)
         if self.walkers * self.steps_per_iteration > 0.8 * self.static.memory_size:
             raise ValidationError.for_parameter(
                 "memory_size", self.static.memory_size,
