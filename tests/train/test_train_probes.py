@@ -289,8 +289,12 @@ def test_rollout_takes_the_final_value_from_final_observation_not_the_reset_one(
                         gae_lambda=0.95, clip_eps=0.2, max_grad_norm=0.5)
     params = env.default_params.replace(mode=jnp.asarray(TRUNCATION, jnp.int32))
 
-    runner = jax.jit(algo.init)(jax.random.key(0), hp, params)
-    traj = jax.device_get(jax.jit(lambda r: algo.rollout(r, hp, params, jax.random.key(1))[1])(runner))
+    @jax.jit  # init and rollout in one program: one compile
+    def start_and_roll(key):
+        runner = algo.init(key, hp, params)
+        return runner, algo.rollout(runner, hp, params, jax.random.key(1))[1]
+
+    runner, traj = jax.device_get(start_and_roll(jax.random.key(0)))
     truncated = np.asarray(traj.truncated)
     assert truncated.sum() >= algo.static.num_envs  # every env was cut at least once
     v_final = _net(algo, runner.params, [1.0])[0][0]
@@ -314,10 +318,14 @@ def test_rollout_with_step_batch_matches_the_vmapped_step():
     algo = PPO(env, params, _static("mlp"))
     hp = Hparams.create(learning_rate=1e-3, ent_coef=0.0, vf_coef=0.5, gamma=0.9,
                         gae_lambda=0.95, clip_eps=0.2, max_grad_norm=0.5)
-    runner = jax.jit(algo.init)(jax.random.key(0), hp, params)
-    plain, swept = (jax.device_get(jax.jit(
-        lambda r, v=v: algo.rollout(r, hp, params, jax.random.key(1), vmapped=v)[1])(runner))
-        for v in (False, True))
+
+    @jax.jit  # init and both rollouts in one program: one compile
+    def both(key):
+        runner = algo.init(key, hp, params)
+        return tuple(algo.rollout(runner, hp, params, jax.random.key(1), vmapped=v)[1]
+                     for v in (False, True))
+
+    plain, swept = jax.device_get(both(jax.random.key(0)))
     ends = np.asarray(plain.terminated) | np.asarray(plain.truncated)
     assert ends.any()   # auto-resets happened
     assert_same_up_to_rounding(plain, swept)
