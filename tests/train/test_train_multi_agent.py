@@ -668,4 +668,4 @@ def test_a_sweep_over_the_number_of_agents_runs_each_count_as_its_own_program():
         assert program_groups(sweep) == [[0, 2], [1]]
         with pytest.raises(ValidationError):
             setup(sweep)  # all members in one program
-        assert setup(sweep, [1]).env.num_agents == (3 if key == "env.num_agents" else 2)
+        assert setup(sweep, [1]).runs[0].env.num_agents == (3 if key == "env.num_agents" else 2)
