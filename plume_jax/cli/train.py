@@ -19,7 +19,10 @@ computation, and only process 0 reports."""
 from __future__ import annotations
 
 import argparse
+import functools
 import pathlib
+import sys
+from typing import Any, TextIO
 
 from plume_jax.cli.common import default_out
 from plume_jax.settings import parse_overrides
@@ -122,7 +125,7 @@ def run_train(args: argparse.Namespace) -> int:
     from plume_jax.train.config import current_form, load_train_config, train_config, \
         with_overrides
     from plume_jax.train.folder import RUN_FILES, outputs_line
-    from plume_jax.train.run import print_summary, run, single_run
+    from plume_jax.train.run import run, single_run
 
     overrides = train_overrides(args)
     run_dir = None
@@ -200,3 +203,35 @@ def run_sweep(args: argparse.Namespace) -> int:
     print_results(result.summary)
     print(outputs_line(out, SWEEP_FILES))
     return 0
+
+
+def print_summary(summary: dict[str, Any], stream: TextIO | None = None) -> None:
+    """A run's summary for the terminal: what was trained, how fast, the
+    evaluation, the notes (``stream``: default stdout)."""
+    stream = stream or sys.stdout
+    p = functools.partial(print, file=stream)
+    p(f"trained {summary['env_steps_this_call']:,} env steps ({summary['updates_this_call']} "
+      f"updates, {summary['env_steps_total']:,} in total) on {summary['env']}")
+    sps = summary["steps_per_second_excl_compile"]
+    p(f"compile {summary['compile_seconds']:.1f} s, train {summary['train_seconds']:.1f} s"
+      + (f" ({sps:,.0f} env steps/s excluding compile)" if sps else ""))
+    from plume_jax.train.lane_schedule import lanes_line
+
+    lanes = lanes_line(summary.get("config", {}).get("run", {}).get("lanes"),
+                       summary["num_updates"])
+    if lanes is not None:  # N copies trained: N times the compute, steps/s one lane's
+        p(lanes)
+    ev = summary.get("evaluation")
+    if ev:
+        kind = "greedy" if ev["greedy"] else "sampled"
+        steps = ev["mean_steps_to_goal"]
+        p(f"{kind} evaluation on {ev['episodes']} fresh episodes (seed {ev['seed']}): "
+          f"success {100 * ev['success_rate']:.1f}% ({ev['successes']}/{ev['episodes']})"
+          + (f", mean steps to goal {steps:.1f}" if steps is not None else ""))
+        if ev.get("mean_steps_to_first_arrival") is not None:
+            p(f"first arrival after {ev['mean_steps_to_first_arrival']:.1f} steps on average; "
+              f"{ev['mean_arrivals']:.2f} agents at the goal and {ev['mean_collisions']:.1f} "
+              "blocked moves per episode")
+    for note in summary.get("notes", []):
+        p(f"note: {note}")
+    p(f"wall time {summary['wall_seconds']:.1f} s")

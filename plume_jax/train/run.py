@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import pathlib
-import sys
 import time
 from typing import Any, Callable, TextIO
 
@@ -30,7 +28,6 @@ from plume_jax.train.algorithms.base import Algorithm
 from plume_jax.train.config import TrainConfig
 from plume_jax.train.distributed import barrier, check_joined, is_main_process
 from plume_jax.train.folder import RunFolders, SingleRun
-from plume_jax.train.lane_schedule import lanes_line
 from plume_jax.train.loop import Interrupted, Member, Program, ProgramResult, build_program, \
     evaluate_members, export_member, init_runner, load_runner, machine_info, member_summary, \
     stop_on_signals, train_program, update_of, write_member
@@ -260,33 +257,3 @@ def train(config: TrainConfig, out_dir: str | pathlib.Path | None = None, *,
     trained = result.programs[0]
     return TrainResult(config=config, algo=trained.setup.algo, runner=trained.runner,
                        rows=trained.rows[0], summary=result.summaries[0], out_dir=out)
-
-
-def print_summary(summary: dict[str, Any], stream: TextIO | None = None) -> None:
-    """A run's summary for the terminal: what was trained, how fast, the
-    evaluation, the notes (``stream``: default stdout)."""
-    stream = stream or sys.stdout
-    p = functools.partial(print, file=stream)
-    p(f"trained {summary['env_steps_this_call']:,} env steps ({summary['updates_this_call']} "
-      f"updates, {summary['env_steps_total']:,} in total) on {summary['env']}")
-    sps = summary["steps_per_second_excl_compile"]
-    p(f"compile {summary['compile_seconds']:.1f} s, train {summary['train_seconds']:.1f} s"
-      + (f" ({sps:,.0f} env steps/s excluding compile)" if sps else ""))
-    lanes = lanes_line(summary.get("config", {}).get("run", {}).get("lanes"),
-                       summary["num_updates"])
-    if lanes is not None:  # N copies trained: N times the compute, steps/s one lane's
-        p(lanes)
-    ev = summary.get("evaluation")
-    if ev:
-        kind = "greedy" if ev["greedy"] else "sampled"
-        steps = ev["mean_steps_to_goal"]
-        p(f"{kind} evaluation on {ev['episodes']} fresh episodes (seed {ev['seed']}): "
-          f"success {100 * ev['success_rate']:.1f}% ({ev['successes']}/{ev['episodes']})"
-          + (f", mean steps to goal {steps:.1f}" if steps is not None else ""))
-        if ev.get("mean_steps_to_first_arrival") is not None:
-            p(f"first arrival after {ev['mean_steps_to_first_arrival']:.1f} steps on average; "
-              f"{ev['mean_arrivals']:.2f} agents at the goal and {ev['mean_collisions']:.1f} "
-              "blocked moves per episode")
-    for note in summary.get("notes", []):
-        p(f"note: {note}")
-    p(f"wall time {summary['wall_seconds']:.1f} s")

@@ -223,7 +223,7 @@ def _changelog_section(version: str) -> str:
     return text[start:end if end >= 0 else len(text)]
 
 
-@pytest.mark.parametrize("version", ["0.2.0", "0.3.0"])
+@pytest.mark.parametrize("version", ["0.2.0", "0.3.0", "0.4.0"])
 def test_changelog_lists_breaking_changes_first(version):
     """A release that moved modules says so before anything else."""
     section = _changelog_section(version)
@@ -233,7 +233,8 @@ def test_changelog_lists_breaking_changes_first(version):
 
 @pytest.mark.parametrize("version, at_least, example", [
     ("0.2.0", 20, ("plume_jax.legacy_step", "plume_jax.envs.legacy_step")),
-    ("0.3.0", 9, ("plume_jax.train.run_folder", "plume_jax.train.folder"))])
+    ("0.3.0", 9, ("plume_jax.train.run_folder", "plume_jax.train.folder")),
+    ("0.4.0", 2, ("plume_jax.train.trainer", "plume_jax.train.run"))])
 def test_changelog_moved_modules_are_gone_and_their_new_paths_import(version, at_least, example):
     """Each ``old -> new`` module path in a release's breaking changes: the
     new one imports, the old one is gone (so the list is neither stale nor

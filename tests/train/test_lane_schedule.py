@@ -124,7 +124,7 @@ def test_a_run_in_lanes_says_in_its_closing_lines_that_it_trained_copies(lanes, 
     for a width and for a width schedule, and a run without lanes has none."""
     import io
 
-    from plume_jax.train.run import print_summary
+    from plume_jax.cli.train import print_summary
 
     def closing(run):
         cfg = train_config({**MINIMAL, "run": run})
