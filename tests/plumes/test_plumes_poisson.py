@@ -4,7 +4,6 @@ protocol, and the cheap per-episode source draw."""
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 
@@ -90,25 +89,15 @@ def probe_at_rate(mean: float) -> PlumeProbe:
     return PlumeProbe(concentration=lambda p: jnp.full(jnp.shape(p)[:-1], mean, jnp.float32))
 
 
-@functools.lru_cache(maxsize=None)
-def _hits_program(sensor, n, first):
-    """Jitted: ``n`` hit draws of ``sensor`` at a uniform rate, for (keys,
-    rate, params); the rate is an argument, so the cases of a parametrised
-    test share one compiled program."""
-    agent = AgentState.at([1.0, 1.0])
-
-    def draw(keys, mean, params):
-        probe = probe_at_rate(mean)
-        if first:
-            return jax.vmap(lambda k: sensor.init(k, agent, probe, params)[0])(keys)
-        return jax.vmap(lambda k: sensor.observe(k, agent, probe, (), params)[0])(keys)
-
-    return jax.jit(draw)
-
-
 def draw_hits(sensor, params, mean, n, first=False, seed=0):
+    probe = probe_at_rate(mean)
+    agent = AgentState.at([1.0, 1.0])
     keys = jax.random.split(jax.random.key(seed), n)
-    return np.asarray(_hits_program(sensor, n, first)(keys, jnp.float32(mean), params))[:, 0]
+    if first:
+        fn = jax.vmap(lambda k: sensor.init(k, agent, probe, params)[0])
+    else:
+        fn = jax.vmap(lambda k: sensor.observe(k, agent, probe, (), params)[0])
+    return np.asarray(jax.jit(fn)(keys))[:, 0]
 
 
 @pytest.mark.parametrize("mean", [0.61, 2.5])
