@@ -10,15 +10,10 @@ from __future__ import annotations
 
 from plume_jax.train.config import train_config
 from plume_jax.train.loop import Member, build_program, init_runner, train_program
+from tests.train.test_call_depth import TINY as CALL_DEPTH_TINY
 
-#: 3 updates of 32 env steps, no evaluation.
-TINY = {"env": {"id": "PlumeNav-Gaussian-v0",
-                "overrides": {"grid_size": [12, 12], "max_steps": 20, "goal_radius": 3.0}},
-        "algo": {"total_steps": 3 * 4 * 8, "num_envs": 4, "num_steps": 8,
-                 "update_epochs": 1, "num_minibatches": 1},
-        "network": {"hidden_sizes": [8]},
-        "run": {"seed": 0, "tensorboard": False},
-        "eval": {"num_envs": 2, "num_steps": 5}}
+#: test_call_depth's tiny run, 3 updates of 32 env steps, no evaluation.
+TINY = {**CALL_DEPTH_TINY, "algo": {**CALL_DEPTH_TINY["algo"], "total_steps": 3 * 4 * 8}}
 
 
 class Bar:
