@@ -126,7 +126,7 @@ def declared(static: type | None = None, hparams: type | None = None) -> dict[st
     hyperparameters (f32[] leaves: a sweep ``vmap``\\ s members that differ
     only in them). Static settings first, each class's in field order.
     Fields made otherwise (``num_envs``, ``network``) are not ``algo.*``
-    settings of its own: :func:`static_settings` is given them."""
+    settings of its own: :func:`plume_jax.settings.static_part` is given them."""
     return declared_settings(static, hparams)
 
 
