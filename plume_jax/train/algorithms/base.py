@@ -133,12 +133,14 @@ def declared(static: type | None = None, hparams: type | None = None) -> dict[st
 class Algorithm(abc.ABC):
     """Base of every training algorithm (module docstring).
 
-    Attributes every instance sets in ``from_config`` (the driver and the
-    export read these and nothing else; :func:`set_spaces` sets the spaces):
+    Attributes every instance sets in ``from_config`` (of an algorithm, the
+    driver and the export read these and nothing else; :func:`set_spaces`
+    sets the spaces):
         env: the env it trains on (static).
         num_updates: the updates of the whole run (``config.num_updates``).
-        steps_per_update: env steps per update (``config.steps_per_update``:
-            progress, metrics, budgets).
+        steps_per_update: env steps per update (``config.steps_per_update``),
+            by which its metrics count ``env_steps`` (the loop places progress
+            by the config's own).
         discrete, action_dim, action_low, action_high, obs_dim, num_agents,
             multi_agent: the spaces of the policy (one agent's; ``action_low``
             / ``action_high`` f32[action_dim] for a Box, else None).
